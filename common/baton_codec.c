@@ -1,0 +1,280 @@
+/* baton_codec.c: jansson-based codecs for znode bodies; see baton_codec.h. */
+#include "baton_codec.h"
+
+#include "baton_err.h"
+#include "baton_util.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int name_chars_valid(const char *s, size_t max) {
+    size_t n = strlen(s);
+    if (n == 0 || n > max)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return -1;
+    }
+    /* "." and ".." are path components, not names. */
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return -1;
+    return 0;
+}
+
+int baton_id_valid(const char *id) { return name_chars_valid(id, BATON_ID_MAX); }
+int baton_topic_valid(const char *topic) { return name_chars_valid(topic, BATON_TOPIC_MAX); }
+
+static char *dump(json_t *j) {
+    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    if (!s)
+        abort(); /* only allocation can fail here */
+    return s;
+}
+
+/* Loads an object; on failure writes "what: reason" into errstr. */
+static json_t *load_object(const char *what, const char *buf, size_t len, char *errstr,
+                           size_t n) {
+    if (!buf || len == 0) {
+        baton_seterr(errstr, n, BATON_CORRUPT, "%s: empty", what);
+        return NULL;
+    }
+    if (len > BATON_ZNODE_MAX) {
+        baton_seterr(errstr, n, BATON_CORRUPT, "%s: %zu bytes is over the %d byte limit", what,
+                     len, BATON_ZNODE_MAX);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j) {
+        baton_seterr(errstr, n, BATON_CORRUPT, "%s: invalid JSON at line %d column %d: %s", what,
+                     jerr.line, jerr.column, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        baton_seterr(errstr, n, BATON_CORRUPT, "%s: expected a JSON object", what);
+        return NULL;
+    }
+    return j;
+}
+
+/* Field readers: required when `required`, else leave *out untouched if absent or null. */
+static int get_int(json_t *o, const char *what, const char *key, int required, int64_t min,
+                   int64_t max, int64_t *out, char *errstr, size_t n) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: missing field '%s'", what, key);
+        return BATON_OK;
+    }
+    if (!json_is_integer(v))
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' must be an integer", what,
+                            key);
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max)
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' = %lld is out of range", what,
+                            key, (long long)x);
+    *out = x;
+    return BATON_OK;
+}
+
+static int get_str(json_t *o, const char *what, const char *key, int required, char *out,
+                   size_t outsz, char *errstr, size_t n) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: missing field '%s'", what, key);
+        return BATON_OK;
+    }
+    if (!json_is_string(v))
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' must be a string", what, key);
+    size_t len = json_string_length(v);
+    if (len >= outsz || strlen(json_string_value(v)) != len)
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' is too long or contains NUL",
+                            what, key);
+    memcpy(out, json_string_value(v), len + 1);
+    return BATON_OK;
+}
+
+char *baton_config_encode(const baton_config_t *c) {
+    return dump(json_pack("{s:s, s:i, s:s, s:i}", "topic", c->topic, "partitions",
+                          (int)c->partitions, "strategy", c->strategy, "version", 1));
+}
+
+int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *errstr,
+                        size_t n) {
+    const char *what = "group config";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int64_t parts = 0;
+    int err;
+    if ((err = get_str(j, what, "topic", 1, out->topic, sizeof(out->topic), errstr, n)) ||
+        (err = get_int(j, what, "partitions", 1, 1, BATON_PARTITIONS_MAX, &parts, errstr, n)) ||
+        (err = get_str(j, what, "strategy", 0, out->strategy, sizeof(out->strategy), errstr, n)))
+        goto out;
+    if (baton_topic_valid(out->topic) != 0) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: topic '%s' is not a valid Kafka topic name",
+                           what, out->topic);
+        goto out;
+    }
+    out->partitions = (int32_t)parts;
+    if (!out->strategy[0])
+        strcpy(out->strategy, "sticky");
+out:
+    json_decref(j);
+    return err;
+}
+
+char *baton_member_encode(const baton_member_t *m) {
+    json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "id", m->id, "host", m->host,
+                          "pid", (json_int_t)m->pid, "capacity", (int)(m->capacity ? m->capacity : 1));
+    json_object_set_new(j, "rack", m->rack[0] ? json_string(m->rack) : json_null());
+    return dump(j);
+}
+
+int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *errstr,
+                        size_t n) {
+    const char *what = "member";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int64_t pid = 0, cap = 1;
+    int err;
+    if ((err = get_str(j, what, "id", 1, out->id, sizeof(out->id), errstr, n)) ||
+        (err = get_str(j, what, "host", 0, out->host, sizeof(out->host), errstr, n)) ||
+        (err = get_int(j, what, "pid", 0, 0, INT64_MAX, &pid, errstr, n)) ||
+        (err = get_int(j, what, "capacity", 0, 1, 1000000, &cap, errstr, n)) ||
+        (err = get_str(j, what, "rack", 0, out->rack, sizeof(out->rack), errstr, n)))
+        goto out;
+    out->pid = pid;
+    out->capacity = (int32_t)cap;
+out:
+    json_decref(j);
+    return err;
+}
+
+char *baton_assignment_meta_encode(const baton_assignment_meta_t *a) {
+    return dump(json_pack("{s:I, s:I, s:s}", "generation", (json_int_t)a->generation,
+                          "coordinator_epoch", (json_int_t)a->coordinator_epoch, "strategy",
+                          a->strategy));
+}
+
+int baton_assignment_meta_decode(const char *buf, size_t len, baton_assignment_meta_t *out,
+                                 char *errstr, size_t n) {
+    const char *what = "assignment";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int err;
+    if ((err = get_int(j, what, "generation", 1, 0, INT64_MAX, &out->generation, errstr, n)) ||
+        (err = get_int(j, what, "coordinator_epoch", 0, 0, INT64_MAX, &out->coordinator_epoch,
+                       errstr, n)) ||
+        (err = get_str(j, what, "strategy", 0, out->strategy, sizeof(out->strategy), errstr, n)))
+        goto out;
+out:
+    json_decref(j);
+    return err;
+}
+
+char *baton_worker_assignment_encode(const baton_worker_assignment_t *a) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < a->npartitions; i++)
+        json_array_append_new(arr, json_integer(a->partitions[i]));
+    return dump(json_pack("{s:I, s:o}", "generation", (json_int_t)a->generation, "partitions", arr));
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_assignment_t *out,
+                                   char *errstr, size_t n) {
+    const char *what = "worker assignment";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int err;
+    if ((err = get_int(j, what, "generation", 1, 0, INT64_MAX, &out->generation, errstr, n)))
+        goto out;
+    json_t *arr = json_object_get(j, "partitions");
+    if (!json_is_array(arr)) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'partitions' must be an array",
+                           what);
+        goto out;
+    }
+    size_t cnt = json_array_size(arr);
+    out->partitions = xcalloc(cnt, sizeof(int32_t));
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *v = json_array_get(arr, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= BATON_PARTITIONS_MAX) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT,
+                               "%s: partitions[%zu] is not a partition number", what, i);
+            goto out;
+        }
+        out->partitions[i] = (int32_t)json_integer_value(v);
+    }
+    out->npartitions = cnt;
+    qsort(out->partitions, cnt, sizeof(int32_t), cmp_i32);
+    for (size_t i = 1; i < cnt; i++)
+        if (out->partitions[i] == out->partitions[i - 1]) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: partition %d is listed twice", what,
+                               out->partitions[i]);
+            goto out;
+        }
+out:
+    if (err != BATON_OK)
+        baton_worker_assignment_release(out);
+    json_decref(j);
+    return err;
+}
+
+void baton_worker_assignment_release(baton_worker_assignment_t *a) {
+    free(a->partitions);
+    a->partitions = NULL;
+    a->npartitions = 0;
+}
+
+char *baton_claim_encode(const baton_claim_t *c) {
+    return dump(json_pack("{s:s, s:I}", "worker", c->worker, "generation",
+                          (json_int_t)c->generation));
+}
+
+int baton_claim_decode(const char *buf, size_t len, baton_claim_t *out, char *errstr, size_t n) {
+    const char *what = "claim";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int err;
+    if ((err = get_str(j, what, "worker", 1, out->worker, sizeof(out->worker), errstr, n)) ||
+        (err = get_int(j, what, "generation", 0, 0, INT64_MAX, &out->generation, errstr, n)))
+        goto out;
+out:
+    json_decref(j);
+    return err;
+}
+
+int64_t baton_seq_of(const char *name) {
+    size_t len = strlen(name);
+    if (len < 10)
+        return -1;
+    const char *digits = name + len - 10;
+    int64_t v = 0;
+    for (int i = 0; i < 10; i++) {
+        if (digits[i] < '0' || digits[i] > '9')
+            return -1;
+        v = v * 10 + (digits[i] - '0');
+    }
+    return v;
+}

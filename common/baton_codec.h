@@ -1,0 +1,86 @@
+/* baton_codec.h: the JSON bodies of baton's znodes, encoded and decoded with
+ * jansson. Decoders never trust their input: anything malformed, of the wrong
+ * type, out of range or oversized is an error (BATON_CORRUPT) with a message
+ * naming the field, never a crash. Encoders return a heap string the caller
+ * frees. */
+#ifndef BATON_CODEC_H
+#define BATON_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BATON_ID_MAX 128          /* worker and coordinator ids */
+#define BATON_TOPIC_MAX 249       /* Kafka's own topic name limit */
+#define BATON_PARTITIONS_MAX 1000000
+#define BATON_ZNODE_MAX (1024 * 1024)
+
+/* /<root>/<group>/config */
+typedef struct {
+    char topic[BATON_TOPIC_MAX + 1];
+    int32_t partitions;
+    char strategy[32];
+} baton_config_t;
+
+/* /<root>/<group>/workers/<id> and /coordinators/c-N */
+typedef struct {
+    char id[BATON_ID_MAX + 1];
+    char host[256];
+    int64_t pid;
+    int32_t capacity; /* workers only; 1 when absent */
+    char rack[64];    /* "" when absent */
+} baton_member_t;
+
+/* /<root>/<group>/assignment */
+typedef struct {
+    int64_t generation;
+    int64_t coordinator_epoch;
+    char strategy[32];
+} baton_assignment_meta_t;
+
+/* /<root>/<group>/assignment/<worker-id>: partitions is a heap array the
+ * caller frees (baton_worker_assignment_release). */
+typedef struct {
+    int64_t generation;
+    int32_t *partitions;
+    size_t npartitions;
+} baton_worker_assignment_t;
+
+/* /<root>/<group>/partitions/<p>/claims/claim-<session>-N */
+typedef struct {
+    char worker[BATON_ID_MAX + 1];
+    int64_t generation;
+} baton_claim_t;
+
+/* Ids (worker, coordinator, group): 1-128 of [A-Za-z0-9._-]. Returns 0 if valid. */
+int baton_id_valid(const char *id);
+/* Kafka topic names: 1-249 of [A-Za-z0-9._-]. */
+int baton_topic_valid(const char *topic);
+
+char *baton_config_encode(const baton_config_t *c);
+int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *errstr,
+                        size_t errstr_size);
+
+char *baton_member_encode(const baton_member_t *m);
+int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *errstr,
+                        size_t errstr_size);
+
+char *baton_assignment_meta_encode(const baton_assignment_meta_t *a);
+int baton_assignment_meta_decode(const char *buf, size_t len, baton_assignment_meta_t *out,
+                                 char *errstr, size_t errstr_size);
+
+char *baton_worker_assignment_encode(const baton_worker_assignment_t *a);
+/* Partitions must be distinct and within [0, BATON_PARTITIONS_MAX). */
+int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_assignment_t *out,
+                                   char *errstr, size_t errstr_size);
+void baton_worker_assignment_release(baton_worker_assignment_t *a);
+
+char *baton_claim_encode(const baton_claim_t *c);
+int baton_claim_decode(const char *buf, size_t len, baton_claim_t *out, char *errstr,
+                       size_t errstr_size);
+
+/* Parses the sequence suffix of an ephemeral sequential node name
+ * ("claim-0x1234-0000000007" -> 7, "c-0000000003" -> 3). Returns -1 if the
+ * name has no valid 10-digit suffix. */
+int64_t baton_seq_of(const char *name);
+
+#endif

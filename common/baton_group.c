@@ -1,0 +1,157 @@
+/* baton_group.c: group layout and config operations shared by batonctl, the
+ * coordinator and the worker. */
+#include "baton_group.h"
+
+#include "baton_err.h"
+#include "baton_log.h"
+#include "baton_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *baton_group_base(const char *root, const char *group) {
+    return xasprintf("%s/%s", root, group);
+}
+
+int baton_root_valid(const char *root) {
+    size_t n = strlen(root);
+    if (n < 2 || root[0] != '/' || root[n - 1] == '/' || strstr(root, "//"))
+        return -1;
+    return 0;
+}
+
+int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_config_t *out,
+                            char *errstr, size_t n) {
+    char *path = xasprintf("%s/config", base);
+    char *data = NULL;
+    size_t len = 0;
+    int err = baton_zk_get(zk, path, watch, &data, &len, NULL);
+    if (err == BATON_NOTFOUND)
+        baton_seterr(errstr, n, err, "group not initialised: '%s' does not exist (run batonctl init)",
+                     path);
+    else if (err != BATON_OK)
+        baton_seterr(errstr, n, err, "cannot read '%s': %s", path, baton_strerror(err));
+    else {
+        char why[256];
+        err = baton_config_decode(data, len, out, why, sizeof(why));
+        if (err != BATON_OK)
+            baton_seterr(errstr, n, err, "'%s': %s", path, why);
+    }
+    free(data);
+    free(path);
+    return err;
+}
+
+/* Creates the per-partition nodes for partitions [from, to). */
+static int create_partition_nodes(baton_zk_t *zk, const char *base, int32_t from, int32_t to,
+                                  char *errstr, size_t n) {
+    for (int32_t p = from; p < to; p++) {
+        char *path = xasprintf("%s/partitions/%d/claims", base, p);
+        int err = baton_zk_mkdirs(zk, path);
+        if (err != BATON_OK) {
+            baton_seterr(errstr, n, err, "cannot create '%s': %s", path, baton_strerror(err));
+            free(path);
+            return err;
+        }
+        free(path);
+    }
+    return BATON_OK;
+}
+
+int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config, int *changed,
+                     char *errstr, size_t n) {
+    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions"};
+    if (changed)
+        *changed = 0;
+    int err = baton_zk_mkdirs(zk, base);
+    if (err != BATON_OK)
+        return baton_seterr(errstr, n, err, "cannot create '%s': %s", base, baton_strerror(err));
+
+    char *cfg_path = xasprintf("%s/config", base);
+    char *encoded = baton_config_encode(config);
+    baton_config_t cur;
+    struct Stat st;
+    char *data = NULL;
+    size_t len = 0;
+    int32_t have_partitions = 0;
+    err = baton_zk_get(zk, cfg_path, 0, &data, &len, &st);
+    if (err == BATON_NOTFOUND) {
+        /* The permanent children first, the config last: a config that exists
+         * means the layout under it is complete. */
+        for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++) {
+            char *d = xasprintf("%s/%s", base, dirs[i]);
+            err = baton_zk_mkdirs(zk, d);
+            free(d);
+            if (err != BATON_OK)
+                goto out_err;
+        }
+        if ((err = create_partition_nodes(zk, base, 0, config->partitions, errstr, n)))
+            goto out;
+        err = baton_zk_create(zk, cfg_path, encoded, strlen(encoded), 0, NULL, 0, NULL);
+        if (err == BATON_EXISTS) {
+            /* Another init raced us: compare with what it wrote. */
+            err = baton_zk_get(zk, cfg_path, 0, &data, &len, &st);
+            if (err != BATON_OK)
+                goto out_err;
+        } else if (err != BATON_OK) {
+            goto out_err;
+        } else {
+            if (changed)
+                *changed = 1;
+            goto out;
+        }
+    } else if (err != BATON_OK) {
+        goto out_err;
+    }
+
+    char why[256];
+    if ((err = baton_config_decode(data, len, &cur, why, sizeof(why))) != BATON_OK) {
+        baton_seterr(errstr, n, err, "existing '%s' is malformed: %s", cfg_path, why);
+        goto out;
+    }
+    if (strcmp(cur.topic, config->topic) != 0) {
+        err = baton_seterr(errstr, n, BATON_CONFLICT,
+                           "group already initialised with topic '%s', not '%s'", cur.topic,
+                           config->topic);
+        goto out;
+    }
+    if (strcmp(cur.strategy, config->strategy) != 0) {
+        err = baton_seterr(errstr, n, BATON_CONFLICT,
+                           "group already initialised with strategy '%s', not '%s'", cur.strategy,
+                           config->strategy);
+        goto out;
+    }
+    if (config->partitions < cur.partitions) {
+        err = baton_seterr(errstr, n, BATON_CONFLICT,
+                           "group has %d partitions; shrinking to %d is not allowed",
+                           cur.partitions, config->partitions);
+        goto out;
+    }
+    have_partitions = cur.partitions;
+    if (config->partitions > have_partitions) {
+        if ((err = create_partition_nodes(zk, base, have_partitions, config->partitions, errstr,
+                                          n)))
+            goto out;
+        /* Conditional on the version we read: a concurrent change is an error,
+         * never a silent overwrite. */
+        err = baton_zk_set(zk, cfg_path, encoded, strlen(encoded), st.version, NULL);
+        if (err == BATON_CONFLICT) {
+            baton_seterr(errstr, n, err, "'%s' changed while growing it; retry", cfg_path);
+            goto out;
+        }
+        if (err != BATON_OK)
+            goto out_err;
+        if (changed)
+            *changed = 1;
+        BLOG_INFO("event=partitions_grown from=%d to=%d", have_partitions, config->partitions);
+    }
+    err = BATON_OK;
+    goto out;
+out_err:
+    baton_seterr(errstr, n, err, "cannot initialise group at '%s': %s", base, baton_strerror(err));
+out:
+    free(data);
+    free(encoded);
+    free(cfg_path);
+    return err;
+}

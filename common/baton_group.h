@@ -1,0 +1,31 @@
+/* baton_group.h: the ZooKeeper layout of one group (see ARCHITECTURE.md) and
+ * the operations on it that several programs share: reading the config and
+ * initialising the permanent znodes. */
+#ifndef BATON_GROUP_H
+#define BATON_GROUP_H
+
+#include "baton_codec.h"
+#include "baton_zk.h"
+
+#define BATON_DEFAULT_ROOT "/baton"
+
+/* Builds "<root>/<group>"; the caller frees. root has no trailing slash. */
+char *baton_group_base(const char *root, const char *group);
+
+/* Reads and validates <base>/config. BATON_NOTFOUND if the group was never
+ * initialised; BATON_CORRUPT with a message if its data is malformed. */
+int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_config_t *out,
+                            char *errstr, size_t errstr_size);
+
+/* Writes the group's config and permanent znodes. Idempotent for the same
+ * values; growing the partition count is allowed (new partition nodes are
+ * created); any other difference is BATON_CONFLICT with a message naming the
+ * field. *created (may be NULL) is set to 1 if anything was written. */
+int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config,
+                     int *changed, char *errstr, size_t errstr_size);
+
+/* Validates a ZooKeeper root path: starts with '/', no trailing '/', no empty
+ * components. */
+int baton_root_valid(const char *root);
+
+#endif

@@ -1,0 +1,36 @@
+/* baton_log.h: the logging facade. One line per event on stderr, key=value
+ * fields: "ts=... level=info proc=baton-worker id=w1 event=claimed partition=3".
+ * Callers write the event's fields as the format; arguments are not
+ * evaluated when the level is filtered out. Thread-safe. */
+#ifndef BATON_LOG_H
+#define BATON_LOG_H
+
+typedef enum {
+    BATON_LOG_DEBUG = 0,
+    BATON_LOG_INFO = 1,
+    BATON_LOG_WARN = 2,
+    BATON_LOG_ERROR = 3,
+} baton_log_level_t;
+
+extern baton_log_level_t baton_log_level;
+
+/* Sets the process name and member id printed on every line (copied). */
+void baton_log_init(const char *proc, const char *id);
+/* Parses "debug", "info", "warn", "error"; returns 0 or -1. */
+int baton_log_level_parse(const char *s, baton_log_level_t *out);
+void baton_log_write(baton_log_level_t lvl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define BATON_LOG(lvl, ...)                                                    \
+    do {                                                                       \
+        if ((lvl) < baton_log_level)                                           \
+            break;                                                             \
+        baton_log_write((lvl), __VA_ARGS__);                                   \
+    } while (0)
+
+#define BLOG_DEBUG(...) BATON_LOG(BATON_LOG_DEBUG, __VA_ARGS__)
+#define BLOG_INFO(...) BATON_LOG(BATON_LOG_INFO, __VA_ARGS__)
+#define BLOG_WARN(...) BATON_LOG(BATON_LOG_WARN, __VA_ARGS__)
+#define BLOG_ERROR(...) BATON_LOG(BATON_LOG_ERROR, __VA_ARGS__)
+
+#endif

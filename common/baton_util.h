@@ -1,0 +1,31 @@
+/* baton_util.h: small helpers every module uses: allocation that aborts on
+ * failure (so no caller checks for NULL), clocks, bounded string copies. */
+#ifndef BATON_UTIL_H
+#define BATON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t n);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* printf into a fresh heap string; the caller frees it. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Monotonic milliseconds, for timeouts and durations. */
+int64_t baton_now_ms(void);
+/* Wall-clock milliseconds since the epoch, for logs and records. */
+int64_t baton_wall_ms(void);
+void baton_sleep_ms(int64_t ms);
+
+/* Writes an error message into errstr (always NUL-terminated) and returns err. */
+int baton_seterr(char *errstr, size_t errstr_size, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Parses a decimal integer in [min, max]; the whole string must be a number. */
+int baton_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#define BATON_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

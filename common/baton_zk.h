@@ -1,0 +1,79 @@
+/* baton_zk.h: a ZooKeeper session for one owner thread.
+ *
+ * libzookeeper_mt delivers watches and session events on its completion
+ * thread, which must never block. This wrapper's watcher only copies each
+ * event onto a queue and writes a byte to a pipe; the owner thread (the one
+ * that created the session) polls baton_zk_fd() and drains events with
+ * baton_zk_next_event(), then makes its synchronous calls itself. Every
+ * synchronous call here is made from the owner thread only.
+ *
+ * Errors are mapped onto baton_err_t: ZNONODE -> BATON_NOTFOUND, ZNODEEXISTS
+ * -> BATON_EXISTS, ZBADVERSION/ZNOTEMPTY -> BATON_CONFLICT, connection loss
+ * and timeouts -> BATON_CONNECTION (retriable), an expired or closed session
+ * -> BATON_EXPIRED (fatal for this handle: make a new one). */
+#ifndef BATON_ZK_H
+#define BATON_ZK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zookeeper.h>
+
+typedef struct baton_zk_s baton_zk_t;
+
+typedef struct {
+    int type;   /* ZOO_SESSION_EVENT, ZOO_CREATED_EVENT, ZOO_DELETED_EVENT... */
+    int state;  /* ZOO_CONNECTED_STATE, ZOO_EXPIRED_SESSION_STATE... */
+    char *path; /* heap, owned by the event: free with baton_zk_event_release */
+} baton_zk_event_t;
+
+/* Connects and waits up to connect_timeout_ms for the session to be
+ * established. Returns BATON_OK and *out, or BATON_TIMEOUT/BATON_CONNECTION
+ * with a message in errstr. */
+int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
+                     baton_zk_t **out, char *errstr, size_t errstr_size);
+/* Closes the session (its ephemeral nodes go at once) and frees everything. */
+void baton_zk_destroy(baton_zk_t *zk);
+
+/* A descriptor that is readable while events are queued. */
+int baton_zk_fd(const baton_zk_t *zk);
+/* Pops one queued event; returns 1 if one was popped, 0 if none. */
+int baton_zk_next_event(baton_zk_t *zk, baton_zk_event_t *ev);
+void baton_zk_event_release(baton_zk_event_t *ev);
+
+zhandle_t *baton_zk_handle(const baton_zk_t *zk);
+int64_t baton_zk_session_id(const baton_zk_t *zk);
+/* The negotiated session timeout in milliseconds. */
+int baton_zk_session_timeout(const baton_zk_t *zk);
+/* 1 while the session is connected. */
+int baton_zk_connected(const baton_zk_t *zk);
+/* 1 once the session has expired or failed authentication. */
+int baton_zk_expired(const baton_zk_t *zk);
+
+/* Maps a ZooKeeper return code onto baton_err_t. */
+int baton_zk_err(int rc);
+
+/* The watcher to pass to zoo_w* calls with the baton_zk_t as context, so the
+ * event lands on the owner's queue. */
+void baton_zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+
+/* Reads a node. *data is a NUL-terminated heap copy (free it); *len its
+ * length. stat may be NULL. With watch, a watch is left on the node. */
+int baton_zk_get(baton_zk_t *zk, const char *path, int watch, char **data, size_t *len,
+                 struct Stat *stat);
+/* Lists children sorted by name. *names is a heap array of heap strings:
+ * free with baton_zk_strings_free. */
+int baton_zk_children(baton_zk_t *zk, const char *path, int watch, char ***names, size_t *count);
+void baton_zk_strings_free(char **names, size_t count);
+/* Exists with an optional watch (left even if the node does not exist). */
+int baton_zk_exists(baton_zk_t *zk, const char *path, int watch, struct Stat *stat);
+/* Creates a node; with a sequential mode the created path is copied into
+ * created (may be NULL) and its stat (czxid = epoch) into stat (may be NULL). */
+int baton_zk_create(baton_zk_t *zk, const char *path, const char *data, size_t len, int mode,
+                    char *created, size_t created_size, struct Stat *stat);
+/* Creates every missing persistent node along path (like mkdir -p). */
+int baton_zk_mkdirs(baton_zk_t *zk, const char *path);
+int baton_zk_set(baton_zk_t *zk, const char *path, const char *data, size_t len, int version,
+                 struct Stat *stat);
+int baton_zk_delete(baton_zk_t *zk, const char *path, int version);
+
+#endif

@@ -1,0 +1,28 @@
+/* coordinator.h: one coordinator candidate of a group. It runs on the
+ * caller's thread: baton_coord_run() loops until a stop is requested.
+ *
+ * Election: every candidate creates coordinators/c-N (ephemeral sequential);
+ * the lowest N leads and its czxid is the coordinator epoch; every other
+ * candidate watches only its predecessor. The leader watches membership and
+ * config, computes the next assignment with assignment/ and publishes it in
+ * one zoo_multi that begins with a check on its own c- node and a version
+ * check on /assignment, so a deposed leader's write fails whole. */
+#ifndef BATON_COORDINATOR_H
+#define BATON_COORDINATOR_H
+
+#include <stddef.h>
+
+typedef struct {
+    const char *zk_hosts;
+    const char *root;
+    const char *group;
+    const char *id;
+    int session_timeout_ms;
+    int connect_timeout_ms;
+} baton_coord_conf_t;
+
+/* Runs until stop_fd becomes readable (SIGTERM). Returns 0 on a clean stop,
+ * non-zero (with a logged reason) when ZooKeeper cannot be reached at start. */
+int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd);
+
+#endif

@@ -1,0 +1,190 @@
+/* batonctl.c: the operator CLI's entry point: global flags, the command
+ * table, help, and the ZooKeeper connection the commands share. The commands
+ * themselves live in ctl_<command>.c. */
+#include "ctl.h"
+
+#include "baton_codec.h"
+#include "baton_err.h"
+#include "baton_group.h"
+#include "baton_log.h"
+#include "baton_opts.h"
+#include "baton_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zookeeper.h>
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    int (*run)(ctl_ctx_t *ctx, int argc, char **argv);
+    void (*usage)(FILE *f);
+} ctl_command_t;
+
+static const ctl_command_t commands[] = {
+    {"init", "create a group's config and znodes, or grow its partition count", ctl_cmd_init,
+     ctl_init_usage},
+    {"status", "show coordinator, workers, assignment and partition owners", ctl_cmd_status,
+     ctl_status_usage},
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G [--root PATH] [--timeout MS] COMMAND [ARGS]\n"
+            "\n"
+            "Operates a baton group: the ZooKeeper znodes under ROOT/G that say which\n"
+            "worker owns which partition.\n"
+            "\n"
+            "global flags (also accepted after COMMAND):\n"
+            "  --zk HOSTS        ZooKeeper connect string (host:port[,host:port...])\n"
+            "  --group G         group name ([A-Za-z0-9._-], 1-128 chars)\n"
+            "  --root PATH       ZooKeeper root (default %s)\n"
+            "  --timeout MS      give up if ZooKeeper is unreachable for MS ms (default %d)\n"
+            "  --verbose         also print the ZooKeeper client's and baton's log lines\n"
+            "  --help            this text; 'COMMAND --help' for a command's own\n"
+            "\n"
+            "commands:\n",
+            CTL_PROG, BATON_DEFAULT_ROOT, CTL_DEFAULT_TIMEOUT_MS);
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(commands); i++)
+        fprintf(f, "  %-8s  %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n"
+            "exit status: 0 ok, 1 failure (message on stderr), 2 usage error\n"
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders init --topic orders-in --partitions 12\n"
+            "  %s --zk 127.0.0.1:2181 --group orders status\n"
+            "  %s --zk zk1:2181,zk2:2181 --group orders status --json\n",
+            CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+int ctl_global_opt(ctl_ctx_t *ctx, int opt, const char *arg) {
+    switch (opt) {
+    case CTL_OPT_ZK: ctx->zk_hosts = arg; return 1;
+    case CTL_OPT_GROUP: ctx->group = arg; return 1;
+    case CTL_OPT_ROOT: ctx->root = arg; return 1;
+    case CTL_OPT_TIMEOUT:
+        ctx->timeout_ms = (int)baton_opt_int(CTL_PROG, "timeout", arg, 100, 3600000);
+        return 1;
+    case CTL_OPT_VERBOSE: ctx->verbose = 1; return 1;
+    default: return 0;
+    }
+}
+
+void ctl_ctx_check(const ctl_ctx_t *ctx) {
+    if (!ctx->zk_hosts || !ctx->zk_hosts[0])
+        baton_usage_error(CTL_PROG, "--zk is required");
+    if (!ctx->group)
+        baton_usage_error(CTL_PROG, "--group is required");
+    if (baton_id_valid(ctx->group) != 0)
+        baton_usage_error(CTL_PROG, "--group: '%s' is not a valid group name ([A-Za-z0-9._-], 1-128 chars)",
+                          ctx->group);
+    if (baton_root_valid(ctx->root) != 0)
+        baton_usage_error(CTL_PROG, "--root: '%s' is not a valid ZooKeeper path", ctx->root);
+}
+
+void ctl_bad_option(int argc, char **argv) {
+    /* optopt holds the character of an unknown short option, or the value of
+     * a known option whose argument is missing; argv[optind - 1] is the word
+     * getopt stopped at. */
+    if (optopt > 0 && optopt < 256)
+        baton_usage_error(CTL_PROG, "unknown option '-%c'", optopt);
+    const char *word = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    if (optopt >= 256)
+        baton_usage_error(CTL_PROG, "option '%s' needs a value", word);
+    baton_usage_error(CTL_PROG, "unknown option '%s'", word);
+}
+
+baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
+    baton_zk_t *zk = NULL;
+    char errstr[512];
+    /* The session only lives as long as the command; its timeout doubles as
+     * the bound on a connection lost mid-command. */
+    int err = baton_zk_connect(ctx->zk_hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr,
+                               sizeof(errstr));
+    if (err != BATON_OK) {
+        fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+        return NULL;
+    }
+    return zk;
+}
+
+void ctl_warn(const char *path, const char *problem) {
+    fprintf(stderr, "%s: warning: %s: %s\n", CTL_PROG, path, problem);
+}
+
+static const ctl_command_t *command_find(const char *name) {
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(commands); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    static const struct option longopts[] = {
+        CTL_GLOBAL_OPTIONS,
+        {"help", no_argument, NULL, CTL_OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    ctl_ctx_t ctx = {.root = BATON_DEFAULT_ROOT, .timeout_ms = CTL_DEFAULT_TIMEOUT_MS};
+    int help = 0, opt;
+    opterr = 0;
+    /* "+": stop at the command; its own flags are parsed by the command. */
+    while ((opt = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+        if (ctl_global_opt(&ctx, opt, optarg))
+            continue;
+        if (opt == CTL_OPT_HELP)
+            help = 1;
+        else
+            ctl_bad_option(argc, argv);
+    }
+    if (optind >= argc) {
+        if (help) {
+            usage(stdout);
+            return BATON_EXIT_OK;
+        }
+        baton_usage_error(CTL_PROG, "no command given");
+    }
+    const char *name = argv[optind];
+    if (strcmp(name, "help") == 0) {
+        const ctl_command_t *c = optind + 1 < argc ? command_find(argv[optind + 1]) : NULL;
+        if (optind + 1 < argc && !c)
+            baton_usage_error(CTL_PROG, "unknown command '%s'", argv[optind + 1]);
+        if (c)
+            c->usage(stdout);
+        else
+            usage(stdout);
+        return BATON_EXIT_OK;
+    }
+    const ctl_command_t *cmd = command_find(name);
+    if (!cmd)
+        baton_usage_error(CTL_PROG, "unknown command '%s'", name);
+    if (help) {
+        cmd->usage(stdout);
+        return BATON_EXIT_OK;
+    }
+
+    /* Quiet by default: an operator reads the command's own output. The
+     * ZooKeeper client would print a line per failed connection attempt. */
+    FILE *devnull = NULL;
+    if (ctx.verbose) {
+        baton_log_level = BATON_LOG_INFO;
+    } else {
+        baton_log_level = BATON_LOG_WARN;
+        devnull = fopen("/dev/null", "w");
+        if (devnull)
+            zoo_set_log_stream(devnull);
+    }
+    baton_log_init(CTL_PROG, NULL);
+
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    optind = 0; /* glibc: a full re-initialisation for the command's table */
+    int rc = cmd->run(&ctx, sub_argc, sub_argv);
+    fflush(stdout);
+    if (devnull) {
+        zoo_set_log_stream(NULL);
+        fclose(devnull);
+    }
+    return rc;
+}

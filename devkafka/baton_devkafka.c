@@ -1,0 +1,266 @@
+/* baton_devkafka.c: librdkafka's mock cluster as a small standalone process,
+ * the embedded Kafka of the demo and the integration tests. It listens on
+ * loopback, creates one topic, prints "bootstrap=HOST:PORT[,...]" as its
+ * first stdout line and serves until SIGTERM or SIGINT.
+ *
+ * Records live in memory only. The mock keeps at most 5 MiB or 100000
+ * message sets per partition (hard-coded in librdkafka 2.0.2, no public knob)
+ * and silently drops the oldest beyond that; a watchdog thread reports it
+ * (event=retention_truncated) so a test that lost its head records says why.
+ * The mock also auto-creates unknown topics (4 partitions) when a client asks
+ * for them, so a misspelt topic name does not fail by itself. */
+#include "baton_log.h"
+#include "baton_util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#define DEVKAFKA_MAX_BROKERS 16
+#define DEVKAFKA_MAX_PARTITIONS 100000
+/* How often the watchdog looks at the partitions' low watermarks. */
+#define DEVKAFKA_WATCH_INTERVAL_MS 5000
+
+typedef struct devkafka_opts_s {
+    const char *topic;
+    int partitions;
+    int brokers;
+} devkafka_opts_t;
+
+/* State shared by the main thread and the watchdog thread; stop is set under
+ * lock and signalled through cond so the watchdog exits at once. */
+typedef struct devkafka_watch_s {
+    rd_kafka_t *rk;
+    const char *topic;
+    int partitions;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    atomic_int stop;
+} devkafka_watch_t;
+
+static void devkafka_usage(FILE *out) {
+    fprintf(out,
+            "usage: baton-devkafka --topic T --partitions N [--brokers B]\n"
+            "\n"
+            "Runs librdkafka's mock Kafka cluster on loopback with B brokers\n"
+            "(default 1) and one topic T of N partitions. Prints\n"
+            "\"bootstrap=HOST:PORT[,...]\" as the first line on stdout, logs\n"
+            "to stderr, and serves until SIGTERM or SIGINT (exit 0).\n"
+            "Records are kept in memory only.\n");
+}
+
+/* Reports a command-line error naming the culprit, then the usage; exit 2. */
+static void devkafka_bad_usage(const char *fmt, const char *what) {
+    fputs("baton-devkafka: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputc('\n', stderr);
+    devkafka_usage(stderr);
+    exit(2);
+}
+
+static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
+    o->topic = NULL;
+    o->partitions = 0;
+    o->brokers = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            devkafka_usage(stdout);
+            exit(0);
+        }
+        int is_topic = strcmp(a, "--topic") == 0;
+        int is_parts = strcmp(a, "--partitions") == 0;
+        int is_brokers = strcmp(a, "--brokers") == 0;
+        if (!is_topic && !is_parts && !is_brokers)
+            devkafka_bad_usage("unknown argument '%s'", a);
+        if (i + 1 >= argc)
+            devkafka_bad_usage("option '%s' needs a value", a);
+        const char *v = argv[++i];
+        int64_t n = 0;
+        if (is_topic) {
+            if (!*v || strlen(v) > 249)
+                devkafka_bad_usage("bad value for --topic: '%s'", v);
+            o->topic = v;
+        } else if (is_parts) {
+            if (baton_parse_i64(v, 1, DEVKAFKA_MAX_PARTITIONS, &n) != 0)
+                devkafka_bad_usage("bad value for --partitions: '%s'", v);
+            o->partitions = (int)n;
+        } else {
+            if (baton_parse_i64(v, 1, DEVKAFKA_MAX_BROKERS, &n) != 0)
+                devkafka_bad_usage("bad value for --brokers: '%s'", v);
+            o->brokers = (int)n;
+        }
+    }
+    if (!o->topic)
+        devkafka_bad_usage("missing required option '%s'", "--topic");
+    if (!o->partitions)
+        devkafka_bad_usage("missing required option '%s'", "--partitions");
+}
+
+/* librdkafka's log callback; runs on librdkafka's internal threads. */
+static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                            const char *buf) {
+    (void)rk;
+    /* The handle is created before the mock it owns, so it has no
+     * bootstrap.servers yet and warns about it: expected, not news. */
+    if (strcmp(fac, "CONFWARN") == 0 && strstr(buf, "bootstrap.servers")) {
+        BLOG_DEBUG("event=rdkafka fac=%s msg=\"%s\"", fac, buf);
+        return;
+    }
+    baton_log_level_t lvl = level <= 3   ? BATON_LOG_ERROR
+                            : level <= 4 ? BATON_LOG_WARN
+                            : level <= 6 ? BATON_LOG_INFO
+                                         : BATON_LOG_DEBUG;
+    BATON_LOG(lvl, "event=rdkafka fac=%s msg=\"%s\"", fac, buf);
+}
+
+/* Watchdog thread: once per interval, asks the mock (through the handle that
+ * owns it, as an ordinary client) for each partition's low watermark and warns
+ * once per partition when retention has dropped records. */
+static void *devkafka_watch_main(void *arg) {
+    devkafka_watch_t *w = arg;
+    char *warned = xcalloc((size_t)w->partitions, 1);
+    pthread_mutex_lock(&w->lock);
+    while (!w->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += DEVKAFKA_WATCH_INTERVAL_MS / 1000;
+        while (!w->stop &&
+               pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
+            ;
+        if (w->stop)
+            break;
+        pthread_mutex_unlock(&w->lock);
+        for (int p = 0; p < w->partitions; p++) {
+            int64_t lo = 0, hi = 0;
+            if (atomic_load(&w->stop))
+                break;
+            if (warned[p])
+                continue;
+            rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
+                w->rk, w->topic, p, &lo, &hi, 1000);
+            if (err)
+                break; /* shutting down or busy: try again next round */
+            if (lo > 0) {
+                warned[p] = 1;
+                BLOG_WARN("event=retention_truncated topic=%s partition=%d "
+                          "low=%" PRId64 " high=%" PRId64
+                          " note=\"mock keeps 5MiB or 100000 batches per "
+                          "partition; older records are gone\"",
+                          w->topic, p, lo, hi);
+            }
+        }
+        pthread_mutex_lock(&w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+    free(warned);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    devkafka_opts_t o;
+    char errstr[512] = "";
+    baton_log_init("baton-devkafka", NULL);
+    devkafka_parse_args(argc, argv, &o);
+
+    /* Block the stop signals before any thread exists so every librdkafka
+     * thread inherits the mask and only sigwait() below sees them. Reset
+     * their dispositions first: a non-interactive shell starts background
+     * commands with SIGINT ignored, and an ignored signal never reaches
+     * sigwait(). */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGTERM);
+    sigaddset(&stopset, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, devkafka_log_cb);
+    rd_kafka_t *rk =
+        rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", errstr);
+        rd_kafka_conf_destroy(conf);
+        return 1;
+    }
+
+    rd_kafka_mock_cluster_t *mcluster = rd_kafka_mock_cluster_new(rk, o.brokers);
+    if (!mcluster) {
+        BLOG_ERROR("event=mock_cluster_failed brokers=%d", o.brokers);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    int rf = o.brokers < 3 ? o.brokers : 3;
+    rd_kafka_resp_err_t err =
+        rd_kafka_mock_topic_create(mcluster, o.topic, o.partitions, rf);
+    if (err) {
+        BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topic,
+                   rd_kafka_err2str(err));
+        rd_kafka_mock_cluster_destroy(mcluster);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
+    printf("bootstrap=%s\n", bootstraps);
+    fflush(stdout);
+    BLOG_INFO("event=ready bootstrap=%s topic=%s partitions=%d brokers=%d "
+              "replication_factor=%d",
+              bootstraps, o.topic, o.partitions, o.brokers, rf);
+
+    /* The watchdog is an ordinary client of the mock with its own handle, so
+     * it can be destroyed while the mock still listens (the owner handle
+     * never connects, and has nothing to reconnect to after shutdown). */
+    devkafka_watch_t w = {.topic = o.topic, .partitions = o.partitions};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    pthread_t watch_thread;
+    int watching = 0;
+    rd_kafka_conf_t *wconf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(wconf, devkafka_log_cb);
+    if (rd_kafka_conf_set(wconf, "bootstrap.servers", bootstraps, errstr,
+                          sizeof(errstr)) == RD_KAFKA_CONF_OK &&
+        (w.rk = rd_kafka_new(RD_KAFKA_PRODUCER, wconf, errstr,
+                             sizeof(errstr))) != NULL) {
+        watching =
+            pthread_create(&watch_thread, NULL, devkafka_watch_main, &w) == 0;
+    } else {
+        rd_kafka_conf_destroy(wconf);
+    }
+    if (!watching)
+        BLOG_WARN("event=watchdog_not_started err=\"%s\"", errstr);
+
+    int sig = 0;
+    while (sigwait(&stopset, &sig) != 0)
+        ;
+    BLOG_INFO("event=stopping signal=%s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+
+    if (watching) {
+        pthread_mutex_lock(&w.lock);
+        w.stop = 1;
+        pthread_cond_signal(&w.cond);
+        pthread_mutex_unlock(&w.lock);
+        pthread_join(watch_thread, NULL);
+    }
+    if (w.rk)
+        rd_kafka_destroy(w.rk);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+
+    /* The cluster must go before the handle that owns its bookkeeping. */
+    rd_kafka_mock_cluster_destroy(mcluster);
+    rd_kafka_destroy(rk);
+    BLOG_INFO("event=stopped");
+    return 0;
+}

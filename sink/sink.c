@@ -1,0 +1,165 @@
+/* sink.c: the backend-independent half of the fenced sink. Parses the URI,
+ * picks a backend by scheme, validates arguments once for every backend and
+ * dispatches through baton_sink_ops_t (sink_int.h). */
+#include "sink.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "baton_err.h"
+#include "baton_log.h"
+#include "baton_util.h"
+#include "sink_int.h"
+
+/* Every backend, in the order they are listed in error messages. A new
+ * backend is one more file and one more line here. */
+static const baton_sink_ops_t *const backends[] = {
+    &baton_sink_sqlite_ops,
+};
+
+/* "sqlite:PATH" (or "sqlite:PATH, postgresql:CONNINFO" one day). */
+static void supported_schemes(char *buf, size_t size) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(backends) && n < size; i++) {
+        int w = snprintf(buf + n, size - n, "%s%s", i ? ", " : "", backends[i]->usage);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
+
+int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sink->errstr, sizeof(sink->errstr), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char *errstr,
+                    size_t errstr_size) {
+    char supported[256];
+    supported_schemes(supported, sizeof(supported));
+
+    if (errstr && errstr_size)
+        errstr[0] = '\0';
+    if (!out)
+        return baton_seterr(errstr, errstr_size, BATON_INVALID, "no place to return the sink");
+    *out = NULL;
+    if (!uri || !*uri)
+        return baton_seterr(errstr, errstr_size, BATON_INVALID, "sink uri is empty (supported: %s)",
+                            supported);
+    if (!group || !*group)
+        return baton_seterr(errstr, errstr_size, BATON_INVALID, "sink '%s': group name is empty",
+                            uri);
+
+    const char *colon = strchr(uri, ':');
+    if (!colon || colon == uri)
+        return baton_seterr(errstr, errstr_size, BATON_INVALID,
+                            "sink uri '%s' has no scheme (supported: %s)", uri, supported);
+    size_t scheme_len = (size_t)(colon - uri);
+
+    const baton_sink_ops_t *ops = NULL;
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(backends); i++)
+        if (strlen(backends[i]->scheme) == scheme_len &&
+            strncasecmp(backends[i]->scheme, uri, scheme_len) == 0)
+            ops = backends[i];
+    if (!ops)
+        return baton_seterr(errstr, errstr_size, BATON_INVALID,
+                            "unknown sink scheme '%.*s' in '%s' (supported: %s)", (int)scheme_len,
+                            uri, uri, supported);
+
+    baton_sink_t *sink = xcalloc(1, sizeof(*sink));
+    sink->ops = ops;
+    sink->uri = xstrdup(uri);
+    sink->group = xstrdup(group);
+    int err = ops->open(sink, colon + 1, errstr, errstr_size);
+    if (err) {
+        free(sink->uri);
+        free(sink->group);
+        free(sink);
+        return err;
+    }
+    BLOG_INFO("event=sink_opened uri=%s group=%s", uri, group);
+    *out = sink;
+    return BATON_OK;
+}
+
+void baton_sink_destroy(baton_sink_t *sink) {
+    if (!sink)
+        return;
+    sink->ops->close(sink);
+    free(sink->uri);
+    free(sink->group);
+    free(sink);
+}
+
+int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (!next_offset)
+        return baton_sink__seterr(sink, BATON_INVALID, "fence: next_offset is NULL");
+    if (partition < 0 || epoch < 0)
+        return baton_sink__seterr(sink, BATON_INVALID,
+                                  "fence: partition %d epoch %lld: both must be >= 0",
+                                  (int)partition, (long long)epoch);
+    return sink->ops->fence(sink, partition, epoch, next_offset);
+}
+
+int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                     const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                     size_t *applied) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (applied)
+        *applied = 0;
+    if (partition < 0 || epoch < 0)
+        return baton_sink__seterr(sink, BATON_INVALID,
+                                  "write: partition %d epoch %lld: both must be >= 0",
+                                  (int)partition, (long long)epoch);
+    if (nrecords && !records)
+        return baton_sink__seterr(sink, BATON_INVALID, "write: %zu records but records is NULL",
+                                  nrecords);
+    /* Reject the batch before opening a transaction, so a malformed record
+     * can never leave half a batch applied. INT64_MAX is refused because
+     * next_offset would overflow; Kafka offsets never come near it. */
+    for (size_t i = 0; i < nrecords; i++) {
+        const baton_record_t *r = &records[i];
+        if (r->offset < 0 || r->offset == INT64_MAX)
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "write: partition %d record %zu: offset %lld out of range",
+                                      (int)partition, i, (long long)r->offset);
+        if ((!r->key && r->key_len) || (!r->value && r->value_len))
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "write: partition %d record %zu: NULL key or value "
+                                      "with a non-zero length",
+                                      (int)partition, i);
+    }
+    return sink->ops->write(sink, partition, epoch, records, nrecords, next_offset, applied);
+}
+
+int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (!rows || !nrows)
+        return baton_sink__seterr(sink, BATON_INVALID, "fences: rows or nrows is NULL");
+    *rows = NULL;
+    *nrows = 0;
+    return sink->ops->fences(sink, rows, nrows);
+}
+
+int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
+    if (!sink || timeout_ms < 0)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    return sink->ops->set_busy_timeout(sink, timeout_ms);
+}
+
+const char *baton_sink_errstr(const baton_sink_t *sink) { return sink ? sink->errstr : "no sink"; }

@@ -1,0 +1,67 @@
+/* sink.h: the fenced sink, the resource that enforces single-writer
+ * correctness. Per (group, partition) it stores epoch, next_offset and
+ * rejected (see ARCHITECTURE.md, "The sink protocol").
+ *
+ * Threading: a baton_sink_t is used by one thread at a time. Several
+ * processes may open the same sink; each call is one transaction. */
+#ifndef BATON_SINK_H
+#define BATON_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct baton_sink_s baton_sink_t;
+
+/* One input record to apply. The sink copies what it stores; pointers need
+ * only live for the duration of the call. */
+typedef struct {
+    int64_t offset;
+    const void *key; /* NULL for no key */
+    size_t key_len;
+    const void *value; /* NULL for no value */
+    size_t value_len;
+} baton_record_t;
+
+/* Opens the sink named by uri ("sqlite:PATH") for the consumer group `group`,
+ * creating the schema if missing. On success *out owns the connection
+ * (free with baton_sink_destroy). On failure returns an error and a message
+ * naming what was wrong in errstr. */
+int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char *errstr,
+                    size_t errstr_size);
+void baton_sink_destroy(baton_sink_t *sink);
+
+/* fence(p, e), one transaction: if the stored epoch is greater than epoch,
+ * returns BATON_STALE (and counts it in rejected); otherwise stores epoch and
+ * sets *next_offset to the first offset not yet applied (0 for a new
+ * partition). */
+int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset);
+
+/* write(p, e, batch), one transaction: if the stored epoch is greater than
+ * epoch, rejects the whole batch, counts it in rejected and returns
+ * BATON_STALE; if it is lower (the writer never fenced), returns
+ * BATON_UNFENCED and applies nothing. Records with offset < next_offset are
+ * skipped as duplicates; the rest (which must be in ascending offset order;
+ * gaps are allowed) are stored stamped with epoch, and next_offset becomes
+ * the last applied offset + 1. *next_offset (may be NULL) receives the
+ * resulting next_offset; *applied (may be NULL) how many records were stored.
+ * Retriable failures (database busy) return BATON_BUSY with nothing applied. */
+int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                     const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                     size_t *applied);
+
+/* One row of the sink's fence table. */
+typedef struct {
+    int32_t partition;
+    int64_t epoch;
+    int64_t next_offset;
+    int64_t rejected;
+} baton_fence_row_t;
+
+/* Reads every fence row of the group, ordered by partition. *rows is a heap
+ * array the caller frees. */
+int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
+
+/* The last error message of this connection (static until the next call). */
+const char *baton_sink_errstr(const baton_sink_t *sink);
+
+#endif

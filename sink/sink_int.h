@@ -1,0 +1,87 @@
+/* sink_int.h: the inside of a baton_sink_t. sink.c parses the URI, checks
+ * arguments and dispatches to a backend through baton_sink_ops_t; each
+ * backend (sink_sqlite.c today, a PostgreSQL one later) is one file that
+ * fills in one ops table and keeps the fence rules below, so the protocol of
+ * ARCHITECTURE.md ("The sink protocol") is written down once.
+ *
+ * Not installed: only sink.c, the backends and their tests include it. */
+#ifndef BATON_SINK_INT_H
+#define BATON_SINK_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton_err.h"
+#include "sink.h"
+
+#define BATON_SINK_ERRSTR_SIZE 512
+
+/* A backend. sink.c has already validated every argument (non-NULL pointers,
+ * partition >= 0, epoch >= 0, record offsets in [0, INT64_MAX), key/value
+ * pointers present when their length is non-zero) and cleared sink->errstr
+ * before calling fence, write or fences. Every call that fails leaves a
+ * message in sink->errstr and no transaction open. */
+typedef struct baton_sink_ops_s {
+    const char *scheme; /* "sqlite": matched case-insensitively before ':' */
+    const char *usage;  /* "sqlite:PATH", for error messages */
+    /* Opens target (the URI after "scheme:") into sink->be. On failure frees
+     * whatever it allocated, leaves sink->be NULL and writes errstr. */
+    int (*open)(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size);
+    /* Frees sink->be; never fails. */
+    void (*close)(baton_sink_t *sink);
+    int (*fence)(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset);
+    int (*write)(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                 const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                 size_t *applied);
+    int (*fences)(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
+    /* How long a call waits for another process's lock before BATON_BUSY. */
+    int (*set_busy_timeout)(baton_sink_t *sink, int timeout_ms);
+} baton_sink_ops_t;
+
+struct baton_sink_s {
+    const baton_sink_ops_t *ops;
+    char *uri;   /* as given to baton_sink_open, for messages */
+    char *group; /* non-empty */
+    void *be;    /* the backend's own state */
+    char errstr[BATON_SINK_ERRSTR_SIZE];
+};
+
+extern const baton_sink_ops_t baton_sink_sqlite_ops;
+
+/* Sets how long each call waits for another process's lock before returning
+ * BATON_BUSY (the SQLite backend's default is 5000 ms). Internal for now:
+ * tests use it to see BUSY without waiting 5 s; promote it to sink.h if an
+ * operator ever needs the knob. */
+int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms);
+
+/* Writes a message into sink->errstr and returns err. */
+int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The fence rules, pure so every backend applies the same ones.
+ *
+ * fence(p, e) against a stored epoch: a higher stored epoch means a newer
+ * owner exists, so the caller is stale; equal is a retry of the same fence. */
+static inline int baton_sink__fence_rule(int64_t stored_epoch, int64_t epoch) {
+    return stored_epoch > epoch ? BATON_STALE : BATON_OK;
+}
+
+/* write(p, e, ...) against a stored epoch: only the fenced epoch may write.
+ * A lower stored epoch means the writer skipped fence(p, e): its offsets were
+ * never agreed with the sink, so nothing may be applied. */
+static inline int baton_sink__write_rule(int64_t stored_epoch, int64_t epoch) {
+    if (stored_epoch > epoch)
+        return BATON_STALE;
+    if (stored_epoch < epoch)
+        return BATON_UNFENCED;
+    return BATON_OK;
+}
+
+/* Whether a record is applied: `floor` starts at the stored next_offset and
+ * becomes offset + 1 after each applied record, so offsets below next_offset
+ * (already applied) and out-of-order repeats within a batch are skipped, and
+ * gaps are allowed. */
+static inline bool baton_sink__applies(int64_t floor, int64_t offset) { return offset >= floor; }
+
+#endif

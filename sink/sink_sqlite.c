@@ -1,0 +1,716 @@
+/* sink_sqlite.c: the embedded fenced sink, one SQLite file shared by every
+ * process on a host. Each fence and write is one BEGIN IMMEDIATE transaction,
+ * so processes serialise on SQLite's write lock and the fence check, the
+ * output rows and next_offset commit together or not at all.
+ *
+ * The schema is fixed because external tools read it:
+ *   baton_fence(grp, partition, epoch, next_offset, rejected)
+ *   baton_output(grp, partition, offset, epoch, key, value) */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "baton_err.h"
+#include "baton_log.h"
+#include "baton_util.h"
+#include "sink_int.h"
+
+#define SQ_BUSY_TIMEOUT_MS 5000
+
+/* One connection and its cached statements. Every statement is reset right
+ * after use, so none holds a read transaction open between calls. ?1 is the
+ * group in every statement that has one; it is bound once at open and stays
+ * bound (sqlite3_reset keeps bindings). */
+typedef struct {
+    sqlite3 *db;
+    sqlite3_stmt *begin;           /* BEGIN IMMEDIATE */
+    sqlite3_stmt *commit;          /* COMMIT */
+    sqlite3_stmt *rollback;        /* ROLLBACK */
+    sqlite3_stmt *fence_get;       /* ?2 partition -> epoch, next_offset, rejected */
+    sqlite3_stmt *fence_insert;    /* ?2 partition, ?3 epoch */
+    sqlite3_stmt *fence_set_epoch; /* ?2 partition, ?3 epoch */
+    sqlite3_stmt *fence_reject;    /* ?2 partition: rejected += 1 */
+    sqlite3_stmt *fence_set_next;  /* ?2 partition, ?3 next_offset */
+    sqlite3_stmt *fence_list;      /* every row of ?1 by partition */
+    sqlite3_stmt *output_insert;   /* ?2 partition, ?3 offset, ?4 epoch, ?5 key, ?6 value */
+} sq_t;
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS baton_fence(grp TEXT, partition INTEGER, epoch INTEGER, "
+    "next_offset INTEGER, rejected INTEGER, PRIMARY KEY(grp, partition));"
+    "CREATE TABLE IF NOT EXISTS baton_output(grp TEXT, partition INTEGER, offset INTEGER, "
+    "epoch INTEGER, key BLOB, value BLOB, PRIMARY KEY(grp, partition, offset));";
+
+/* The expected shape of each table, column by column (pk is the column's
+ * 1-based position in the primary key, 0 if not in it). */
+typedef struct {
+    const char *name;
+    const char *type;
+    int pk;
+} sq_col_t;
+
+static const sq_col_t fence_cols[] = {
+    {"grp", "TEXT", 1},         {"partition", "INTEGER", 2},
+    {"epoch", "INTEGER", 0},    {"next_offset", "INTEGER", 0},
+    {"rejected", "INTEGER", 0},
+};
+static const sq_col_t output_cols[] = {
+    {"grp", "TEXT", 1},      {"partition", "INTEGER", 2}, {"offset", "INTEGER", 3},
+    {"epoch", "INTEGER", 0}, {"key", "BLOB", 0},          {"value", "BLOB", 0},
+};
+
+/* Maps an SQLite result to baton's bands. BUSY and LOCKED after the busy
+ * timeout are retriable; a damaged or foreign file is CORRUPT; the rest
+ * (disk full, I/O error, permissions...) is a backend failure. */
+static int sq_map(int rc) {
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return BATON_OK;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return BATON_BUSY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return BATON_CORRUPT;
+    default:
+        return BATON_IO;
+    }
+}
+
+/* Ends any transaction still open on this connection. SQLite rolls back by
+ * itself after some errors (I/O, full disk), so only roll back when one is
+ * still open; a failed ROLLBACK is logged, and the next call retries it. */
+static void sq_rollback(sq_t *sq) {
+    if (sqlite3_get_autocommit(sq->db))
+        return;
+    int rc = sqlite3_step(sq->rollback);
+    sqlite3_reset(sq->rollback);
+    if (rc != SQLITE_DONE)
+        BLOG_ERROR("event=sink_rollback_failed error=\"%s\"", sqlite3_errmsg(sq->db));
+}
+
+/* Records an SQLite failure of `what` in the sink's errstr, rolls back and
+ * returns the mapped error. The message is captured before the rollback,
+ * which would overwrite it. */
+static int sq_fail(baton_sink_t *sink, int rc, const char *what, int32_t partition) {
+    sq_t *sq = sink->be;
+    int err = sq_map(rc);
+    if (err == BATON_OK) /* a step that returned an unexpected row */
+        err = BATON_INTERNAL;
+    baton_sink__seterr(sink, err, "sink '%s' group '%s' partition %d: %s: %s%s", sink->uri,
+                       sink->group, (int)partition, what, sqlite3_errmsg(sq->db),
+                       err == BATON_BUSY ? " (retriable)" : "");
+    sq_rollback(sq);
+    if (err == BATON_BUSY)
+        BLOG_WARN("event=sink_busy uri=%s group=%s partition=%d op=%s", sink->uri, sink->group,
+                  (int)partition, what);
+    else
+        BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=%s error=\"%s\"", sink->uri,
+                   sink->group, (int)partition, what, sink->errstr);
+    return err;
+}
+
+/* Runs a statement that returns no rows; returns an SQLite code. */
+static int sq_run(sqlite3_stmt *stmt) {
+    int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* A transaction that an earlier call could not roll back would make BEGIN
+ * fail forever; end it first. */
+static int sq_begin(sq_t *sq) {
+    if (!sqlite3_get_autocommit(sq->db)) {
+        BLOG_WARN("event=sink_stale_transaction action=rollback");
+        sq_rollback(sq);
+    }
+    return sq_run(sq->begin);
+}
+
+/* The stored fence of one partition. */
+typedef struct {
+    int64_t epoch;
+    int64_t next_offset;
+    int64_t rejected;
+} sq_fence_t;
+
+/* A stored fence value must be a non-negative integer: NULL, text or real
+ * means someone else wrote the row, and guessing would break fencing. */
+static int sq_column_i64(sqlite3_stmt *stmt, int col, int64_t *out) {
+    if (sqlite3_column_type(stmt, col) != SQLITE_INTEGER)
+        return -1;
+    *out = sqlite3_column_int64(stmt, col);
+    return *out < 0 ? -1 : 0;
+}
+
+/* Reads the fence row of partition inside the caller's transaction. Returns
+ * BATON_OK with *found set, BATON_CORRUPT, or an SQLite failure (rolled back). */
+static int sq_fence_get(baton_sink_t *sink, int32_t partition, sq_fence_t *f, int *found) {
+    sq_t *sq = sink->be;
+    sqlite3_stmt *st = sq->fence_get;
+    sqlite3_bind_int(st, 2, partition);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        *found = 0;
+        return BATON_OK;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return sq_fail(sink, rc, "read fence", partition);
+    }
+    static const char *const names[] = {"epoch", "next_offset", "rejected"};
+    int64_t *vals[] = {&f->epoch, &f->next_offset, &f->rejected};
+    for (int i = 0; i < 3; i++) {
+        if (sq_column_i64(st, i, vals[i]) == 0)
+            continue;
+        const char *type =
+            sqlite3_column_type(st, i) == SQLITE_NULL ? "NULL" : "not a non-negative integer";
+        sqlite3_reset(st);
+        sq_rollback(sq);
+        baton_sink__seterr(sink, BATON_CORRUPT,
+                           "sink '%s' group '%s' partition %d: baton_fence.%s is %s", sink->uri,
+                           sink->group, (int)partition, names[i], type);
+        BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d column=%s", sink->uri,
+                   sink->group, (int)partition, names[i]);
+        return BATON_CORRUPT;
+    }
+    sqlite3_reset(st);
+    *found = 1;
+    return BATON_OK;
+}
+
+/* Counts a rejected fence or write and commits that count, so operators see
+ * zombies in baton_fence.rejected. Returns STALE unless committing failed. */
+static int sq_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                     int64_t stored_epoch) {
+    sq_t *sq = sink->be;
+    sqlite3_bind_int(sq->fence_reject, 2, partition);
+    int rc = sq_run(sq->fence_reject);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "count rejection", partition);
+    rc = sq_run(sq->commit);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "commit rejection", partition);
+    BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
+              op, sink->uri, sink->group, (int)partition, (long long)epoch,
+              (long long)stored_epoch);
+    return baton_sink__seterr(sink, BATON_STALE,
+                              "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
+                              "epoch %lld owns it",
+                              sink->uri, sink->group, (int)partition, op, (long long)epoch,
+                              (long long)stored_epoch);
+}
+
+static int sq_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
+    sq_t *sq = sink->be;
+    int rc = sq_begin(sq);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "begin fence", partition);
+
+    sq_fence_t f;
+    int found;
+    int err = sq_fence_get(sink, partition, &f, &found);
+    if (err)
+        return err;
+    if (!found) {
+        sqlite3_bind_int(sq->fence_insert, 2, partition);
+        sqlite3_bind_int64(sq->fence_insert, 3, epoch);
+        rc = sq_run(sq->fence_insert);
+        if (rc != SQLITE_OK)
+            return sq_fail(sink, rc, "insert fence", partition);
+        f.next_offset = 0;
+    } else if (baton_sink__fence_rule(f.epoch, epoch) == BATON_STALE) {
+        return sq_reject(sink, "fence", partition, epoch, f.epoch);
+    } else if (f.epoch != epoch) {
+        sqlite3_bind_int(sq->fence_set_epoch, 2, partition);
+        sqlite3_bind_int64(sq->fence_set_epoch, 3, epoch);
+        rc = sq_run(sq->fence_set_epoch);
+        if (rc != SQLITE_OK)
+            return sq_fail(sink, rc, "store epoch", partition);
+    }
+    rc = sq_run(sq->commit);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "commit fence", partition);
+    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
+               sink->uri, sink->group, (int)partition, (long long)epoch, (long long)f.next_offset);
+    *next_offset = f.next_offset;
+    return BATON_OK;
+}
+
+/* Binds a key or value: NULL stays SQL NULL, anything else (even empty) is a
+ * BLOB. SQLITE_STATIC is safe because the statement is stepped and reset
+ * before baton_sink_write returns. */
+static void sq_bind_blob(sqlite3_stmt *st, int idx, const void *p, size_t len) {
+    if (!p)
+        sqlite3_bind_null(st, idx);
+    else
+        sqlite3_bind_blob64(st, idx, len ? p : "", len, SQLITE_STATIC);
+}
+
+static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                    const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                    size_t *applied) {
+    sq_t *sq = sink->be;
+    int rc = sq_begin(sq);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "begin write", partition);
+
+    sq_fence_t f;
+    int found;
+    int err = sq_fence_get(sink, partition, &f, &found);
+    if (err)
+        return err;
+    err = found ? baton_sink__write_rule(f.epoch, epoch) : BATON_UNFENCED;
+    if (err == BATON_STALE)
+        return sq_reject(sink, "write", partition, epoch, f.epoch);
+    if (err == BATON_UNFENCED) {
+        sq_rollback(sq);
+        BLOG_WARN("event=sink_unfenced uri=%s group=%s partition=%d epoch=%lld", sink->uri,
+                  sink->group, (int)partition, (long long)epoch);
+        if (!found)
+            return baton_sink__seterr(sink, err,
+                                      "sink '%s' group '%s' partition %d: write with epoch %lld "
+                                      "before any fence",
+                                      sink->uri, sink->group, (int)partition, (long long)epoch);
+        return baton_sink__seterr(sink, err,
+                                  "sink '%s' group '%s' partition %d: write with epoch %lld but "
+                                  "the fence holds epoch %lld (fence first)",
+                                  sink->uri, sink->group, (int)partition, (long long)epoch,
+                                  (long long)f.epoch);
+    }
+
+    sqlite3_stmt *ins = sq->output_insert;
+    int64_t floor = f.next_offset;
+    size_t n = 0;
+    sqlite3_bind_int(ins, 2, partition);
+    sqlite3_bind_int64(ins, 4, epoch);
+    for (size_t i = 0; i < nrecords; i++) {
+        const baton_record_t *r = &records[i];
+        if (!baton_sink__applies(floor, r->offset))
+            continue;
+        sqlite3_bind_int64(ins, 3, r->offset);
+        sq_bind_blob(ins, 5, r->key, r->key_len);
+        sq_bind_blob(ins, 6, r->value, r->value_len);
+        rc = sq_run(ins);
+        if (rc != SQLITE_OK) {
+            sqlite3_bind_null(ins, 5);
+            sqlite3_bind_null(ins, 6);
+            /* A row at or above next_offset means baton_fence and
+             * baton_output disagree: someone edited one without the other. */
+            if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+                sq_rollback(sq);
+                BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d offset=%lld "
+                           "next_offset=%lld",
+                           sink->uri, sink->group, (int)partition, (long long)r->offset,
+                           (long long)f.next_offset);
+                return baton_sink__seterr(sink, BATON_CORRUPT,
+                                          "sink '%s' group '%s' partition %d: offset %lld is "
+                                          "already in baton_output but next_offset is %lld",
+                                          sink->uri, sink->group, (int)partition,
+                                          (long long)r->offset, (long long)f.next_offset);
+            }
+            return sq_fail(sink, rc, "insert output", partition);
+        }
+        floor = r->offset + 1;
+        n++;
+    }
+    /* Drop the pointers into the caller's records. */
+    sqlite3_bind_null(ins, 5);
+    sqlite3_bind_null(ins, 6);
+
+    if (n) {
+        sqlite3_bind_int(sq->fence_set_next, 2, partition);
+        sqlite3_bind_int64(sq->fence_set_next, 3, floor);
+        rc = sq_run(sq->fence_set_next);
+        if (rc != SQLITE_OK)
+            return sq_fail(sink, rc, "store next_offset", partition);
+    }
+    rc = sq_run(sq->commit);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "commit write", partition);
+    if (next_offset)
+        *next_offset = floor;
+    if (applied)
+        *applied = n;
+    return BATON_OK;
+}
+
+static int sq_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
+    sq_t *sq = sink->be;
+    sqlite3_stmt *st = sq->fence_list;
+    baton_fence_row_t *out = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    /* One statement reads one snapshot, so no explicit transaction. */
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            out = xrealloc(out, cap * sizeof(*out));
+        }
+        baton_fence_row_t *row = &out[n];
+        int64_t part;
+        if (sqlite3_column_type(st, 0) != SQLITE_INTEGER ||
+            (part = sqlite3_column_int64(st, 0)) < 0 || part > INT32_MAX ||
+            sq_column_i64(st, 1, &row->epoch) || sq_column_i64(st, 2, &row->next_offset) ||
+            sq_column_i64(st, 3, &row->rejected)) {
+            sqlite3_reset(st);
+            free(out);
+            BLOG_ERROR("event=sink_corrupt uri=%s group=%s op=fences", sink->uri, sink->group);
+            return baton_sink__seterr(sink, BATON_CORRUPT,
+                                      "sink '%s' group '%s': a baton_fence row has a NULL or "
+                                      "non-integer partition, epoch, next_offset or rejected",
+                                      sink->uri, sink->group);
+        }
+        row->partition = (int32_t)part;
+        n++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        free(out);
+        return sq_fail(sink, rc, "list fences", -1);
+    }
+    *rows = out;
+    *nrows = n;
+    return BATON_OK;
+}
+
+static int sq_set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
+    sq_t *sq = sink->be;
+    sqlite3_busy_timeout(sq->db, timeout_ms);
+    return BATON_OK;
+}
+
+static void sq_close(baton_sink_t *sink) {
+    sq_t *sq = sink->be;
+    if (!sq)
+        return;
+    sqlite3_stmt *stmts[] = {sq->begin,        sq->commit,         sq->rollback,
+                             sq->fence_get,    sq->fence_insert,   sq->fence_set_epoch,
+                             sq->fence_reject, sq->fence_set_next, sq->fence_list,
+                             sq->output_insert};
+    if (sq->db && sq->rollback)
+        sq_rollback(sq);
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(stmts); i++)
+        sqlite3_finalize(stmts[i]);
+    /* sqlite3_close_v2 also checkpoints the WAL when this is the last
+     * connection; it cannot fail once every statement is finalised. */
+    sqlite3_close_v2(sq->db);
+    free(sq);
+    sink->be = NULL;
+}
+
+/* Checks that `table` is a table with exactly the columns baton created, in
+ * order, with the same types and primary key. A table of the same name made
+ * by another program would otherwise fail later, mid-protocol. */
+static int sq_check_table(baton_sink_t *sink, const char *table, const sq_col_t *cols, size_t ncols,
+                          char *errstr, size_t errstr_size) {
+    sq_t *sq = sink->be;
+    sqlite3_stmt *st = NULL;
+    int err = BATON_OK;
+    int rc = sqlite3_prepare_v2(
+        sq->db, "SELECT type FROM sqlite_master WHERE name = ?1 COLLATE NOCASE", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *type = (const char *)sqlite3_column_text(st, 0);
+            if (!type || strcmp(type, "table") != 0)
+                err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                                   "sink '%s': '%s' is a %s, not a table", sink->uri, table,
+                                   type ? type : "NULL");
+            rc = SQLITE_OK;
+        } else if (rc == SQLITE_DONE) {
+            err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                               "sink '%s': table '%s' is missing after creating it", sink->uri,
+                               table);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_OK || err)
+        goto out;
+
+    rc = sqlite3_prepare_v2(sq->db, "SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid",
+                            -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    size_t i = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        const char *type = (const char *)sqlite3_column_text(st, 1);
+        int pk = sqlite3_column_int(st, 2);
+        name = name ? name : "";
+        type = type ? type : "";
+        if (i >= ncols) {
+            err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                               "sink '%s': table '%s' has the wrong shape: unexpected column "
+                               "'%s' %s",
+                               sink->uri, table, name, type);
+            break;
+        }
+        if (strcasecmp(name, cols[i].name) != 0 || strcasecmp(type, cols[i].type) != 0 ||
+            pk != cols[i].pk) {
+            err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                               "sink '%s': table '%s' has the wrong shape: column %zu is '%s' "
+                               "%s%s, expected '%s' %s%s",
+                               sink->uri, table, i + 1, name, type, pk ? " (key)" : "",
+                               cols[i].name, cols[i].type, cols[i].pk ? " (key)" : "");
+            break;
+        }
+        i++;
+    }
+    if (!err && rc == SQLITE_DONE && i < ncols)
+        err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                           "sink '%s': table '%s' has the wrong shape: missing column '%s' %s",
+                           sink->uri, table, cols[i].name, cols[i].type);
+    if (err || rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+out:
+    if (!err && rc != SQLITE_OK)
+        err = baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                           "sink '%s': checking table '%s': %s", sink->uri, table,
+                           sqlite3_errmsg(sq->db));
+    sqlite3_finalize(st);
+    return err;
+}
+
+/* Creates the schema if missing and checks its shape, in one write
+ * transaction: processes that open a new file at once queue on the write
+ * lock (busy timeout), and the later ones find the tables already there. */
+static int sq_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
+    sq_t *sq = sink->be;
+    int rc = sqlite3_exec(sq->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return baton_seterr(errstr, errstr_size, sq_map(rc), "sink '%s': locking the schema: %s",
+                            sink->uri, sqlite3_errmsg(sq->db));
+    rc = sqlite3_exec(sq->db, schema_sql, NULL, NULL, NULL);
+    int err;
+    if (rc != SQLITE_OK) {
+        err = baton_seterr(errstr, errstr_size, sq_map(rc), "sink '%s': creating the schema: %s",
+                           sink->uri, sqlite3_errmsg(sq->db));
+        goto fail;
+    }
+    err = sq_check_table(sink, "baton_fence", fence_cols, BATON_ARRAY_SIZE(fence_cols), errstr,
+                         errstr_size);
+    if (!err)
+        err = sq_check_table(sink, "baton_output", output_cols, BATON_ARRAY_SIZE(output_cols),
+                             errstr, errstr_size);
+    if (err)
+        goto fail;
+    rc = sqlite3_exec(sq->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        err = baton_seterr(errstr, errstr_size, sq_map(rc), "sink '%s': creating the schema: %s",
+                           sink->uri, sqlite3_errmsg(sq->db));
+        goto fail;
+    }
+    return BATON_OK;
+fail:
+    if (!sqlite3_get_autocommit(sq->db))
+        sqlite3_exec(sq->db, "ROLLBACK", NULL, NULL, NULL);
+    return err;
+}
+
+static int sq_prepare(sq_t *sq, const char *sql, sqlite3_stmt **out) {
+    return sqlite3_prepare_v3(sq->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL);
+}
+
+static int sq_prepare_all(baton_sink_t *sink, char *errstr, size_t errstr_size) {
+    sq_t *sq = sink->be;
+    struct {
+        sqlite3_stmt **stmt;
+        const char *sql;
+        int has_group;
+    } defs[] = {
+        {&sq->begin, "BEGIN IMMEDIATE", 0},
+        {&sq->commit, "COMMIT", 0},
+        {&sq->rollback, "ROLLBACK", 0},
+        {&sq->fence_get,
+         "SELECT epoch, next_offset, rejected FROM baton_fence WHERE grp = ?1 AND partition = ?2",
+         1},
+        {&sq->fence_insert,
+         "INSERT INTO baton_fence(grp, partition, epoch, next_offset, rejected) "
+         "VALUES (?1, ?2, ?3, 0, 0)",
+         1},
+        {&sq->fence_set_epoch,
+         "UPDATE baton_fence SET epoch = ?3 WHERE grp = ?1 AND partition = ?2", 1},
+        {&sq->fence_reject,
+         "UPDATE baton_fence SET rejected = rejected + 1 WHERE grp = ?1 AND partition = ?2", 1},
+        {&sq->fence_set_next,
+         "UPDATE baton_fence SET next_offset = ?3 WHERE grp = ?1 AND partition = ?2", 1},
+        {&sq->fence_list,
+         "SELECT partition, epoch, next_offset, rejected FROM baton_fence WHERE grp = ?1 "
+         "ORDER BY partition",
+         1},
+        {&sq->output_insert,
+         "INSERT INTO baton_output(grp, partition, offset, epoch, key, value) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         1},
+    };
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(defs); i++) {
+        int rc = sq_prepare(sq, defs[i].sql, defs[i].stmt);
+        if (rc != SQLITE_OK)
+            return baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                                "sink '%s': preparing '%s': %s", sink->uri, defs[i].sql,
+                                sqlite3_errmsg(sq->db));
+        /* The group string lives as long as the sink. */
+        if (defs[i].has_group)
+            sqlite3_bind_text(*defs[i].stmt, 1, sink->group, -1, SQLITE_STATIC);
+    }
+    return BATON_OK;
+}
+
+/* Turns the part after "sqlite:" into a file name for sqlite3_open_v2, or
+ * explains why it cannot be one. Returns a heap string or NULL. */
+static char *sq_path(const baton_sink_t *sink, const char *target, char *errstr,
+                     size_t errstr_size) {
+    const char *path = target;
+    /* "sqlite:///abs/path" is accepted as the URL spelling of "sqlite:/abs/path".
+     * "sqlite://name" is refused: URL readers take "name" as a host, path
+     * readers as "//name"; neither guess is safe for the file that fences. */
+    if (strncmp(path, "//", 2) == 0) {
+        if (path[2] != '/') {
+            baton_seterr(errstr, errstr_size, BATON_INVALID,
+                         "sink '%s': ambiguous path; write sqlite:%s for a relative path or "
+                         "sqlite:///%s for an absolute one",
+                         sink->uri, path + 2, path + 2);
+            return NULL;
+        }
+        path += 2;
+    }
+    if (!*path) {
+        baton_seterr(errstr, errstr_size, BATON_INVALID, "sink '%s': empty path (use sqlite:PATH)",
+                     sink->uri);
+        return NULL;
+    }
+    /* An in-memory or temporary database is private to one connection, so
+     * it could not fence another process. */
+    if (strcmp(path, ":memory:") == 0) {
+        baton_seterr(errstr, errstr_size, BATON_INVALID,
+                     "sink '%s': an in-memory database cannot fence other processes; "
+                     "use a file path",
+                     sink->uri);
+        return NULL;
+    }
+    /* Debian builds SQLite with URI file names on, so "file:..." would be
+     * parsed for options such as nolock=1 or vfs=unix-none, which switch
+     * off the locking fencing depends on. Keep PATH a plain file name. */
+    if (strncmp(path, "file:", 5) == 0)
+        return xasprintf("./%s", path);
+    return xstrdup(path);
+}
+
+/* Switches the file to WAL, which lets readers (batonctl) run beside the one
+ * writer and is persistent in the file; it needs every process on one host,
+ * which the embedded sink assumes anyway. This is the first statement, so a
+ * file that is not a database fails here with SQLITE_NOTADB.
+ *
+ * SQLite returns SQLITE_BUSY from this pragma without calling the busy
+ * handler while another process is switching the same new file (8 processes
+ * opening a fresh file at once: about one in ten failed), so it is retried
+ * here for as long as the busy timeout would have waited. */
+static int sq_set_wal(baton_sink_t *sink, const char *path, char *errstr, size_t errstr_size) {
+    sq_t *sq = sink->be;
+    int64_t deadline = baton_now_ms() + SQ_BUSY_TIMEOUT_MS;
+    for (int64_t pause_ms = 1;; pause_ms = pause_ms < 32 ? pause_ms * 2 : 50) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(sq->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *mode = (const char *)sqlite3_column_text(st, 0);
+            if (!mode || strcasecmp(mode, "wal") != 0)
+                BLOG_WARN("event=sink_no_wal uri=%s journal_mode=%s", sink->uri,
+                          mode ? mode : "?");
+            sqlite3_finalize(st);
+            return BATON_OK;
+        }
+        int err = baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                               "sink '%s': '%s' is not a usable SQLite database: %s", sink->uri,
+                               path, sqlite3_errmsg(sq->db));
+        sqlite3_finalize(st);
+        if ((rc & 0xff) != SQLITE_BUSY || baton_now_ms() >= deadline)
+            return err;
+        baton_sleep_ms(pause_ms);
+    }
+}
+
+static int sq_open(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size) {
+    char *path = sq_path(sink, target, errstr, errstr_size);
+    if (!path)
+        return BATON_INVALID;
+
+    sq_t *sq = xcalloc(1, sizeof(*sq));
+    sink->be = sq;
+    int err;
+    /* NOMUTEX: a baton_sink_t is used by one thread at a time (sink.h), so
+     * SQLite's per-connection mutex would only cost. */
+    int rc = sqlite3_open_v2(
+        path, &sq->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        err = baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                           "sink '%s': cannot open '%s': %s", sink->uri, path,
+                           sq->db ? sqlite3_errmsg(sq->db) : sqlite3_errstr(rc));
+        goto err;
+    }
+    sqlite3_extended_result_codes(sq->db, 1);
+    sqlite3_busy_timeout(sq->db, SQ_BUSY_TIMEOUT_MS);
+
+    err = sq_set_wal(sink, path, errstr, errstr_size);
+    if (err)
+        goto err;
+
+    /* Durability: synchronous=FULL makes every commit fsync the WAL, so a
+     * fence or write that returned OK survives power loss and OS crashes,
+     * not only process crashes. NORMAL would be safe for exactly-once on
+     * its own (a crash loses a suffix of commits, output and next_offset
+     * together, and the new owner re-reads Kafka from there), but it would
+     * let a stored epoch go back down after a crash, which breaks "epochs
+     * only go up" for any worker that survives on another host or VM, and
+     * it would retract output readers may already have acted on. The cost is
+     * one fsync per transaction; batches amortise it. */
+    rc = sqlite3_exec(sq->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        err = baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                           "sink '%s': setting synchronous=FULL: %s", sink->uri,
+                           sqlite3_errmsg(sq->db));
+        goto err;
+    }
+    if (sqlite3_db_readonly(sq->db, "main") == 1) {
+        err = baton_seterr(errstr, errstr_size, BATON_IO,
+                           "sink '%s': '%s' opened read-only; fencing needs write access",
+                           sink->uri, path);
+        goto err;
+    }
+    err = sq_schema(sink, errstr, errstr_size);
+    if (err)
+        goto err;
+    err = sq_prepare_all(sink, errstr, errstr_size);
+    if (err)
+        goto err;
+    free(path);
+    return BATON_OK;
+
+err:
+    BLOG_ERROR("event=sink_open_failed uri=%s error=\"%s\"", sink->uri,
+               errstr && errstr_size ? errstr : "");
+    free(path);
+    sq_close(sink);
+    return err;
+}
+
+const baton_sink_ops_t baton_sink_sqlite_ops = {
+    .scheme = "sqlite",
+    .usage = "sqlite:PATH",
+    .open = sq_open,
+    .close = sq_close,
+    .fence = sq_fence,
+    .write = sq_write,
+    .fences = sq_fences,
+    .set_busy_timeout = sq_set_busy_timeout,
+};

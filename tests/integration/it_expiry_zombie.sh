@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# it_expiry_zombie: a worker paused past its session timeout (SIGSTOP at the
+# failpoint worker.before_sink_write, so it stops holding a batch it has
+# decided to write) loses its partitions to a live worker with higher
+# epochs; when it resumes, the sink rejects its stale batch whole, it drops
+# everything and rejoins as a fresh member; every record lands exactly once.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_expiry_zombie
+h_zk_start
+B_PARTITIONS=4
+B_SESSION_MS=1000
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+b_coord c1
+
+# w1's 3rd batch write stops the process just before the sink call.
+BATON_FAILPOINTS="worker.before_sink_write=2:stop" b_worker w1
+h_wait_for 15 "w1 owns everything" b_all_active 1
+b_produce 40 a
+h_wait_for 10 "w1 stopped at the failpoint" bash -c "grep -q 'event=failpoint name=worker.before_sink_write' '$H_DIR/w1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w1)/stat) == T ]]"
+zombie_epochs=$(b_status | jq -c '[.partitions[].epoch]')
+
+b_worker w2
+# w1's session expires; the coordinator gives everything to w2.
+h_wait_for 20 "w2 owns everything" b_jq 'all(.partitions[]; .owner == "w2" and .state == "active")'
+b_all_active 1 || h_fail "w1 should be gone from the group"
+new_epochs=$(b_status | jq -c '[.partitions[].epoch]')
+jq -n -e --argjson a "$zombie_epochs" --argjson b "$new_epochs" 'all(range(0; 4); $b[.] > $a[.])' >/dev/null ||
+    h_fail "new epochs $new_epochs are not all above the zombie's $zombie_epochs"
+b_produce 40 b
+h_wait_for 15 "w2 wrote the new records" b_sink_has 80
+
+rejected_before=$(b_sql "SELECT sum(rejected) FROM baton_fence WHERE grp='g'")
+h_kill w1 CONT
+h_wait_for 10 "the zombie's batch is rejected" b_log_has w1 'event=write_rejected .*reason=STALE'
+rejected_after=$(b_sql "SELECT sum(rejected) FROM baton_fence WHERE grp='g'")
+((rejected_after > rejected_before)) || h_fail "sink did not count the rejection ($rejected_before -> $rejected_after)"
+h_wait_for 10 "the zombie notices its session expired" b_log_has w1 'event=session_expired'
+h_wait_for 15 "the zombie rejoins as a fresh member" bash -c "[[ \$(grep -c 'event=joined' '$H_DIR/w1.log') -ge 2 ]]"
+h_wait_for 15 "w1 and w2 share the partitions" b_all_active 2
+b_produce 40 c
+h_wait_for 15 "all 120 records in the sink" b_sink_has 120
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+# No zombie epoch was applied after a newer one.
+h_pass "zombie fenced (rejected $rejected_before -> $rejected_after), rejoined, exactly once"

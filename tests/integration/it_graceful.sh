@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# it_graceful: SIGTERM is a graceful leave under continuous input: the
+# leaver flushes its last batch before releasing each claim, exits 0, its
+# partitions reach their new owner at once (no session timeout wait), the
+# other partitions never stop, and every record lands exactly once.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_graceful
+h_zk_start
+B_PARTITIONS=6
+# A long session timeout: a handoff that waited for expiry would show.
+B_SESSION_MS=8000
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+b_coord c1
+b_worker w1
+b_worker w2
+h_wait_for 20 "w1 and w2 share the partitions" b_all_active 2
+w2_parts=$(b_partitions_of w2)
+
+h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+    --partitions $B_PARTITIONS --count 3000 --rate 1000
+h_wait_for 10 "records flowing" b_sink_has 300
+t0=$(_h_now_ms)
+h_kill w1 TERM
+h_wait_for 5 "w2 owns everything" b_all_active 1
+took=$(($(_h_now_ms) - t0))
+((took < B_SESSION_MS)) || h_fail "handoff took ${took} ms: it waited for session expiry"
+rc=0; h_wait_exit w1 10 || rc=$?
+((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+# w1 released each claim after flushing: the new owner starts exactly there.
+for p in $(seq 0 $((B_PARTITIONS - 1))); do
+    if b_log_has w1 "event=revoked partition=$p "; then
+        b_log_has w1 "event=released partition=$p " || h_fail "w1 revoked $p without releasing its claim"
+    fi
+done
+rc=0; h_wait_exit producer 30 || rc=$?
+((rc == 0)) || h_fail "producer failed ($rc)"
+h_wait_for 20 "all 3000 records in the sink" b_sink_has 3000
+# Partitions w2 held all along kept their first epoch: they never paused.
+for p in $w2_parts; do
+    n=$(b_sql "SELECT count(DISTINCT epoch) FROM baton_output WHERE grp='g' AND partition=$p")
+    ((n == 1)) || h_fail "partition $p stayed with w2 but was written under $n epochs"
+done
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass "graceful handoff in ${took} ms (session timeout ${B_SESSION_MS} ms); exactly once"

@@ -1,0 +1,78 @@
+# shellcheck shell=bash
+# baton.sh: helpers for tests and the demo that drive baton's own binaries,
+# on top of harness.sh (source that first). They read ownership from
+# `batonctl status --json` and the sink with the sqlite3 CLI.
+
+: "${B_GROUP:=g}"
+: "${B_TOPIC:=in}"
+: "${B_SESSION_MS:=2000}"
+
+# b_ctl ARGS...: batonctl against this test's ZooKeeper and group.
+b_ctl() { "$BATON_BIN/batonctl" --zk "$ZK" --group "$B_GROUP" --timeout 5000 "$@"; }
+
+# b_init PARTITIONS: initialises the group on topic $B_TOPIC.
+b_init() { b_ctl init --topic "$B_TOPIC" --partitions "${1:?b_init PARTITIONS}" >/dev/null; }
+
+# b_coord NAME [EXTRA...]: starts a coordinator with id NAME.
+b_coord() {
+    local name=${1:?b_coord NAME}
+    shift
+    h_spawn "$name" "$BATON_BIN/baton-coordinator" --zk "$ZK" --group "$B_GROUP" --id "$name" \
+        --session-timeout-ms "$B_SESSION_MS" "$@"
+}
+
+# b_worker NAME [EXTRA...]: starts a worker with id NAME writing to $B_SINK.
+b_worker() {
+    local name=${1:?b_worker NAME}
+    shift
+    h_spawn "$name" "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id "$name" \
+        --brokers "$BOOTSTRAP" --sink "sqlite:$B_SINK" --session-timeout-ms "$B_SESSION_MS" \
+        --linger-ms 10 "$@"
+}
+
+# b_status: the status JSON on stdout.
+b_status() { b_ctl status --json; }
+
+# b_jq FILTER: runs a jq filter on the current status (-e: false/null fails).
+b_jq() { b_status | jq -e "$@"; }
+
+# b_all_active [N_WORKERS]: every partition active with its assigned owner
+# (and, if given, exactly N live workers holding them).
+b_all_active() {
+    local s
+    s=$(b_status) || return 1
+    jq -e '(.partitions | length > 0) and all(.partitions[]; .state == "active" and .owner == .assigned)' \
+        <<<"$s" >/dev/null || return 1
+    if [[ -n ${1:-} ]]; then
+        jq -e --argjson n "$1" '(.workers | length == $n) and ([.partitions[].owner] | unique | length == $n)' \
+            <<<"$s" >/dev/null || return 1
+    fi
+}
+
+# b_owner P: the current owner of partition P ("null" if none).
+b_owner() { b_status | jq -r --argjson p "${1:?}" '.partitions[] | select(.partition == $p) | .owner'; }
+# b_epoch P: the current epoch of partition P.
+b_epoch() { b_status | jq -r --argjson p "${1:?}" '.partitions[] | select(.partition == $p) | .epoch'; }
+# b_partitions_of W: the partitions W owns, space separated.
+b_partitions_of() {
+    b_status | jq -r --arg w "${1:?}" '[.partitions[] | select(.owner == $w) | .partition] | map(tostring) | join(" ")'
+}
+
+# b_sql SQL: a query on the sink.
+b_sql() { sqlite3 -bail "$B_SINK" ".timeout 5000" "$1"; }
+
+# b_sink_count: rows in baton_output for the group.
+b_sink_count() { b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP'"; }
+
+# b_sink_has N: true once the sink holds at least N rows.
+b_sink_has() { (($(b_sink_count 2>/dev/null || echo 0) >= ${1:?})); }
+
+# b_log_has NAME PATTERN: true if NAME's log matches PATTERN (grep -E).
+b_log_has() { grep -Eq -- "${2:?}" "$H_DIR/${1:?}.log"; }
+
+# b_produce COUNT [PREFIX] [RATE]: produces COUNT records round robin.
+b_produce() {
+    "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+        --partitions "${B_PARTITIONS:?set B_PARTITIONS}" --count "${1:?}" --prefix "${2:-v}" \
+        --rate "${3:-0}" >/dev/null
+}

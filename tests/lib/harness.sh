@@ -1,0 +1,511 @@
+# shellcheck shell=bash
+# harness.sh: the integration-test harness, sourced by tests/integration/*.sh
+# and by deploy/demo.sh. It owns a temp work dir, starts a standalone
+# ZooKeeper and the embedded Kafka (baton-devkafka) on free loopback ports,
+# runs background processes with one log file each, and on exit stops every
+# process it started -- by recorded pid only, never by name.
+#
+# Usage:
+#   source "$BATON_SRC/tests/lib/harness.sh"
+#   h_init my_test
+#   h_zk_start                 # exports ZK=127.0.0.1:PORT
+#   h_kafka_start in 3         # exports BOOTSTRAP=127.0.0.1:PORT
+#   h_spawn w1 "$BATON_BIN/baton-worker" ...
+#   h_wait_for 10 "w1 claims p0" h_zk exists /baton/g/partitions/0/claims
+#   h_pass "all good"
+#
+# Works under `set -euo pipefail`. Functions that report through their
+# status (h_wait_exit, h_wait_for, h_alive) must then be called as
+# `rc=0; h_wait_exit w1 10 || rc=$?` or inside `if`. Call h_spawn and
+# h_*_start in the test's main shell, not inside $( ): the pids must be
+# children of that shell. Every wait is bounded.
+
+H_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# Seconds h_stop and h_cleanup wait after SIGTERM before SIGKILL.
+: "${H_STOP_TIMEOUT:=10}"
+# Seconds to wait for ZooKeeper (JVM start) and the embedded Kafka.
+: "${H_ZK_START_TIMEOUT:=30}"
+: "${H_KAFKA_START_TIMEOUT:=15}"
+
+declare -gA H_PIDS=()  # name -> pid of the latest process of that name
+declare -gA H_RC=()    # pid -> exit code, once collected
+declare -ga H_ALL=()   # every pid ever spawned, in spawn order
+declare -gA H_INFRA=() # pid -> 1 for ZooKeeper/Kafka (stopped last)
+H_FAILED=0
+H_CLEANED=0
+H_LOGS_DUMPED=0
+H_REAPER_PID=
+
+# --- time -------------------------------------------------------------------
+
+# Milliseconds since the epoch, without forking.
+_h_now_ms() {
+    local t=${EPOCHREALTIME/./}
+    echo $((t / 1000))
+}
+
+# --- setup and teardown -----------------------------------------------------
+
+# h_init NAME: creates H_DIR, resolves BATON_SRC / BATON_BIN, installs the
+# EXIT trap that runs h_cleanup.
+h_init() {
+    H_NAME=${1:?h_init NAME}
+    : "${BATON_SRC:=$(cd "$H_LIB_DIR/../.." && pwd)}"
+    : "${BATON_BIN:=$BATON_SRC/build/bin}"
+    export BATON_SRC BATON_BIN
+    H_DIR=$(mktemp -d "${TMPDIR:-/tmp}/baton-it.XXXXXX")
+    export H_DIR
+    echo "$H_NAME" >"$H_DIR/test-name"
+    H_SHELL_PID=$BASHPID
+    trap 'h_cleanup' EXIT
+    # Turn signals into an exit so the EXIT trap stops what we started.
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    _h_reaper_start
+    if [[ ! -d $BATON_BIN ]]; then
+        h_fail "BATON_BIN=$BATON_BIN is not a directory (build first)"
+    fi
+    echo "== $H_NAME: work dir $H_DIR" >&2
+}
+
+# h_log MSG...: a timestamped harness line on stderr.
+h_log() {
+    echo "[$(date +%H:%M:%S.%3N)] $*" >&2
+}
+
+# h_dump_logs [LINES]: the tail of every log in H_DIR, on stderr.
+h_dump_logs() {
+    local n=${1:-40} f
+    [[ -n ${H_DIR:-} && -d $H_DIR ]] || return 0
+    H_LOGS_DUMPED=1
+    for f in "$H_DIR"/*.log; do
+        [[ -f $f ]] || continue
+        echo "----- tail -n $n $f" >&2
+        tail -n "$n" "$f" >&2 || true
+    done
+    echo "----- end of logs" >&2
+}
+
+# h_fail MSG: prints the logs' tails (unless h_wait_for just did) and FAIL,
+# and exits 1 (the EXIT trap then stops everything and keeps H_DIR).
+h_fail() {
+    H_FAILED=1
+    ((H_LOGS_DUMPED)) || h_dump_logs 40
+    echo "FAIL: ${H_NAME:-test}: $*" >&2
+    exit 1
+}
+
+# h_pass MSG: prints PASS. Does not exit: a test ends by reaching its end.
+h_pass() {
+    echo "PASS: ${H_NAME:-test}: $*" >&2
+}
+
+# h_cleanup: stops every spawned process (applications first, then ZooKeeper
+# and Kafka, so applications can still leave gracefully), then removes
+# H_DIR unless the test failed or BATON_KEEP=1. Runs from the EXIT trap;
+# safe to call twice.
+h_cleanup() {
+    local rc=$?
+    ((H_CLEANED)) && return 0
+    H_CLEANED=1
+    set +e
+    local -a apps=() infra=()
+    local pid
+    for pid in "${H_ALL[@]}"; do
+        if [[ -n ${H_INFRA[$pid]:-} ]]; then infra+=("$pid"); else apps+=("$pid"); fi
+    done
+    _h_stop_pids "${apps[@]}"
+    _h_stop_pids "${infra[@]}"
+    if [[ -n $H_REAPER_PID ]]; then
+        kill -TERM "$H_REAPER_PID" 2>/dev/null
+        wait "$H_REAPER_PID" 2>/dev/null
+    fi
+    if [[ -n ${H_DIR:-} && -d $H_DIR ]]; then
+        if ((rc != 0 || H_FAILED)) || [[ ${BATON_KEEP:-0} == 1 ]]; then
+            echo "== ${H_NAME:-test}: logs kept in $H_DIR (exit $rc)" >&2
+        else
+            rm -rf "$H_DIR"
+        fi
+    fi
+    return "$rc"
+}
+
+# --- processes --------------------------------------------------------------
+
+# _h_alive PID: true if PID is a live child of the harness shell (a zombie
+# or a pid reused by someone else does not count).
+_h_alive() {
+    local pid=$1 st rest
+    read -r st 2>/dev/null <"/proc/$pid/stat" || return 1
+    rest=${st##*) } # fields after "(comm) ": state ppid ...
+    local -a f
+    read -r -a f <<<"$rest"
+    [[ ${f[0]} != Z && ${f[1]} == "$H_SHELL_PID" ]]
+}
+
+# _h_starttime PID: the process's start time (clock ticks since boot), which
+# tells a process from a later one that reuses its pid.
+_h_starttime() {
+    local st
+    read -r st 2>/dev/null <"/proc/$1/stat" || return 1
+    local -a f
+    read -r -a f <<<"${st##*) }"
+    echo "${f[19]}"
+}
+
+# _h_reaper_start: a background watchdog for the case the EXIT trap never
+# runs (the test shell killed with SIGKILL, e.g. by a CTest timeout): once
+# the shell is gone it stops every process listed in $H_DIR/spawned whose
+# start time still matches, so no JVM outlives its test.
+_h_reaper_start() {
+    local parent=$H_SHELL_PID dir=$H_DIR
+    (
+        while kill -0 "$parent" 2>/dev/null && [[ -d $dir ]]; do
+            sleep 1
+        done
+        [[ -f $dir/spawned ]] || exit 0
+        local sig pid start
+        for sig in CONT TERM; do
+            while read -r pid start; do
+                [[ $(_h_starttime "$pid") == "$start" ]] && kill -s "$sig" "$pid"
+            done <"$dir/spawned"
+        done
+        sleep 3
+        while read -r pid start; do
+            [[ $(_h_starttime "$pid") == "$start" ]] && kill -KILL "$pid"
+        done <"$dir/spawned"
+    ) </dev/null >/dev/null 2>&1 &
+    H_REAPER_PID=$!
+}
+
+# _h_collect PID: records PID's exit code once it has exited (wait only
+# works once per pid, and only in the shell that started it).
+_h_collect() {
+    local pid=$1 rc=0
+    [[ -n ${H_RC[$pid]:-} ]] && return 0
+    wait "$pid" 2>/dev/null || rc=$?
+    H_RC[$pid]=$rc
+}
+
+# _h_stop_pids PID...: SIGCONT (in case one is stopped) and SIGTERM to all,
+# wait up to H_STOP_TIMEOUT s in total, SIGKILL the rest, reap all.
+_h_stop_pids() {
+    local pid any deadline
+    (($# > 0)) || return 0
+    for pid in "$@"; do
+        if _h_alive "$pid"; then
+            kill -CONT "$pid" 2>/dev/null || true
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+    done
+    deadline=$(($(_h_now_ms) + H_STOP_TIMEOUT * 1000))
+    while :; do
+        any=0
+        for pid in "$@"; do
+            if _h_alive "$pid"; then any=1; fi
+        done
+        ((any)) || break
+        (($(_h_now_ms) < deadline)) || break
+        sleep 0.05
+    done
+    for pid in "$@"; do
+        if _h_alive "$pid"; then
+            h_log "pid $pid ignored SIGTERM for ${H_STOP_TIMEOUT}s: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
+    for pid in "$@"; do
+        _h_collect "$pid"
+    done
+}
+
+# _h_spawn_io NAME OUT ERR CMD...: the body of h_spawn with separate stdout
+# and stderr files. Records the pid; fails the test if NAME is running.
+_h_spawn_io() {
+    local name=$1 out=$2 err=$3
+    shift 3
+    [[ -n ${H_DIR:-} ]] || { echo "h_spawn: call h_init first" >&2; exit 1; }
+    local old=${H_PIDS[$name]:-}
+    if [[ -n $old ]] && _h_alive "$old"; then
+        h_fail "h_spawn: '$name' is already running (pid $old)"
+    fi
+    echo "=== $(date +%H:%M:%S.%3N) spawn $name: $*" >>"$err"
+    # The subshell restores SIGINT/SIGQUIT, which bash ignores for
+    # background commands of a non-interactive shell, then becomes CMD.
+    (
+        trap - INT QUIT TERM
+        exec "$@"
+    ) </dev/null >>"$out" 2>>"$err" &
+    local pid=$!
+    H_PIDS[$name]=$pid
+    H_ALL+=("$pid")
+    echo "$pid" >"$H_DIR/$name.pid"
+    echo "$pid $(_h_starttime "$pid")" >>"$H_DIR/spawned"
+}
+
+# h_spawn NAME CMD...: runs CMD in the background, stdout and stderr
+# appended to $H_DIR/NAME.log, pid in $H_DIR/NAME.pid and h_pid NAME. A
+# name can be reused once its previous process has exited.
+h_spawn() {
+    local name=${1:?h_spawn NAME CMD...}
+    shift
+    (($# > 0)) || h_fail "h_spawn $name: no command"
+    _h_spawn_io "$name" "$H_DIR/$name.log" "$H_DIR/$name.log" "$@"
+}
+
+# h_pid NAME: prints the pid of NAME's latest process.
+h_pid() {
+    local pid=${H_PIDS[${1:?h_pid NAME}]:-}
+    [[ -n $pid ]] || { echo "h_pid: no process named '$1'" >&2; return 1; }
+    echo "$pid"
+}
+
+# h_alive NAME: true while NAME's process runs.
+h_alive() {
+    local pid=${H_PIDS[${1:?h_alive NAME}]:-}
+    [[ -n $pid ]] && _h_alive "$pid"
+}
+
+# h_kill NAME [SIG]: sends SIG (default TERM; e.g. STOP, CONT, KILL, INT)
+# to NAME's process, by pid. Fails if it is not running.
+h_kill() {
+    local name=${1:?h_kill NAME [SIG]} sig=${2:-TERM}
+    local pid=${H_PIDS[$name]:-}
+    if [[ -z $pid ]] || ! _h_alive "$pid"; then
+        echo "h_kill: '$name' is not running" >&2
+        return 1
+    fi
+    kill -s "$sig" "$pid"
+}
+
+# h_stop NAME [TIMEOUT_S]: SIGTERM (and SIGCONT, in case it is stopped),
+# waits up to TIMEOUT_S (default H_STOP_TIMEOUT), then SIGKILL. Returns 0;
+# the exit code is then available from h_wait_exit NAME 0.
+h_stop() {
+    local name=${1:?h_stop NAME [TIMEOUT_S]}
+    local pid=${H_PIDS[$name]:-}
+    [[ -n $pid ]] || return 0
+    local H_STOP_TIMEOUT=${2:-$H_STOP_TIMEOUT}
+    _h_stop_pids "$pid"
+}
+
+# h_wait_exit NAME TIMEOUT_S: waits up to TIMEOUT_S for NAME to exit and
+# returns its exit code (128+N if killed by signal N). Returns 124 with a
+# message if it is still running at the deadline.
+h_wait_exit() {
+    local name=${1:?h_wait_exit NAME TIMEOUT_S} timeout=${2:?h_wait_exit NAME TIMEOUT_S}
+    local pid=${H_PIDS[$name]:-}
+    [[ -n $pid ]] || { echo "h_wait_exit: no process named '$name'" >&2; return 127; }
+    local deadline=$(($(_h_now_ms) + timeout * 1000))
+    while _h_alive "$pid"; do
+        if (($(_h_now_ms) >= deadline)); then
+            echo "h_wait_exit: '$name' (pid $pid) still running after ${timeout}s" >&2
+            return 124
+        fi
+        sleep 0.05
+    done
+    _h_collect "$pid"
+    return "${H_RC[$pid]}"
+}
+
+# h_wait_for TIMEOUT_S DESCRIPTION CMD...: runs CMD (output discarded) every
+# 0.1 s until it succeeds (return 0) or TIMEOUT_S passes (then prints the
+# description and the logs' tails, returns 1). CMD must itself be bounded.
+h_wait_for() {
+    local timeout=${1:?h_wait_for TIMEOUT_S DESCRIPTION CMD...} desc=${2:?}
+    shift 2
+    local start deadline
+    start=$(_h_now_ms)
+    deadline=$((start + timeout * 1000))
+    while :; do
+        if "$@" >/dev/null 2>&1; then
+            return 0
+        fi
+        if (($(_h_now_ms) >= deadline)); then
+            echo "TIMEOUT: ${H_NAME:-test}: after ${timeout}s waiting for: $desc" >&2
+            echo "  (polled: $*)" >&2
+            h_dump_logs 40
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# --- ports ------------------------------------------------------------------
+
+# _h_port_listening PORT: true if something accepts on 127.0.0.1:PORT.
+_h_port_listening() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# h_free_port: prints a loopback TCP port nobody listens on and this test has
+# not handed out yet (remembered in $H_DIR/ports, since callers run it
+# inside $( )). Picks from 20000-60000, avoiding the kernel's ephemeral
+# range when it can (outgoing connections and the mock cluster's listeners
+# take ports from there).
+h_free_port() {
+    local lo=20000 hi=60000 elo ehi
+    if read -r elo ehi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; then
+        if ((elo > lo + 1000 && elo <= hi)); then
+            hi=$((elo - 1))
+        elif ((ehi >= lo && ehi < hi - 1000)); then
+            lo=$((ehi + 1))
+        fi
+    fi
+    local i p used="" ports=${H_DIR:?h_free_port: call h_init first}/ports
+    [[ -f $ports ]] && used=$(<"$ports")
+    for ((i = 0; i < 200; i++)); do
+        p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
+        [[ $'\n'$used$'\n' == *$'\n'$p$'\n'* ]] && continue
+        _h_port_listening "$p" && continue
+        echo "$p" >>"$ports"
+        echo "$p"
+        return 0
+    done
+    echo "h_free_port: no free port found in $lo-$hi" >&2
+    return 1
+}
+
+# --- ZooKeeper --------------------------------------------------------------
+
+# _h_4lw PORT WORD: sends a ZooKeeper four-letter word, prints the answer.
+_h_4lw() {
+    (
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf '%s' "$2" >&3
+        # The server closes after answering; cap the read anyway.
+        timeout 2 cat <&3
+    ) 2>/dev/null
+}
+
+# h_zk_start [TICK_MS]: starts a standalone ZooKeeper (tickTime TICK_MS,
+# default 200: sessions of 0.4-20 s) and waits until it serves. Exports
+# ZK=127.0.0.1:PORT. Calling it again after h_zk_stop restarts the same
+# server: same port, same data dir, so sessions can survive a restart.
+h_zk_start() {
+    local tick=${1:-200}
+    if [[ -n ${H_PIDS[zk]:-} ]] && _h_alive "${H_PIDS[zk]}"; then
+        h_fail "h_zk_start: ZooKeeper already running (pid ${H_PIDS[zk]})"
+    fi
+    local zdir=$H_DIR/zk attempt
+    mkdir -p "$zdir/data"
+    cat >"$zdir/log4j.properties" <<'EOF'
+log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n
+EOF
+    for ((attempt = 1; attempt <= 3; attempt++)); do
+        if [[ -z ${H_ZK_PORT:-} ]]; then
+            H_ZK_PORT=$(h_free_port) || h_fail "h_zk_start: no free port"
+        fi
+        cat >"$zdir/zoo.cfg" <<EOF
+tickTime=$tick
+initLimit=10
+syncLimit=5
+dataDir=$zdir/data
+clientPortAddress=127.0.0.1
+clientPort=$H_ZK_PORT
+maxClientCnxns=0
+minSessionTimeout=$((2 * tick))
+maxSessionTimeout=20000
+4lw.commands.whitelist=*
+admin.enableServer=false
+autopurge.purgeInterval=0
+EOF
+        # log4j and its slf4j binding are not on the jar's manifest class
+        # path; without them the server logs nothing at all.
+        local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
+        local j
+        for j in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar; do
+            [[ -f $j ]] && cp+=":$j"
+        done
+        local t0
+        t0=$(_h_now_ms)
+        _h_spawn_io zk "$H_DIR/zk.log" "$H_DIR/zk.log" \
+            java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+            -Dzookeeper.log.dir="$zdir" -Dzookeeper.root.logger=INFO,CONSOLE \
+            -Dlog4j.configuration="file:$zdir/log4j.properties" \
+            -Dzookeeper.jmx.log4j.disable=true \
+            -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$zdir/zoo.cfg"
+        H_INFRA[${H_PIDS[zk]}]=1
+        if _h_zk_wait_ready "$H_ZK_PORT" "${H_PIDS[zk]}"; then
+            export ZK=127.0.0.1:$H_ZK_PORT
+            h_log "zookeeper ready at $ZK in $(($(_h_now_ms) - t0)) ms (tick ${tick} ms, pid ${H_PIDS[zk]})"
+            return 0
+        fi
+        if _h_alive "${H_PIDS[zk]}"; then
+            h_fail "h_zk_start: ZooKeeper on port $H_ZK_PORT not serving after ${H_ZK_START_TIMEOUT}s"
+        fi
+        # It died: most likely the port was taken between check and bind.
+        h_log "zookeeper exited during startup on port $H_ZK_PORT (attempt $attempt)"
+        grep -q 'Address already in use' "$H_DIR/zk.log" 2>/dev/null && H_ZK_PORT=
+    done
+    h_fail "h_zk_start: ZooKeeper did not start"
+}
+
+# _h_zk_wait_ready PORT PID: "ruok" answers "imok" and "srvr" reports
+# "Mode: standalone" (imok alone comes before the server loads its data).
+_h_zk_wait_ready() {
+    local port=$1 pid=$2 deadline
+    deadline=$(($(_h_now_ms) + H_ZK_START_TIMEOUT * 1000))
+    while (($(_h_now_ms) < deadline)); do
+        _h_alive "$pid" || return 1
+        if [[ $(_h_4lw "$port" ruok) == imok ]] &&
+            [[ $(_h_4lw "$port" srvr) == *"Mode: standalone"* ]]; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    return 1
+}
+
+# h_zk_stop: stops ZooKeeper (SIGTERM, then SIGKILL). Keeps port and data
+# for a later h_zk_start.
+h_zk_stop() {
+    h_stop zk
+}
+
+# h_zk CMD ARGS...: baton-zk against $ZK (see baton-zk --help).
+h_zk() {
+    "$BATON_BIN/baton-zk" --zk "${ZK:?h_zk: ZooKeeper not started}" "$@"
+}
+
+# --- Kafka ------------------------------------------------------------------
+
+# h_kafka_start TOPIC PARTITIONS [BROKERS]: starts baton-devkafka (logs in
+# $H_DIR/kafka.log, stdout in $H_DIR/kafka.out) and exports
+# BOOTSTRAP=HOST:PORT[,...] from its first stdout line.
+h_kafka_start() {
+    local topic=${1:?h_kafka_start TOPIC PARTITIONS [BROKERS]}
+    local parts=${2:?h_kafka_start TOPIC PARTITIONS [BROKERS]} brokers=${3:-1}
+    local out=$H_DIR/kafka.out line="" t0 deadline
+    : >"$out"
+    t0=$(_h_now_ms)
+    _h_spawn_io kafka "$out" "$H_DIR/kafka.log" \
+        "$BATON_BIN/baton-devkafka" --topic "$topic" --partitions "$parts" --brokers "$brokers"
+    H_INFRA[${H_PIDS[kafka]}]=1
+    deadline=$((t0 + H_KAFKA_START_TIMEOUT * 1000))
+    local ok=0
+    while (($(_h_now_ms) < deadline)); do
+        # read succeeds only on a whole line, never on a half-written one.
+        if IFS= read -r line <"$out" && [[ $line == bootstrap=* ]]; then
+            ok=1
+            break
+        fi
+        _h_alive "${H_PIDS[kafka]}" || break
+        sleep 0.05
+    done
+    if ((!ok)); then
+        h_fail "h_kafka_start: baton-devkafka gave no bootstrap line (first line: '$line')"
+    fi
+    export BOOTSTRAP=${line#bootstrap=}
+    export H_KAFKA_TOPIC=$topic
+    h_log "kafka ready at $BOOTSTRAP in $(($(_h_now_ms) - t0)) ms (topic $topic, $parts partitions, pid ${H_PIDS[kafka]})"
+}
+
+# h_kafka_stop: stops baton-devkafka; its records are gone with it.
+h_kafka_stop() {
+    h_stop kafka
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# run.sh: installs what is missing, builds, and runs the whole test suite:
+# cmocka unit tests and integration tests against a real ZooKeeper and the
+# embedded Kafka, first on the normal build, then the unit tests and the
+# core integration tests again on an AddressSanitizer + UBSan build.
+#   tests/run.sh            everything
+#   tests/run.sh -L unit    only what ctest's -L selects (normal build)
+set -euo pipefail
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=${BATON_TEST_JOBS:-2}
+
+"$src/deploy/setup.sh"
+cd "$src/build"
+ctest --output-on-failure -j"$jobs" --timeout 600 "$@"
+
+if (($# == 0)) && [[ ${BATON_SKIP_SANITIZE:-0} != 1 ]]; then
+    echo "== sanitizer build (ASan + UBSan)"
+    BATON_BUILD_DIR="$src/build-san" "$src/deploy/setup.sh" -DBATON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    cd "$src/build-san"
+    # LeakSanitizer reports fail the run; halt on the first UBSan report too.
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    ctest --output-on-failure -j"$jobs" --timeout 600 -L unit
+    ctest --output-on-failure -j"$jobs" --timeout 600 -R 'it\.it_(e2e|expiry_zombie|deposed)'
+fi

@@ -1,0 +1,578 @@
+/* membership.c: registration, assignment watch and claims of one worker (see
+ * membership.h). Single-threaded: ZooKeeper's completion thread only queues
+ * events through baton_zk; everything here runs on the owner's thread. */
+#include "membership.h"
+
+#include "baton_err.h"
+#include "baton_failpoint.h"
+#include "baton_group.h"
+#include "baton_log.h"
+#include "baton_util.h"
+#include "baton_zk.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RETRY_MS 200
+
+typedef struct {
+    int assigned;    /* in our current assignment */
+    char claim[64];  /* our claim's node name, "" when we have none */
+    int64_t czxid;   /* our claim's creation zxid: the epoch once it owns */
+    int owned;       /* on_acquired accepted it */
+    int dirty;       /* re-examine this partition */
+    int uncertain;   /* a create ended in connection loss: look before creating */
+    int64_t retry_at; /* don't re-examine before this (backoff after errors) */
+} mpart_t;
+
+struct baton_membership_s {
+    baton_membership_conf_t conf;
+    baton_membership_cbs_t cbs;
+    baton_zk_t *zk;
+    char *base;
+    char *member_path;
+    char session_hex[17];
+    baton_config_t config;
+    mpart_t *parts;
+    int32_t nparts;
+    int assignment_dirty;
+    int64_t generation;
+    int all_dirty;
+    int disconnected; /* we saw the connection drop and have not heard back */
+};
+
+static void session_hex(baton_membership_t *m) {
+    snprintf(m->session_hex, sizeof(m->session_hex), "%016llx",
+             (unsigned long long)baton_zk_session_id(m->zk));
+}
+
+static char *claims_dir(const baton_membership_t *m, int32_t p) {
+    return xasprintf("%s/partitions/%d/claims", m->base, p);
+}
+
+/* Registers workers/<id> (ephemeral). A node of another session with our id
+ * may be a previous incarnation whose session has not expired yet: wait up
+ * to one session timeout for it to go before calling the id taken. */
+static int register_member(baton_membership_t *m, char *errstr, size_t n) {
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    baton_member_t me = {.pid = getpid(), .capacity = m->conf.capacity};
+    snprintf(me.id, sizeof(me.id), "%s", m->conf.id);
+    snprintf(me.host, sizeof(me.host), "%s", host);
+    snprintf(me.rack, sizeof(me.rack), "%s", m->conf.rack ? m->conf.rack : "");
+    char *data = baton_member_encode(&me);
+    int64_t deadline = baton_now_ms() + baton_zk_session_timeout(m->zk) + 2000;
+    int waited = 0;
+    int err;
+    for (;;) {
+        err = baton_zk_create(m->zk, m->member_path, data, strlen(data), ZOO_EPHEMERAL, NULL, 0,
+                              NULL);
+        if (err == BATON_CONNECTION) {
+            baton_sleep_ms(RETRY_MS);
+            continue; /* the create may have landed: the EXISTS path below adopts it */
+        }
+        if (err != BATON_EXISTS)
+            break;
+        struct Stat st;
+        int e2 = baton_zk_exists(m->zk, m->member_path, 0, &st);
+        if (e2 == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+            err = BATON_OK; /* our own create whose reply was lost */
+            break;
+        }
+        if (e2 != BATON_OK && e2 != BATON_NOTFOUND) {
+            err = e2;
+            break;
+        }
+        if (baton_now_ms() > deadline) {
+            err = baton_seterr(errstr, n, BATON_EXISTS,
+                               "worker id '%s' is held by a live member (session 0x%llx); "
+                               "choose another --id",
+                               m->conf.id, (unsigned long long)st.ephemeralOwner);
+            free(data);
+            return err;
+        }
+        if (!waited)
+            BLOG_WARN("event=member_id_busy id=%s session=0x%llx action=wait_for_expiry",
+                      m->conf.id, (unsigned long long)st.ephemeralOwner);
+        waited = 1;
+        baton_sleep_ms(RETRY_MS);
+    }
+    free(data);
+    if (err != BATON_OK)
+        return baton_seterr(errstr, n, err, "cannot register '%s': %s", m->member_path,
+                            baton_strerror(err));
+    BLOG_INFO("event=joined member=%s session=0x%s", m->member_path, m->session_hex);
+    return BATON_OK;
+}
+
+static int grow_parts(baton_membership_t *m, int32_t nparts) {
+    if (nparts <= m->nparts)
+        return 0;
+    m->parts = xrealloc(m->parts, sizeof(mpart_t) * (size_t)nparts);
+    memset(m->parts + m->nparts, 0, sizeof(mpart_t) * (size_t)(nparts - m->nparts));
+    m->nparts = nparts;
+    return 1;
+}
+
+static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
+    int err = baton_zk_connect(m->conf.zk_hosts, m->conf.session_timeout_ms,
+                               m->conf.connect_timeout_ms, &m->zk, errstr, n);
+    if (err != BATON_OK)
+        return err;
+    session_hex(m);
+    BLOG_INFO("event=zk_connected session=0x%s timeout_ms=%d", m->session_hex,
+              baton_zk_session_timeout(m->zk));
+    baton_config_t cfg;
+    if ((err = baton_group_config_read(m->zk, m->base, 1, &cfg, errstr, n)) != BATON_OK)
+        return err;
+    if (m->config.topic[0] && strcmp(cfg.topic, m->config.topic) != 0)
+        return baton_seterr(errstr, n, BATON_CONFLICT, "group topic changed from '%s' to '%s'",
+                            m->config.topic, cfg.topic);
+    m->config = cfg;
+    grow_parts(m, cfg.partitions);
+    if ((err = register_member(m, errstr, n)) != BATON_OK)
+        return err;
+    m->assignment_dirty = 1;
+    m->all_dirty = 1;
+    return BATON_OK;
+}
+
+int baton_membership_new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
+                         baton_membership_t **out, char *errstr, size_t n) {
+    baton_membership_t *m = xcalloc(1, sizeof(*m));
+    m->conf = *conf;
+    m->cbs = *cbs;
+    m->base = baton_group_base(conf->root, conf->group);
+    m->member_path = xasprintf("%s/workers/%s", m->base, conf->id);
+    int err = connect_and_join(m, errstr, n);
+    if (err != BATON_OK) {
+        baton_membership_destroy(m);
+        return err;
+    }
+    *out = m;
+    return BATON_OK;
+}
+
+void baton_membership_destroy(baton_membership_t *m) {
+    if (!m)
+        return;
+    baton_zk_destroy(m->zk);
+    free(m->parts);
+    free(m->member_path);
+    free(m->base);
+    free(m);
+}
+
+const char *baton_membership_topic(const baton_membership_t *m) { return m->config.topic; }
+int32_t baton_membership_partitions(const baton_membership_t *m) { return m->nparts; }
+int baton_membership_fd(const baton_membership_t *m) { return baton_zk_fd(m->zk); }
+
+int baton_membership_can_write(const baton_membership_t *m) {
+    return m->zk && baton_zk_connected(m->zk) && !baton_zk_expired(m->zk);
+}
+
+/* Deletes our claim on p (only our own node, by its exact name). */
+static void delete_claim(baton_membership_t *m, int32_t p) {
+    mpart_t *mp = &m->parts[p];
+    if (!mp->claim[0])
+        return;
+    char *dir = claims_dir(m, p);
+    char *path = xasprintf("%s/%s", dir, mp->claim);
+    int err = baton_zk_delete(m->zk, path, -1);
+    if (err != BATON_OK && err != BATON_NOTFOUND)
+        BLOG_WARN("event=release_failed partition=%d claim=%s error=%s", p, mp->claim,
+                  baton_err_name(err));
+    else
+        BLOG_INFO("event=released partition=%d epoch=%lld", p, (long long)mp->czxid);
+    free(path);
+    free(dir);
+    mp->claim[0] = 0;
+    mp->czxid = 0;
+    mp->owned = 0;
+}
+
+void baton_membership_drop(baton_membership_t *m, int32_t p) {
+    if (p < 0 || p >= m->nparts)
+        return;
+    BLOG_WARN("event=drop partition=%d epoch=%lld reason=fenced", p,
+              (long long)m->parts[p].czxid);
+    delete_claim(m, p);
+    m->parts[p].dirty = 1;
+    m->parts[p].retry_at = baton_now_ms() + RETRY_MS;
+}
+
+/* Reads assignment/<id> (leaving a watch) and marks changed partitions. */
+static int read_assignment(baton_membership_t *m) {
+    char *path = xasprintf("%s/assignment/%s", m->base, m->conf.id);
+    char *data = NULL;
+    size_t len = 0;
+    baton_worker_assignment_t wa = {0};
+    int err = baton_zk_get(m->zk, path, 1, &data, &len, NULL);
+    if (err == BATON_NOTFOUND) {
+        /* Not assigned yet: watch for the node's creation. */
+        err = baton_zk_exists(m->zk, path, 1, NULL);
+        if (err == BATON_OK) {
+            err = BATON_CONNECTION; /* created meanwhile: read again */
+            goto out;
+        }
+        if (err != BATON_NOTFOUND)
+            goto out;
+        err = BATON_OK;
+    } else if (err != BATON_OK) {
+        goto out;
+    } else {
+        char why[256];
+        if (baton_worker_assignment_decode(data, len, &wa, why, sizeof(why)) != BATON_OK) {
+            /* Keep what we own: the coordinator rewrites a bad node, and the
+             * sink fences whatever we keep too long. */
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=keep_current", path, why);
+            err = BATON_OK;
+            goto out;
+        }
+    }
+    size_t k = 0;
+    for (int32_t p = 0; p < m->nparts; p++) {
+        int want = 0;
+        while (k < wa.npartitions && wa.partitions[k] < p)
+            k++;
+        if (k < wa.npartitions && wa.partitions[k] == p)
+            want = 1;
+        if (want != m->parts[p].assigned) {
+            m->parts[p].assigned = want;
+            m->parts[p].dirty = 1;
+        }
+    }
+    for (size_t i = 0; i < wa.npartitions; i++)
+        if (wa.partitions[i] >= m->nparts)
+            BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d",
+                      wa.partitions[i], m->nparts);
+    if (wa.generation != m->generation)
+        BLOG_INFO("event=assignment generation=%lld partitions=%zu", (long long)wa.generation,
+                  wa.npartitions);
+    m->generation = wa.generation;
+out:
+    baton_worker_assignment_release(&wa);
+    free(data);
+    free(path);
+    return err;
+}
+
+/* Creates our claim on p, or finds the one a lost reply created. */
+static int create_claim(baton_membership_t *m, int32_t p) {
+    mpart_t *mp = &m->parts[p];
+    char *dir = claims_dir(m, p);
+    int err = BATON_OK;
+    if (mp->uncertain) {
+        char **names = NULL;
+        size_t n = 0;
+        if ((err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
+            goto out;
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "claim-%s-", m->session_hex);
+        for (size_t i = 0; i < n; i++) {
+            if (strncmp(names[i], prefix, strlen(prefix)) != 0)
+                continue;
+            char *path = xasprintf("%s/%s", dir, names[i]);
+            struct Stat st;
+            if (baton_zk_exists(m->zk, path, 0, &st) == BATON_OK &&
+                st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+                snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
+                mp->czxid = st.czxid;
+                BLOG_INFO("event=claim_recovered partition=%d claim=%s", p, mp->claim);
+            }
+            free(path);
+        }
+        baton_zk_strings_free(names, n);
+        mp->uncertain = 0;
+        if (mp->claim[0])
+            goto out;
+    }
+    baton_claim_t claim = {.generation = m->generation};
+    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
+    char *data = baton_claim_encode(&claim);
+    char *prefix = xasprintf("%s/claim-%s-", dir, m->session_hex);
+    char created[512];
+    struct Stat st;
+    err = baton_zk_create(m->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL, created,
+                          sizeof(created), &st);
+    if (err == BATON_OK) {
+        snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
+        mp->czxid = st.czxid;
+        BLOG_INFO("event=claimed partition=%d claim=%s czxid=%lld", p, mp->claim,
+                  (long long)st.czxid);
+    } else if (err == BATON_CONNECTION) {
+        mp->uncertain = 1;
+    } else if (err == BATON_NOTFOUND) {
+        BLOG_ERROR("event=claim_failed partition=%d error=\"'%s' does not exist\"", p, dir);
+    }
+    free(prefix);
+    free(data);
+out:
+    free(dir);
+    return err;
+}
+
+/* Our claim exists: is it the lowest? If so we own p; if not, watch the
+ * claim just ahead of ours. */
+static int check_queue(baton_membership_t *m, int32_t p) {
+    mpart_t *mp = &m->parts[p];
+    char *dir = claims_dir(m, p);
+    char **names = NULL;
+    size_t n = 0;
+    int err = baton_zk_children(m->zk, dir, 0, &names, &n);
+    if (err != BATON_OK)
+        goto out;
+    int64_t my_seq = baton_seq_of(mp->claim);
+    const char *pred = NULL;
+    int64_t pred_seq = -1;
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t s = baton_seq_of(names[i]);
+        if (s < 0)
+            continue;
+        if (strcmp(names[i], mp->claim) == 0)
+            found = 1;
+        else if (s < my_seq && s > pred_seq) {
+            pred_seq = s;
+            pred = names[i];
+        }
+    }
+    if (!found) {
+        /* Removed by someone else (an operator, or the coordinator's stuck
+         * handoff revoke): claim again if still assigned. */
+        BLOG_WARN("event=claim_lost partition=%d claim=%s", p, mp->claim);
+        if (mp->owned && m->cbs.on_released)
+            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_LOST);
+        mp->claim[0] = 0;
+        mp->owned = 0;
+        mp->dirty = 1;
+        goto out;
+    }
+    char *watch_path = xasprintf("%s/%s", dir, pred ? pred : mp->claim);
+    /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
+     * the predecessor only, so a release wakes one claimant, not a herd. */
+    err = baton_zk_exists(m->zk, watch_path, 1, NULL);
+    free(watch_path);
+    if (err == BATON_NOTFOUND) {
+        mp->dirty = 1; /* it went meanwhile: look again */
+        err = BATON_OK;
+        goto out;
+    }
+    if (err != BATON_OK)
+        goto out;
+    if (pred) {
+        BLOG_DEBUG("event=waiting partition=%d behind=%s", p, pred);
+        goto out;
+    }
+    if (!mp->owned) {
+        if (!baton_membership_can_write(m)) {
+            mp->dirty = 1;
+            goto out;
+        }
+        int rc = m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, p, mp->czxid) : BATON_OK;
+        if (rc == BATON_OK) {
+            mp->owned = 1;
+            BLOG_INFO("event=acquired partition=%d epoch=%lld generation=%lld", p,
+                      (long long)mp->czxid, (long long)m->generation);
+        } else if (rc == BATON_STALE) {
+            baton_membership_drop(m, p);
+        } else {
+            mp->dirty = 1;
+            mp->retry_at = baton_now_ms() + RETRY_MS;
+        }
+    }
+out:
+    baton_zk_strings_free(names, n);
+    free(dir);
+    return err;
+}
+
+/* Brings partition p's claim in line with the assignment. */
+static int reconcile_partition(baton_membership_t *m, int32_t p) {
+    mpart_t *mp = &m->parts[p];
+    if (!mp->assigned) {
+        if (mp->owned && m->cbs.on_released)
+            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_REVOKED);
+        if (mp->claim[0]) {
+            BATON_FAILPOINT("worker.before_release");
+            delete_claim(m, p);
+        }
+        mp->uncertain = 0;
+        return BATON_OK;
+    }
+    if (!mp->claim[0]) {
+        int err = create_claim(m, p);
+        if (err != BATON_OK)
+            return err;
+    }
+    return check_queue(m, p);
+}
+
+/* Drops everything without flushing: our session is gone, so are our
+ * claims, and a successor may already be writing. */
+static void lose_all(baton_membership_t *m) {
+    for (int32_t p = 0; p < m->nparts; p++) {
+        mpart_t *mp = &m->parts[p];
+        if (mp->owned && m->cbs.on_released)
+            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_LOST);
+        memset(mp, 0, sizeof(*mp));
+    }
+}
+
+/* Reacts to a watch on a path: mark what it concerns. */
+static void note_event(baton_membership_t *m, const char *path) {
+    size_t blen = strlen(m->base);
+    if (strncmp(path, m->base, blen) != 0) {
+        m->all_dirty = 1;
+        return;
+    }
+    const char *rest = path + blen;
+    int32_t p;
+    if (strncmp(rest, "/partitions/", 12) == 0 && sscanf(rest + 12, "%d", &p) == 1 && p >= 0 &&
+        p < m->nparts)
+        m->parts[p].dirty = 1;
+    else if (strncmp(rest, "/assignment/", 12) == 0)
+        m->assignment_dirty = 1;
+    else if (strcmp(rest, "/config") == 0)
+        m->all_dirty = 1;
+    else
+        m->all_dirty = 1;
+}
+
+static int reread_config(baton_membership_t *m) {
+    char errstr[256];
+    baton_config_t cfg;
+    int err = baton_group_config_read(m->zk, m->base, 1, &cfg, errstr, sizeof(errstr));
+    if (err == BATON_CORRUPT) {
+        BLOG_ERROR("event=config_error error=\"%s\" action=keep_current", errstr);
+        return BATON_OK;
+    }
+    if (err != BATON_OK)
+        return err;
+    if (cfg.partitions > m->nparts) {
+        BLOG_INFO("event=partitions_grown from=%d to=%d", m->nparts, cfg.partitions);
+        grow_parts(m, cfg.partitions);
+        m->config.partitions = cfg.partitions;
+    }
+    return BATON_OK;
+}
+
+int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
+    int expired = 0, reconnected = 0;
+    baton_zk_event_t ev;
+    while (baton_zk_next_event(m->zk, &ev)) {
+        if (ev.type == ZOO_SESSION_EVENT) {
+            if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
+                expired = 1;
+            else if (ev.state == ZOO_CONNECTED_STATE) {
+                reconnected = m->disconnected;
+                m->disconnected = 0;
+            } else if (ev.state == ZOO_CONNECTING_STATE && !m->disconnected) {
+                m->disconnected = 1;
+                BLOG_WARN("event=zk_disconnected action=suspend_writes");
+            }
+        } else {
+            note_event(m, ev.path);
+        }
+        baton_zk_event_release(&ev);
+    }
+    if (expired || baton_zk_expired(m->zk)) {
+        BLOG_WARN("event=session_expired session=0x%s action=drop_all_and_rejoin", m->session_hex);
+        lose_all(m);
+        m->disconnected = 0;
+        baton_zk_destroy(m->zk);
+        m->zk = NULL;
+        for (;;) {
+            int err = connect_and_join(m, errstr, n);
+            if (err == BATON_OK)
+                break;
+            if (err == BATON_EXISTS || baton_err_is_input(err))
+                return err;
+            BLOG_WARN("event=rejoin_failed error=\"%s\" action=retry", errstr);
+            if (m->zk) {
+                baton_zk_destroy(m->zk);
+                m->zk = NULL;
+            }
+            baton_sleep_ms(1000);
+        }
+    }
+    if (reconnected) {
+        BLOG_INFO("event=zk_reconnected session=0x%s action=resume_writes", m->session_hex);
+        m->all_dirty = 1; /* re-read instead of trusting missed events */
+    }
+    int err = BATON_OK;
+    if (!baton_zk_connected(m->zk))
+        goto done;
+    if (m->all_dirty) {
+        if ((err = reread_config(m)) != BATON_OK)
+            goto done;
+        m->all_dirty = 0;
+        m->assignment_dirty = 1;
+        for (int32_t p = 0; p < m->nparts; p++)
+            m->parts[p].dirty = 1;
+    }
+    if (m->assignment_dirty) {
+        m->assignment_dirty = 0;
+        if ((err = read_assignment(m)) != BATON_OK) {
+            m->assignment_dirty = 1;
+            goto done;
+        }
+    }
+    int64_t now = baton_now_ms();
+    /* Releases first, so partitions we give up reach their new owners before
+     * we spend time claiming new ones. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t p = 0; p < m->nparts; p++) {
+            mpart_t *mp = &m->parts[p];
+            if (!mp->dirty || mp->retry_at > now || (pass == 0) != !mp->assigned)
+                continue;
+            mp->dirty = 0;
+            int e = reconcile_partition(m, p);
+            if (e != BATON_OK) {
+                mp->dirty = 1;
+                mp->retry_at = now + RETRY_MS;
+                if (e == BATON_EXPIRED) {
+                    err = BATON_OK; /* picked up by the next poll's expiry path */
+                    goto done;
+                }
+            }
+        }
+    }
+done:
+    if (next_ms) {
+        int soon = 1000;
+        int64_t t = baton_now_ms();
+        for (int32_t p = 0; p < m->nparts; p++)
+            if (m->parts[p].dirty) {
+                int64_t d = m->parts[p].retry_at - t;
+                soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
+            }
+        if (m->assignment_dirty || m->all_dirty || err != BATON_OK)
+            soon = soon < RETRY_MS ? soon : RETRY_MS;
+        *next_ms = soon;
+    }
+    if (err != BATON_OK && !baton_err_is_fatal(err) && !baton_err_is_input(err))
+        err = BATON_OK; /* retriable: try again on the next poll */
+    if (err == BATON_EXPIRED)
+        err = BATON_OK;
+    return err;
+}
+
+void baton_membership_leave(baton_membership_t *m) {
+    if (!m->zk)
+        return;
+    for (int32_t p = 0; p < m->nparts; p++) {
+        mpart_t *mp = &m->parts[p];
+        if (mp->owned && m->cbs.on_released)
+            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_LEAVE);
+        if (mp->claim[0]) {
+            if (mp->owned)
+                BATON_FAILPOINT("worker.before_release");
+            delete_claim(m, p);
+        }
+    }
+    baton_zk_delete(m->zk, m->member_path, -1);
+    BLOG_INFO("event=left member=%s", m->member_path);
+}

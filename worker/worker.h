@@ -1,0 +1,29 @@
+/* worker.h: baton-worker's run loop (Kafka in, fenced sink out), built on
+ * membership.h. */
+#ifndef BATON_WORKER_H
+#define BATON_WORKER_H
+
+#include <stddef.h>
+
+typedef struct {
+    const char *zk_hosts;
+    const char *root;
+    const char *group;
+    const char *id;
+    const char *brokers;
+    const char *sink_uri;
+    const char *rack;
+    int capacity;
+    int session_timeout_ms;
+    int connect_timeout_ms;
+    int batch_size; /* records per sink transaction, at most */
+    int linger_ms;  /* how long a partial batch may wait */
+    const char **kafka_props; /* "key=value" passed to librdkafka unchanged */
+    size_t nkafka_props;
+} baton_worker_conf_t;
+
+/* Runs until SIGTERM/SIGINT (graceful leave, returns 0) or a fatal error
+ * (logged, returns 1). */
+int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd);
+
+#endif
