@@ -222,7 +222,7 @@ static int coord_rebalance(coord_t *c) {
     size_t nraw = 0, nids = 0;
     published_t *pub = NULL;
     size_t npub = 0;
-    int *prev = NULL, *next = NULL;
+    int *prev = NULL, *next = NULL, *prev_pub = NULL;
     char **payloads = NULL;
     char **paths = NULL;
     zoo_op_t *ops = NULL;
@@ -259,16 +259,20 @@ static int coord_rebalance(coord_t *c) {
     int32_t P = cfg.partitions;
     prev = xmalloc(sizeof(int) * (size_t)(P ? P : 1));
     next = xmalloc(sizeof(int) * (size_t)(P ? P : 1));
+    /* prev_pub[p]: who the published assignment names, live or not (for
+     * the log); prev[p]: that owner's index if it is still live. */
+    prev_pub = xmalloc(sizeof(int) * (size_t)(P ? P : 1));
     for (int32_t p = 0; p < P; p++)
-        prev[p] = -1;
+        prev[p] = prev_pub[p] = -1;
     for (size_t i = 0; i < npub; i++) {
         int w = find_id(ids, nids, pub[i].id);
-        if (w < 0)
-            continue; /* a departed worker's partitions are up for grabs */
         for (size_t k = 0; k < pub[i].npartitions; k++) {
             int32_t p = pub[i].partitions[k];
-            if (p < P && prev[p] == -1)
-                prev[p] = w;
+            if (p >= P || prev_pub[p] != -1)
+                continue;
+            prev_pub[p] = (int)i;
+            /* a departed worker's partitions are up for grabs */
+            prev[p] = w;
         }
     }
     int moved = baton_assign(strategy, P, prev, (int)nids, next);
@@ -336,9 +340,10 @@ static int coord_rebalance(coord_t *c) {
         for (int32_t p = 0; p < P; p++) {
             if (prev[p] == next[p])
                 continue;
-            BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=rebalance", p,
-                      prev[p] >= 0 ? ids[prev[p]] : "-", next[p] >= 0 ? ids[next[p]] : "-",
-                      (long long)gen);
+            const char *from = prev_pub[p] >= 0 ? pub[prev_pub[p]].id : "-";
+            const char *reason = prev_pub[p] < 0 ? "new" : prev[p] < 0 ? "leave" : "rebalance";
+            BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from,
+                      next[p] >= 0 ? ids[next[p]] : "-", (long long)gen, reason);
         }
         err = BATON_OK;
     } else if (results[0].err == ZNONODE || results[1].err == ZBADVERSION ||
@@ -368,6 +373,7 @@ out:
     free(meta_data);
     free(meta_new);
     free(prev);
+    free(prev_pub);
     free(next);
     published_free(pub, npub);
     free(ids);

@@ -123,9 +123,10 @@ static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
     BATON_LOG(lvl, "event=rdkafka fac=%s msg=\"%s\"", fac, buf);
 }
 
-/* Watchdog thread: once per interval, asks the mock (through the handle that
- * owns it, as an ordinary client) for each partition's low watermark and warns
- * once per partition when retention has dropped records. */
+/* Watchdog thread: once per interval, asks the mock (through its own client
+ * handle, w->rk) for each partition's low watermark and warns once per
+ * partition when retention has dropped records. Stops promptly once
+ * w->stop is set. */
 static void *devkafka_watch_main(void *arg) {
     devkafka_watch_t *w = arg;
     char *warned = xcalloc((size_t)w->partitions, 1);
@@ -196,7 +197,8 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    rd_kafka_mock_cluster_t *mcluster = rd_kafka_mock_cluster_new(rk, o.brokers);
+    rd_kafka_mock_cluster_t *mcluster =
+        rd_kafka_mock_cluster_new(rk, o.brokers);
     if (!mcluster) {
         BLOG_ERROR("event=mock_cluster_failed brokers=%d", o.brokers);
         rd_kafka_destroy(rk);

@@ -14,6 +14,21 @@
 #   h_wait_for 10 "w1 claims p0" h_zk exists /baton/g/partitions/0/claims
 #   h_pass "all good"
 #
+# Functions (timeouts in whole seconds):
+#   h_init NAME                      work dir H_DIR, EXIT trap, BATON_BIN/SRC
+#   h_free_port                      prints a free loopback port
+#   h_zk_start [TICK_MS]             ZooKeeper; exports ZK (restart: same port)
+#   h_zk_stop                        stops it (data kept)
+#   h_zk CMD ARGS...                 baton-zk --zk "$ZK" CMD ARGS...
+#   h_kafka_start TOPIC PARTITIONS [BROKERS]   baton-devkafka; exports BOOTSTRAP
+#   h_kafka_stop
+#   h_spawn NAME CMD...              background, log $H_DIR/NAME.log
+#   h_pid NAME | h_alive NAME | h_kill NAME [SIG] | h_stop NAME [TIMEOUT_S]
+#   h_wait_exit NAME TIMEOUT_S       returns NAME's exit code (124: timeout)
+#   h_wait_for TIMEOUT_S DESC CMD... polls CMD every 0.1 s; 1 on timeout
+#   h_fail MSG | h_pass MSG | h_log MSG | h_dump_logs [LINES] | h_cleanup
+# Set BATON_KEEP=1 to keep H_DIR after a passing run.
+#
 # Works under `set -euo pipefail`. Functions that report through their
 # status (h_wait_exit, h_wait_for, h_alive) must then be called as
 # `rc=0; h_wait_exit w1 10 || rc=$?` or inside `if`. Call h_spawn and
@@ -34,7 +49,7 @@ declare -ga H_ALL=()   # every pid ever spawned, in spawn order
 declare -gA H_INFRA=() # pid -> 1 for ZooKeeper/Kafka (stopped last)
 H_FAILED=0
 H_CLEANED=0
-H_LOGS_DUMPED=0
+H_LAST_DUMP_MS=0
 H_REAPER_PID=
 
 # --- time -------------------------------------------------------------------
@@ -54,7 +69,8 @@ h_init() {
     : "${BATON_SRC:=$(cd "$H_LIB_DIR/../.." && pwd)}"
     : "${BATON_BIN:=$BATON_SRC/build/bin}"
     export BATON_SRC BATON_BIN
-    H_DIR=$(mktemp -d "${TMPDIR:-/tmp}/baton-it.XXXXXX")
+    H_DIR=$(mktemp -d "${TMPDIR:-/tmp}/baton-it.XXXXXX") ||
+        { echo "h_init: cannot create a work dir in ${TMPDIR:-/tmp}" >&2; exit 1; }
     export H_DIR
     echo "$H_NAME" >"$H_DIR/test-name"
     H_SHELL_PID=$BASHPID
@@ -78,7 +94,7 @@ h_log() {
 h_dump_logs() {
     local n=${1:-40} f
     [[ -n ${H_DIR:-} && -d $H_DIR ]] || return 0
-    H_LOGS_DUMPED=1
+    H_LAST_DUMP_MS=$(_h_now_ms)
     for f in "$H_DIR"/*.log; do
         [[ -f $f ]] || continue
         echo "----- tail -n $n $f" >&2
@@ -87,11 +103,12 @@ h_dump_logs() {
     echo "----- end of logs" >&2
 }
 
-# h_fail MSG: prints the logs' tails (unless h_wait_for just did) and FAIL,
-# and exits 1 (the EXIT trap then stops everything and keeps H_DIR).
+# h_fail MSG: prints the logs' tails (unless h_wait_for printed them in the
+# last two seconds) and FAIL, and exits 1 (the EXIT trap then stops
+# everything and keeps H_DIR).
 h_fail() {
     H_FAILED=1
-    ((H_LOGS_DUMPED)) || h_dump_logs 40
+    (($(_h_now_ms) - H_LAST_DUMP_MS < 2000)) || h_dump_logs 40
     echo "FAIL: ${H_NAME:-test}: $*" >&2
     exit 1
 }

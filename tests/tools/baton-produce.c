@@ -69,10 +69,9 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
             produce_usage(stdout);
             exit(0);
         }
-        static const char *const known[] = {"--brokers", "--topic",
-                                            "--partitions", "--count",
-                                            "--rate", "--prefix",
-                                            "--timeout-ms"};
+        static const char *const known[] = {
+            "--brokers", "--topic",  "--partitions", "--count",
+            "--rate",    "--prefix", "--timeout-ms"};
         size_t k = 0;
         while (k < BATON_ARRAY_SIZE(known) && strcmp(a, known[k]) != 0)
             k++;
@@ -184,8 +183,8 @@ int main(int argc, char **argv) {
     rd_kafka_conf_set_dr_msg_cb(conf, produce_dr_cb);
     rd_kafka_conf_set_log_cb(conf, produce_log_cb);
     rd_kafka_conf_set_opaque(conf, &st);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr,
-                                  sizeof(errstr));
+    rd_kafka_t *rk =
+        rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
         BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", errstr);
         rd_kafka_conf_destroy(conf);

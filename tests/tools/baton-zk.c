@@ -34,27 +34,28 @@ static zkcli_conn_t zkcli_conn = {PTHREAD_MUTEX_INITIALIZER,
                                   PTHREAD_COND_INITIALIZER, 0, 0, 0};
 
 static void zkcli_usage(FILE *out) {
-    fprintf(out,
-            "usage: baton-zk --zk HOSTS [--timeout-ms N] CMD ARGS\n"
-            "\n"
-            "commands:\n"
-            "  get PATH              print the node's data and a newline\n"
-            "  set PATH DATA         replace the node's data (any version)\n"
-            "  create PATH DATA      create a persistent node\n"
-            "  delete PATH           delete a node without children\n"
-            "  rmr PATH              delete a node and everything below it\n"
-            "                        (a missing PATH is not an error)\n"
-            "  ls PATH               print the children, sorted, one a line\n"
-            "  stat PATH             print czxid= mzxid= pzxid= version=\n"
-            "                        cversion= ephemeralOwner=0x.. numChildren=\n"
-            "                        dataLength= on one line (zxids decimal)\n"
-            "  exists PATH           exit 0 if the node exists, 1 if not\n"
-            "  wait-exists PATH MS   wait up to MS ms for the node to exist\n"
-            "\n"
-            "N bounds the connection wait and is the session timeout\n"
-            "(default %d). Exit: 0 ok, 1 error or no node, 2 usage,\n"
-            "3 cannot connect.\n",
-            ZKCLI_DEFAULT_TIMEOUT_MS);
+    fprintf(
+        out,
+        "usage: baton-zk --zk HOSTS [--timeout-ms N] CMD ARGS\n"
+        "\n"
+        "commands:\n"
+        "  get PATH              print the node's data and a newline\n"
+        "  set PATH DATA         replace the node's data (any version)\n"
+        "  create PATH DATA      create a persistent node\n"
+        "  delete PATH           delete a node without children\n"
+        "  rmr PATH              delete a node and everything below it\n"
+        "                        (a missing PATH is not an error)\n"
+        "  ls PATH               print the children, sorted, one a line\n"
+        "  stat PATH             print czxid= mzxid= pzxid= version=\n"
+        "                        cversion= ephemeralOwner=0x.. numChildren=\n"
+        "                        dataLength= on one line (zxids decimal)\n"
+        "  exists PATH           exit 0 if the node exists, 1 if not\n"
+        "  wait-exists PATH MS   wait up to MS ms for the node to exist\n"
+        "\n"
+        "N bounds the connection wait and is the session timeout\n"
+        "(default %d). Exit: 0 ok, 1 error or no node, 2 usage,\n"
+        "3 cannot connect.\n",
+        ZKCLI_DEFAULT_TIMEOUT_MS);
 }
 
 static void zkcli_bad_usage(const char *fmt, const char *what) {
@@ -289,9 +290,9 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int nargs;
-    } cmds[] = {{"get", 1},    {"set", 2},  {"create", 2}, {"delete", 1},
-                {"rmr", 1},    {"ls", 1},   {"stat", 1},   {"exists", 1},
-                {"wait-exists", 2}};
+    } cmds[] = {{"get", 1},    {"set", 2},    {"create", 2},
+                {"delete", 1}, {"rmr", 1},    {"ls", 1},
+                {"stat", 1},   {"exists", 1}, {"wait-exists", 2}};
     const char *hosts = NULL;
     int64_t timeout_ms = ZKCLI_DEFAULT_TIMEOUT_MS;
     int i = 1;
@@ -348,8 +349,8 @@ int main(int argc, char **argv) {
     int connected = zkcli_conn.connected;
     pthread_mutex_unlock(&zkcli_conn.lock);
     if (!connected) {
-        fprintf(stderr, "baton-zk: cannot connect to '%s' within %" PRId64
-                        " ms\n",
+        fprintf(stderr,
+                "baton-zk: cannot connect to '%s' within %" PRId64 " ms\n",
                 hosts, timeout_ms);
         zookeeper_close(zh);
         if (devnull)
