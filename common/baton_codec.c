@@ -48,7 +48,9 @@ static json_t *load_object(const char *what, const char *buf, size_t len, char *
         return NULL;
     }
     json_error_t jerr;
-    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* JSON_ALLOW_NUL lets "\u0000" through to get_str, which rejects it with
+     * the field's name. */
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!j) {
         baton_seterr(errstr, n, BATON_CORRUPT, "%s: invalid JSON at line %d column %d: %s", what,
                      jerr.line, jerr.column, jerr.text);

@@ -28,7 +28,7 @@ typedef enum {
 #undef BATON_ERR_ENUM_
 } baton_err_t;
 
-/* A static string naming the error ("stale", "connection"...). */
+/* A static upper-case name of the error ("STALE", "CONNECTION"...), as logs print it. */
 const char *baton_err_name(int err);
 /* A static human description of the error. */
 const char *baton_strerror(int err);

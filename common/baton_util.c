@@ -1,6 +1,7 @@
 /* baton_util.c: allocation, clocks and parsing helpers. */
 #include "baton_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,7 +82,8 @@ int baton_seterr(char *errstr, size_t errstr_size, int err, const char *fmt, ...
 }
 
 int baton_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out) {
-    if (!s || !*s)
+    /* strtoll skips leading blanks; the whole string must be the number. */
+    if (!s || !*s || isspace((unsigned char)*s))
         return -1;
     char *end = NULL;
     errno = 0;

@@ -77,7 +77,8 @@ void ctl_ctx_check(const ctl_ctx_t *ctx) {
     if (!ctx->group)
         baton_usage_error(CTL_PROG, "--group is required");
     if (baton_id_valid(ctx->group) != 0)
-        baton_usage_error(CTL_PROG, "--group: '%s' is not a valid group name ([A-Za-z0-9._-], 1-128 chars)",
+        baton_usage_error(CTL_PROG,
+                          "--group: '%s' is not a valid group name ([A-Za-z0-9._-], 1-128 chars)",
                           ctx->group);
     if (baton_root_valid(ctx->root) != 0)
         baton_usage_error(CTL_PROG, "--root: '%s' is not a valid ZooKeeper path", ctx->root);

@@ -637,7 +637,8 @@ static void print_summary(const json_t *st, FILE *f) {
         fprintf(f, "coordinator:  none\n");
     const json_t *gen = json_object_get(st, "generation");
     fprintf(f, "generation:   %s\n",
-            json_is_integer(gen) ? jtext(st, "generation", b2, sizeof(b2)) : "none (no assignment published)");
+            json_is_integer(gen) ? jtext(st, "generation", b2, sizeof(b2))
+                                 : "none (no assignment published)");
     fprintf(f, "workers:      %s\n", jtext(sum, "workers", b2, sizeof(b2)));
     fprintf(f, "states:       %s active, ", jtext(sum, "active", b2, sizeof(b2)));
     fprintf(f, "%s handoff, ", jtext(sum, "handoff", b2, sizeof(b2)));
@@ -741,7 +742,8 @@ void ctl_status_usage(FILE *f) {
             "            {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\"},\n"
             "             \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
             "             \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\"},\n"
-            "             \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\", \"session\"}],\n"
+            "             \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\",\n"
+            "                          \"session\"}],\n"
             "             \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\",\n"
             "                             \"state\", \"claims\"}],\n"
             "             \"warnings\": [{\"path\", \"problem\"}]}\n"

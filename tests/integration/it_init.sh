@@ -42,7 +42,7 @@ out_has() { grep -qF -- "$1" "$OUT" || h_fail "stdout lacks '$1':$(printf '\n')$
 err_has() { grep -qF -- "$1" "$ERR" || h_fail "stderr lacks '$1':$(printf '\n')$(<"$ERR")"; }
 # ctl ARGS...: batonctl for group $G.
 ctl() { "$CTL" --zk "$ZK" --group "$G" --timeout 5000 "$@"; }
-# jq_sql SQL-EXPR: evaluates an SQL expression where J is the last stdout.
+# jsql SQL-EXPR: evaluates an SQL expression in which J is the last stdout.
 jsql() {
     local j
     j=$(sed "s/'/''/g" "$OUT")
@@ -106,6 +106,7 @@ err_has "cannot connect to ZooKeeper"
 ((elapsed >= 1500)) || h_fail "gave up after ${elapsed} ms, before the 2000 ms timeout"
 h_log "unreachable zk: exit 1 after ${elapsed} ms"
 
+# shellcheck disable=SC2119 # default tick
 h_zk_start
 
 # --- init -------------------------------------------------------------------
@@ -152,6 +153,13 @@ expect 0 "$CTL" init --topic clicks --partitions 5 --zk "$ZK" --group clicks
 out_has "grew group clicks to 5 partitions"
 h_zk get /baton/clicks/config >"$OUT"
 jis "json_extract(J, '\$.strategy')" range "strategy kept when growing without --strategy"
+# Another root.
+expect 0 "$CTL" --zk "$ZK" --group g2 --root /apps/baton init --topic in --partitions 2
+h_zk exists /apps/baton/g2/partitions/1/claims || h_fail "init ignored --root"
+expect 0 "$CTL" --zk "$ZK" --group g2 --root /apps/baton status --json
+jis "json_array_length(J, '\$.partitions')" 2 "status under --root"
+expect 1 "$CTL" --zk "$ZK" --group g2 status
+err_has "group g2 is not initialised"
 h_log "init: ok"
 
 # --- status on a fresh group -------------------------------------------------
@@ -193,9 +201,11 @@ h_zk create "$B/partitions/1/claims/claim-$S2-0000000004" '{"worker":"w2","gener
 # p3: two claims; the lowest sequence (w2), not the first name, owns it.
 h_zk create "$B/partitions/3/claims/claim-$S1-0000000009" '{"worker":"w1","generation":4}'
 h_zk create "$B/partitions/3/claims/claim-$S2-0000000002" '{"worker":"w2","generation":5}'
-epoch0=$(h_zk stat "$B/partitions/0/claims/claim-$S1-0000000000" | sed -n 's/.*czxid=\([0-9]*\).*/\1/p')
-epoch3=$(h_zk stat "$B/partitions/3/claims/claim-$S2-0000000002" | sed -n 's/.*czxid=\([0-9]*\).*/\1/p')
-cepoch=$(h_zk stat "$B/coordinators/c-0000000003" | sed -n 's/.*czxid=\([0-9]*\).*/\1/p')
+# czxid PATH: the node's creation zxid, from baton-zk stat.
+czxid() { h_zk stat "$1" | sed -n 's/.*czxid=\([0-9]*\).*/\1/p'; }
+epoch0=$(czxid "$B/partitions/0/claims/claim-$S1-0000000000")
+epoch3=$(czxid "$B/partitions/3/claims/claim-$S2-0000000002")
+cepoch=$(czxid "$B/coordinators/c-0000000003")
 [[ -n $epoch0 && -n $epoch3 && -n $cepoch ]] || h_fail "cannot read czxids with baton-zk stat"
 
 expect 0 ctl status --json
@@ -203,12 +213,18 @@ jis "json_extract(J, '\$.generation')" 5 "generation"
 jis "json_extract(J, '\$.coordinator.id')" coord-a "leader is the lowest sequence"
 jis "json_extract(J, '\$.coordinator.epoch')" "$cepoch" "coordinator epoch is its czxid"
 jis "json_array_length(J, '\$.workers')" 2 "workers"
-jis "json_extract(J, '\$.workers[0].id') || ',' || json_extract(J, '\$.workers[0].host') || ','
-     || json_extract(J, '\$.workers[0].pid') || ',' || json_extract(J, '\$.workers[0].capacity')
-     || ',' || json_extract(J, '\$.workers[0].rack') || ',' || json_extract(J, '\$.workers[0].session')" \
+w="'\$.workers[0]"
+jis "json_extract(J, $w.id') || ',' || json_extract(J, $w.host') || ','
+     || json_extract(J, $w.pid') || ',' || json_extract(J, $w.capacity') || ','
+     || json_extract(J, $w.rack') || ',' || json_extract(J, $w.session')" \
     "w1,hostA,101,2,r1,0x0000000000000000" "worker w1"
 jis "json_type(J, '\$.workers[1].rack')" null "w2 has no rack"
-part() { jsql "json_extract(J, '\$.partitions[$1].assigned') || '|' || coalesce(json_extract(J, '\$.partitions[$1].owner'), '-') || '|' || json_extract(J, '\$.partitions[$1].state') || '|' || json_extract(J, '\$.partitions[$1].claims')"; }
+# part P: "assigned|owner|state|claims" of partition P ("-" for a null owner).
+part() {
+    local p="'\$.partitions[$1]"
+    jsql "json_extract(J, $p.assigned') || '|' || coalesce(json_extract(J, $p.owner'), '-')
+          || '|' || json_extract(J, $p.state') || '|' || json_extract(J, $p.claims')"
+}
 [[ $(part 0) == "w1|w1|active|1" ]] || h_fail "p0: $(part 0)"
 [[ $(part 1) == "w1|w2|handoff|1" ]] || h_fail "p1: $(part 1)"
 [[ $(part 2) == "w1|-|unowned|0" ]] || h_fail "p2: $(part 2)"
@@ -223,7 +239,8 @@ err_has "$B/workers/w1: not an ephemeral node"
 expect 0 ctl status
 out_has "coord-a (epoch $cepoch)"
 out_has "2 active, 1 handoff, 3 unowned"
-grep -Eq '^ +1 +w1 +w2 +[0-9]+ +handoff +1$' "$OUT" || h_fail "p1 row missing:$(printf '\n')$(<"$OUT")"
+grep -Eq '^ +1 +w1 +w2 +[0-9]+ +handoff +1$' "$OUT" ||
+    h_fail "p1 row missing:$(printf '\n')$(<"$OUT")"
 awk 'length($0) > 100 { exit 1 }' "$OUT" || h_fail "human status has lines over 100 columns"
 h_log "status with members and claims: ok"
 
@@ -248,7 +265,8 @@ jis "json_extract(J, '\$.coordinator.epoch')" "$cepoch" "coordinator epoch after
 jis "json_type(J, '\$.partitions[3].owner') || ',' || json_extract(J, '\$.partitions[3].epoch')" \
     "null,$epoch3" "p3 owner after its claim broke"
 jis "json_extract(J, '\$.partitions[2].claims')" 0 "p2 ignores a non-claim child"
-jis "(select count(*) from json_each(J, '\$.warnings'))" 7 "warning count (5 + 2 persistent workers)"
+jis "(select count(*) from json_each(J, '\$.warnings'))" 7 \
+    "warning count (5 + 2 persistent workers)"
 expect 0 ctl status
 out_has "warnings:     7 (on stderr)"
 h_zk set "$B/assignment" '{"generation":"five"}'
