@@ -42,18 +42,55 @@ int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_c
     return err;
 }
 
-/* Creates the per-partition nodes for partitions [from, to). */
+/* Creates the per-partition nodes for partitions [from, to) in multis of
+ * CREATE_BATCH partitions (two creates each, well under the 1 MB request
+ * cap), so a large group takes a few hundred round trips, not a few per
+ * partition. A batch that meets an existing node (an earlier init that
+ * stopped midway) is redone node by node. */
+#define CREATE_BATCH 500
+
+static int create_partition_batch(baton_zk_t *zk, const char *base, int32_t from, int32_t to) {
+    int count = (int)(to - from) * 2;
+    zoo_op_t *ops = xcalloc((size_t)count, sizeof(zoo_op_t));
+    zoo_op_result_t *results = xcalloc((size_t)count, sizeof(zoo_op_result_t));
+    char **paths = xcalloc((size_t)count, sizeof(char *));
+    for (int32_t p = from; p < to; p++) {
+        int i = (int)(p - from) * 2;
+        paths[i] = xasprintf("%s/partitions/%d", base, p);
+        paths[i + 1] = xasprintf("%s/partitions/%d/claims", base, p);
+        zoo_create_op_init(&ops[i], paths[i], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    }
+    int rc = zoo_multi(baton_zk_handle(zk), count, ops, results);
+    for (int i = 0; i < count; i++)
+        free(paths[i]);
+    free(paths);
+    free(ops);
+    free(results);
+    return rc;
+}
+
 static int create_partition_nodes(baton_zk_t *zk, const char *base, int32_t from, int32_t to,
                                   char *errstr, size_t n) {
-    for (int32_t p = from; p < to; p++) {
-        char *path = xasprintf("%s/partitions/%d/claims", base, p);
-        int err = baton_zk_mkdirs(zk, path);
-        if (err != BATON_OK) {
-            baton_seterr(errstr, n, err, "cannot create '%s': %s", path, baton_strerror(err));
+    for (int32_t lo = from; lo < to; lo += CREATE_BATCH) {
+        int32_t hi = to - lo > CREATE_BATCH ? lo + CREATE_BATCH : to;
+        int rc = create_partition_batch(zk, base, lo, hi);
+        if (rc == ZOK)
+            continue;
+        if (rc != ZNODEEXISTS)
+            return baton_seterr(errstr, n, baton_zk_err(rc),
+                                "cannot create partitions %d-%d under '%s/partitions': %s", lo,
+                                hi - 1, base, zerror(rc));
+        for (int32_t p = lo; p < hi; p++) {
+            char *path = xasprintf("%s/partitions/%d/claims", base, p);
+            int err = baton_zk_mkdirs(zk, path);
+            if (err != BATON_OK) {
+                baton_seterr(errstr, n, err, "cannot create '%s': %s", path, baton_strerror(err));
+                free(path);
+                return err;
+            }
             free(path);
-            return err;
         }
-        free(path);
     }
     return BATON_OK;
 }

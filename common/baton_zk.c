@@ -108,7 +108,11 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
     if (!zk->zh) {
         int e = errno;
         baton_zk_destroy(zk);
-        return baton_seterr(errstr, n, BATON_INVALID, "cannot use ZooKeeper connect string '%s': %s",
+        /* zookeeper_init fails at once on a string it cannot parse or a
+         * host name it cannot resolve; errno says little then. */
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "cannot use ZooKeeper connect string '%s': bad syntax or "
+                            "unresolvable host (%s)",
                             hosts, strerror(e));
     }
     int64_t deadline = baton_now_ms() + connect_timeout_ms;
