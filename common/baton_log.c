@@ -3,16 +3,117 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 baton_log_level_t baton_log_level = BATON_LOG_INFO;
+static baton_log_format_t log_format = BATON_LOG_FORMAT_TEXT;
 static char log_proc[64] = "baton";
 static char log_id[128] = "";
 
 void baton_log_init(const char *proc, const char *id) {
     snprintf(log_proc, sizeof(log_proc), "%s", proc ? proc : "baton");
     snprintf(log_id, sizeof(log_id), "%s", id ? id : "");
+    const char *f = getenv("BATON_LOG_FORMAT");
+    if (f && baton_log_format_parse(f, &log_format) != 0)
+        fprintf(stderr, "%s: BATON_LOG_FORMAT: '%s' is not text or json; using text\n", log_proc, f);
+    const char *l = getenv("BATON_LOG_LEVEL");
+    if (l && baton_log_level_parse(l, &baton_log_level) != 0)
+        fprintf(stderr, "%s: BATON_LOG_LEVEL: '%s' is not debug, info, warn or error\n", log_proc,
+                l);
+}
+
+int baton_log_format_parse(const char *s, baton_log_format_t *out) {
+    if (strcmp(s, "text") == 0)
+        *out = BATON_LOG_FORMAT_TEXT;
+    else if (strcmp(s, "json") == 0)
+        *out = BATON_LOG_FORMAT_JSON;
+    else
+        return -1;
+    return 0;
+}
+
+void baton_log_set_format(baton_log_format_t fmt) { log_format = fmt; }
+
+/* Appends s (len bytes) to buf as the body of a JSON string. */
+static size_t json_escape(char *buf, size_t pos, size_t cap, const char *s, size_t len) {
+    for (size_t i = 0; i < len && pos + 7 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            buf[pos++] = '\\';
+            buf[pos++] = (char)c;
+        } else if (c < 0x20) {
+            pos += (size_t)snprintf(buf + pos, cap - pos, "\\u%04x", c);
+        } else {
+            buf[pos++] = (char)c;
+        }
+    }
+    return pos;
+}
+
+static size_t json_field(char *buf, size_t pos, size_t cap, const char *k, size_t klen,
+                         const char *v, size_t vlen, int as_string) {
+    if (pos + 8 >= cap)
+        return pos;
+    buf[pos++] = ',';
+    buf[pos++] = '"';
+    pos = json_escape(buf, pos, cap, k, klen);
+    buf[pos++] = '"';
+    buf[pos++] = ':';
+    /* Integers stay numbers so shippers can aggregate them. */
+    int numeric = !as_string && vlen > 0 && vlen < 19;
+    for (size_t i = 0; i < vlen && numeric; i++)
+        numeric = (v[i] >= '0' && v[i] <= '9') || (i == 0 && v[i] == '-' && vlen > 1);
+    if (numeric && !(vlen > 1 && v[0] == '0')) {
+        if (pos + vlen < cap) {
+            memcpy(buf + pos, v, vlen);
+            pos += vlen;
+        }
+        return pos;
+    }
+    buf[pos++] = '"';
+    pos = json_escape(buf, pos, cap, v, vlen);
+    if (pos + 1 < cap)
+        buf[pos++] = '"';
+    return pos;
+}
+
+/* Turns "k=v k2=\"quoted value\" ..." into JSON fields; a token that is
+ * not key=value lands in "msg". */
+static size_t json_fields(char *buf, size_t pos, size_t cap, const char *msg) {
+    const char *p = msg;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        const char *k = p;
+        while (*p && *p != '=' && *p != ' ')
+            p++;
+        if (*p != '=') {
+            pos = json_field(buf, pos, cap, "msg", 3, k, (size_t)(p - k), 1);
+            continue;
+        }
+        size_t klen = (size_t)(p - k);
+        p++;
+        const char *v = p;
+        size_t vlen;
+        if (*p == '"') {
+            v = ++p;
+            while (*p && *p != '"')
+                p++;
+            vlen = (size_t)(p - v);
+            if (*p)
+                p++;
+        } else {
+            while (*p && *p != ' ')
+                p++;
+            vlen = (size_t)(p - v);
+        }
+        pos = json_field(buf, pos, cap, k, klen, v, vlen, v > msg && v[-1] == '"');
+    }
+    return pos;
 }
 
 int baton_log_level_parse(const char *s, baton_log_level_t *out) {
@@ -35,6 +136,27 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 
     char line[4096];
+    if (log_format == BATON_LOG_FORMAT_JSON) {
+        char msg[3072];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        char json[8192];
+        size_t pos = (size_t)snprintf(json, sizeof(json),
+                                      "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"proc\":\"%s\"", when,
+                                      ts.tv_nsec / 1000000, names[lvl], log_proc);
+        if (log_id[0])
+            pos = json_field(json, pos, sizeof(json), "id", 2, log_id, strlen(log_id), 1);
+        pos = json_fields(json, pos, sizeof(json) - 2, msg);
+        json[pos++] = '}';
+        json[pos] = 0;
+        flockfile(stderr);
+        fputs(json, stderr);
+        fputc('\n', stderr);
+        funlockfile(stderr);
+        return;
+    }
     int n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s proc=%s%s%s ",
                      when, ts.tv_nsec / 1000000, names[lvl], log_proc,
                      log_id[0] ? " id=" : "", log_id);

@@ -12,10 +12,20 @@ typedef enum {
     BATON_LOG_ERROR = 3,
 } baton_log_level_t;
 
+typedef enum {
+    BATON_LOG_FORMAT_TEXT = 0, /* ts=... level=info proc=... key=value ... */
+    BATON_LOG_FORMAT_JSON = 1, /* {"ts":"...","level":"info","proc":"...","key":"value",...} */
+} baton_log_format_t;
+
 extern baton_log_level_t baton_log_level;
 
-/* Sets the process name and member id printed on every line (copied). */
+/* Sets the process name and member id printed on every line (copied). The
+ * environment variables BATON_LOG_FORMAT (text, json) and BATON_LOG_LEVEL
+ * are read here; flags parsed later override them. */
 void baton_log_init(const char *proc, const char *id);
+/* Parses "text" or "json"; returns 0 or -1. */
+int baton_log_format_parse(const char *s, baton_log_format_t *out);
+void baton_log_set_format(baton_log_format_t fmt);
 /* Parses "debug", "info", "warn", "error"; returns 0 or -1. */
 int baton_log_level_parse(const char *s, baton_log_level_t *out);
 void baton_log_write(baton_log_level_t lvl, const char *fmt, ...)
