@@ -1,8 +1,17 @@
 /* assignment.c: the pure partition assignor behind assignment.h. It turns a
- * previous assignment and a count of live workers into the next assignment
- * with the sticky, range or roundrobin strategy, without I/O or clocks. */
+ * previous assignment, the workers (capacity, rack, drained, absent), pins and
+ * leader racks into the next assignment with the sticky, range, roundrobin or
+ * rendezvous strategy, without I/O or clocks.
+ *
+ * Every strategy first places what is not its to decide: a partition pinned
+ * to an eligible worker goes there; a partition of an absent worker (within
+ * its leave grace) stays reserved for it. The rest, the "free" partitions, go
+ * to eligible workers. Sticky, range and roundrobin fill per-worker targets
+ * computed from capacity shares (targets_compute); rendezvous hashes. */
 #include "assignment.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +22,10 @@ static const char *const strategy_names[] = {
     [BATON_STRATEGY_STICKY] = "sticky",
     [BATON_STRATEGY_RANGE] = "range",
     [BATON_STRATEGY_ROUNDROBIN] = "roundrobin",
+    [BATON_STRATEGY_RENDEZVOUS] = "rendezvous",
 };
+
+_Static_assert(BATON_ARRAY_SIZE(strategy_names) == BATON_STRATEGY_COUNT, "strategy table");
 
 int baton_strategy_parse(const char *s, baton_strategy_t *out) {
     if (!s || !out)
@@ -37,133 +49,598 @@ const char *baton_strategy_name(baton_strategy_t s) {
     return strategy_names[s];
 }
 
-/* Kafka's RangeAssignor for one topic: worker i owns one contiguous block and
- * the first P % W workers own one partition more than the rest. */
-static void assign_range(int npartitions, int nworkers, int *next) {
-    int base = npartitions / nworkers, extra = npartitions % nworkers, p = 0;
-    for (int w = 0; w < nworkers; w++) {
-        int len = base + (w < extra ? 1 : 0);
-        for (int k = 0; k < len; k++)
-            next[p++] = w;
+/* Partition classes. */
+enum { CLS_FREE = 0, CLS_PINNED = 1, CLS_RESERVED = 2 };
+
+/* A worker's share is lo + frac / den partitions (den is common to all
+ * workers that are not fixed); a fixed worker was pinned more than its share
+ * and gets exactly its pins. */
+typedef struct {
+    int fixed;
+    long long lo;
+    long long frac;
+} share_t;
+
+/* The working state of one computation. All arrays are owned here. */
+typedef struct {
+    const baton_assign_input_t *in;
+    int np, nw;
+    unsigned char *elig;   /* per worker: 1 if it may be given partitions */
+    unsigned char *cls;    /* per partition: CLS_* */
+    int *pin_cnt;          /* per worker: partitions pinned to it */
+    int *c;                /* per worker: free partitions it owned before */
+    int p_e;               /* partitions not reserved: pinned + free */
+    int nfree;
+    int forced;            /* pinned partitions that change owner */
+    share_t *sh;
+    long long den;
+} plan_t;
+
+static int worker_eligible(const baton_assign_worker_t *w) {
+    return !(w->flags & (BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT));
+}
+
+static int input_check(const baton_assign_input_t *in, const int *next, char *errstr, size_t n) {
+    if (!in)
+        return baton_seterr(errstr, n, BATON_INVALID, "no input");
+    if ((unsigned)in->strategy >= BATON_STRATEGY_COUNT)
+        return baton_seterr(errstr, n, BATON_INVALID, "strategy %d is not a known strategy",
+                            (int)in->strategy);
+    if (in->npartitions < 0 || in->npartitions > 100000000)
+        return baton_seterr(errstr, n, BATON_INVALID, "npartitions %d is out of range",
+                            in->npartitions);
+    if (in->nworkers < 0 || in->nworkers > 1000000)
+        return baton_seterr(errstr, n, BATON_INVALID, "nworkers %d is out of range",
+                            in->nworkers);
+    if (in->npartitions > 0 && !next)
+        return baton_seterr(errstr, n, BATON_INVALID, "no output array for %d partitions",
+                            in->npartitions);
+    if (in->nworkers > 0 && !in->workers)
+        return baton_seterr(errstr, n, BATON_INVALID, "no worker array for %d workers",
+                            in->nworkers);
+    /* Racks are indices a caller gives to distinct rack names, so there are
+     * never more than workers plus partitions; the bound keeps the per-rack
+     * tables small. */
+    int nracks = in->nworkers + in->npartitions;
+    for (int w = 0; w < in->nworkers; w++) {
+        const baton_assign_worker_t *wk = &in->workers[w];
+        if (wk->capacity < 1 || wk->capacity > BATON_ASSIGN_CAPACITY_MAX)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "workers[%d].capacity %d is not in 1..%d", w, wk->capacity,
+                                BATON_ASSIGN_CAPACITY_MAX);
+        if (wk->rack < -1 || wk->rack >= nracks)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "workers[%d].rack %d is not a rack index (0..%d) or -1", w,
+                                wk->rack, nracks - 1);
+        if (wk->flags & ~(BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT))
+            return baton_seterr(errstr, n, BATON_INVALID, "workers[%d].flags 0x%x is unknown", w,
+                                (unsigned)wk->flags);
+    }
+    const struct {
+        const char *name;
+        const int *a;
+        int limit;
+    } arrays[] = {{"prev", in->prev, in->nworkers},
+                  {"pins", in->pins, in->nworkers},
+                  {"leader_rack", in->leader_rack, nracks}};
+    for (size_t k = 0; k < BATON_ARRAY_SIZE(arrays); k++) {
+        if (!arrays[k].a)
+            continue;
+        for (int p = 0; p < in->npartitions; p++)
+            if (arrays[k].a[p] < -1 || arrays[k].a[p] >= arrays[k].limit)
+                return baton_seterr(errstr, n, BATON_INVALID,
+                                    "%s[%d] = %d is not an index (0..%d) or -1", arrays[k].name,
+                                    p, arrays[k].a[p], arrays[k].limit - 1);
+    }
+    return BATON_OK;
+}
+
+/* Classifies partitions and counts pins and previous holdings. */
+static void plan_init(plan_t *pl, const baton_assign_input_t *in) {
+    memset(pl, 0, sizeof(*pl));
+    pl->in = in;
+    pl->np = in->npartitions;
+    pl->nw = in->nworkers;
+    size_t nw1 = (size_t)pl->nw + 1, np1 = (size_t)pl->np + 1;
+    pl->elig = xcalloc(nw1, 1);
+    pl->cls = xcalloc(np1, 1);
+    pl->pin_cnt = xcalloc(nw1, sizeof(int));
+    pl->c = xcalloc(nw1, sizeof(int));
+    pl->sh = xcalloc(nw1, sizeof(share_t));
+    for (int w = 0; w < pl->nw; w++)
+        pl->elig[w] = (unsigned char)worker_eligible(&in->workers[w]);
+    for (int p = 0; p < pl->np; p++) {
+        int prev = in->prev ? in->prev[p] : -1;
+        int pin = in->pins ? in->pins[p] : -1;
+        if (pin >= 0 && pl->elig[pin]) {
+            pl->cls[p] = CLS_PINNED;
+            pl->pin_cnt[pin]++;
+            pl->p_e++;
+            if (prev != pin)
+                pl->forced++;
+        } else if (prev >= 0 && (in->workers[prev].flags & BATON_ASSIGN_ABSENT) &&
+                   !(in->workers[prev].flags & BATON_ASSIGN_DRAINED)) {
+            pl->cls[p] = CLS_RESERVED;
+        } else {
+            pl->cls[p] = CLS_FREE;
+            pl->p_e++;
+            pl->nfree++;
+            if (prev >= 0 && pl->elig[prev])
+                pl->c[prev]++;
+        }
     }
 }
 
-/* Kafka's RoundRobinAssignor for one topic with workers in index order. */
-static void assign_roundrobin(int npartitions, int nworkers, int *next) {
-    for (int p = 0; p < npartitions; p++)
-        next[p] = p % nworkers;
+static void plan_release(plan_t *pl) {
+    free(pl->elig);
+    free(pl->cls);
+    free(pl->pin_cnt);
+    free(pl->c);
+    free(pl->sh);
+}
+
+/* Water filling: a worker pinned more than its share is fixed at its pins
+ * and the others share what is left, until no remaining worker is
+ * over-pinned. Each round fixes at least one worker, so it ends within nw
+ * rounds. At least one worker stays unfixed when any is eligible: the
+ * unfixed pins never exceed what is left, so not all of them can exceed
+ * their shares of it. */
+static void shares_compute(plan_t *pl) {
+    const baton_assign_worker_t *wk = pl->in->workers;
+    for (;;) {
+        long long rem = pl->p_e, cap = 0;
+        for (int w = 0; w < pl->nw; w++) {
+            if (!pl->elig[w])
+                continue;
+            if (pl->sh[w].fixed)
+                rem -= pl->pin_cnt[w];
+            else
+                cap += wk[w].capacity;
+        }
+        pl->den = cap > 0 ? cap : 1;
+        if (cap == 0)
+            return;
+        int changed = 0;
+        for (int w = 0; w < pl->nw; w++) {
+            if (!pl->elig[w] || pl->sh[w].fixed)
+                continue;
+            if ((long long)pl->pin_cnt[w] * cap > rem * wk[w].capacity) {
+                pl->sh[w].fixed = 1;
+                changed = 1;
+            }
+        }
+        if (changed)
+            continue;
+        for (int w = 0; w < pl->nw; w++) {
+            if (!pl->elig[w])
+                continue;
+            pl->sh[w].lo = rem * wk[w].capacity / cap;
+            pl->sh[w].frac = rem * wk[w].capacity % cap;
+        }
+        return;
+    }
 }
 
 typedef struct {
-    int count; /* partitions the worker owned before */
+    int gain; /* 1 if one more slot lets the worker keep one more partition */
+    long long frac;
     int index;
-} worker_load_t;
+} extra_t;
 
-/* Most loaded first, lower index first among equals: a total order, so qsort's
- * instability cannot make the result depend on the C library. */
-static int load_cmp(const void *a, const void *b) {
-    const worker_load_t *x = a, *y = b;
-    if (x->count != y->count)
-        return x->count > y->count ? -1 : 1;
+/* Gain first, then the share closest to its ceiling, then lower index: a
+ * total order, so qsort's instability cannot leak into the result. */
+static int extra_cmp(const void *a, const void *b) {
+    const extra_t *x = a, *y = b;
+    if (x->gain != y->gain)
+        return x->gain > y->gain ? -1 : 1;
+    if (x->frac != y->frac)
+        return x->frac > y->frac ? -1 : 1;
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* The sticky assignor.
- *
- * Every worker ends with a target t_i of q = floor(P/W) or q + 1, and exactly
- * r = P % W workers get q + 1. Worker i can keep at most min(c_i, t_i) of the
- * c_i partitions it owned, and every other partition must change owner, so a
- * target vector costs P - sum min(c_i, t_i) moves. A +1 raises that sum by one
- * exactly when it lands on a worker with c_i > q, so giving the r extra slots
- * to the r workers that own the most reaches the minimum over all balanced
- * targets. Keeping min(c_i, t_i) partitions per worker then attains it: the
- * rest (the excess plus the unowned) fill the deficits exactly, because the
- * targets sum to P.
- *
- * Kept partitions are each worker's lowest-numbered ones and the pool is
- * handed out in ascending partition order to workers in ascending index, so
- * the result depends on nothing but the input. From an empty previous
- * assignment this yields the same contiguous blocks as the range strategy. */
-static void assign_sticky(int npartitions, const int *prev, int nworkers, int *next) {
-    int *target = xcalloc((size_t)nworkers, sizeof(*target));
-    int *held = xcalloc((size_t)nworkers, sizeof(*held));
-    worker_load_t *load = xmalloc((size_t)nworkers * sizeof(*load));
-    int *pool = xmalloc((size_t)npartitions * sizeof(*pool));
-    int quota = npartitions / nworkers, extra = npartitions % nworkers, npool = 0;
+/* Free slots per worker (target minus pins) into f. Each unfixed worker gets
+ * floor(share), and the R = P_E - sum floor partitions left over go one each
+ * to R workers whose share is not whole. With prefer_gain (sticky), workers
+ * that owned more than floor(share) - pins free partitions come first: a
+ * +1 keeps one more partition in place exactly for them, so this choice
+ * maximises what stays, i.e. minimises moves over every balanced target. */
+static void targets_compute(const plan_t *pl, int prefer_gain, int *f) {
+    extra_t *cand = xmalloc(((size_t)pl->nw + 1) * sizeof(*cand));
+    int ncand = 0;
+    long long base = 0;
+    for (int w = 0; w < pl->nw; w++) {
+        f[w] = 0;
+        if (!pl->elig[w])
+            continue;
+        if (pl->sh[w].fixed) {
+            base += pl->pin_cnt[w];
+            continue;
+        }
+        f[w] = (int)(pl->sh[w].lo - pl->pin_cnt[w]);
+        base += pl->sh[w].lo;
+        if (pl->sh[w].frac > 0)
+            cand[ncand++] = (extra_t){
+                .gain = prefer_gain && pl->c[w] > f[w],
+                .frac = pl->sh[w].frac,
+                .index = w,
+            };
+    }
+    long long extra = pl->p_e - base;
+    if (extra > 0) {
+        qsort(cand, (size_t)ncand, sizeof(*cand), extra_cmp);
+        for (long long k = 0; k < extra && k < ncand; k++)
+            f[cand[k].index]++;
+    }
+    free(cand);
+}
 
-    for (int w = 0; w < nworkers; w++)
-        load[w] = (worker_load_t){.count = 0, .index = w};
-    if (prev)
-        for (int p = 0; p < npartitions; p++)
-            if (prev[p] >= 0)
-                load[prev[p]].count++;
-    qsort(load, (size_t)nworkers, sizeof(*load), load_cmp);
-    for (int k = 0; k < nworkers; k++)
-        target[load[k].index] = quota + (k < extra ? 1 : 0);
+/* The fewest changes any balanced assignment needs: forced pins, plus every
+ * free partition except those a worker can keep (min(owned, free slots)). */
+static int minimal_moves(const plan_t *pl, const int *f_gain) {
+    int any = 0, kept = 0;
+    for (int w = 0; w < pl->nw; w++) {
+        if (!pl->elig[w])
+            continue;
+        any = 1;
+        kept += pl->c[w] < f_gain[w] ? pl->c[w] : f_gain[w];
+    }
+    if (any)
+        return pl->forced + pl->nfree - kept;
+    /* Nobody to give them to: only the free partitions someone held change
+     * (to no owner). */
+    int lost = 0;
+    for (int p = 0; p < pl->np; p++)
+        if (pl->cls[p] == CLS_FREE && pl->in->prev && pl->in->prev[p] >= 0)
+            lost++;
+    return lost;
+}
 
-    /* One ascending pass keeps each worker's lowest-numbered partitions up to
-     * its target and collects the rest, already in ascending order. */
-    for (int p = 0; p < npartitions; p++) {
-        int owner = prev ? prev[p] : -1;
-        if (owner >= 0 && held[owner] < target[owner]) {
-            next[p] = owner;
-            held[owner]++;
+static int rack_match(const baton_assign_input_t *in, int p, int w) {
+    return in->leader_rack && in->leader_rack[p] >= 0 && in->leader_rack[p] == in->workers[w].rack;
+}
+
+/* Hands the unset free partitions (next[p] == -2, ascending) to workers with
+ * free slots left (deficit d). First, per rack, partitions go to workers in
+ * their leader's rack: racks are disjoint, so filling each rack greedily
+ * places the most partitions locally. The rest go to workers in ascending
+ * index order. */
+static void pool_distribute(const plan_t *pl, int *d, int *next) {
+    const baton_assign_input_t *in = pl->in;
+    int nw = pl->nw;
+    int nr = 0; /* racks 0..nr-1 have workers */
+    for (int w = 0; w < nw; w++)
+        if (in->workers[w].rack >= nr)
+            nr = in->workers[w].rack + 1;
+    if (in->leader_rack && nr > 0) {
+        int *rstart = xcalloc((size_t)nr + 1, sizeof(int));
+        int *rlist = xmalloc(((size_t)nw + 1) * sizeof(int));
+        for (int w = 0; w < nw; w++)
+            if (pl->elig[w] && d[w] > 0 && in->workers[w].rack >= 0)
+                rstart[in->workers[w].rack + 1]++;
+        for (int r = 0; r < nr; r++)
+            rstart[r + 1] += rstart[r];
+        int *rcur = xmalloc(((size_t)nr + 1) * sizeof(int));
+        memcpy(rcur, rstart, ((size_t)nr + 1) * sizeof(int));
+        for (int w = 0; w < nw; w++)
+            if (pl->elig[w] && d[w] > 0 && in->workers[w].rack >= 0)
+                rlist[rcur[in->workers[w].rack]++] = w;
+        memcpy(rcur, rstart, ((size_t)nr + 1) * sizeof(int));
+        for (int p = 0; p < pl->np; p++) {
+            int r = in->leader_rack[p];
+            if (next[p] != -2 || r < 0 || r >= nr)
+                continue;
+            while (rcur[r] < rstart[r + 1] && d[rlist[rcur[r]]] == 0)
+                rcur[r]++;
+            if (rcur[r] == rstart[r + 1])
+                continue;
+            int w = rlist[rcur[r]];
+            next[p] = w;
+            d[w]--;
+        }
+        free(rcur);
+        free(rlist);
+        free(rstart);
+    }
+    int w = 0;
+    for (int p = 0; p < pl->np; p++) {
+        if (next[p] != -2)
+            continue;
+        /* The free slots sum to the free partitions, so a worker with room
+         * remains while one is unset and w never runs past nw. */
+        while (w < nw && d[w] == 0)
+            w++;
+        if (w == nw) {
+            next[p] = -1; /* unreachable by construction; stay defined */
+            continue;
+        }
+        next[p] = w;
+        d[w]--;
+    }
+}
+
+/* Sticky: every worker keeps min(owned, free slots) of its free partitions,
+ * those in its leader's rack first, then the lowest-numbered; the rest fill
+ * the deficits. Keeping that many is exactly what targets_compute maximised. */
+static void assign_sticky(const plan_t *pl, const int *f, int *next) {
+    const baton_assign_input_t *in = pl->in;
+    int nw = pl->nw, np = pl->np;
+    int *start = xcalloc((size_t)nw + 2, sizeof(int));
+    int *list = xmalloc(((size_t)pl->nfree + 1) * sizeof(int));
+    int *d = xmalloc(((size_t)nw + 1) * sizeof(int));
+    for (int w = 0; w < nw; w++)
+        start[w + 1] = start[w] + pl->c[w];
+    int *cur = xmalloc(((size_t)nw + 1) * sizeof(int));
+    memcpy(cur, start, ((size_t)nw + 1) * sizeof(int));
+    for (int p = 0; p < np; p++) {
+        int prev = in->prev ? in->prev[p] : -1;
+        if (pl->cls[p] == CLS_FREE && prev >= 0 && pl->elig[prev])
+            list[cur[prev]++] = p;
+    }
+    for (int w = 0; w < nw; w++) {
+        int keep = pl->c[w] < f[w] ? pl->c[w] : f[w];
+        d[w] = pl->elig[w] ? f[w] - keep : 0;
+        if (keep == pl->c[w]) {
+            for (int k = start[w]; k < start[w + 1]; k++)
+                next[list[k]] = w;
+            continue;
+        }
+        for (int pass = 0; pass < 2 && keep > 0; pass++)
+            for (int k = start[w]; k < start[w + 1] && keep > 0; k++) {
+                int p = list[k];
+                if (next[p] != -2 || (pass == 0 && !rack_match(in, p, w)))
+                    continue;
+                next[p] = w;
+                keep--;
+            }
+    }
+    pool_distribute(pl, d, next);
+    free(cur);
+    free(d);
+    free(list);
+    free(start);
+}
+
+/* Kafka's RangeAssignor for one topic: contiguous blocks of the free
+ * partitions in worker index order, each worker filling its free slots. */
+static void assign_range(const plan_t *pl, const int *f, int *next) {
+    int w = 0, used = 0;
+    for (int p = 0; p < pl->np; p++) {
+        if (next[p] != -2)
+            continue;
+        while (w < pl->nw && used >= f[w]) {
+            w++;
+            used = 0;
+        }
+        next[p] = w < pl->nw ? w : -1;
+        used++;
+    }
+}
+
+/* Kafka's RoundRobinAssignor for one topic: free partitions dealt one at a
+ * time to the workers in index order, skipping those whose slots are full.
+ * The ring links only workers with room, so a full one costs nothing later. */
+static void assign_roundrobin(const plan_t *pl, const int *f, int *next) {
+    int nw = pl->nw;
+    int *ring = xmalloc(((size_t)nw + 1) * sizeof(int));
+    int *left = xmalloc(((size_t)nw + 1) * sizeof(int));
+    int first = -1, last = -1, n = 0;
+    for (int w = 0; w < nw; w++) {
+        left[w] = f[w];
+        if (f[w] <= 0)
+            continue;
+        if (first < 0)
+            first = w;
+        else
+            ring[last] = w;
+        last = w;
+        n++;
+    }
+    if (last >= 0)
+        ring[last] = first;
+    int prevw = last, w = first;
+    for (int p = 0; p < pl->np; p++) {
+        if (next[p] != -2)
+            continue;
+        if (n == 0) {
+            next[p] = -1;
+            continue;
+        }
+        next[p] = w;
+        if (--left[w] == 0) {
+            n--;
+            ring[prevw] = ring[w]; /* unlink w */
         } else {
-            pool[npool++] = p;
+            prevw = w;
+        }
+        w = ring[w];
+    }
+    free(left);
+    free(ring);
+}
+
+/* splitmix64's finaliser: a cheap, well-mixed 64-bit hash. */
+static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t hash_id(const char *id, int index) {
+    if (!id)
+        return mix64((uint64_t)index);
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (const unsigned char *s = (const unsigned char *)id; *s; s++)
+        h = (h ^ *s) * 0x100000001b3ULL;
+    return mix64(h);
+}
+
+/* Rendezvous (highest random weight): each free partition goes to the
+ * eligible worker with the highest hash(worker, p), weighted by capacity as
+ * capacity / -ln(u) with u the hash mapped into (0, 1). A worker's arrival or
+ * departure moves only the partitions it wins or held; no state is needed.
+ * Balance holds only in expectation. */
+static void assign_rendezvous(const plan_t *pl, int *next) {
+    const baton_assign_worker_t *wk = pl->in->workers;
+    int nw = pl->nw, nel = 0, equal = 1;
+    int *el = xmalloc(((size_t)nw + 1) * sizeof(int));
+    uint64_t *wh = xmalloc(((size_t)nw + 1) * sizeof(uint64_t));
+    for (int w = 0; w < nw; w++) {
+        if (!pl->elig[w])
+            continue;
+        if (nel > 0 && wk[w].capacity != wk[el[0]].capacity)
+            equal = 0;
+        wh[nel] = hash_id(wk[w].id, w);
+        el[nel++] = w;
+    }
+    for (int p = 0; p < pl->np; p++) {
+        if (next[p] != -2)
+            continue;
+        if (nel == 0) {
+            next[p] = -1;
+            continue;
+        }
+        uint64_t ph = mix64((uint64_t)p * 0x9e3779b97f4a7c15ULL + 1);
+        int best = -1;
+        if (equal) {
+            uint64_t top = 0;
+            for (int k = 0; k < nel; k++) {
+                uint64_t h = mix64(wh[k] ^ ph);
+                if (best < 0 || h > top) {
+                    top = h;
+                    best = el[k];
+                }
+            }
+        } else {
+            double top = -1.0;
+            for (int k = 0; k < nel; k++) {
+                uint64_t h = mix64(wh[k] ^ ph);
+                double u = ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+                double score = (double)wk[el[k]].capacity / -log(u);
+                if (score > top) {
+                    top = score;
+                    best = el[k];
+                }
+            }
+        }
+        next[p] = best;
+    }
+    free(wh);
+    free(el);
+}
+
+int baton_assign_compute(const baton_assign_input_t *in, int *next, baton_assign_stats_t *stats,
+                         char *errstr, size_t errstr_size) {
+    int err = input_check(in, next, errstr, errstr_size);
+    if (err != BATON_OK)
+        return err;
+    plan_t pl;
+    plan_init(&pl, in);
+    shares_compute(&pl);
+    int *f = xmalloc(((size_t)pl.nw + 1) * sizeof(int));
+    int *f_gain = xmalloc(((size_t)pl.nw + 1) * sizeof(int));
+    targets_compute(&pl, 1, f_gain);
+    if (in->strategy != BATON_STRATEGY_STICKY)
+        targets_compute(&pl, 0, f);
+    else
+        memcpy(f, f_gain, ((size_t)pl.nw + 1) * sizeof(int));
+
+    baton_assign_stats_t st = {0};
+    for (int p = 0; p < pl.np; p++) {
+        switch (pl.cls[p]) {
+        case CLS_PINNED:
+            next[p] = in->pins[p];
+            st.pinned++;
+            break;
+        case CLS_RESERVED:
+            next[p] = in->prev[p];
+            st.reserved++;
+            break;
+        default: next[p] = -2; /* free: the strategy decides */
         }
     }
-
-    int w = 0;
-    for (int k = 0; k < npool; k++) {
-        /* The targets sum to P, so a worker below target always remains while
-         * the pool is not empty and w never runs past nworkers. */
-        while (held[w] >= target[w])
-            w++;
-        next[pool[k]] = w;
-        held[w]++;
+    switch (in->strategy) {
+    case BATON_STRATEGY_STICKY: assign_sticky(&pl, f, next); break;
+    case BATON_STRATEGY_RANGE: assign_range(&pl, f, next); break;
+    case BATON_STRATEGY_ROUNDROBIN: assign_roundrobin(&pl, f, next); break;
+    case BATON_STRATEGY_RENDEZVOUS: assign_rendezvous(&pl, next); break;
     }
 
-    free(pool);
-    free(load);
-    free(held);
-    free(target);
+    st.minimal = minimal_moves(&pl, f_gain);
+    for (int p = 0; p < pl.np; p++) {
+        if (next[p] == -2)
+            next[p] = -1; /* defensive: every path sets it */
+        if (next[p] != (in->prev ? in->prev[p] : -1))
+            st.moved++;
+        if (next[p] < 0)
+            st.unassigned++;
+        else if (rack_match(in, p, next[p]))
+            st.rack_local++;
+    }
+    free(f_gain);
+    free(f);
+    plan_release(&pl);
+    if (stats)
+        *stats = st;
+    return st.moved;
+}
+
+double baton_assign_imbalance(const baton_assign_input_t *in, const int *next) {
+    char errstr[8];
+    if (input_check(in, next, errstr, sizeof(errstr)) != BATON_OK)
+        return -1.0;
+    plan_t pl;
+    plan_init(&pl, in);
+    shares_compute(&pl);
+    int *cnt = xcalloc((size_t)pl.nw + 1, sizeof(int));
+    for (int p = 0; p < pl.np; p++)
+        if (next[p] >= 0 && next[p] < pl.nw && pl.cls[p] != CLS_RESERVED)
+            cnt[next[p]]++;
+    double worst = 0.0;
+    for (int w = 0; w < pl.nw; w++) {
+        if (!pl.elig[w])
+            continue;
+        double share = pl.sh[w].fixed
+                           ? (double)pl.pin_cnt[w]
+                           : (double)pl.sh[w].lo + (double)pl.sh[w].frac / (double)pl.den;
+        double dist = fabs((double)cnt[w] - share);
+        if (dist > worst)
+            worst = dist;
+    }
+    free(cnt);
+    plan_release(&pl);
+    return worst;
+}
+
+int baton_assign_diff(const int *prev, const int *next, int npartitions, baton_move_t *moves) {
+    int n = 0;
+    for (int p = 0; p < npartitions; p++) {
+        int from = prev ? prev[p] : -1;
+        if (from == next[p])
+            continue;
+        if (moves)
+            moves[n] = (baton_move_t){.partition = p, .from = from, .to = next[p]};
+        n++;
+    }
+    return n;
 }
 
 int baton_assign(baton_strategy_t strategy, int npartitions, const int *prev, int nworkers,
                  int *next) {
-    if (npartitions < 0 || nworkers < 0 || (npartitions > 0 && !next))
+    if (nworkers < 0 || nworkers > 1000000)
         return BATON_INVALID;
-    if ((unsigned)strategy >= BATON_ARRAY_SIZE(strategy_names))
-        return BATON_INVALID;
-    /* Validate everything before writing, so a refused call leaves next as
-     * the caller had it. */
-    if (prev)
-        for (int p = 0; p < npartitions; p++)
-            if (prev[p] < -1 || prev[p] >= nworkers)
-                return BATON_INVALID;
-
-    if (nworkers == 0) {
-        /* Every prev entry is -1 here (checked above), so nothing changed. */
-        for (int p = 0; p < npartitions; p++)
-            next[p] = -1;
-        return 0;
-    }
-
-    switch (strategy) {
-    case BATON_STRATEGY_STICKY:
-        assign_sticky(npartitions, prev, nworkers, next);
-        break;
-    case BATON_STRATEGY_RANGE:
-        assign_range(npartitions, nworkers, next);
-        break;
-    case BATON_STRATEGY_ROUNDROBIN:
-        assign_roundrobin(npartitions, nworkers, next);
-        break;
-    }
-
-    int moved = 0;
-    for (int p = 0; p < npartitions; p++)
-        if (next[p] != (prev ? prev[p] : -1))
-            moved++;
-    return moved;
+    baton_assign_worker_t *workers = xmalloc(((size_t)nworkers + 1) * sizeof(*workers));
+    for (int w = 0; w < nworkers; w++)
+        workers[w] = (baton_assign_worker_t){.capacity = 1, .rack = -1};
+    baton_assign_input_t in = {
+        .strategy = strategy,
+        .npartitions = npartitions,
+        .prev = prev,
+        .workers = workers,
+        .nworkers = nworkers,
+    };
+    char errstr[128];
+    int rc = baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr));
+    free(workers);
+    return rc;
 }

@@ -280,3 +280,21 @@ int64_t baton_seq_of(const char *name) {
     }
     return v;
 }
+
+char *baton_pin_encode(const baton_pin_t *p) {
+    return dump(json_pack("{s:s}", "worker", p->worker));
+}
+
+int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr, size_t n) {
+    const char *what = "pin";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int err = get_str(j, what, "worker", 1, out->worker, sizeof(out->worker), errstr, n);
+    if (!err && baton_id_valid(out->worker) != 0)
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: worker '%s' is not a valid id", what,
+                           out->worker);
+    json_decref(j);
+    return err;
+}

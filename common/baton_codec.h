@@ -78,6 +78,18 @@ char *baton_claim_encode(const baton_claim_t *c);
 int baton_claim_decode(const char *buf, size_t len, baton_claim_t *out, char *errstr,
                        size_t errstr_size);
 
+/* /<root>/<group>/pins/<partition>: the operator pinned the partition to
+ * worker (batonctl pin). /<root>/<group>/drains/<worker-id> carries no data
+ * that matters: its existence drains the worker. */
+typedef struct {
+    char worker[BATON_ID_MAX + 1];
+} baton_pin_t;
+
+char *baton_pin_encode(const baton_pin_t *p);
+/* The worker must be a valid id. */
+int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr,
+                     size_t errstr_size);
+
 /* Parses the sequence suffix of an ephemeral sequential node name
  * ("claim-0x1234-0000000007" -> 7, "c-0000000003" -> 3). Returns -1 if the
  * name has no valid 10-digit suffix. */

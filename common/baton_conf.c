@@ -363,10 +363,9 @@ void baton_conf_print_help(const baton_conf_opt_t *opts, size_t nopts, void *fil
         char left[64];
         snprintf(left, sizeof(left), "--%s%s%s", opts[i].flag, opts[i].metavar ? " " : "",
                  opts[i].metavar ? opts[i].metavar : "");
-        fprintf(f, "  %-26s %s", left, opts[i].help ? opts[i].help : "");
+        fprintf(f, "  %-26s %s\n", left, opts[i].help ? opts[i].help : "");
         if (opts[i].property || opts[i].env)
-            fprintf(f, " [%s%s%s]", opts[i].property ? opts[i].property : "",
+            fprintf(f, "  %-26s [%s%s%s]\n", "", opts[i].property ? opts[i].property : "",
                     opts[i].property && opts[i].env ? ", " : "", opts[i].env ? opts[i].env : "");
-        fputc('\n', f);
     }
 }

@@ -20,7 +20,8 @@
     X(DEPOSED, -202, "no longer the leader")                                   \
     X(UNFENCED, -203, "write without a fence for this epoch")                  \
     X(IO, -204, "backend failure")                                             \
-    X(INTERNAL, -205, "internal error")
+    X(INTERNAL, -205, "internal error")                                        \
+    X(EVICTED, -206, "evicted by an operator")
 
 typedef enum {
 #define BATON_ERR_ENUM_(name, val, msg) BATON_##name = val,

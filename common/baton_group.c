@@ -97,7 +97,10 @@ static int create_partition_nodes(baton_zk_t *zk, const char *base, int32_t from
 
 int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config, int *changed,
                      char *errstr, size_t n) {
-    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions"};
+    /* pins and drains came later: a group initialised without them works,
+     * readers treat a missing one as empty. */
+    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions", "pins",
+                                 "drains"};
     if (changed)
         *changed = 0;
     int err = baton_zk_mkdirs(zk, base);

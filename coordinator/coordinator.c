@@ -1,6 +1,11 @@
 /* coordinator.c: election, membership watch and fenced publication of the
  * assignment (see coordinator.h and ARCHITECTURE.md). Everything runs on the
- * caller's thread; ZooKeeper's completion thread only queues events. */
+ * caller's thread; ZooKeeper's completion thread only queues events.
+ *
+ * One loop, three timers: the rebalance debounce (membership churn within
+ * --rebalance-delay-ms coalesces, bounded by --max-rebalance-delay-ms after
+ * the first change), the leave grace (a vanished worker's partitions stay
+ * reserved until its --leave-grace-ms runs out) and the resync safety net. */
 #include "coordinator.h"
 
 #include "assignment.h"
@@ -11,6 +16,7 @@
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "baton_zk.h"
+#include "coord_racks.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -21,6 +27,16 @@
  * this often. Watches do the real work. */
 #define RESYNC_INTERVAL_MS 10000
 #define RETRY_BACKOFF_MS 250
+/* Per-partition "event=assign" lines per rebalance; a summary line says how
+ * many more moved, so a 100,000-partition reshuffle does not flood the log. */
+#define ASSIGN_LOG_MAX 1000
+
+/* A worker id that left workers/ while it still had a published assignment:
+ * its partitions stay reserved until since_ms + leave grace. */
+typedef struct {
+    char *id;
+    int64_t since_ms;
+} vanished_t;
 
 typedef struct {
     const baton_coord_conf_t *conf;
@@ -29,6 +45,11 @@ typedef struct {
     char my_node[512]; /* full path of our c- node; "" when we have none */
     int leader;
     int64_t epoch; /* czxid of our c- node while leading */
+    vanished_t *gone;
+    size_t ngone;
+    int64_t grace_due_ms; /* earliest leave-grace expiry; 0: none */
+    coord_racks_t *racks; /* partition leader racks from Kafka; NULL without --brokers */
+    int64_t racks_due_ms; /* next metadata refresh */
 } coord_t;
 
 /* The published assignment as read back from ZooKeeper. */
@@ -161,7 +182,7 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
         free(dir);
         return err;
     }
-    published_t *pub = xcalloc(n, sizeof(*pub));
+    published_t *pub = xcalloc(n ? n : 1, sizeof(*pub));
     for (size_t i = 0; i < n; i++) {
         pub[i].id = xstrdup(names[i]);
         char *path = xasprintf("%s/%s", dir, names[i]);
@@ -201,6 +222,268 @@ static int same_list(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
     return na == nb && (na == 0 || memcmp(a, b, na * sizeof(int32_t)) == 0);
 }
 
+/* ---- leave grace -------------------------------------------------------- */
+
+static vanished_t *gone_find(coord_t *c, const char *id) {
+    for (size_t i = 0; i < c->ngone; i++)
+        if (strcmp(c->gone[i].id, id) == 0)
+            return &c->gone[i];
+    return NULL;
+}
+
+static void gone_clear(coord_t *c) {
+    for (size_t i = 0; i < c->ngone; i++)
+        free(c->gone[i].id);
+    free(c->gone);
+    c->gone = NULL;
+    c->ngone = 0;
+    c->grace_due_ms = 0;
+}
+
+/* Keeps only the vanished ids still relevant: published and not live. A
+ * returning id is logged; it keeps what it had because its partitions were
+ * never reassigned. */
+static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t *pub,
+                       size_t npub) {
+    size_t k = 0;
+    for (size_t i = 0; i < c->ngone; i++) {
+        vanished_t *g = &c->gone[i];
+        int published = 0;
+        for (size_t j = 0; j < npub; j++)
+            if (strcmp(pub[j].id, g->id) == 0)
+                published = 1;
+        int back = find_id(live, nlive, g->id) >= 0;
+        if (back)
+            BLOG_INFO("event=rejoined_within_grace worker=%s absent_ms=%lld", g->id,
+                      (long long)(baton_now_ms() - g->since_ms));
+        if (back || !published) {
+            free(g->id);
+            continue;
+        }
+        c->gone[k++] = *g;
+    }
+    c->ngone = k;
+}
+
+/* ---- reading the group -------------------------------------------------- */
+
+/* One worker as the assignor sees it: live, or absent within its grace. */
+typedef struct {
+    const char *id; /* borrowed from the children list or the published list */
+    int capacity;
+    char rack[64];
+    int flags;
+} coord_worker_t;
+
+static int cw_cmp(const void *a, const void *b) {
+    return strcmp(((const coord_worker_t *)a)->id, ((const coord_worker_t *)b)->id);
+}
+
+static int cw_find(const coord_worker_t *w, size_t n, const char *id) {
+    coord_worker_t key = {.id = id};
+    const coord_worker_t *hit = bsearch(&key, w, n, sizeof(*w), cw_cmp);
+    return hit ? (int)(hit - w) : -1;
+}
+
+/* Reads a member's capacity and rack. A member that left meanwhile is
+ * BATON_NOTFOUND; a malformed one counts with capacity 1 and no rack. */
+static int read_member(coord_t *c, const char *wdir, const char *id, coord_worker_t *out) {
+    char *path = xasprintf("%s/%s", wdir, id);
+    char *data = NULL;
+    size_t len = 0;
+    int err = baton_zk_get(c->zk, path, 0, &data, &len, NULL);
+    out->capacity = 1;
+    out->rack[0] = 0;
+    if (err == BATON_OK) {
+        baton_member_t m;
+        char why[256];
+        if (baton_member_decode(data, len, &m, why, sizeof(why)) == BATON_OK) {
+            out->capacity = m.capacity > 0 ? m.capacity : 1;
+            snprintf(out->rack, sizeof(out->rack), "%s", m.rack);
+        } else {
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path, why);
+        }
+    }
+    free(data);
+    free(path);
+    return err;
+}
+
+/* Lists <base>/<leaf> with a children watch. A missing directory (a group
+ * made before pins and drains existed) is empty; an exists watch then tells
+ * us when batonctl creates it. */
+static int read_dir_watched(coord_t *c, const char *leaf, char ***names, size_t *n) {
+    char *dir = xasprintf("%s/%s", c->base, leaf);
+    *names = NULL;
+    *n = 0;
+    int err = baton_zk_children(c->zk, dir, 1, names, n);
+    if (err == BATON_NOTFOUND) {
+        err = baton_zk_exists(c->zk, dir, 1, NULL);
+        if (err == BATON_NOTFOUND)
+            err = BATON_OK;
+        else if (err == BATON_OK)
+            err = BATON_CONFLICT; /* created meanwhile: read again */
+    }
+    free(dir);
+    return err;
+}
+
+/* Reads pins into pin_of[p] (heap ids; NULL: not pinned), watching each pin
+ * so a re-pin (a set) is seen at once. Malformed pins are logged and
+ * ignored. */
+static int read_pins(coord_t *c, int32_t P, char **pin_of) {
+    char **names = NULL;
+    size_t n = 0;
+    int err = read_dir_watched(c, "pins", &names, &n);
+    for (size_t i = 0; err == BATON_OK && i < n; i++) {
+        char *path = xasprintf("%s/pins/%s", c->base, names[i]);
+        int64_t p;
+        char *data = NULL;
+        size_t len = 0;
+        if (baton_parse_i64(names[i], 0, BATON_PARTITIONS_MAX - 1, &p) != 0 || p >= P) {
+            BLOG_WARN("event=bad_pin path=%s error=\"not a partition of this group (0..%d)\" "
+                      "action=ignore",
+                      path, P - 1);
+        } else if ((err = baton_zk_get(c->zk, path, 1, &data, &len, NULL)) == BATON_OK) {
+            baton_pin_t pin;
+            char why[256];
+            if (baton_pin_decode(data, len, &pin, why, sizeof(why)) == BATON_OK) {
+                free(pin_of[p]);
+                pin_of[p] = xstrdup(pin.worker);
+            } else {
+                BLOG_WARN("event=bad_pin path=%s error=\"%s\" action=ignore", path, why);
+            }
+        } else if (err == BATON_NOTFOUND) {
+            err = BATON_OK; /* unpinned meanwhile */
+        }
+        free(data);
+        free(path);
+    }
+    baton_zk_strings_free(names, n);
+    return err;
+}
+
+/* ---- publishing --------------------------------------------------------- */
+
+enum { NODE_SET, NODE_CREATE, NODE_DELETE };
+
+/* One per-worker node write of a publish. */
+typedef struct {
+    int kind;
+    char *path;
+    char *payload; /* NULL for a delete */
+    long delta;    /* new minus old partition count: losers are written first */
+    size_t bytes;  /* what it adds to a multi request, roughly */
+} node_op_t;
+
+static int node_op_cmp(const void *a, const void *b) {
+    const node_op_t *x = a, *y = b;
+    if (x->delta != y->delta)
+        return x->delta < y->delta ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* Writes the node ops in as few multis as fit under conf->max_multi_bytes.
+ * Every multi starts with a check on our own candidate node and a version
+ * check on /assignment; the last one also sets /assignment (bumping its
+ * version and generation). So a deposed leader's chunk fails whole, and an
+ * earlier chunk of ours makes a later one of a rival fail and vice versa.
+ *
+ * Between chunks a worker may see its own node at generation G+1 while
+ * /assignment still says G, and a partition listed by both its old and its
+ * new owner: the chunks write the workers that lose partitions first, the
+ * new owner's claim queues behind the old one's, and the sink fences any
+ * overlap. If we die between chunks the next leader starts from the mix,
+ * which is just another previous assignment.
+ *
+ * Returns BATON_OK, BATON_DEPOSED, or a ZooKeeper error (retriable). */
+static int publish_chunks(coord_t *c, const char *adir, int version, const char *meta_new,
+                          node_op_t *nodes, size_t n, int64_t gen, size_t *nmulti_out) {
+    size_t budget = (size_t)c->conf->max_multi_bytes;
+    size_t fixed = 256 + strlen(c->my_node) + strlen(adir) + strlen(meta_new);
+    zoo_op_t *ops = xcalloc(n + 2, sizeof(zoo_op_t));
+    zoo_op_result_t *results = xcalloc(n + 2, sizeof(zoo_op_result_t));
+    size_t i = 0, nmulti = 0;
+    int err = BATON_OK;
+    BATON_FAILPOINT("coordinator.before_publish");
+    while (i < n) {
+        size_t j = i, bytes = fixed;
+        while (j < n && (j == i || bytes + nodes[j].bytes <= budget))
+            bytes += nodes[j++].bytes;
+        if (nodes[i].bytes > budget)
+            BLOG_WARN("event=znode_too_large path=%s bytes=%zu max_multi_bytes=%zu", nodes[i].path,
+                      nodes[i].bytes, budget);
+        int last = j == n;
+        size_t nops = 0;
+        zoo_check_op_init(&ops[nops++], c->my_node, -1);
+        if (last)
+            zoo_set_op_init(&ops[nops++], adir, meta_new, (int)strlen(meta_new), version, NULL);
+        else
+            zoo_check_op_init(&ops[nops++], adir, version);
+        for (size_t k = i; k < j; k++) {
+            node_op_t *o = &nodes[k];
+            zoo_op_t *op = &ops[nops++];
+            if (o->kind == NODE_SET)
+                zoo_set_op_init(op, o->path, o->payload, (int)strlen(o->payload), -1, NULL);
+            else if (o->kind == NODE_CREATE)
+                zoo_create_op_init(op, o->path, o->payload, (int)strlen(o->payload),
+                                   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+            else
+                zoo_delete_op_init(op, o->path, -1);
+        }
+        int rc = zoo_multi(baton_zk_handle(c->zk), (int)nops, ops, results);
+        if (rc != ZOK) {
+            if (results[0].err == ZNONODE || results[1].err == ZBADVERSION ||
+                results[1].err == ZNONODE) {
+                /* The fence held: either our candidate node is gone or someone
+                 * else published since we read. Either way we are not the
+                 * leader we thought we were; this chunk wrote nothing. */
+                BLOG_WARN("event=deposed reason=%s epoch=%lld generation=%lld chunk=%zu",
+                          results[0].err == ZNONODE ? "candidate_node_gone" : "assignment_changed",
+                          (long long)c->epoch, (long long)gen, nmulti);
+                err = BATON_DEPOSED;
+            } else {
+                err = baton_zk_err(rc);
+                BLOG_WARN("event=publish_failed error=%s zerror=\"%s\" chunk=%zu",
+                          baton_err_name(err), zerror(rc), nmulti);
+            }
+            break;
+        }
+        nmulti++;
+        i = j;
+    }
+    free(ops);
+    free(results);
+    *nmulti_out = nmulti;
+    return err;
+}
+
+/* Maps rack names to indices for the assignor: the racks workers declare
+ * get 0..k-1; a leader rack no worker is in matches nobody (-1). */
+static int rack_index(char **names, size_t *n, const char *rack, int add) {
+    if (!rack || !rack[0])
+        return -1;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(names[i], rack) == 0)
+            return (int)i;
+    if (!add)
+        return -1;
+    names[*n] = xstrdup(rack);
+    return (int)(*n)++;
+}
+
+static const char *move_reason(int prev_named, int prev_idx, const coord_worker_t *w, int pinned) {
+    if (!prev_named)
+        return "new";
+    if (prev_idx < 0)
+        return "leave";
+    if (w[prev_idx].flags & BATON_ASSIGN_DRAINED)
+        return "drain";
+    if (pinned)
+        return "pin";
+    return "rebalance";
+}
+
 /* Computes the next assignment and publishes it if anything changed. */
 static int coord_rebalance(coord_t *c) {
     char errstr[256];
@@ -216,30 +499,35 @@ static int coord_rebalance(coord_t *c) {
         return BATON_CORRUPT;
     }
 
+    int32_t P = cfg.partitions;
+    size_t P1 = (size_t)P + 1;
     char *wdir = xasprintf("%s/workers", c->base);
     char *adir = xasprintf("%s/assignment", c->base);
-    char **ids = NULL, **raw = NULL;
-    size_t nraw = 0, nids = 0;
+    char **raw = NULL, **live = NULL, **drains = NULL, **rack_names = NULL;
+    size_t nraw = 0, nlive = 0, ndrains = 0, nracks = 0, nw = 0;
     published_t *pub = NULL;
     size_t npub = 0;
-    int *prev = NULL, *next = NULL, *prev_pub = NULL;
-    char **payloads = NULL;
-    char **paths = NULL;
-    zoo_op_t *ops = NULL;
-    zoo_op_result_t *results = NULL;
+    coord_worker_t *w = NULL;
+    baton_assign_worker_t *aw = NULL;
+    int *prev = NULL, *next = NULL, *prev_pub = NULL, *pins = NULL, *lrack = NULL;
+    int *start = NULL, *order = NULL;
+    char **pin_of = NULL;
+    node_op_t *nodes = NULL;
+    size_t nnodes = 0;
     char *meta_data = NULL, *meta_new = NULL;
+    int32_t *list = NULL;
 
     if ((err = baton_zk_children(c->zk, wdir, 1, &raw, &nraw)) != BATON_OK)
         goto out;
-    ids = xcalloc(nraw, sizeof(char *));
+    /* children come sorted, so live is sorted */
+    live = xcalloc(nraw ? nraw : 1, sizeof(char *));
     for (size_t i = 0; i < nraw; i++) {
         if (baton_id_valid(raw[i]) != 0) {
             BLOG_ERROR("event=bad_member path=%s/%s action=ignore", wdir, raw[i]);
             continue;
         }
-        ids[nids++] = raw[i];
+        live[nlive++] = raw[i];
     }
-    /* children come sorted, so ids is sorted: indices are stable for a set */
 
     struct Stat meta_st;
     size_t meta_len = 0;
@@ -255,132 +543,256 @@ static int coord_rebalance(coord_t *c) {
     }
     if ((err = read_published(c, &pub, &npub)) != BATON_OK)
         goto out;
+    if ((err = read_dir_watched(c, "drains", &drains, &ndrains)) != BATON_OK)
+        goto out;
+    pin_of = xcalloc(P1, sizeof(char *));
+    if ((err = read_pins(c, P, pin_of)) != BATON_OK)
+        goto out;
 
-    int32_t P = cfg.partitions;
-    prev = xmalloc(sizeof(int) * (size_t)(P ? P : 1));
-    next = xmalloc(sizeof(int) * (size_t)(P ? P : 1));
-    /* prev_pub[p]: who the published assignment names, live or not (for
-     * the log); prev[p]: that owner's index if it is still live. */
-    prev_pub = xmalloc(sizeof(int) * (size_t)(P ? P : 1));
-    for (int32_t p = 0; p < P; p++)
-        prev[p] = prev_pub[p] = -1;
+    /* The workers: every live one, plus every published one that vanished
+     * less than --leave-grace-ms ago (absent: its partitions stay put). */
+    int64_t now = baton_now_ms();
+    gone_prune(c, live, nlive, pub, npub);
+    c->grace_due_ms = 0;
+    w = xcalloc(nlive + npub + 1, sizeof(*w));
+    for (size_t i = 0; i < nlive; i++) {
+        w[nw].id = live[i];
+        int rc = read_member(c, wdir, live[i], &w[nw]);
+        if (rc == BATON_NOTFOUND)
+            continue; /* left meanwhile: the watch brings us back */
+        if (rc != BATON_OK) {
+            err = rc;
+            goto out;
+        }
+        nw++;
+    }
     for (size_t i = 0; i < npub; i++) {
-        int w = find_id(ids, nids, pub[i].id);
-        for (size_t k = 0; k < pub[i].npartitions; k++) {
-            int32_t p = pub[i].partitions[k];
+        if (find_id(live, nlive, pub[i].id) >= 0 || !pub[i].valid || pub[i].npartitions == 0 ||
+            c->conf->leave_grace_ms <= 0 || baton_id_valid(pub[i].id) != 0)
+            continue;
+        vanished_t *g = gone_find(c, pub[i].id);
+        if (!g) {
+            c->gone = xrealloc(c->gone, (c->ngone + 1) * sizeof(*c->gone));
+            g = &c->gone[c->ngone++];
+            *g = (vanished_t){.id = xstrdup(pub[i].id), .since_ms = now};
+            BLOG_INFO("event=leave_grace worker=%s partitions=%zu grace_ms=%d", pub[i].id,
+                      pub[i].npartitions, c->conf->leave_grace_ms);
+        }
+        int64_t due = g->since_ms + c->conf->leave_grace_ms;
+        if (now >= due) {
+            /* Its node is deleted by this publish, so this logs once. */
+            BLOG_INFO("event=leave_grace_expired worker=%s", pub[i].id);
+            continue;
+        }
+        if (!c->grace_due_ms || due < c->grace_due_ms)
+            c->grace_due_ms = due;
+        w[nw++] = (coord_worker_t){.id = pub[i].id, .capacity = 1, .flags = BATON_ASSIGN_ABSENT};
+    }
+    qsort(w, nw, sizeof(*w), cw_cmp);
+    for (size_t i = 0; i < ndrains; i++) {
+        int k = cw_find(w, nw, drains[i]);
+        if (k >= 0)
+            w[k].flags |= BATON_ASSIGN_DRAINED;
+    }
+
+    aw = xcalloc(nw + 1, sizeof(*aw));
+    rack_names = xcalloc(nw + 1, sizeof(char *));
+    for (size_t i = 0; i < nw; i++)
+        aw[i] = (baton_assign_worker_t){.id = w[i].id,
+                                        .capacity = w[i].capacity,
+                                        .rack = rack_index(rack_names, &nracks, w[i].rack, 1),
+                                        .flags = w[i].flags};
+
+    prev = xmalloc(sizeof(int) * P1);
+    next = xmalloc(sizeof(int) * P1);
+    /* prev_pub[p]: who the published assignment names, live or not (for
+     * the log); prev[p]: that owner's index if it is still a worker here. */
+    prev_pub = xmalloc(sizeof(int) * P1);
+    pins = xmalloc(sizeof(int) * P1);
+    for (int32_t p = 0; p < P; p++) {
+        prev[p] = prev_pub[p] = -1;
+        pins[p] = pin_of[p] ? cw_find(w, nw, pin_of[p]) : -1;
+    }
+    for (size_t i = 0; i < npub; i++) {
+        int k = cw_find(w, nw, pub[i].id);
+        for (size_t j = 0; j < pub[i].npartitions; j++) {
+            int32_t p = pub[i].partitions[j];
             if (p >= P || prev_pub[p] != -1)
                 continue;
             prev_pub[p] = (int)i;
-            /* a departed worker's partitions are up for grabs */
-            prev[p] = w;
+            prev[p] = k; /* a departed worker's partitions are up for grabs */
         }
     }
-    int moved = baton_assign(strategy, P, prev, (int)nids, next);
+    if (c->racks && nracks > 0) {
+        lrack = xmalloc(sizeof(int) * P1);
+        for (int32_t p = 0; p < P; p++)
+            lrack[p] = rack_index(rack_names, &nracks, coord_racks_of(c->racks, p), 0);
+    }
+    baton_assign_input_t in = {
+        .strategy = strategy,
+        .npartitions = P,
+        .prev = prev,
+        .workers = aw,
+        .nworkers = (int)nw,
+        .pins = pins,
+        .leader_rack = lrack,
+    };
+    baton_assign_stats_t st;
+    int64_t t0 = baton_now_ms();
+    int moved = baton_assign_compute(&in, next, &st, errstr, sizeof(errstr));
+    int64_t compute_ms = baton_now_ms() - t0;
     if (moved < 0) {
+        BLOG_ERROR("event=assign_failed error=\"%s\"", errstr);
         err = moved;
         goto out;
     }
 
-    /* Build the multi: fence ops first, then only the nodes that change. */
-    size_t max_ops = 2 + nids + npub;
-    ops = xcalloc(max_ops, sizeof(zoo_op_t));
-    results = xcalloc(max_ops, sizeof(zoo_op_result_t));
-    payloads = xcalloc(max_ops, sizeof(char *));
-    paths = xcalloc(max_ops, sizeof(char *));
-    size_t nops = 0;
-    int64_t gen = meta.generation + 1;
-    zoo_check_op_init(&ops[nops++], c->my_node, -1);
-    baton_assignment_meta_t new_meta = {.generation = gen, .coordinator_epoch = c->epoch};
-    snprintf(new_meta.strategy, sizeof(new_meta.strategy), "%s", baton_strategy_name(strategy));
-    meta_new = baton_assignment_meta_encode(&new_meta);
-    zoo_set_op_init(&ops[nops++], adir, meta_new, (int)strlen(meta_new), meta_st.version, NULL);
-
-    int32_t *list = xmalloc(sizeof(int32_t) * (size_t)(P ? P : 1));
-    for (size_t w = 0; w < nids; w++) {
-        size_t cnt = 0;
+    /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
+     * holds worker k's partitions, ascending. */
+    start = xcalloc(nw + 2, sizeof(int));
+    order = xmalloc(sizeof(int) * P1);
+    for (int32_t p = 0; p < P; p++)
+        if (next[p] >= 0)
+            start[next[p] + 1]++;
+    for (size_t k = 0; k < nw; k++)
+        start[k + 1] += start[k];
+    {
+        int *cur = xmalloc(sizeof(int) * (nw + 1));
+        memcpy(cur, start, sizeof(int) * (nw + 1));
         for (int32_t p = 0; p < P; p++)
-            if (next[p] == (int)w)
-                list[cnt++] = p;
+            if (next[p] >= 0)
+                order[cur[next[p]]++] = p;
+        free(cur);
+    }
+
+    int64_t gen = meta.generation + 1;
+    nodes = xcalloc(nw + npub + 1, sizeof(*nodes));
+    list = xmalloc(sizeof(int32_t) * P1);
+    for (size_t k = 0; k < nw; k++) {
+        size_t cnt = 0;
+        for (int i = start[k]; i < start[k + 1]; i++)
+            list[cnt++] = order[i];
         published_t *old = NULL;
         for (size_t i = 0; i < npub; i++)
-            if (strcmp(pub[i].id, ids[w]) == 0)
+            if (strcmp(pub[i].id, w[k].id) == 0)
                 old = &pub[i];
         if (old && old->valid && same_list(old->partitions, old->npartitions, list, cnt))
             continue;
         baton_worker_assignment_t wa = {.generation = gen, .partitions = list, .npartitions = cnt};
-        payloads[nops] = baton_worker_assignment_encode(&wa);
-        paths[nops] = xasprintf("%s/%s", adir, ids[w]);
-        if (old)
-            zoo_set_op_init(&ops[nops], paths[nops], payloads[nops], (int)strlen(payloads[nops]),
-                            -1, NULL);
-        else
-            zoo_create_op_init(&ops[nops], paths[nops], payloads[nops],
-                               (int)strlen(payloads[nops]), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        nops++;
+        node_op_t *o = &nodes[nnodes++];
+        o->kind = old ? NODE_SET : NODE_CREATE;
+        o->payload = baton_worker_assignment_encode(&wa);
+        o->path = xasprintf("%s/%s", adir, w[k].id);
+        o->delta = (long)cnt - (long)(old ? old->npartitions : 0);
+        o->bytes = strlen(o->payload) + strlen(o->path) + 64;
     }
-    free(list);
     for (size_t i = 0; i < npub; i++) {
-        if (find_id(ids, nids, pub[i].id) >= 0)
+        if (cw_find(w, nw, pub[i].id) >= 0)
             continue;
-        paths[nops] = xasprintf("%s/%s", adir, pub[i].id);
-        zoo_delete_op_init(&ops[nops], paths[nops], -1);
-        nops++;
+        node_op_t *o = &nodes[nnodes++];
+        o->kind = NODE_DELETE;
+        o->path = xasprintf("%s/%s", adir, pub[i].id);
+        o->delta = -(long)pub[i].npartitions;
+        o->bytes = strlen(o->path) + 64;
     }
-    if (nops == 2) {
+    if (nnodes == 0) {
         err = BATON_OK; /* nothing changed: publish nothing */
         goto out;
     }
+    qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
 
-    BATON_FAILPOINT("coordinator.before_publish");
-    int rc = zoo_multi(baton_zk_handle(c->zk), (int)nops, ops, results);
-    if (rc == ZOK) {
-        BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
-                  "ops=%zu",
-                  (long long)gen, (long long)c->epoch, nids, P, moved, nops);
-        for (int32_t p = 0; p < P; p++) {
-            if (prev[p] == next[p])
-                continue;
-            const char *from = prev_pub[p] >= 0 ? pub[prev_pub[p]].id : "-";
-            const char *reason = prev_pub[p] < 0 ? "new" : prev[p] < 0 ? "leave" : "rebalance";
-            BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from,
-                      next[p] >= 0 ? ids[next[p]] : "-", (long long)gen, reason);
-        }
-        err = BATON_OK;
-    } else if (results[0].err == ZNONODE || results[1].err == ZBADVERSION ||
-               results[1].err == ZNONODE) {
-        /* The fence held: either our candidate node is gone or someone else
-         * published since we read. Either way we are not the leader we
-         * thought we were; nothing was written. */
-        BLOG_WARN("event=deposed reason=%s epoch=%lld generation=%lld",
-                  results[0].err == ZNONODE ? "candidate_node_gone" : "assignment_changed",
-                  (long long)c->epoch, (long long)gen);
+    baton_assignment_meta_t new_meta = {.generation = gen, .coordinator_epoch = c->epoch};
+    snprintf(new_meta.strategy, sizeof(new_meta.strategy), "%s", baton_strategy_name(strategy));
+    meta_new = baton_assignment_meta_encode(&new_meta);
+    size_t nmulti = 0;
+    err = publish_chunks(c, adir, meta_st.version, meta_new, nodes, nnodes, gen, &nmulti);
+    if (err == BATON_DEPOSED) {
         coord_step_down(c, "publish_refused");
-        err = BATON_DEPOSED;
-    } else {
-        err = baton_zk_err(rc);
-        BLOG_WARN("event=publish_failed error=%s zerror=\"%s\"", baton_err_name(err), zerror(rc));
+        goto out;
     }
+    if (err != BATON_OK)
+        goto out;
+    BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
+              "minimal=%d reserved=%d pinned=%d rack_local=%d ops=%zu multis=%zu compute_ms=%lld",
+              (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved,
+              st.pinned, st.rack_local, nnodes, nmulti, (long long)compute_ms);
+    int logged = 0;
+    for (int32_t p = 0; p < P; p++) {
+        if (prev[p] == next[p] && prev_pub[p] >= 0)
+            continue;
+        if (prev_pub[p] < 0 && next[p] < 0)
+            continue;
+        if (++logged > ASSIGN_LOG_MAX)
+            continue;
+        const char *from = prev_pub[p] >= 0 ? pub[prev_pub[p]].id : "-";
+        BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from,
+                  next[p] >= 0 ? w[next[p]].id : "-", (long long)gen,
+                  move_reason(prev_pub[p] >= 0, prev[p], w, pins[p] >= 0 && pins[p] == next[p]));
+    }
+    if (logged > ASSIGN_LOG_MAX)
+        BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
 out:
-    if (payloads)
-        for (size_t i = 0; i < max_ops; i++) {
-            free(payloads[i]);
-            free(paths[i]);
-        }
-    free(payloads);
-    free(paths);
-    free(ops);
-    free(results);
+    for (size_t i = 0; i < nnodes; i++) {
+        free(nodes[i].path);
+        free(nodes[i].payload);
+    }
+    free(nodes);
+    free(list);
+    free(start);
+    free(order);
     free(meta_data);
     free(meta_new);
     free(prev);
     free(prev_pub);
     free(next);
+    free(pins);
+    free(lrack);
+    for (size_t i = 0; pin_of && i < (size_t)P; i++)
+        free(pin_of[i]);
+    free(pin_of);
+    for (size_t i = 0; i < nracks; i++)
+        free(rack_names[i]);
+    free(rack_names);
+    free(aw);
+    free(w);
     published_free(pub, npub);
-    free(ids);
+    baton_zk_strings_free(drains, ndrains);
+    free(live);
     baton_zk_strings_free(raw, nraw);
     free(wdir);
     free(adir);
     return err;
+}
+
+/* Refreshes the partition leaders' racks from Kafka (--brokers) when due.
+ * A failure keeps the previous map (or none): racks only break ties. Returns
+ * 1 if the map changed. */
+static int coord_racks_refresh(coord_t *c) {
+    if (!c->conf->brokers || baton_now_ms() < c->racks_due_ms)
+        return 0;
+    c->racks_due_ms = baton_now_ms() + c->conf->racks_refresh_ms;
+    char errstr[256];
+    baton_config_t cfg;
+    if (baton_group_config_read(c->zk, c->base, 0, &cfg, errstr, sizeof(errstr)) != BATON_OK)
+        return 0;
+    coord_racks_t *r = NULL;
+    int err = coord_racks_fetch(c->conf->brokers, cfg.topic, cfg.partitions, 2000, &r, errstr,
+                                sizeof(errstr));
+    if (err != BATON_OK) {
+        BLOG_WARN("event=racks_unavailable brokers=%s error=\"%s\"", c->conf->brokers, errstr);
+        return 0;
+    }
+    int changed = !coord_racks_equal(c->racks, r);
+    if (changed) {
+        BLOG_INFO("event=racks topic=%s partitions=%d with_rack=%d", cfg.topic, cfg.partitions,
+                  coord_racks_known(r));
+        for (int32_t p = 0; p < cfg.partitions; p++)
+            BLOG_DEBUG("event=leader_rack partition=%d rack=%s", p,
+                       coord_racks_of(r, p) ? coord_racks_of(r, p) : "-");
+    }
+    coord_racks_destroy(c->racks);
+    c->racks = r;
+    return changed;
 }
 
 static int coord_step(coord_t *c) {
@@ -389,6 +801,9 @@ static int coord_step(coord_t *c) {
         return err;
     if (!c->leader)
         return BATON_OK;
+    /* Racks first: they only steer partitions that move, so a fresh group
+     * must be placed with them, not fixed up later. */
+    coord_racks_refresh(c);
     err = coord_rebalance(c);
     if (err == BATON_DEPOSED) {
         /* If our node still exists someone else published: yield to them by
@@ -413,6 +828,14 @@ static int coord_connect(coord_t *c, int first) {
     return BATON_OK;
 }
 
+static int64_t min_due(int64_t a, int64_t b) {
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    return a < b ? a : b;
+}
+
 int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
     coord_t c = {.conf = conf};
     c.base = baton_group_base(conf->root, conf->group);
@@ -420,7 +843,11 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         free(c.base);
         return 1;
     }
+    char *wdir = xasprintf("%s/workers", c.base);
     int dirty = 1;
+    /* Debounce: membership churn sets first_change and rebal_due; the
+     * rebalance runs at min(last change + delay, first change + max delay). */
+    int64_t first_change = 0, rebal_due = 0;
     int64_t next_resync = baton_now_ms() + RESYNC_INTERVAL_MS;
     while (!baton_signal_stop_requested()) {
         if (!c.zk) {
@@ -431,14 +858,18 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             dirty = 1;
         }
         baton_zk_event_t ev;
-        int expired = 0;
+        int expired = 0, churn = 0;
         while (baton_zk_next_event(c.zk, &ev)) {
             if (ev.type == ZOO_SESSION_EVENT) {
                 if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
                     expired = 1;
                 else if (ev.state == ZOO_CONNECTED_STATE)
                     dirty = 1; /* watches may have been missed: re-read */
+            } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, wdir) == 0) {
+                BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
+                churn = 1;
             } else {
+                /* Election, config, pins, drains: act at once. */
                 BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
                 dirty = 1;
             }
@@ -452,14 +883,42 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             c.my_node[0] = 0;
             continue;
         }
-        if (baton_now_ms() >= next_resync) {
-            dirty = 1;
-            next_resync = baton_now_ms() + RESYNC_INTERVAL_MS;
+        int64_t now = baton_now_ms();
+        if (churn) {
+            if (!c.leader || conf->rebalance_delay_ms == 0) {
+                dirty = 1;
+            } else {
+                if (!first_change)
+                    first_change = now;
+                rebal_due = now + conf->rebalance_delay_ms;
+                if (rebal_due > first_change + conf->max_rebalance_delay_ms)
+                    rebal_due = first_change + conf->max_rebalance_delay_ms;
+                /* Re-arm the one-shot watch now, so further churn keeps
+                 * extending the quiet period (up to the bound). */
+                char **names = NULL;
+                size_t n = 0;
+                if (baton_zk_children(c.zk, wdir, 1, &names, &n) != BATON_OK)
+                    dirty = 1;
+                baton_zk_strings_free(names, n);
+                BLOG_DEBUG("event=rebalance_scheduled in_ms=%lld", (long long)(rebal_due - now));
+            }
         }
-        int wait_ms = 1000;
+        if (rebal_due && now >= rebal_due)
+            dirty = 1;
+        if (c.grace_due_ms && now >= c.grace_due_ms)
+            dirty = 1;
+        if (now >= next_resync) {
+            dirty = 1;
+            next_resync = now + RESYNC_INTERVAL_MS;
+        }
+        if (c.leader && baton_zk_connected(c.zk) && coord_racks_refresh(&c))
+            dirty = 1;
+        int64_t wait_ms = 1000;
         if (dirty && baton_zk_connected(c.zk)) {
             dirty = 0;
             int err = coord_step(&c);
+            if (err == BATON_OK && c.leader)
+                first_change = rebal_due = 0; /* this rebalance read everything */
             if (err != BATON_OK) {
                 /* Retry soon: connection loss, a vanished predecessor, a
                  * refused publish or a group not yet initialised. */
@@ -469,9 +928,15 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                     wait_ms = 1000;
             }
         }
+        now = baton_now_ms();
+        int64_t due = min_due(rebal_due, c.leader ? c.grace_due_ms : 0);
+        if (c.leader && conf->brokers && c.racks_due_ms)
+            due = min_due(due, c.racks_due_ms);
+        if (due && due - now < wait_ms)
+            wait_ms = due > now ? due - now : 0;
         struct pollfd pfds[2] = {{.fd = baton_zk_fd(c.zk), .events = POLLIN},
                                  {.fd = stop_fd, .events = POLLIN}};
-        poll(pfds, 2, wait_ms);
+        poll(pfds, 2, (int)wait_ms);
     }
     BLOG_INFO("event=stopping leader=%d", c.leader);
     if (c.zk) {
@@ -479,6 +944,9 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             baton_zk_delete(c.zk, c.my_node, -1);
         baton_zk_destroy(c.zk);
     }
+    gone_clear(&c);
+    coord_racks_destroy(c.racks);
+    free(wdir);
     free(c.base);
     return 0;
 }

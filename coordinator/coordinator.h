@@ -6,7 +6,8 @@
  * candidate watches only its predecessor. The leader watches membership and
  * config, computes the next assignment with assignment/ and publishes it in
  * one zoo_multi that begins with a check on its own c- node and a version
- * check on /assignment, so a deposed leader's write fails whole. */
+ * check on /assignment, so a deposed leader's write fails whole (split into
+ * several such multis when it would not fit in one; see coordinator.c). */
 #ifndef BATON_COORDINATOR_H
 #define BATON_COORDINATOR_H
 
@@ -19,6 +20,20 @@ typedef struct {
     const char *id;
     int session_timeout_ms;
     int connect_timeout_ms;
+    /* A vanished worker's partitions stay reserved (not reassigned) this
+     * long, so a restart with the same id moves nothing; 0: reassign at once. */
+    int leave_grace_ms;
+    /* Membership churn within this quiet period coalesces into one
+     * rebalance; 0: rebalance on every change. */
+    int rebalance_delay_ms;
+    /* No rebalance waits longer than this after the first change. */
+    int max_rebalance_delay_ms;
+    /* Largest multi request a publish builds; bigger publishes are split. */
+    int max_multi_bytes;
+    /* Kafka bootstrap servers for the partition leaders' racks; NULL: rack
+     * preference is off. Refreshed every racks_refresh_ms and at election. */
+    const char *brokers;
+    int racks_refresh_ms;
 } baton_coord_conf_t;
 
 /* Runs until stop_fd becomes readable (SIGTERM). Returns 0 on a clean stop,

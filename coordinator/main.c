@@ -1,103 +1,150 @@
-/* main.c: baton-coordinator's command line. */
+/* main.c: baton-coordinator's command line: flags, BATON_* environment and a
+ * --config properties file, resolved through one table (baton_conf.h). */
 #include "coordinator.h"
 
 #include "baton_codec.h"
+#include "baton_conf.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
 #include "baton_opts.h"
 #include "baton_signal.h"
+#include "baton_util.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 static const char *prog = "baton-coordinator";
 
+/* The settings, with their defaults. */
+static const char *zk_hosts, *group, *id, *root = BATON_DEFAULT_ROOT, *brokers;
+static const char *log_level = "info", *log_format = "text";
+static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, leave_grace_ms = 0,
+               rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000,
+               racks_refresh_ms = 60000, max_multi_bytes = 256 * 1024;
+
+static baton_conf_opt_t opts[] = {
+    {"zk", "zookeeper.connect", "BATON_ZK", BATON_CONF_STR, 0, 0, &zk_hosts, "HOSTS",
+     "ZooKeeper connect string (host:port[,host:port...])", 0},
+    {"group", "group", "BATON_GROUP", BATON_CONF_STR, 0, 0, &group, "G",
+     "group name ([A-Za-z0-9._-], 1-128 chars)", 0},
+    {"id", "coordinator.id", "BATON_ID", BATON_CONF_STR, 0, 0, &id, "ID",
+     "coordinator id (default: HOST-PID)", 0},
+    {"root", "zookeeper.root", "BATON_ROOT", BATON_CONF_STR, 0, 0, &root, "PATH",
+     "ZooKeeper root (default " BATON_DEFAULT_ROOT ")", 0},
+    {"session-timeout-ms", "session.timeout.ms", "BATON_SESSION_TIMEOUT_MS", BATON_CONF_INT, 100,
+     3600000, &session_timeout_ms, "MS", "ZooKeeper session timeout (default 10000)", 0},
+    {"connect-timeout-ms", "connect.timeout.ms", "BATON_CONNECT_TIMEOUT_MS", BATON_CONF_INT, 100,
+     3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)",
+     0},
+    {"leave-grace-ms", "leave.grace.ms", "BATON_LEAVE_GRACE_MS", BATON_CONF_INT, 0, 86400000,
+     &leave_grace_ms, "MS", "keep a vanished worker's partitions reserved this long (0)", 0},
+    {"rebalance-delay-ms", "rebalance.delay.ms", "BATON_REBALANCE_DELAY_MS", BATON_CONF_INT, 0,
+     3600000, &rebalance_delay_ms, "MS", "coalesce membership churn within this (200; 0 = now)",
+     0},
+    {"max-rebalance-delay-ms", "max.rebalance.delay.ms", "BATON_MAX_REBALANCE_DELAY_MS",
+     BATON_CONF_INT, 0, 3600000, &max_rebalance_delay_ms, "MS",
+     "but never wait longer after the first change (2000)", 0},
+    {"brokers", "bootstrap.servers", "BATON_BROKERS", BATON_CONF_STR, 0, 0, &brokers, "LIST",
+     "Kafka bootstrap: prefer each partition's leader rack (default: off)", 0},
+    {"racks-refresh-ms", "racks.refresh.ms", "BATON_RACKS_REFRESH_MS", BATON_CONF_INT, 100,
+     86400000, &racks_refresh_ms, "MS", "re-read leader racks this often (60000)", 0},
+    /* ZooKeeper refuses requests over jute.maxbuffer (1 MB by default). */
+    {"max-multi-bytes", "max.multi.bytes", "BATON_MAX_MULTI_BYTES", BATON_CONF_INT, 256, 1000000,
+     &max_multi_bytes, "N", "split a publish into multis of at most N bytes (262144)", 0},
+    {"log-level", "log.level", "BATON_LOG_LEVEL", BATON_CONF_STR, 0, 0, &log_level, "L",
+     "debug, info, warn, error (default info)", 0},
+    {"log-format", "log.format", "BATON_LOG_FORMAT", BATON_CONF_STR, 0, 0, &log_format, "F",
+     "text (key=value) or json (default text)", 0},
+};
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: %s --zk HOSTS --group G [--id ID] [options]\n"
+            "       %s --config FILE [options]\n"
             "\n"
             "Elects one leader among the coordinators of group G; the leader assigns\n"
             "partitions to live workers and publishes the assignment in ZooKeeper.\n"
+            "Settings come from flags, then BATON_* environment variables, then the\n"
+            "--config properties file (keys in brackets), then the defaults.\n"
+            "\n",
+            prog, prog);
+    baton_conf_print_help(opts, BATON_ARRAY_SIZE(opts), f);
+    fprintf(f,
+            "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
+            "  --help                     this text\n"
             "\n"
-            "  --zk HOSTS                ZooKeeper connect string (host:port[,host:port...])\n"
-            "  --group G                 group name ([A-Za-z0-9._-], 1-128 chars)\n"
-            "  --id ID                   coordinator id (default: HOST-PID)\n"
-            "  --root PATH               ZooKeeper root (default %s)\n"
-            "  --session-timeout-ms N    ZooKeeper session timeout (default 10000)\n"
-            "  --connect-timeout-ms N    give up if ZooKeeper is unreachable at start (default 15000)\n"
-            "  --log-level L             debug, info, warn, error (default info)\n"
-            "  --help                    this text\n"
+            "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal error (ZooKeeper unreachable\n"
+            "at start), 2 on bad flags or settings.\n"
             "\n"
-            "example:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders --id coord-a\n",
-            prog, BATON_DEFAULT_ROOT, prog);
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders --id coord-a\n"
+            "  %s --config /etc/baton/coordinator.properties --leave-grace-ms 30000\n",
+            prog, prog);
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"zk", required_argument, NULL, 'z'},
-        {"group", required_argument, NULL, 'g'},
-        {"id", required_argument, NULL, 'i'},
-        {"root", required_argument, NULL, 'r'},
-        {"session-timeout-ms", required_argument, NULL, 's'},
-        {"connect-timeout-ms", required_argument, NULL, 'c'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    baton_coord_conf_t conf = {.root = BATON_DEFAULT_ROOT,
-                               .session_timeout_ms = 10000,
-                               .connect_timeout_ms = 15000};
-    char default_id[300];
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'z': conf.zk_hosts = optarg; break;
-        case 'g': conf.group = optarg; break;
-        case 'i': conf.id = optarg; break;
-        case 'r': conf.root = optarg; break;
-        case 's':
-            conf.session_timeout_ms = (int)baton_opt_int(prog, "session-timeout-ms", optarg, 100, 3600000);
-            break;
-        case 'c':
-            conf.connect_timeout_ms = (int)baton_opt_int(prog, "connect-timeout-ms", optarg, 100, 3600000);
-            break;
-        case 'l':
-            if (baton_log_level_parse(optarg, &baton_log_level) != 0)
-                baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", optarg);
-            break;
-        case 'h': usage(stdout); return BATON_EXIT_OK;
-        default:
-            baton_usage_error(prog, "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
+    char errstr[512];
+    baton_conf_t parsed;
+    if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 0, argc, argv, NULL, &parsed, errstr,
+                         sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
+    if (parsed.help) {
+        usage(stdout);
+        baton_conf_release(&parsed);
+        return BATON_EXIT_OK;
     }
-    if (optind < argc)
-        baton_usage_error(prog, "unexpected argument '%s'", argv[optind]);
-    if (!conf.zk_hosts)
-        baton_usage_error(prog, "--zk is required");
-    if (!conf.group || baton_id_valid(conf.group) != 0)
-        baton_usage_error(prog, "--group: '%s' is not a valid group name", conf.group ? conf.group : "");
-    if (baton_root_valid(conf.root) != 0)
-        baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", conf.root);
-    if (!conf.id) {
+    if (!zk_hosts)
+        baton_usage_error(prog, "--zk (zookeeper.connect) is required");
+    if (!group || baton_id_valid(group) != 0)
+        baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
+    if (baton_root_valid(root) != 0)
+        baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
+    char default_id[300];
+    if (!id) {
         char host[256] = "host";
         gethostname(host, sizeof(host) - 1);
         snprintf(default_id, sizeof(default_id), "%.200s-%d", host, (int)getpid());
-        conf.id = default_id;
+        id = default_id;
     }
-    if (baton_id_valid(conf.id) != 0)
-        baton_usage_error(prog, "--id: '%s' is not a valid id ([A-Za-z0-9._-], 1-128 chars)", conf.id);
+    if (baton_id_valid(id) != 0)
+        baton_usage_error(prog, "--id: '%s' is not a valid id ([A-Za-z0-9._-], 1-128 chars)", id);
+    baton_log_level_t level;
+    baton_log_format_t format;
+    if (baton_log_level_parse(log_level, &level) != 0)
+        baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
+    if (baton_log_format_parse(log_format, &format) != 0)
+        baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
+    if (rebalance_delay_ms > max_rebalance_delay_ms)
+        rebalance_delay_ms = max_rebalance_delay_ms; /* the bound wins */
 
-    baton_log_init(prog, conf.id);
-    char errstr[256];
+    baton_coord_conf_t conf = {
+        .zk_hosts = zk_hosts,
+        .root = root,
+        .group = group,
+        .id = id,
+        .session_timeout_ms = (int)session_timeout_ms,
+        .connect_timeout_ms = (int)connect_timeout_ms,
+        .leave_grace_ms = (int)leave_grace_ms,
+        .rebalance_delay_ms = (int)rebalance_delay_ms,
+        .max_rebalance_delay_ms = (int)max_rebalance_delay_ms,
+        .brokers = brokers,
+        .racks_refresh_ms = (int)racks_refresh_ms,
+        .max_multi_bytes = (int)max_multi_bytes,
+    };
+    baton_log_init(prog, id);
+    baton_log_level = level;
+    baton_log_set_format(format);
+    if (parsed.config_path)
+        BLOG_INFO("event=config_loaded path=%s", parsed.config_path);
     if (baton_failpoints_init(errstr, sizeof(errstr)) != 0) {
         fprintf(stderr, "%s: BATON_FAILPOINTS: %s\n", prog, errstr);
+        baton_conf_release(&parsed);
         return BATON_EXIT_USAGE;
     }
     int stop_fd = baton_signal_init();
-    return baton_coord_run(&conf, stop_fd) == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
+    int rc = baton_coord_run(&conf, stop_fd);
+    baton_conf_release(&parsed);
+    return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }

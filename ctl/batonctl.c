@@ -2,6 +2,8 @@
  * table, help, and the ZooKeeper connection the commands share. The commands
  * themselves live in ctl_<command>.c. */
 #include "ctl.h"
+#include "ctl_status.h"
+#include "ctl_pins.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
@@ -26,6 +28,21 @@ static const ctl_command_t commands[] = {
      ctl_init_usage},
     {"status", "show coordinator, workers, assignment and partition owners", ctl_cmd_status,
      ctl_status_usage},
+    {"pin", "pin a partition to a worker", ctl_cmd_pin, ctl_pin_usage},
+    {"unpin", "remove a partition's pin", ctl_cmd_unpin, ctl_unpin_usage},
+    {"drain", "give a worker nothing and move its partitions away", ctl_cmd_drain,
+     ctl_drain_usage},
+    {"undrain", "end a worker's drain", ctl_cmd_undrain, ctl_undrain_usage},
+    {"workers", "list live workers: host, pid, capacity, partitions held, draining",
+     ctl_cmd_workers, ctl_workers_usage},
+    {"partitions", "the per-partition table: owner, epoch, state, age, lag", ctl_cmd_partitions,
+     ctl_partitions_usage},
+    {"fences", "the sink's fence per partition beside ZooKeeper's owner epoch", ctl_cmd_fences,
+     ctl_fences_usage},
+    {"watch", "a live status view, refreshed on every change (ZooKeeper watches)",
+     ctl_cmd_watch, ctl_watch_usage},
+    {"evict", "remove a frozen worker's claims and membership now", ctl_cmd_evict,
+     ctl_evict_usage},
 };
 
 static void usage(FILE *f) {
@@ -46,7 +63,7 @@ static void usage(FILE *f) {
             "commands:\n",
             CTL_PROG, BATON_DEFAULT_ROOT, CTL_DEFAULT_TIMEOUT_MS);
     for (size_t i = 0; i < BATON_ARRAY_SIZE(commands); i++)
-        fprintf(f, "  %-8s  %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n"
             "exit status: 0 ok, 1 failure (message on stderr), 2 usage error\n"

@@ -25,6 +25,7 @@ typedef struct {
     baton_zk_t *zk;
     const char *base;
     json_t *warnings;
+    int64_t now_ms; /* wall clock of the gather, for ages */
     char errstr[512];
 } gather_t;
 
@@ -49,6 +50,10 @@ static void gather_warn(gather_t *g, const char *path, const char *fmt, ...) {
     json_object_set_new(w, "path", str_or_null(path));
     json_object_set_new(w, "problem", str_or_null(msg));
     json_array_append_new(g->warnings, w);
+}
+
+static int64_t age_ms(const gather_t *g, int64_t since_ms) {
+    return g->now_ms > since_ms ? g->now_ms - since_ms : 0;
 }
 
 static int gather_fail(gather_t *g, int err, const char *path) {
@@ -193,6 +198,13 @@ static int gather_workers(gather_t *g, json_t *workers) {
         snprintf(session, sizeof(session), "0x%016llx",
                  (unsigned long long)r->stat.ephemeralOwner);
         json_object_set_new(w, "session", json_string(session));
+        /* The member node's ctime is when this session registered. Ages
+         * compare ZooKeeper's clock with ours: keep them in sync (NTP). */
+        json_object_set_new(w, "joined_ms", json_integer(r->stat.ctime));
+        json_object_set_new(w, "session_age_ms", json_integer(age_ms(g, r->stat.ctime)));
+        json_object_set_new(w, "owned", json_integer(0));
+        json_object_set_new(w, "assigned", json_integer(0));
+        json_object_set_new(w, "draining", json_false());
         if (r->stat.ephemeralOwner == 0)
             gather_warn(g, paths[i],
                         "not an ephemeral node: it will not go away when its worker dies");
@@ -302,7 +314,9 @@ typedef struct {
     char *lowest;      /* name of the lowest-sequence claim, heap, or NULL */
     char *owner;       /* the owner claim's worker, heap, or NULL */
     int64_t epoch;     /* the owner claim's czxid; valid with have_epoch */
+    int64_t ctime;     /* the owner claim's ctime (ms); valid with have_epoch */
     int have_epoch;
+    char *pinned;      /* pins/<p>'s worker, heap, or NULL */
 } part_t;
 
 static int is_claim_name(const char *name) {
@@ -341,6 +355,7 @@ static void owner_set(gather_t *g, const char *path, const char *data, size_t le
     baton_claim_t claim;
     char why[256];
     pt->epoch = st->czxid;
+    pt->ctime = st->ctime;
     pt->have_epoch = 1;
     if (baton_claim_decode(data, len, &claim, why, sizeof(why)) == BATON_OK)
         pt->owner = xstrdup(claim.worker);
@@ -458,15 +473,108 @@ out:
     return err;
 }
 
+/* ---- pins and drains -------------------------------------------------- */
+
+/* Operator intents kept beside the assignment (written by `batonctl pin` and
+ * `drain`): <base>/pins/<partition> {"worker": W} and <base>/drains/<id>.
+ * A missing directory means none (a group made before they existed). */
+
+/* Fills *drains with the drained worker ids (a JSON array of strings). */
+static int gather_drains(gather_t *g, json_t *drains) {
+    char *dir = xasprintf("%s/drains", g->base);
+    char **names = NULL;
+    size_t n = 0;
+    int err = baton_zk_children(g->zk, dir, 0, &names, &n);
+    if (err == BATON_NOTFOUND)
+        err = BATON_OK;
+    else if (err != BATON_OK)
+        gather_fail(g, err, dir);
+    else
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(drains, json_string(names[i]));
+    baton_zk_strings_free(names, n);
+    free(dir);
+    return err;
+}
+
+/* Decodes a pin's {"worker": W}; returns a heap copy of W or NULL. */
+static char *pin_decode(const char *data, size_t len, char *why, size_t whylen) {
+    json_error_t jerr;
+    json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    const char *w = json_string_value(json_object_get(j, "worker"));
+    char *out = NULL;
+    if (!j)
+        snprintf(why, whylen, "pin: not JSON: %s", jerr.text);
+    else if (!w || baton_id_valid(w) != 0)
+        snprintf(why, whylen, "pin: \"worker\" is missing or not a valid worker id");
+    else
+        out = xstrdup(w);
+    json_decref(j);
+    return out;
+}
+
+static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
+    char *dir = xasprintf("%s/pins", g->base);
+    char **names = NULL, **paths = NULL;
+    size_t n = 0;
+    ctl_zkread_t *reads = NULL;
+    int err = baton_zk_children(g->zk, dir, 0, &names, &n);
+    if (err == BATON_NOTFOUND) {
+        err = BATON_OK;
+        goto out;
+    }
+    if (err != BATON_OK) {
+        gather_fail(g, err, dir);
+        goto out;
+    }
+    paths = xcalloc(n ? n : 1, sizeof(char *));
+    reads = xcalloc(n ? n : 1, sizeof(*reads));
+    for (size_t i = 0; i < n; i++)
+        paths[i] = xasprintf("%s/%s", dir, names[i]);
+    ctl_zkbatch_get(g->zk, paths, n, reads);
+    for (size_t i = 0; i < n; i++) {
+        int64_t p;
+        if (reads[i].err == BATON_NOTFOUND)
+            continue;
+        if (reads[i].err != BATON_OK) {
+            err = gather_fail(g, reads[i].err, paths[i]);
+            goto out;
+        }
+        if (baton_parse_i64(names[i], 0, BATON_PARTITIONS_MAX - 1, &p) != 0 || p >= P) {
+            gather_warn(g, paths[i], "not a partition of this group (0..%d)", P - 1);
+            continue;
+        }
+        char why[256];
+        char *w = pin_decode(reads[i].data, reads[i].len, why, sizeof(why));
+        if (!w) {
+            gather_warn(g, paths[i], "%s", why);
+            continue;
+        }
+        free(parts[p].pinned);
+        parts[p].pinned = w;
+    }
+out:
+    for (size_t i = 0; reads && i < n; i++)
+        ctl_zkread_release(&reads[i]);
+    free(reads);
+    for (size_t i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(paths);
+    baton_zk_strings_free(names, n);
+    free(dir);
+    return err;
+}
+
 /* ---- the object ------------------------------------------------------- */
 
 int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_t **out,
                       char *errstr, size_t errstr_size) {
-    gather_t g = {.zk = zk, .warnings = json_array()};
+    gather_t g = {.zk = zk, .warnings = json_array(), .now_ms = baton_wall_ms()};
     char *base = baton_group_base(root, group);
     g.base = base;
     json_t *obj = NULL, *coordinator = NULL, *generation = NULL;
     json_t *workers = json_array();
+    json_t *drains = json_array();
     const char **assigned = NULL;
     char **anames = NULL;
     size_t nanames = 0;
@@ -504,9 +612,13 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     parts = xcalloc((size_t)P, sizeof(*parts));
     if ((err = gather_partitions(&g, P, parts)) != BATON_OK)
         goto fail;
+    if ((err = gather_pins(&g, P, parts)) != BATON_OK)
+        goto fail;
+    if ((err = gather_drains(&g, drains)) != BATON_OK)
+        goto fail;
 
     json_t *partitions = json_array();
-    int64_t active = 0, handoff = 0, unowned = 0;
+    int64_t active = 0, handoff = 0, unowned = 0, pinned = 0;
     for (int32_t p = 0; p < P; p++) {
         part_t *pt = &parts[p];
         const char *state;
@@ -528,7 +640,39 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
                             pt->nclaims && pt->have_epoch ? json_integer(pt->epoch) : json_null());
         json_object_set_new(po, "state", json_string(state));
         json_object_set_new(po, "claims", json_integer((json_int_t)pt->nclaims));
+        /* In its state since the owner claim's creation (for a handoff, the
+         * claim that still holds the partition); unowned: unknown. */
+        int timed = pt->nclaims && pt->have_epoch;
+        json_object_set_new(po, "since_ms", timed ? json_integer(pt->ctime) : json_null());
+        json_object_set_new(po, "state_age_ms",
+                            timed ? json_integer(age_ms(&g, pt->ctime)) : json_null());
+        json_object_set_new(po, "pinned", str_or_null(pt->pinned));
+        pinned += pt->pinned != NULL;
+        /* Filled by ctl_status_add_lag when Kafka and the sink are given. */
+        json_object_set_new(po, "next_offset", json_null());
+        json_object_set_new(po, "high_watermark", json_null());
+        json_object_set_new(po, "lag", json_null());
         json_array_append_new(partitions, po);
+    }
+    /* Per worker: partitions it owns and is assigned, and whether it drains. */
+    int64_t draining = 0;
+    size_t wi;
+    json_t *wrow;
+    json_array_foreach(workers, wi, wrow) {
+        const char *id = json_string_value(json_object_get(wrow, "id"));
+        json_int_t owned_n = 0, assigned_n = 0;
+        for (int32_t p = 0; id && p < P; p++) {
+            owned_n += parts[p].nclaims && parts[p].owner && strcmp(parts[p].owner, id) == 0;
+            assigned_n += assigned[p] && strcmp(assigned[p], id) == 0;
+        }
+        json_object_set_new(wrow, "owned", json_integer(owned_n));
+        json_object_set_new(wrow, "assigned", json_integer(assigned_n));
+        int d = 0;
+        size_t di;
+        json_t *drow;
+        json_array_foreach(drains, di, drow) d |= id && strcmp(json_string_value(drow), id) == 0;
+        json_object_set_new(wrow, "draining", json_boolean(d));
+        draining += d;
     }
 
     obj = json_object();
@@ -546,9 +690,15 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     json_object_set_new(summary, "active", json_integer(active));
     json_object_set_new(summary, "handoff", json_integer(handoff));
     json_object_set_new(summary, "unowned", json_integer(unowned));
+    json_object_set_new(summary, "draining", json_integer(draining));
+    json_object_set_new(summary, "pinned", json_integer(pinned));
+    json_object_set_new(summary, "lag", json_null());
     json_object_set_new(obj, "summary", summary);
     json_object_set_new(obj, "workers", workers);
     json_object_set_new(obj, "partitions", partitions);
+    json_object_set_new(obj, "drains", drains);
+    drains = NULL;
+    json_object_set_new(obj, "time_ms", json_integer(g.now_ms));
     json_object_set_new(obj, "warnings", g.warnings);
     workers = g.warnings = NULL;
     *out = obj;
@@ -560,6 +710,7 @@ out:
     for (int32_t p = 0; parts && p < P; p++) {
         free(parts[p].lowest);
         free(parts[p].owner);
+        free(parts[p].pinned);
     }
     free(parts);
     free(assigned);
@@ -567,16 +718,98 @@ out:
     json_decref(generation);
     json_decref(coordinator);
     json_decref(workers);
+    json_decref(drains);
     json_decref(g.warnings);
     free(base);
     return err;
 }
 
+/* ---- filters ---------------------------------------------------------- */
+
+static int partition_wanted(const ctl_view_opts_t *o, json_int_t p) {
+    if (!o->partitions)
+        return 1;
+    for (size_t i = 0; i < o->npartitions; i++)
+        if (o->partitions[i] == p)
+            return 1;
+    return 0;
+}
+
+static int str_is(const json_t *v, const char *s) {
+    return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+}
+
+int ctl_status_filter(json_t *status, const ctl_view_opts_t *o, char *errstr, size_t n) {
+    json_t *parts = json_object_get(status, "partitions");
+    json_t *workers = json_object_get(status, "workers");
+    json_int_t P = json_integer_value(json_object_get(json_object_get(status, "config"),
+                                                      "partitions"));
+    for (size_t i = 0; o->partitions && i < o->npartitions; i++)
+        if (o->partitions[i] >= P)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "--partition %d: group %s has %" JSON_INTEGER_FORMAT
+                                " partitions (0-%" JSON_INTEGER_FORMAT ")",
+                                o->partitions[i], json_string_value(json_object_get(status, "group")),
+                                P, P - 1);
+    /* Whole-group facts for the summary, before the filter removes rows. */
+    json_t *summary = json_object_get(status, "summary");
+    json_t *na = json_object(), *handoff = json_array(), *unowned = json_array();
+    json_t *worst = NULL;
+    size_t k;
+    json_t *row;
+    json_array_foreach(parts, k, row) {
+        json_t *p = json_object_get(row, "partition");
+        const json_t *lag = json_object_get(row, "lag");
+        if (str_is(json_object_get(row, "state"), "handoff"))
+            json_array_append(handoff, p);
+        else if (str_is(json_object_get(row, "state"), "unowned"))
+            json_array_append(unowned, p);
+        if (json_is_integer(lag) &&
+            (!worst || json_integer_value(lag) > json_integer_value(json_object_get(worst, "lag"))))
+            worst = row;
+    }
+    json_object_set_new(na, "handoff", handoff);
+    json_object_set_new(na, "unowned", unowned);
+    json_object_set_new(summary, "not_active", na);
+    if (worst) {
+        json_t *w = json_object();
+        json_object_set(w, "partition", json_object_get(worst, "partition"));
+        json_object_set(w, "lag", json_object_get(worst, "lag"));
+        json_object_set_new(summary, "max_lag", w);
+    } else {
+        json_object_set_new(summary, "max_lag", json_null());
+    }
+
+    int known = !o->worker;
+    for (size_t i = json_array_size(parts); i-- > 0;) {
+        json_t *row = json_array_get(parts, i);
+        json_int_t p = json_integer_value(json_object_get(row, "partition"));
+        int mine = !o->worker || str_is(json_object_get(row, "owner"), o->worker) ||
+                   str_is(json_object_get(row, "assigned"), o->worker) ||
+                   str_is(json_object_get(row, "pinned"), o->worker);
+        known |= o->worker && mine;
+        if (!partition_wanted(o, p) || !mine)
+            json_array_remove(parts, i);
+    }
+    if (o->worker) {
+        for (size_t i = json_array_size(workers); i-- > 0;) {
+            if (str_is(json_object_get(json_array_get(workers, i), "id"), o->worker))
+                known = 1;
+            else
+                json_array_remove(workers, i);
+        }
+        if (!known)
+            return baton_seterr(errstr, n, BATON_NOTFOUND,
+                                "--worker '%s': no such worker in group %s (not live, "
+                                "assigned, owning or pinned anything)",
+                                o->worker, json_string_value(json_object_get(status, "group")));
+    }
+    return BATON_OK;
+}
+
 /* ---- rendering -------------------------------------------------------- */
 
-#define CTL_ID_WIDTH 24
-#define CTL_HOST_WIDTH 20
-#define CTL_RACK_WIDTH 12
+#define CTL_LINE_WIDTH 100
 #define CTL_VALUE_WIDTH 72
 
 static const char *jstr(const json_t *o, const char *key) {
@@ -593,117 +826,226 @@ static const char *jtext(const json_t *o, const char *key, char *buf, size_t buf
         snprintf(buf, bufsz, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return buf;
     }
+    if (json_is_boolean(v))
+        return json_is_true(v) ? "yes" : "no";
     return "-";
 }
 
-/* s cut to width columns, ending in ".." when cut. */
-static const char *fit(const char *s, int width, char *buf, size_t bufsz) {
-    if ((int)strlen(s) <= width)
-        return s;
-    snprintf(buf, bufsz, "%.*s..", width - 2, s);
+/* A duration for people: 850ms, 42s, 12m03s, 5h07m, 3d04h. */
+static const char *fmt_age(json_int_t ms, char *buf, size_t n) {
+    json_int_t s = ms / 1000;
+    if (ms < 1000)
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT "ms", ms);
+    else if (s < 60)
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT "s", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT "m%02" JSON_INTEGER_FORMAT "s", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT "h%02" JSON_INTEGER_FORMAT "m", s / 3600,
+                 s / 60 % 60);
+    else
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT "d%02" JSON_INTEGER_FORMAT "h", s / 86400,
+                 s / 3600 % 24);
     return buf;
 }
 
-/* The width of a column: the widest of its header and values, capped. */
-static int col_width(const json_t *rows, const char *key, const char *header, int cap) {
-    int w = (int)strlen(header);
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row) {
-        char buf[32];
-        int len = (int)strlen(jtext(row, key, buf, sizeof(buf)));
-        if (len > w)
-            w = len;
-    }
-    return w < cap ? w : cap;
+static const char *cell_age(const json_t *row, const char *key, char *buf, size_t n) {
+    const json_t *v = json_object_get(row, key);
+    return json_is_integer(v) ? fmt_age(json_integer_value(v), buf, n) : "-";
 }
 
-static void print_summary(const json_t *st, FILE *f) {
+static const char *cell_text(const json_t *row, const char *key, char *buf, size_t n) {
+    return jtext(row, key, buf, n);
+}
+
+typedef ctl_col_t col_t;
+
+#define CTL_CELL 160
+
+const char *ctl_cell_text(const json_t *row, const char *key, char *buf, size_t n) {
+    return jtext(row, key, buf, n);
+}
+
+void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t ncols) {
+    int w[CTL_TABLE_MAX_COLS];
+    ncols = ncols < CTL_TABLE_MAX_COLS ? ncols : CTL_TABLE_MAX_COLS;
+    size_t nrows = json_array_size(rows);
+    int total = 0;
+    for (size_t c = 0; c < ncols; c++) {
+        w[c] = (int)strlen(cols[c].header);
+        for (size_t r = 0; r < nrows; r++) {
+            char buf[CTL_CELL];
+            int len = (int)strlen(cols[c].fn(json_array_get(rows, r), cols[c].key, buf,
+                                             sizeof(buf)));
+            w[c] = len > w[c] ? len : w[c];
+        }
+        w[c] = w[c] < cols[c].max ? w[c] : cols[c].max;
+        total += w[c] + (c ? 2 : 0);
+    }
+    /* Too wide: take a column from the widest shrinkable one at a time. */
+    while (total > CTL_LINE_WIDTH) {
+        size_t widest = ncols;
+        for (size_t c = 0; c < ncols; c++)
+            if (w[c] > cols[c].min && (widest == ncols || w[c] > w[widest]))
+                widest = c;
+        if (widest == ncols)
+            break;
+        w[widest]--;
+        total--;
+    }
+    for (long r = -1; r < (long)nrows; r++) {
+        char line[1024];
+        size_t used = 0;
+        for (size_t c = 0; c < ncols; c++) {
+            char buf[CTL_CELL], cut[CTL_CELL];
+            const char *v = r < 0 ? cols[c].header
+                                  : cols[c].fn(json_array_get(rows, (size_t)r), cols[c].key, buf,
+                                               sizeof(buf));
+            if ((int)strlen(v) > w[c]) {
+                snprintf(cut, sizeof(cut), "%.*s..", w[c] > 2 ? w[c] - 2 : 0, v);
+                v = cut;
+            }
+            int last = c + 1 == ncols;
+            int k = snprintf(line + used, sizeof(line) - used, "%s%*s%s", c ? "  " : "",
+                             cols[c].right ? w[c] : (last ? 0 : -w[c]), v, "");
+            if (k > 0)
+                used += (size_t)k < sizeof(line) - used ? (size_t)k : sizeof(line) - used - 1;
+        }
+        fprintf(f, "%s\n", line);
+    }
+}
+
+/* The "not active" line: which partitions are in handoff or unowned (of the
+ * whole group), the first few of each, so a 1,000-partition group's trouble
+ * fits one line. */
+static void print_not_active(const json_t *st, FILE *f) {
+    static const char *const states[] = {"handoff", "unowned"};
+    const json_t *na = json_object_get(json_object_get(st, "summary"), "not_active");
+    char line[CTL_LINE_WIDTH * 2] = "";
+    size_t used = 0;
+    for (size_t s = 0; s < 2; s++) {
+        const json_t *list = json_object_get(na, states[s]);
+        size_t count = json_array_size(list);
+        if (!count)
+            continue;
+        int k = snprintf(line + used, sizeof(line) - used, "%s%zu %s:", used ? "; " : "", count,
+                         states[s]);
+        if (k > 0 && (size_t)k < sizeof(line) - used)
+            used += (size_t)k;
+        for (size_t i = 0; i < count && i < 8; i++) {
+            k = snprintf(line + used, sizeof(line) - used, " %" JSON_INTEGER_FORMAT,
+                         json_integer_value(json_array_get(list, i)));
+            if (k > 0 && (size_t)k < sizeof(line) - used)
+                used += (size_t)k;
+        }
+        if (count > 8 && used + 4 < sizeof(line))
+            used += (size_t)snprintf(line + used, sizeof(line) - used, " ..");
+    }
+    if (used)
+        fprintf(f, "not active:   %.*s\n", CTL_LINE_WIDTH - 14, line);
+}
+
+static void print_lag(const json_t *st, FILE *f) {
+    const json_t *sum = json_object_get(st, "summary");
+    const json_t *total = json_object_get(sum, "lag");
+    const json_t *worst = json_object_get(sum, "max_lag");
+    if (json_is_integer(total) && json_integer_value(total) == 0)
+        fprintf(f, "lag:          0 (every partition is caught up)\n");
+    else if (json_is_integer(total) && json_is_object(worst))
+        fprintf(f,
+                "lag:          %" JSON_INTEGER_FORMAT " records in total, most %" JSON_INTEGER_FORMAT
+                " on partition %" JSON_INTEGER_FORMAT "\n",
+                json_integer_value(total), json_integer_value(json_object_get(worst, "lag")),
+                json_integer_value(json_object_get(worst, "partition")));
+    else if (json_is_object(worst))
+        fprintf(f, "lag:          partial (some high watermarks are unknown)\n");
+    else
+        fprintf(f, "lag:          unknown (give --brokers and --sink)\n");
+}
+
+void ctl_status_print_summary(const json_t *st, FILE *f) {
     const json_t *cfg = json_object_get(st, "config");
     const json_t *coord = json_object_get(st, "coordinator");
     const json_t *sum = json_object_get(st, "summary");
-    char b1[CTL_VALUE_WIDTH + 8], b2[32], b3[32];
+    char b1[CTL_VALUE_WIDTH + 8], b2[32], b3[32], b4[32];
     const char *group = jstr(st, "group");
-    fprintf(f, "group:        %s\n", fit(group ? group : "-", CTL_VALUE_WIDTH, b1, sizeof(b1)));
-    fprintf(f, "topic:        %s\n",
-            fit(jtext(cfg, "topic", b2, sizeof(b2)), CTL_VALUE_WIDTH, b1, sizeof(b1)));
+    fprintf(f, "group:        %.*s\n", CTL_VALUE_WIDTH, group ? group : "-");
+    fprintf(f, "topic:        %.*s\n", CTL_VALUE_WIDTH, jtext(cfg, "topic", b1, sizeof(b1)));
     fprintf(f, "partitions:   %s (strategy %s)\n", jtext(cfg, "partitions", b2, sizeof(b2)),
             jtext(cfg, "strategy", b3, sizeof(b3)));
     if (json_is_object(coord))
-        fprintf(f, "coordinator:  %s (epoch %s)\n",
-                fit(jtext(coord, "id", b2, sizeof(b2)), CTL_VALUE_WIDTH - 30, b1, sizeof(b1)),
-                jtext(coord, "epoch", b3, sizeof(b3)));
+        fprintf(f, "coordinator:  %.*s (epoch %s)\n", CTL_VALUE_WIDTH - 30,
+                jtext(coord, "id", b2, sizeof(b2)), jtext(coord, "epoch", b3, sizeof(b3)));
     else
         fprintf(f, "coordinator:  none\n");
     const json_t *gen = json_object_get(st, "generation");
     fprintf(f, "generation:   %s\n",
             json_is_integer(gen) ? jtext(st, "generation", b2, sizeof(b2))
                                  : "none (no assignment published)");
-    fprintf(f, "workers:      %s\n", jtext(sum, "workers", b2, sizeof(b2)));
-    fprintf(f, "states:       %s active, ", jtext(sum, "active", b2, sizeof(b2)));
-    fprintf(f, "%s handoff, ", jtext(sum, "handoff", b2, sizeof(b2)));
-    fprintf(f, "%s unowned\n", jtext(sum, "unowned", b2, sizeof(b2)));
+    fprintf(f, "workers:      %s live, %s draining\n", jtext(sum, "workers", b2, sizeof(b2)),
+            jtext(sum, "draining", b3, sizeof(b3)));
+    fprintf(f, "states:       %s active, %s handoff, %s unowned; %s pinned\n",
+            jtext(sum, "active", b1, sizeof(b1)), jtext(sum, "handoff", b2, sizeof(b2)),
+            jtext(sum, "unowned", b3, sizeof(b3)), jtext(sum, "pinned", b4, sizeof(b4)));
+    print_not_active(st, f);
+    print_lag(st, f);
     size_t nwarn = json_array_size(json_object_get(st, "warnings"));
     if (nwarn)
         fprintf(f, "warnings:     %zu (on stderr)\n", nwarn);
 }
 
-static void print_workers(const json_t *st, FILE *f) {
+void ctl_status_print_workers(const json_t *st, FILE *f, int with_session) {
+    static const col_t cols[] = {
+        {"WORKER", "id", 8, 24, 0, cell_text},
+        {"HOST", "host", 6, 20, 0, cell_text},
+        {"PID", "pid", 3, 10, 1, cell_text},
+        {"CAP", "capacity", 3, 7, 1, cell_text},
+        {"RACK", "rack", 4, 12, 0, cell_text},
+        {"OWNED", "owned", 5, 7, 1, cell_text},
+        {"ASSIGNED", "assigned", 8, 8, 1, cell_text},
+        {"DRAINING", "draining", 8, 8, 0, cell_text},
+        {"SESSION AGE", "session_age_ms", 11, 11, 1, cell_age},
+        {"SESSION", "session", 18, 18, 0, cell_text},
+    };
     const json_t *rows = json_object_get(st, "workers");
     if (json_array_size(rows) == 0) {
         fprintf(f, "no workers\n");
         return;
     }
-    int wid = col_width(rows, "id", "WORKER", CTL_ID_WIDTH);
-    int whost = col_width(rows, "host", "HOST", CTL_HOST_WIDTH);
-    int wpid = col_width(rows, "pid", "PID", 19);
-    int wcap = col_width(rows, "capacity", "CAP", 7);
-    int wrack = col_width(rows, "rack", "RACK", CTL_RACK_WIDTH);
-    fprintf(f, "%-*s  %-*s  %*s  %*s  %-*s  %s\n", wid, "WORKER", whost, "HOST", wpid, "PID",
-            wcap, "CAP", wrack, "RACK", "SESSION");
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row) {
-        char a[160], b[160], c[160], d[32], e[32], t[32], u[32], v[32], w[32];
-        fprintf(f, "%-*s  %-*s  %*s  %*s  %-*s  %s\n", wid,
-                fit(jtext(row, "id", t, sizeof(t)), wid, a, sizeof(a)), whost,
-                fit(jtext(row, "host", u, sizeof(u)), whost, b, sizeof(b)), wpid,
-                jtext(row, "pid", d, sizeof(d)), wcap, jtext(row, "capacity", e, sizeof(e)), wrack,
-                fit(jtext(row, "rack", v, sizeof(v)), wrack, c, sizeof(c)),
-                jtext(row, "session", w, sizeof(w)));
-    }
+    ctl_print_table(f, rows, cols, BATON_ARRAY_SIZE(cols) - (with_session ? 0 : 1));
 }
 
-static void print_partitions(const json_t *st, FILE *f) {
+void ctl_status_print_partitions(const json_t *st, FILE *f) {
+    static const col_t cols[] = {
+        {"PARTITION", "partition", 9, 9, 1, cell_text},
+        {"ASSIGNED", "assigned", 8, 24, 0, cell_text},
+        {"OWNER", "owner", 8, 24, 0, cell_text},
+        {"EPOCH", "epoch", 5, 20, 1, cell_text},
+        {"STATE", "state", 7, 7, 0, cell_text},
+        {"FOR", "state_age_ms", 6, 6, 1, cell_age},
+        {"CLAIMS", "claims", 6, 6, 1, cell_text},
+        {"LAG", "lag", 3, 12, 1, cell_text},
+        {"PINNED", "pinned", 6, 16, 0, cell_text},
+    };
     const json_t *rows = json_object_get(st, "partitions");
-    if (json_array_size(rows) == 0)
+    if (json_array_size(rows) == 0) {
+        fprintf(f, "no partitions\n");
         return;
-    int wpart = col_width(rows, "partition", "PARTITION", 9);
-    int wasg = col_width(rows, "assigned", "ASSIGNED", CTL_ID_WIDTH);
-    int wown = col_width(rows, "owner", "OWNER", CTL_ID_WIDTH);
-    int wep = col_width(rows, "epoch", "EPOCH", 20);
-    int wstate = col_width(rows, "state", "STATE", 7);
-    fprintf(f, "%*s  %-*s  %-*s  %*s  %-*s  %s\n", wpart, "PARTITION", wasg, "ASSIGNED", wown,
-            "OWNER", wep, "EPOCH", wstate, "STATE", "CLAIMS");
+    }
+    /* The pin column only when something is pinned. */
+    int any_pin = 0;
     size_t i;
     const json_t *row;
-    json_array_foreach(rows, i, row) {
-        char a[160], b[160], p[32], s[32], t[32], e[32], c[32], x[32];
-        fprintf(f, "%*s  %-*s  %-*s  %*s  %-*s  %s\n", wpart,
-                jtext(row, "partition", p, sizeof(p)), wasg,
-                fit(jtext(row, "assigned", s, sizeof(s)), wasg, a, sizeof(a)), wown,
-                fit(jtext(row, "owner", t, sizeof(t)), wown, b, sizeof(b)), wep,
-                jtext(row, "epoch", e, sizeof(e)), wstate, jtext(row, "state", x, sizeof(x)),
-                jtext(row, "claims", c, sizeof(c)));
-    }
+    json_array_foreach(rows, i, row) any_pin |= json_is_string(json_object_get(row, "pinned"));
+    ctl_print_table(f, rows, cols, BATON_ARRAY_SIZE(cols) - (any_pin ? 0 : 1));
 }
 
 void ctl_status_print_human(const json_t *status, FILE *f) {
-    print_summary(status, f);
+    ctl_status_print_summary(status, f);
     fputc('\n', f);
-    print_workers(status, f);
+    ctl_status_print_workers(status, f, 0);
     fputc('\n', f);
-    print_partitions(status, f);
+    ctl_status_print_partitions(status, f);
 }
 
 void ctl_status_print_json(const json_t *status, FILE *f) {
@@ -720,79 +1062,318 @@ void ctl_status_print_warnings(const json_t *status) {
     }
 }
 
-/* ---- the command ------------------------------------------------------ */
+/* ---- options shared by the view commands ------------------------------ */
 
-enum { OPT_JSON = 1 };
+enum {
+    OPT_JSON = 1,
+    OPT_BROKERS,
+    OPT_SINK,
+    OPT_KAFKA,
+    OPT_PARTITION,
+    OPT_WORKER,
+    OPT_MAX_UPDATES,
+    OPT_DURATION,
+};
 
-void ctl_status_usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --zk HOSTS --group G status [--json]\n"
-            "\n"
-            "Shows the group's coordinator (leader and its epoch), the assignment\n"
-            "generation, the live workers, and for every partition its assigned worker,\n"
-            "its owner (the worker holding the lowest claim), the owner's epoch and a\n"
-            "state: active (owner = assigned), handoff (owner differs, or claims queued\n"
-            "without an owner) or unowned (no claim). Reads only; leaves no watches.\n"
-            "\n"
-            "Malformed znode data is shown as '-' (null) with a warning on stderr naming\n"
-            "the znode; the exit status is still 0. An uninitialised group or an\n"
-            "unreadable config exits 1.\n"
-            "\n"
-            "  --json    print one JSON object instead of tables:\n"
-            "            {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\"},\n"
-            "             \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
-            "             \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\"},\n"
-            "             \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\",\n"
-            "                          \"session\"}],\n"
-            "             \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\",\n"
-            "                             \"state\", \"claims\"}],\n"
-            "             \"warnings\": [{\"path\", \"problem\"}]}\n"
-            "            with null where there is none.\n"
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders status\n"
-            "  %s --zk 127.0.0.1:2181 --group orders status --json\n",
-            CTL_PROG, CTL_PROG, CTL_PROG);
+/* Parses "P", "P-Q" and comma lists of them into o->partitions. */
+static void parse_partitions(ctl_view_opts_t *o, const char *arg) {
+    char *copy = xstrdup(arg), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int64_t lo, hi;
+        char *dash = strchr(tok, '-');
+        int bad;
+        if (dash) {
+            *dash = 0;
+            bad = baton_parse_i64(tok, 0, BATON_PARTITIONS_MAX - 1, &lo) != 0 ||
+                  baton_parse_i64(dash + 1, 0, BATON_PARTITIONS_MAX - 1, &hi) != 0 || hi < lo;
+            *dash = '-';
+        } else {
+            bad = baton_parse_i64(tok, 0, BATON_PARTITIONS_MAX - 1, &lo) != 0;
+            hi = lo;
+        }
+        if (bad || hi - lo >= BATON_PARTITIONS_MAX) {
+            free(copy);
+            baton_usage_error(CTL_PROG,
+                              "--partition: '%s' is not a partition number, range or list "
+                              "(e.g. 7, 0-9, 1,5,8)",
+                              arg);
+        }
+        for (int64_t p = lo; p <= hi; p++) {
+            o->partitions = xrealloc(o->partitions, (o->npartitions + 1) * sizeof(int32_t));
+            o->partitions[o->npartitions++] = (int32_t)p;
+        }
+    }
+    free(copy);
+    if (!o->npartitions)
+        baton_usage_error(CTL_PROG, "--partition: '%s' names no partition", arg);
 }
 
-int ctl_cmd_status(ctl_ctx_t *ctx, int argc, char **argv) {
+void ctl_view_parse(ctl_ctx_t *ctx, ctl_view_opts_t *o, int argc, char **argv, unsigned flags,
+                    void (*usage)(FILE *f)) {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
+        {"brokers", required_argument, NULL, OPT_BROKERS},
+        {"sink", required_argument, NULL, OPT_SINK},
+        {"kafka", required_argument, NULL, OPT_KAFKA},
+        {"partition", required_argument, NULL, OPT_PARTITION},
+        {"worker", required_argument, NULL, OPT_WORKER},
+        {"max-updates", required_argument, NULL, OPT_MAX_UPDATES},
+        {"duration-ms", required_argument, NULL, OPT_DURATION},
         {"help", no_argument, NULL, CTL_OPT_HELP},
         CTL_GLOBAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    int as_json = 0, opt;
+    const char *cmd = argv[0];
+    memset(o, 0, sizeof(*o));
+    o->kafka_props = xcalloc((size_t)argc + 1, sizeof(char *));
+    int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (ctl_global_opt(ctx, opt, optarg))
             continue;
+        unsigned need = opt == OPT_BROKERS || opt == OPT_KAFKA ? CTL_VIEW_KAFKA
+                        : opt == OPT_SINK                      ? CTL_VIEW_SINK
+                        : opt == OPT_PARTITION || opt == OPT_WORKER ? CTL_VIEW_FILTER
+                        : opt == OPT_MAX_UPDATES || opt == OPT_DURATION ? CTL_VIEW_WATCH
+                                                                        : 0;
+        if (need && !(flags & need)) {
+            const char *name = "?";
+            for (const struct option *lo = longopts; lo->name; lo++)
+                if (lo->val == opt)
+                    name = lo->name;
+            baton_usage_error(CTL_PROG, "%s: option '--%s' does not apply to this command", cmd,
+                              name);
+        }
         switch (opt) {
-        case OPT_JSON: as_json = 1; break;
-        case CTL_OPT_HELP: ctl_status_usage(stdout); return BATON_EXIT_OK;
+        case OPT_JSON: o->as_json = 1; break;
+        case OPT_BROKERS:
+            if (!optarg[0])
+                baton_usage_error(CTL_PROG, "--brokers: empty bootstrap server list");
+            o->kafka.brokers = optarg;
+            break;
+        case OPT_SINK:
+            if (!strchr(optarg, ':'))
+                baton_usage_error(CTL_PROG, "--sink: '%s' is not a sink URI (sqlite:PATH)",
+                                  optarg);
+            o->sink = optarg;
+            break;
+        case OPT_KAFKA:
+            if (!strchr(optarg, '=') || optarg[0] == '=')
+                baton_usage_error(CTL_PROG, "--kafka: '%s' is not KEY=VALUE", optarg);
+            o->kafka_props[o->kafka.nprops++] = optarg;
+            break;
+        case OPT_PARTITION: parse_partitions(o, optarg); break;
+        case OPT_WORKER:
+            if (baton_id_valid(optarg) != 0)
+                baton_usage_error(CTL_PROG, "--worker: '%s' is not a valid worker id", optarg);
+            o->worker = optarg;
+            break;
+        case OPT_MAX_UPDATES:
+            o->max_updates = baton_opt_int(CTL_PROG, "max-updates", optarg, 1, INT64_MAX);
+            break;
+        case OPT_DURATION:
+            o->duration_ms = baton_opt_int(CTL_PROG, "duration-ms", optarg, 1, INT64_MAX);
+            break;
+        case CTL_OPT_HELP:
+            usage(stdout);
+            exit(BATON_EXIT_OK);
         default: ctl_bad_option(argc, argv);
         }
     }
+    o->kafka.props = o->kafka_props;
+    if (o->kafka.nprops && !o->kafka.brokers)
+        baton_usage_error(CTL_PROG, "%s: --kafka needs --brokers", cmd);
     if (optind < argc)
-        baton_usage_error(CTL_PROG, "status: unexpected argument '%s'", argv[optind]);
+        baton_usage_error(CTL_PROG, "%s: unexpected argument '%s'", cmd, argv[optind]);
+    if ((flags & CTL_VIEW_NEEDS_SINK) && !o->sink)
+        baton_usage_error(CTL_PROG, "%s: --sink URI is required", cmd);
     ctl_ctx_check(ctx);
+}
 
+void ctl_view_opts_release(ctl_view_opts_t *o) {
+    free(o->partitions);
+    free(o->kafka_props);
+    memset(o, 0, sizeof(*o));
+}
+
+int ctl_view_gather(baton_zk_t *zk, const ctl_ctx_t *ctx, const ctl_view_opts_t *o,
+                    json_t **out, char *errstr, size_t n) {
+    json_t *st = NULL;
+    int err = ctl_status_gather(zk, ctx->root, ctx->group, &st, errstr, n);
+    if (err != BATON_OK)
+        return err;
+    if (o->kafka.brokers || o->sink) {
+        err = ctl_status_add_lag(st, o->kafka.brokers ? &o->kafka : NULL, o->sink, ctx->timeout_ms,
+                                 errstr, n);
+        if (err != BATON_OK) {
+            json_decref(st);
+            return err;
+        }
+    }
+    if ((err = ctl_status_filter(st, o, errstr, n)) != BATON_OK) {
+        json_decref(st);
+        return err;
+    }
+    *out = st;
+    return BATON_OK;
+}
+
+/* Connects, gathers, renders with print (or as JSON), prints warnings. */
+static int view_run(ctl_ctx_t *ctx, const ctl_view_opts_t *o,
+                    void (*print)(const json_t *st, FILE *f), const char *json_key) {
     baton_zk_t *zk = ctl_connect(ctx);
     if (!zk)
         return BATON_EXIT_FAILURE;
     json_t *st = NULL;
     char errstr[1024];
-    int err = ctl_status_gather(zk, ctx->root, ctx->group, &st, errstr, sizeof(errstr));
+    int err = ctl_view_gather(zk, ctx, o, &st, errstr, sizeof(errstr));
     baton_zk_destroy(zk);
     if (err != BATON_OK) {
         fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
         return BATON_EXIT_FAILURE;
     }
-    if (as_json)
+    if (o->as_json && json_key) {
+        /* The table alone, with the keys that identify what it is of. */
+        json_t *sub = json_object();
+        json_object_set(sub, "group", json_object_get(st, "group"));
+        json_object_set(sub, "generation", json_object_get(st, "generation"));
+        json_object_set(sub, json_key, json_object_get(st, json_key));
+        json_object_set(sub, "warnings", json_object_get(st, "warnings"));
+        ctl_status_print_json(sub, stdout);
+        json_decref(sub);
+    } else if (o->as_json) {
         ctl_status_print_json(st, stdout);
-    else
-        ctl_status_print_human(st, stdout);
+    } else {
+        print(st, stdout);
+    }
     fflush(stdout);
     ctl_status_print_warnings(st);
     json_decref(st);
     return BATON_EXIT_OK;
+}
+
+/* ---- the commands ----------------------------------------------------- */
+
+#define CTL_LAG_HELP                                                                   \
+    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"       \
+    "                     watermark (one ListOffsets round, bounded by --timeout)\n"   \
+    "  --sink URI         the group's fenced sink (sqlite:PATH): adds next_offset;\n"  \
+    "                     with --brokers, lag = high watermark - next_offset\n"        \
+    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"     \
+    "                     security.protocol=SASL_SSL\n"
+#define CTL_FILTER_HELP                                                                \
+    "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"                    \
+    "  --worker W         only partitions W owns, is assigned or pinned to (and\n"     \
+    "                     only W in the workers table); exit 1 if W is unknown\n"
+
+void ctl_status_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G status [--json] [--brokers B --sink URI]\n"
+            "                [--partition LIST] [--worker W]\n"
+            "\n"
+            "Shows the group's coordinator (leader and its epoch), the assignment\n"
+            "generation, the live workers, and for every partition its assigned worker,\n"
+            "its owner (the worker holding the lowest claim), the owner's epoch, a\n"
+            "state: active (owner = assigned), handoff (owner differs, or claims queued\n"
+            "without an owner) or unowned (no claim), how long it has been in it (since\n"
+            "the owner claim's creation), and with --brokers and --sink its lag. A\n"
+            "summary comes first (the partitions not active, the total and worst lag),\n"
+            "then the workers and partitions tables; lines fit 100 columns. Filters\n"
+            "narrow the tables, not the summary. Reads only; leaves no watches.\n"
+            "\n"
+            "Malformed znode data is shown as '-' (null) with a warning on stderr naming\n"
+            "the znode; the exit status is still 0. An uninitialised group, an\n"
+            "unreadable config, an unreachable Kafka or sink exit 1.\n"
+            "\n"
+            "  --json             print one JSON object instead of tables:\n"
+            "    {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\"},\n"
+            "     \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
+            "     \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\", \"draining\",\n"
+            "                 \"pinned\", \"lag\"},\n"
+            "     \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\", \"session\",\n"
+            "                  \"joined_ms\", \"session_age_ms\", \"owned\", \"assigned\",\n"
+            "                  \"draining\"}],\n"
+            "     \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\", \"state\",\n"
+            "                     \"claims\", \"since_ms\", \"state_age_ms\", \"pinned\",\n"
+            "                     \"next_offset\", \"high_watermark\", \"lag\"}],\n"
+            "     \"drains\": [ids], \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
+            "    with null where there is none (lag without --brokers and --sink).\n"
+            "    *_ms times are milliseconds since the Unix epoch (ZooKeeper's clock).\n"
+            CTL_LAG_HELP CTL_FILTER_HELP
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders status\n"
+            "  %s --zk 127.0.0.1:2181 --group orders status --partition 7\n"
+            "  %s --zk 127.0.0.1:2181 --group orders status --worker w2 --json\n"
+            "  %s --zk 127.0.0.1:2181 --group orders status \\\n"
+            "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n",
+            CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+int ctl_cmd_status(ctl_ctx_t *ctx, int argc, char **argv) {
+    ctl_view_opts_t o;
+    ctl_view_parse(ctx, &o, argc, argv, CTL_VIEW_KAFKA | CTL_VIEW_SINK | CTL_VIEW_FILTER,
+                   ctl_status_usage);
+    int rc = view_run(ctx, &o, ctl_status_print_human, NULL);
+    ctl_view_opts_release(&o);
+    return rc;
+}
+
+void ctl_workers_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G workers [--json] [--worker W]\n"
+            "\n"
+            "Lists the live workers: id, host, pid, capacity, rack, how many partitions\n"
+            "each owns (holds the lowest claim of) and is assigned, whether it is being\n"
+            "drained (a node drains/<id> exists), how long its ZooKeeper session has\n"
+            "been registered, and the session id (its claims are claim-<session>-N).\n"
+            "\n"
+            "  --json        {\"group\", \"generation\", \"workers\": [{\"id\", \"host\", \"pid\",\n"
+            "                \"capacity\", \"rack\", \"session\", \"joined_ms\", \"session_age_ms\",\n"
+            "                \"owned\", \"assigned\", \"draining\"}], \"warnings\"}\n"
+            "  --worker W    only W (exit 1 if W is unknown)\n"
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders workers\n"
+            "  %s --zk 127.0.0.1:2181 --group orders workers --json | jq '.workers[].owned'\n",
+            CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+static void print_workers_only(const json_t *st, FILE *f) { ctl_status_print_workers(st, f, 1); }
+
+int ctl_cmd_workers(ctl_ctx_t *ctx, int argc, char **argv) {
+    ctl_view_opts_t o;
+    ctl_view_parse(ctx, &o, argc, argv, CTL_VIEW_FILTER, ctl_workers_usage);
+    if (o.partitions)
+        baton_usage_error(CTL_PROG, "workers: --partition does not apply (use partitions)");
+    int rc = view_run(ctx, &o, print_workers_only, "workers");
+    ctl_view_opts_release(&o);
+    return rc;
+}
+
+void ctl_partitions_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G partitions [--json] [--brokers B --sink URI]\n"
+            "                [--partition LIST] [--worker W]\n"
+            "\n"
+            "The per-partition table of 'status' alone: assigned worker, owner, epoch,\n"
+            "state, time in that state, claims queued, lag, pin.\n"
+            "\n"
+            "  --json             {\"group\", \"generation\", \"partitions\": [...], \"warnings\"}\n"
+            "                     (the partition objects of 'status --json')\n" CTL_LAG_HELP
+                CTL_FILTER_HELP
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders partitions --partition 7\n"
+            "  %s --zk 127.0.0.1:2181 --group orders partitions --json \\\n"
+            "      | jq '.partitions[] | select(.state != \"active\")'\n",
+            CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+int ctl_cmd_partitions(ctl_ctx_t *ctx, int argc, char **argv) {
+    ctl_view_opts_t o;
+    ctl_view_parse(ctx, &o, argc, argv, CTL_VIEW_KAFKA | CTL_VIEW_SINK | CTL_VIEW_FILTER,
+                   ctl_partitions_usage);
+    int rc = view_run(ctx, &o, ctl_status_print_partitions, "partitions");
+    ctl_view_opts_release(&o);
+    return rc;
 }

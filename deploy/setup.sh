@@ -8,10 +8,13 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BATON_BUILD_DIR:-$src/build}
 
 # Build tools, the libraries baton links, and what the demo and the tests run:
-# ZooKeeper's server (with a Java runtime), kcat, sqlite3 and jq.
+# ZooKeeper's server (with a Java runtime), kcat, sqlite3 and jq; libpq for
+# the PostgreSQL sink and Debian's postgresql (server, psql) for its tests.
 pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
-      zookeeper default-jre-headless sqlite3 kcat jq procps)
+      zookeeper default-jre-headless sqlite3 kcat jq procps
+      libpq-dev postgresql
+      help2man systemd)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,6 +34,7 @@ typedef struct devkafka_opts_s {
     const char *topic;
     int partitions;
     int brokers;
+    const char *racks; /* "r1,r2,...": rack of broker 1, 2, ...; NULL: none */
 } devkafka_opts_t;
 
 /* State shared by the main thread and the watchdog thread; stop is set under
@@ -49,13 +50,14 @@ typedef struct devkafka_watch_s {
 
 static void devkafka_usage(FILE *out) {
     fprintf(out,
-            "usage: baton-devkafka --topic T --partitions N [--brokers B]\n"
+            "usage: baton-devkafka --topic T --partitions N [--brokers B] [--racks R1,R2,..]\n"
             "\n"
             "Runs librdkafka's mock Kafka cluster on loopback with B brokers\n"
             "(default 1) and one topic T of N partitions. Prints\n"
             "\"bootstrap=HOST:PORT[,...]\" as the first line on stdout, logs\n"
             "to stderr, and serves until SIGTERM or SIGINT (exit 0).\n"
-            "Records are kept in memory only.\n");
+            "Records are kept in memory only. --racks sets the rack each broker\n"
+            "reports in Metadata (broker 1 gets R1, ...; a short list repeats).\n");
 }
 
 /* Reports a command-line error naming the culprit, then the usage; exit 2. */
@@ -71,6 +73,7 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
     o->topic = NULL;
     o->partitions = 0;
     o->brokers = 1;
+    o->racks = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -80,7 +83,8 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
         int is_topic = strcmp(a, "--topic") == 0;
         int is_parts = strcmp(a, "--partitions") == 0;
         int is_brokers = strcmp(a, "--brokers") == 0;
-        if (!is_topic && !is_parts && !is_brokers)
+        int is_racks = strcmp(a, "--racks") == 0;
+        if (!is_topic && !is_parts && !is_brokers && !is_racks)
             devkafka_bad_usage("unknown argument '%s'", a);
         if (i + 1 >= argc)
             devkafka_bad_usage("option '%s' needs a value", a);
@@ -94,6 +98,12 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
             if (baton_parse_i64(v, 1, DEVKAFKA_MAX_PARTITIONS, &n) != 0)
                 devkafka_bad_usage("bad value for --partitions: '%s'", v);
             o->partitions = (int)n;
+        } else if (is_racks) {
+            /* Names as baton-worker --rack accepts them, comma separated. */
+            if (!*v || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-,") !=
+                           strlen(v) || strstr(v, ",,") || v[0] == ',' || v[strlen(v) - 1] == ',')
+                devkafka_bad_usage("bad value for --racks: '%s'", v);
+            o->racks = v;
         } else {
             if (baton_parse_i64(v, 1, DEVKAFKA_MAX_BROKERS, &n) != 0)
                 devkafka_bad_usage("bad value for --brokers: '%s'", v);
@@ -203,6 +213,22 @@ int main(int argc, char **argv) {
         BLOG_ERROR("event=mock_cluster_failed brokers=%d", o.brokers);
         rd_kafka_destroy(rk);
         return 1;
+    }
+    if (o.racks) {
+        /* Broker ids of the mock cluster are 1..brokers. */
+        char *list = strdup(o.racks), *save = NULL, *tok = NULL;
+        if (!list)
+            abort();
+        for (int id = 1; id <= o.brokers; id++) {
+            tok = strtok_r(id == 1 ? list : NULL, ",", &save);
+            if (!tok) { /* a short list repeats */
+                strcpy(list, o.racks);
+                tok = strtok_r(list, ",", &save);
+            }
+            rd_kafka_mock_broker_set_rack(mcluster, id, tok);
+            BLOG_INFO("event=broker_rack broker=%d rack=%s", id, tok);
+        }
+        free(list);
     }
     int rf = o.brokers < 3 ? o.brokers : 3;
     rd_kafka_resp_err_t err =

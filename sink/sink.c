@@ -18,9 +18,10 @@
  * backend is one more file and one more line here. */
 static const baton_sink_ops_t *const backends[] = {
     &baton_sink_sqlite_ops,
+    &baton_sink_pg_ops,
 };
 
-/* "sqlite:PATH" (or "sqlite:PATH, postgresql:CONNINFO" one day). */
+/* "sqlite:PATH, postgresql://..." for error messages. */
 static void supported_schemes(char *buf, size_t size) {
     size_t n = 0;
     buf[0] = '\0';
@@ -30,6 +31,11 @@ static void supported_schemes(char *buf, size_t size) {
             break;
         n += (size_t)w;
     }
+}
+
+/* Whether the first len bytes of uri spell scheme (NULL never matches). */
+static int scheme_is(const char *scheme, const char *uri, size_t len) {
+    return scheme && strlen(scheme) == len && strncasecmp(scheme, uri, len) == 0;
 }
 
 int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...) {
@@ -53,40 +59,51 @@ int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char
     if (!uri || !*uri)
         return baton_seterr(errstr, errstr_size, BATON_INVALID, "sink uri is empty (supported: %s)",
                             supported);
-    if (!group || !*group)
-        return baton_seterr(errstr, errstr_size, BATON_INVALID, "sink '%s': group name is empty",
-                            uri);
 
     const char *colon = strchr(uri, ':');
-    if (!colon || colon == uri)
-        return baton_seterr(errstr, errstr_size, BATON_INVALID,
-                            "sink uri '%s' has no scheme (supported: %s)", uri, supported);
-    size_t scheme_len = (size_t)(colon - uri);
-
     const baton_sink_ops_t *ops = NULL;
-    for (size_t i = 0; i < BATON_ARRAY_SIZE(backends); i++)
-        if (strlen(backends[i]->scheme) == scheme_len &&
-            strncasecmp(backends[i]->scheme, uri, scheme_len) == 0)
+    size_t scheme_len = colon ? (size_t)(colon - uri) : 0;
+    for (size_t i = 0; colon && i < BATON_ARRAY_SIZE(backends); i++)
+        if (scheme_is(backends[i]->scheme, uri, scheme_len) ||
+            scheme_is(backends[i]->alias, uri, scheme_len))
             ops = backends[i];
-    if (!ops)
-        return baton_seterr(errstr, errstr_size, BATON_INVALID,
-                            "unknown sink scheme '%.*s' in '%s' (supported: %s)", (int)scheme_len,
-                            uri, uri, supported);
+    /* Every message below shows the URI with its secrets replaced; one of
+     * an unknown scheme gets the URL and key=value redaction anyway, since
+     * a mistyped "postgresq://user:pw@host" still carries a password. */
+    char *shown = !ops ? baton_sink__pg_redact(uri) : ops->redact ? ops->redact(uri) : xstrdup(uri);
+    int err = BATON_INVALID;
+    if (!group || !*group) {
+        baton_seterr(errstr, errstr_size, err, "sink '%s': group name is empty", shown);
+        goto fail;
+    }
+    if (!colon || colon == uri) {
+        baton_seterr(errstr, errstr_size, err, "sink uri '%s' has no scheme (supported: %s)", shown,
+                     supported);
+        goto fail;
+    }
+    if (!ops) {
+        baton_seterr(errstr, errstr_size, err, "unknown sink scheme '%.*s' in '%s' (supported: %s)",
+                     (int)scheme_len, uri, shown, supported);
+        goto fail;
+    }
 
     baton_sink_t *sink = xcalloc(1, sizeof(*sink));
     sink->ops = ops;
-    sink->uri = xstrdup(uri);
+    sink->uri = shown;
     sink->group = xstrdup(group);
-    int err = ops->open(sink, colon + 1, errstr, errstr_size);
+    err = ops->open(sink, colon + 1, errstr, errstr_size);
     if (err) {
         free(sink->uri);
         free(sink->group);
         free(sink);
         return err;
     }
-    BLOG_INFO("event=sink_opened uri=%s group=%s", uri, group);
+    BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, group);
     *out = sink;
     return BATON_OK;
+fail:
+    free(shown);
+    return err;
 }
 
 void baton_sink_destroy(baton_sink_t *sink) {

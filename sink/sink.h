@@ -22,7 +22,8 @@ typedef struct {
     size_t value_len;
 } baton_record_t;
 
-/* Opens the sink named by uri ("sqlite:PATH") for the consumer group `group`,
+/* Opens the sink named by uri ("sqlite:PATH", "postgresql://..." or
+ * "postgres://...", see docs/sinks.md) for the consumer group `group`,
  * creating the schema if missing. On success *out owns the connection
  * (free with baton_sink_destroy). On failure returns an error and a message
  * naming what was wrong in errstr. */
@@ -44,7 +45,11 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
  * gaps are allowed) are stored stamped with epoch, and next_offset becomes
  * the last applied offset + 1. *next_offset (may be NULL) receives the
  * resulting next_offset; *applied (may be NULL) how many records were stored.
- * Retriable failures (database busy) return BATON_BUSY with nothing applied. */
+ * Retriable failures (baton_err_is_retriable: BATON_BUSY for a lock held too
+ * long, BATON_CONNECTION for a lost connection to a database server) ask the
+ * caller to retry the same batch later. BUSY applied nothing; after
+ * CONNECTION the batch may have committed (its COMMIT reply was lost), which
+ * the retry handles by skipping offsets below next_offset. */
 int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                      const baton_record_t *records, size_t nrecords, int64_t *next_offset,
                      size_t *applied);

@@ -1,8 +1,9 @@
 /* sink_int.h: the inside of a baton_sink_t. sink.c parses the URI, checks
  * arguments and dispatches to a backend through baton_sink_ops_t; each
- * backend (sink_sqlite.c today, a PostgreSQL one later) is one file that
- * fills in one ops table and keeps the fence rules below, so the protocol of
- * ARCHITECTURE.md ("The sink protocol") is written down once.
+ * backend (sink_sqlite.c, sink_pg.c) is one file that fills in one ops
+ * table and keeps the fence rules below, so the protocol of ARCHITECTURE.md
+ * ("The sink protocol") is written down once. docs/sinks.md says how to add
+ * one and what it must guarantee.
  *
  * Not installed: only sink.c, the backends and their tests include it. */
 #ifndef BATON_SINK_INT_H
@@ -37,17 +38,30 @@ typedef struct baton_sink_ops_s {
     int (*fences)(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
     /* How long a call waits for another process's lock before BATON_BUSY. */
     int (*set_busy_timeout)(baton_sink_t *sink, int timeout_ms);
+    /* Optional (NULL: none): a second spelling of the scheme, matched the
+     * same way ("postgres" for "postgresql"). */
+    const char *alias;
+    /* Optional (NULL: the URI is shown as given): returns a heap copy of the
+     * whole URI with every secret replaced by "***". sink.c stores that copy
+     * in sink->uri, so logs and messages never carry a password. */
+    char *(*redact)(const char *uri);
 } baton_sink_ops_t;
 
 struct baton_sink_s {
     const baton_sink_ops_t *ops;
-    char *uri;   /* as given to baton_sink_open, for messages */
+    char *uri;   /* as given to baton_sink_open, secrets redacted; for messages */
     char *group; /* non-empty */
     void *be;    /* the backend's own state */
     char errstr[BATON_SINK_ERRSTR_SIZE];
 };
 
 extern const baton_sink_ops_t baton_sink_sqlite_ops;
+extern const baton_sink_ops_t baton_sink_pg_ops;
+
+/* The PostgreSQL backend's redaction (pure, for unit tests): a libpq URI or
+ * key=value conninfo with any password replaced by "***". Returns a heap
+ * string the caller frees. */
+char *baton_sink__pg_redact(const char *uri);
 
 /* Sets how long each call waits for another process's lock before returning
  * BATON_BUSY (the SQLite backend's default is 5000 ms). Internal for now:

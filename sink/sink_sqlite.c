@@ -17,7 +17,15 @@
 #include "baton_util.h"
 #include "sink_int.h"
 
+/* Opening (schema creation races) may wait long for the lock. A fence or a
+ * write waits only briefly: the caller's loop also serves ZooKeeper, so it
+ * must not sit in SQLite's busy handler for seconds. A writer frozen inside
+ * a transaction (SIGSTOP) keeps the file's write lock until it resumes or
+ * dies -- SQLite has no server to abort it -- so the others get BATON_BUSY
+ * and retry; correctness is untouched (the frozen transaction either
+ * commits before any newer fence or not at all). */
 #define SQ_BUSY_TIMEOUT_MS 5000
+#define SQ_OP_BUSY_TIMEOUT_MS 250
 
 /* One connection and its cached statements. Every statement is reset right
  * after use, so none holds a read transaction open between calls. ?1 is the
@@ -697,6 +705,7 @@ static int sq_open(baton_sink_t *sink, const char *target, char *errstr, size_t 
     err = sq_prepare_all(sink, errstr, errstr_size);
     if (err)
         goto err;
+    sqlite3_busy_timeout(sq->db, SQ_OP_BUSY_TIMEOUT_MS);
     free(path);
     return BATON_OK;
 

@@ -1,7 +1,9 @@
-/* main.c: baton-worker's command line. */
+/* main.c: baton-worker's command line: flags, BATON_* environment and a
+ * --config properties file, resolved through one table (baton_conf.h). */
 #include "worker.h"
 
 #include "baton_codec.h"
+#include "baton_conf.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
@@ -9,125 +11,139 @@
 #include "baton_signal.h"
 #include "baton_util.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *prog = "baton-worker";
 
+/* The settings, with their defaults. */
+static const char *zk_hosts, *group, *id, *brokers, *sink_uri, *rack, *root = BATON_DEFAULT_ROOT;
+static const char *log_level = "info", *log_format = "text";
+static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, capacity = 1,
+               batch_size = 500, linger_ms = 20;
+
+static baton_conf_opt_t opts[] = {
+    {"zk", "zookeeper.connect", "BATON_ZK", BATON_CONF_STR, 0, 0, &zk_hosts, "HOSTS",
+     "ZooKeeper connect string (host:port[,host:port...])", 0},
+    {"group", "group", "BATON_GROUP", BATON_CONF_STR, 0, 0, &group, "G", "group name", 0},
+    {"id", "worker.id", "BATON_ID", BATON_CONF_STR, 0, 0, &id, "ID",
+     "worker id, unique among live workers ([A-Za-z0-9._-])", 0},
+    {"brokers", "bootstrap.servers", "BATON_BROKERS", BATON_CONF_STR, 0, 0, &brokers, "LIST",
+     "Kafka bootstrap servers (host:port[,...])", 0},
+    {"sink", "sink", "BATON_SINK", BATON_CONF_STR, 0, 0, &sink_uri, "URI",
+     "fenced sink: sqlite:PATH or postgresql://...", 0},
+    {"root", "zookeeper.root", "BATON_ROOT", BATON_CONF_STR, 0, 0, &root, "PATH",
+     "ZooKeeper root (default " BATON_DEFAULT_ROOT ")", 0},
+    {"session-timeout-ms", "session.timeout.ms", "BATON_SESSION_TIMEOUT_MS", BATON_CONF_INT, 100,
+     3600000, &session_timeout_ms, "MS", "ZooKeeper session timeout (default 10000)", 0},
+    {"connect-timeout-ms", "connect.timeout.ms", "BATON_CONNECT_TIMEOUT_MS", BATON_CONF_INT, 100,
+     3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)",
+     0},
+    {"capacity", "capacity", "BATON_CAPACITY", BATON_CONF_INT, 1, 1000000, &capacity, "N",
+     "relative capacity published with membership (default 1)", 0},
+    {"rack", "rack", "BATON_RACK", BATON_CONF_STR, 0, 0, &rack, "R",
+     "rack published with membership", 0},
+    {"batch-size", "batch.size", "BATON_BATCH_SIZE", BATON_CONF_INT, 1, 1000000, &batch_size, "N",
+     "records per sink transaction, at most (default 500)", 0},
+    {"linger-ms", "linger.ms", "BATON_LINGER_MS", BATON_CONF_INT, 0, 600000, &linger_ms, "MS",
+     "longest wait before a partial batch is written (default 20)", 0},
+    {"log-level", "log.level", "BATON_LOG_LEVEL", BATON_CONF_STR, 0, 0, &log_level, "L",
+     "debug, info, warn, error (default info)", 0},
+    {"log-format", "log.format", "BATON_LOG_FORMAT", BATON_CONF_STR, 0, 0, &log_format, "F",
+     "text (key=value) or json (default text)", 0},
+};
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: %s --zk HOSTS --group G --id ID --brokers BOOTSTRAP --sink URI [options]\n"
+            "       %s --config FILE [options]\n"
             "\n"
             "Joins group G, consumes the Kafka partitions assigned to it from the offset\n"
             "the sink has recorded, and writes epoch-stamped batches to the fenced sink.\n"
+            "Settings come from flags, then BATON_* environment variables, then the\n"
+            "--config properties file (keys in brackets), then the defaults.\n"
+            "\n",
+            prog, prog);
+    baton_conf_print_help(opts, BATON_ARRAY_SIZE(opts), f);
+    fprintf(f,
+            "  --kafka KEY=VALUE          a librdkafka setting, passed unchanged (repeatable);\n"
+            "                             in the file: kafka.KEY=VALUE\n"
+            "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
+            "  --help                     this text\n"
             "\n"
-            "  --zk HOSTS                ZooKeeper connect string\n"
-            "  --group G                 group name\n"
-            "  --id ID                   worker id, unique among live workers ([A-Za-z0-9._-])\n"
-            "  --brokers BOOTSTRAP       Kafka bootstrap servers (host:port[,...])\n"
-            "  --sink URI                fenced sink: sqlite:PATH\n"
-            "  --root PATH               ZooKeeper root (default %s)\n"
-            "  --session-timeout-ms N    ZooKeeper session timeout (default 10000)\n"
-            "  --connect-timeout-ms N    give up if ZooKeeper is unreachable at start (default 15000)\n"
-            "  --capacity N              relative capacity published with membership (default 1)\n"
-            "  --rack R                  rack published with membership\n"
-            "  --batch-size N            records per sink transaction (default 500)\n"
-            "  --linger-ms N             longest wait before a partial batch is written (default 20)\n"
-            "  --kafka KEY=VALUE         a librdkafka setting, passed unchanged (repeatable)\n"
-            "  --log-level L             debug, info, warn, error (default info)\n"
-            "  --help                    this text\n"
+            "exit status: 0 after a graceful leave (SIGTERM/SIGINT), 1 on a fatal error\n"
+            "(ZooKeeper or the sink unreachable at start, duplicate id), 2 on bad flags.\n"
             "\n"
-            "example:\n"
+            "examples:\n"
             "  %s --zk 127.0.0.1:2181 --group orders --id w1 \\\n"
-            "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n",
-            prog, BATON_DEFAULT_ROOT, prog);
+            "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n"
+            "  %s --config /etc/baton/worker.properties --id w1\n",
+            prog, prog);
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"zk", required_argument, NULL, 'z'},
-        {"group", required_argument, NULL, 'g'},
-        {"id", required_argument, NULL, 'i'},
-        {"brokers", required_argument, NULL, 'b'},
-        {"sink", required_argument, NULL, 'o'},
-        {"root", required_argument, NULL, 'r'},
-        {"session-timeout-ms", required_argument, NULL, 's'},
-        {"connect-timeout-ms", required_argument, NULL, 'c'},
-        {"capacity", required_argument, NULL, 'C'},
-        {"rack", required_argument, NULL, 'R'},
-        {"batch-size", required_argument, NULL, 'B'},
-        {"linger-ms", required_argument, NULL, 'L'},
-        {"kafka", required_argument, NULL, 'X'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    baton_worker_conf_t conf = {.root = BATON_DEFAULT_ROOT,
-                                .capacity = 1,
-                                .session_timeout_ms = 10000,
-                                .connect_timeout_ms = 15000,
-                                .batch_size = 500,
-                                .linger_ms = 20};
-    const char **props = xcalloc((size_t)argc, sizeof(char *));
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'z': conf.zk_hosts = optarg; break;
-        case 'g': conf.group = optarg; break;
-        case 'i': conf.id = optarg; break;
-        case 'b': conf.brokers = optarg; break;
-        case 'o': conf.sink_uri = optarg; break;
-        case 'r': conf.root = optarg; break;
-        case 'R': conf.rack = optarg; break;
-        case 's':
-            conf.session_timeout_ms = (int)baton_opt_int(prog, "session-timeout-ms", optarg, 100, 3600000);
-            break;
-        case 'c':
-            conf.connect_timeout_ms = (int)baton_opt_int(prog, "connect-timeout-ms", optarg, 100, 3600000);
-            break;
-        case 'C': conf.capacity = (int)baton_opt_int(prog, "capacity", optarg, 1, 1000000); break;
-        case 'B': conf.batch_size = (int)baton_opt_int(prog, "batch-size", optarg, 1, 1000000); break;
-        case 'L': conf.linger_ms = (int)baton_opt_int(prog, "linger-ms", optarg, 0, 600000); break;
-        case 'X': props[conf.nkafka_props++] = optarg; break;
-        case 'l':
-            if (baton_log_level_parse(optarg, &baton_log_level) != 0)
-                baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", optarg);
-            break;
-        case 'h': usage(stdout); return BATON_EXIT_OK;
-        default:
-            baton_usage_error(prog, "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
+    char errstr[512];
+    baton_conf_t parsed;
+    if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 1, argc, argv, NULL, &parsed, errstr,
+                         sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
+    if (parsed.help) {
+        usage(stdout);
+        baton_conf_release(&parsed);
+        return BATON_EXIT_OK;
     }
-    conf.kafka_props = props;
-    if (optind < argc)
-        baton_usage_error(prog, "unexpected argument '%s'", argv[optind]);
-    if (!conf.zk_hosts)
-        baton_usage_error(prog, "--zk is required");
-    if (!conf.group || baton_id_valid(conf.group) != 0)
-        baton_usage_error(prog, "--group: '%s' is not a valid group name", conf.group ? conf.group : "");
-    if (!conf.id || baton_id_valid(conf.id) != 0)
+    if (!zk_hosts)
+        baton_usage_error(prog, "--zk (zookeeper.connect) is required");
+    if (!group || baton_id_valid(group) != 0)
+        baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
+    if (!id || baton_id_valid(id) != 0)
         baton_usage_error(prog, "--id: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)",
-                          conf.id ? conf.id : "");
-    if (!conf.brokers || !*conf.brokers)
-        baton_usage_error(prog, "--brokers is required");
-    if (!conf.sink_uri)
+                          id ? id : "");
+    if (!brokers)
+        baton_usage_error(prog, "--brokers (bootstrap.servers) is required");
+    if (!sink_uri)
         baton_usage_error(prog, "--sink is required");
-    if (baton_root_valid(conf.root) != 0)
-        baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", conf.root);
-    if (conf.rack && (baton_id_valid(conf.rack) != 0 || strlen(conf.rack) >= 64))
-        baton_usage_error(prog, "--rack: '%s' is not a valid rack name", conf.rack);
+    if (baton_root_valid(root) != 0)
+        baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
+    if (rack && (baton_id_valid(rack) != 0 || strlen(rack) >= 64))
+        baton_usage_error(prog, "--rack: '%s' is not a valid rack name", rack);
+    baton_log_level_t level;
+    baton_log_format_t format;
+    if (baton_log_level_parse(log_level, &level) != 0)
+        baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
+    if (baton_log_format_parse(log_format, &format) != 0)
+        baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
 
-    baton_log_init(prog, conf.id);
-    char errstr[256];
+    baton_worker_conf_t conf = {
+        .zk_hosts = zk_hosts,
+        .root = root,
+        .group = group,
+        .id = id,
+        .brokers = brokers,
+        .sink_uri = sink_uri,
+        .rack = rack,
+        .capacity = (int)capacity,
+        .session_timeout_ms = (int)session_timeout_ms,
+        .connect_timeout_ms = (int)connect_timeout_ms,
+        .batch_size = (int)batch_size,
+        .linger_ms = (int)linger_ms,
+        .kafka_props = (const char **)parsed.kafka,
+        .nkafka_props = parsed.nkafka,
+    };
+    baton_log_init(prog, id);
+    baton_log_level = level;
+    baton_log_set_format(format);
+    if (parsed.config_path)
+        BLOG_INFO("event=config_loaded path=%s kafka_settings=%zu", parsed.config_path,
+                  parsed.nkafka);
     if (baton_failpoints_init(errstr, sizeof(errstr)) != 0) {
         fprintf(stderr, "%s: BATON_FAILPOINTS: %s\n", prog, errstr);
+        baton_conf_release(&parsed);
         return BATON_EXIT_USAGE;
     }
     int stop_fd = baton_signal_init();
     int rc = baton_worker_run(&conf, stop_fd);
-    free(props);
+    baton_conf_release(&parsed);
     return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }

@@ -41,6 +41,8 @@ struct baton_membership_s {
     int64_t generation;
     int all_dirty;
     int disconnected; /* we saw the connection drop and have not heard back */
+    int member_dirty; /* look at workers/<id> again (and re-arm its watch) */
+    int evicted;      /* our member node went while our session lived: fatal */
 };
 
 static void session_hex(baton_membership_t *m) {
@@ -136,6 +138,7 @@ static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
         return err;
     m->assignment_dirty = 1;
     m->all_dirty = 1;
+    m->member_dirty = 1;
     return BATON_OK;
 }
 
@@ -170,8 +173,10 @@ int32_t baton_membership_partitions(const baton_membership_t *m) { return m->npa
 int baton_membership_fd(const baton_membership_t *m) { return baton_zk_fd(m->zk); }
 
 int baton_membership_can_write(const baton_membership_t *m) {
-    return m->zk && baton_zk_connected(m->zk) && !baton_zk_expired(m->zk);
+    return m->zk && !m->evicted && baton_zk_connected(m->zk) && !baton_zk_expired(m->zk);
 }
+
+int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
 
 /* Deletes our claim on p (only our own node, by its exact name). */
 static void delete_claim(baton_membership_t *m, int32_t p) {
@@ -435,6 +440,8 @@ static void note_event(baton_membership_t *m, const char *path) {
         m->parts[p].dirty = 1;
     else if (strncmp(rest, "/assignment/", 12) == 0)
         m->assignment_dirty = 1;
+    else if (strcmp(path, m->member_path) == 0)
+        m->member_dirty = 1;
     else if (strcmp(rest, "/config") == 0)
         m->all_dirty = 1;
     else
@@ -459,7 +466,25 @@ static int reread_config(baton_membership_t *m) {
     return BATON_OK;
 }
 
+/* Looks at our own member node and re-arms the watch on it. Gone, or
+ * recreated by another session (a new process with our id), while our
+ * session lives means an operator evicted us (`batonctl evict`): our claims
+ * were deleted with it and the coordinator is moving our partitions to
+ * others, whose higher epochs fence anything we still write. Returns
+ * BATON_OK, BATON_EVICTED (evicted) or a ZooKeeper error (retry). */
+static int check_member(baton_membership_t *m) {
+    struct Stat st;
+    int err = baton_zk_exists(m->zk, m->member_path, 1, &st);
+    if (err == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk))
+        return BATON_OK;
+    if (err != BATON_OK && err != BATON_NOTFOUND)
+        return err;
+    return BATON_EVICTED;
+}
+
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
+    if (m->evicted)
+        return baton_seterr(errstr, n, BATON_EVICTED, "evicted: '%s' was deleted", m->member_path);
     int expired = 0, reconnected = 0;
     baton_zk_event_t ev;
     while (baton_zk_next_event(m->zk, &ev)) {
@@ -501,10 +526,30 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     if (reconnected) {
         BLOG_INFO("event=zk_reconnected session=0x%s action=resume_writes", m->session_hex);
         m->all_dirty = 1; /* re-read instead of trusting missed events */
+        m->member_dirty = 1;
     }
     int err = BATON_OK;
     if (!baton_zk_connected(m->zk))
         goto done;
+    /* Before any claim work: an evicted member must not claim again. */
+    if (m->member_dirty) {
+        m->member_dirty = 0;
+        err = check_member(m);
+        if (err == BATON_EVICTED) {
+            BLOG_ERROR("event=evicted member=%s session=0x%s action=drop_all_and_exit",
+                       m->member_path, m->session_hex);
+            m->evicted = 1;
+            lose_all(m);
+            return baton_seterr(errstr, n, BATON_EVICTED,
+                                "evicted: our member node '%s' was deleted while our session "
+                                "0x%s lived (batonctl evict); every partition dropped",
+                                m->member_path, m->session_hex);
+        }
+        if (err != BATON_OK) {
+            m->member_dirty = 1;
+            goto done;
+        }
+    }
     if (m->all_dirty) {
         if ((err = reread_config(m)) != BATON_OK)
             goto done;
@@ -549,7 +594,7 @@ done:
                 int64_t d = m->parts[p].retry_at - t;
                 soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
             }
-        if (m->assignment_dirty || m->all_dirty || err != BATON_OK)
+        if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
             soon = soon < RETRY_MS ? soon : RETRY_MS;
         *next_ms = soon;
     }

@@ -65,15 +65,24 @@ int32_t baton_membership_partitions(const baton_membership_t *m);
 /* A descriptor readable when ZooKeeper has news; poll it with others. */
 int baton_membership_fd(const baton_membership_t *m);
 /* Processes ZooKeeper events and reconciles claims with the assignment,
- * calling the callbacks. Returns BATON_OK, or a fatal error (the member
- * could not rejoin: duplicate id) with a message in errstr. *next_ms (may
- * be NULL) receives how soon it wants to be called again. */
+ * calling the callbacks. Returns BATON_OK, or a fatal error with a message
+ * in errstr: the member could not rejoin (duplicate id), or BATON_EVICTED with
+ * a message starting "evicted:" when our workers/<id> node was deleted (or
+ * taken by another session) while our session lived -- an operator's
+ * `batonctl evict`. Then every owned partition has already been released
+ * with BATON_RELEASE_LOST (no flush: the new owners fence us) and every
+ * later poll returns the same error; the caller should exit so that a
+ * supervisor starts a fresh process. *next_ms (may be NULL) receives how
+ * soon it wants to be called again. */
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t errstr_size);
 
 /* 1 while writes are safe to attempt: the session is connected and not
  * expired. A disconnected worker stops writing at once; it resumes if the
  * session survives. */
 int baton_membership_can_write(const baton_membership_t *m);
+
+/* 1 once we were evicted (see baton_membership_poll). */
+int baton_membership_evicted(const baton_membership_t *m);
 
 /* Gives up partition at once (the sink said STALE): the claim is deleted if
  * it still exists, on_released is NOT called. The partition is claimed

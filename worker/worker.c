@@ -14,20 +14,16 @@
 #include "membership.h"
 #include "sink.h"
 
+#include <fcntl.h>
 #include <librdkafka/rdkafka.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-typedef struct {
-    int64_t offset;
-    void *key;
-    size_t key_len;
-    void *value;
-    size_t value_len;
-    int has_key, has_value;
-} wrec_t;
+/* The longest the loop sleeps when nothing at all is due. */
+#define WORKER_IDLE_MS 100
 
 typedef struct {
     int active;          /* fenced and assigned in Kafka */
@@ -35,7 +31,11 @@ typedef struct {
     int64_t epoch;
     int64_t next_offset; /* the sink's next_offset after our last write */
     int64_t expect;      /* next offset we expect from Kafka */
-    wrec_t *recs;
+    int fresh;           /* acquired, nothing written yet: write the first batch at once */
+    /* Buffered input, owned here: the librdkafka messages themselves, not
+     * copies (destroyed once written or dropped, and always before the
+     * consumer is destroyed). */
+    rd_kafka_message_t **recs;
     size_t nrecs, cap;
     int64_t first_ms;    /* when the oldest buffered record arrived */
     int64_t retry_at;    /* after a failed write */
@@ -53,12 +53,24 @@ typedef struct {
 } worker_t;
 
 static void batch_clear(wpart_t *wp) {
-    for (size_t i = 0; i < wp->nrecs; i++) {
-        free(wp->recs[i].key);
-        free(wp->recs[i].value);
-    }
+    for (size_t i = 0; i < wp->nrecs; i++)
+        rd_kafka_message_destroy(wp->recs[i]);
     wp->nrecs = 0;
     wp->first_ms = 0;
+}
+
+/* Drops the first n buffered records (written). The rest keep their order;
+ * their age restarts, a good enough bound for the linger. */
+static void batch_drop_front(wpart_t *wp, size_t n) {
+    if (n >= wp->nrecs) {
+        batch_clear(wp);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        rd_kafka_message_destroy(wp->recs[i]);
+    memmove(wp->recs, wp->recs + n, sizeof(wp->recs[0]) * (wp->nrecs - n));
+    wp->nrecs -= n;
+    wp->first_ms = baton_now_ms();
 }
 
 static void ensure_parts(worker_t *w) {
@@ -114,25 +126,30 @@ static int part_flush(worker_t *w, int32_t p) {
         return BATON_OK;
     if (!baton_membership_can_write(w->m))
         return BATON_CONNECTION; /* suspended: the session may be gone */
-    baton_record_t *recs = xmalloc(sizeof(baton_record_t) * wp->nrecs);
-    for (size_t i = 0; i < wp->nrecs; i++) {
-        recs[i].offset = wp->recs[i].offset;
-        recs[i].key = wp->recs[i].has_key ? wp->recs[i].key : NULL;
-        recs[i].key_len = wp->recs[i].key_len;
-        recs[i].value = wp->recs[i].has_value ? wp->recs[i].value : NULL;
-        recs[i].value_len = wp->recs[i].value_len;
+    /* One transaction holds at most --batch-size records, even when a slow
+     * or suspended sink let the buffer grow past it. */
+    size_t count = wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
+    baton_record_t *recs = xmalloc(sizeof(baton_record_t) * count);
+    for (size_t i = 0; i < count; i++) {
+        const rd_kafka_message_t *msg = wp->recs[i];
+        recs[i].offset = msg->offset;
+        recs[i].key = msg->key;
+        recs[i].key_len = msg->key ? msg->key_len : 0;
+        recs[i].value = msg->payload;
+        recs[i].value_len = msg->payload ? msg->len : 0;
     }
     BATON_FAILPOINT("worker.before_sink_write");
     int64_t next = 0;
     size_t applied = 0;
-    int err = baton_sink_write(w->sink, p, wp->epoch, recs, wp->nrecs, &next, &applied);
+    int err = baton_sink_write(w->sink, p, wp->epoch, recs, count, &next, &applied);
     free(recs);
     if (err == BATON_OK) {
         BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu next_offset=%lld",
-                   p, (long long)wp->epoch, wp->nrecs, applied, (long long)next);
+                   p, (long long)wp->epoch, count, applied, (long long)next);
         wp->next_offset = next;
+        wp->fresh = 0;
         w->records_written += (int64_t)applied;
-        batch_clear(wp);
+        batch_drop_front(wp, count);
         return BATON_OK;
     }
     if (err == BATON_STALE || err == BATON_UNFENCED) {
@@ -163,6 +180,7 @@ static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
     batch_clear(wp);
     wp->active = 1;
     wp->paused = 0;
+    wp->fresh = 1;
     wp->epoch = epoch;
     wp->next_offset = next;
     wp->expect = next;
@@ -180,11 +198,14 @@ static void on_released(void *opaque, int32_t p, baton_release_reason_t reason) 
         /* Hand over cleanly: what we read is written before the claim goes,
          * so the next owner starts exactly where we stopped. A failure here
          * loses nothing: the next owner reads from the sink's next_offset. */
-        for (int attempt = 0; attempt < 5 && w->parts[p].nrecs > 0; attempt++) {
+        for (int failures = 0; failures < 5 && w->parts[p].active && w->parts[p].nrecs > 0;) {
             int err = part_flush(w, p);
-            if (err == BATON_OK || err == BATON_STALE)
+            if (err == BATON_STALE)
                 break;
-            baton_sleep_ms(100);
+            if (err != BATON_OK) {
+                failures++;
+                baton_sleep_ms(100);
+            }
         }
     }
     BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld", p,
@@ -194,37 +215,25 @@ static void on_released(void *opaque, int32_t p, baton_release_reason_t reason) 
     part_deactivate(w, p);
 }
 
-/* Applies the processor to one record and buffers the output. The built-in
- * processor is `copy`: output key and value equal the input's. */
-static void part_append(worker_t *w, const rd_kafka_message_t *msg) {
+/* Applies the processor to one record and buffers the output; takes
+ * ownership of msg. The built-in processor is `copy`: output key and value
+ * equal the input's, so the message itself is the output (no copy). */
+static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     int32_t p = msg->partition;
-    if (p < 0 || p >= w->nparts || !w->parts[p].active)
-        return; /* fetched before we let it go */
+    if (p < 0 || p >= w->nparts || !w->parts[p].active || msg->offset < w->parts[p].expect) {
+        /* fetched before we let it go, or already buffered or applied */
+        rd_kafka_message_destroy(msg);
+        return;
+    }
     wpart_t *wp = &w->parts[p];
-    if (msg->offset < wp->expect)
-        return; /* already buffered or applied */
     if (msg->offset > wp->expect)
         BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p,
                    (long long)wp->expect, (long long)msg->offset);
     if (wp->nrecs == wp->cap) {
         wp->cap = wp->cap ? wp->cap * 2 : 64;
-        wp->recs = xrealloc(wp->recs, sizeof(wrec_t) * wp->cap);
+        wp->recs = xrealloc(wp->recs, sizeof(*wp->recs) * wp->cap);
     }
-    wrec_t *r = &wp->recs[wp->nrecs++];
-    memset(r, 0, sizeof(*r));
-    r->offset = msg->offset;
-    if (msg->key) {
-        r->has_key = 1;
-        r->key = xmalloc(msg->key_len);
-        memcpy(r->key, msg->key, msg->key_len);
-        r->key_len = msg->key_len;
-    }
-    if (msg->payload) {
-        r->has_value = 1;
-        r->value = xmalloc(msg->len);
-        memcpy(r->value, msg->payload, msg->len);
-        r->value_len = msg->len;
-    }
+    wp->recs[wp->nrecs++] = msg;
     if (!wp->first_ms)
         wp->first_ms = baton_now_ms();
     wp->expect = msg->offset + 1;
@@ -279,14 +288,16 @@ static rd_kafka_t *kafka_new(const baton_worker_conf_t *conf, char *errstr, size
     return rk;
 }
 
-/* Flushes what is due: full batches, batches older than linger, retries. */
+/* Flushes what is due: full batches, batches older than linger, retries,
+ * and the first batch of a partition just acquired (so a handoff is done
+ * when the new owner's first write lands, without waiting a linger). */
 static void flush_due(worker_t *w, int force) {
     int64_t now = baton_now_ms();
     for (int32_t p = 0; p < w->nparts; p++) {
         wpart_t *wp = &w->parts[p];
         if (!wp->active || wp->nrecs == 0 || wp->retry_at > now)
             continue;
-        if (force || wp->nrecs >= (size_t)w->conf->batch_size ||
+        if (force || wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size ||
             now - wp->first_ms >= w->conf->linger_ms)
             part_flush(w, p);
         /* Back-pressure: stop fetching while the buffer is full (a slow or
@@ -298,10 +309,39 @@ static void flush_due(worker_t *w, int force) {
     }
 }
 
+/* Milliseconds until flush_due has something to do (at most cap). */
+static int flush_due_in(const worker_t *w, int cap) {
+    int64_t now = baton_now_ms(), soon = cap;
+    for (int32_t p = 0; p < w->nparts; p++) {
+        const wpart_t *wp = &w->parts[p];
+        if (!wp->active || wp->nrecs == 0)
+            continue;
+        int64_t at = wp->first_ms + w->conf->linger_ms;
+        if (wp->retry_at > at)
+            at = wp->retry_at;
+        if (at - now < soon)
+            soon = at - now;
+    }
+    return soon < 0 ? 0 : (int)soon;
+}
+
+/* Destroys every buffered message: librdkafka must get its messages back
+ * before the consumer is closed. */
+static void parts_clear(worker_t *w) {
+    for (int32_t p = 0; p < w->nparts; p++)
+        batch_clear(&w->parts[p]);
+}
+
 int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     char errstr[512];
     worker_t w = {.conf = conf};
     int rc = 1;
+    /* librdkafka writes a byte to kpipe[1] when the consumer queue becomes
+     * non-empty, so one poll() waits for Kafka, ZooKeeper and SIGTERM at
+     * once: a watch or a signal is acted on at once, not after a Kafka poll
+     * timeout. */
+    int kpipe[2] = {-1, -1};
+    rd_kafka_queue_t *kq = NULL;
     int err = baton_sink_open(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=sink_open_failed error=\"%s\"", errstr);
@@ -328,6 +368,12 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
         goto out;
     }
+    if (pipe2(kpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
+        BLOG_ERROR("event=pipe_failed");
+        goto out;
+    }
+    kq = rd_kafka_queue_get_consumer(w.rk);
+    rd_kafka_queue_io_event_enable(kq, kpipe[1], "k", 1);
     w.topic = baton_membership_topic(w.m);
     ensure_parts(&w);
     BLOG_INFO("event=started topic=%s partitions=%d sink=%s", w.topic, w.nparts, conf->sink_uri);
@@ -341,27 +387,46 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         }
         ensure_parts(&w);
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
-        int timeout = next_ms < 20 ? next_ms : 20;
+        int more = 0;
         for (int i = 0; i < 10000; i++) {
-            rd_kafka_message_t *msg = rd_kafka_consumer_poll(w.rk, i == 0 ? timeout : 0);
+            rd_kafka_message_t *msg = rd_kafka_consumer_poll(w.rk, 0);
             if (!msg)
                 break;
+            more = i == 9999;
             if (msg->err) {
                 if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                     BLOG_WARN("event=kafka_error partition=%d error=\"%s\"", msg->partition,
                               rd_kafka_message_errstr(msg));
+                rd_kafka_message_destroy(msg);
             } else {
                 part_append(&w, msg);
             }
-            rd_kafka_message_destroy(msg);
         }
         flush_due(&w, 0);
-        (void)stop_fd;
+        if (baton_signal_stop_requested())
+            break;
+        int timeout = more ? 0 : flush_due_in(&w, next_ms < WORKER_IDLE_MS ? next_ms : WORKER_IDLE_MS);
+        struct pollfd pfds[3] = {{.fd = baton_membership_fd(w.m), .events = POLLIN},
+                                 {.fd = kpipe[0], .events = POLLIN},
+                                 {.fd = stop_fd, .events = POLLIN}};
+        if (poll(pfds, stop_fd >= 0 ? 3 : 2, timeout) > 0 && (pfds[1].revents & POLLIN)) {
+            char buf[256];
+            while (read(kpipe[0], buf, sizeof(buf)) > 0) {
+            }
+        }
     }
     BLOG_INFO("event=stopping action=graceful_leave");
+    /* Write every buffered batch first, so each release below is only the
+     * claim's deletion and the next owners start sooner. */
+    flush_due(&w, 1);
     baton_membership_leave(w.m);
     rc = 0;
 out:
+    parts_clear(&w);
+    if (kq) {
+        rd_kafka_queue_io_event_enable(kq, -1, NULL, 0);
+        rd_kafka_queue_destroy(kq);
+    }
     if (w.rk) {
         rd_kafka_consumer_close(w.rk);
         rd_kafka_destroy(w.rk);
@@ -375,6 +440,10 @@ out:
         free(w.parts);
     }
     baton_sink_destroy(w.sink);
+    if (kpipe[0] >= 0) {
+        close(kpipe[0]);
+        close(kpipe[1]);
+    }
     BLOG_INFO("event=stopped records_written=%lld", (long long)w.records_written);
     return rc;
 }

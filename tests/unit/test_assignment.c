@@ -213,7 +213,7 @@ static void test_invalid_arguments(void **state) {
     assert_int_equal(baton_assign(BATON_STRATEGY_STICKY, -1, NULL, 3, next), BATON_INVALID);
     assert_int_equal(baton_assign(BATON_STRATEGY_STICKY, 4, NULL, -1, next), BATON_INVALID);
     assert_int_equal(baton_assign(BATON_STRATEGY_STICKY, 4, NULL, 3, NULL), BATON_INVALID);
-    assert_int_equal(baton_assign((baton_strategy_t)3, 4, NULL, 3, next), BATON_INVALID);
+    assert_int_equal(baton_assign((baton_strategy_t)BATON_STRATEGY_COUNT, 4, NULL, 3, next), BATON_INVALID);
     assert_int_equal(baton_assign((baton_strategy_t)-1, 4, NULL, 3, next), BATON_INVALID);
 }
 
@@ -466,6 +466,513 @@ static void test_sticky_large(void **state) {
     free(a);
 }
 
+/* ---- The full assignor (baton_assign_compute): capacities, pins, drains,
+ * absent workers (leave grace), racks, rendezvous; churn property tests. ---- */
+
+enum { CH_SLOTS = 8, CH_MAXP = 40 };
+
+/* One worker slot of a churn sequence. */
+typedef struct {
+    int state; /* 0 gone, 1 live, 2 absent (within leave grace) */
+    int capacity;
+    int rack;
+    int drained;
+} slot_t;
+
+typedef struct {
+    slot_t slot[CH_SLOTS];
+    int np;
+    int owner[CH_MAXP]; /* slot index or -1 */
+    int pin[CH_MAXP];   /* slot index or -1 */
+    int leader_rack[CH_MAXP];
+} world_t;
+
+/* The input the coordinator would build: present (live or absent) slots in
+ * slot order, prev/pins translated to indices. */
+typedef struct {
+    baton_assign_worker_t w[CH_SLOTS];
+    int slot_of[CH_SLOTS];
+    int index_of[CH_SLOTS];
+    int nw;
+    int prev[CH_MAXP], pins[CH_MAXP], racks[CH_MAXP];
+    baton_assign_input_t in;
+} built_t;
+
+static void world_build(const world_t *wd, baton_strategy_t s, int use_racks, built_t *b) {
+    memset(b, 0, sizeof(*b));
+    for (int k = 0; k < CH_SLOTS; k++) {
+        b->index_of[k] = -1;
+        if (wd->slot[k].state == 0)
+            continue;
+        int i = b->nw++;
+        b->slot_of[i] = k;
+        b->index_of[k] = i;
+        b->w[i] = (baton_assign_worker_t){
+            .capacity = wd->slot[k].capacity,
+            .rack = wd->slot[k].rack,
+            .flags = (wd->slot[k].drained ? BATON_ASSIGN_DRAINED : 0) |
+                     (wd->slot[k].state == 2 ? BATON_ASSIGN_ABSENT : 0),
+        };
+    }
+    for (int p = 0; p < wd->np; p++) {
+        b->prev[p] = wd->owner[p] >= 0 ? b->index_of[wd->owner[p]] : -1;
+        b->pins[p] = wd->pin[p] >= 0 ? b->index_of[wd->pin[p]] : -1;
+        b->racks[p] = wd->leader_rack[p];
+    }
+    b->in = (baton_assign_input_t){
+        .strategy = s,
+        .npartitions = wd->np,
+        .prev = b->prev,
+        .workers = b->w,
+        .nworkers = b->nw,
+        .pins = b->pins,
+        .leader_rack = use_racks ? b->racks : NULL,
+    };
+}
+
+static int ch_eligible(const baton_assign_input_t *in, int w) {
+    return !(in->workers[w].flags & (BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT));
+}
+
+/* What the test itself expects of partition p: -1 free, else the worker it
+ * must go to (pin or reservation). */
+static int ch_forced_owner(const baton_assign_input_t *in, int p) {
+    int pin = in->pins ? in->pins[p] : -1;
+    if (pin >= 0 && ch_eligible(in, pin))
+        return pin;
+    int prev = in->prev ? in->prev[p] : -1;
+    if (prev >= 0 && (in->workers[prev].flags & BATON_ASSIGN_ABSENT) &&
+        !(in->workers[prev].flags & BATON_ASSIGN_DRAINED))
+        return prev;
+    return -1;
+}
+
+/* 1 if p is pinned to an eligible worker (a pin to anyone else is ignored). */
+static int ch_pinned(const baton_assign_input_t *in, int p) {
+    return in->pins && in->pins[p] >= 0 && ch_eligible(in, in->pins[p]);
+}
+
+/* The test's own reading of "balanced": shares by capacity, and a worker
+ * pinned beyond its share holds exactly its pins while the others share the
+ * rest. Exact integer arithmetic: worker w's share is num[w] / den, or
+ * exactly fixed_at[w] when fixed_at[w] >= 0. */
+typedef struct {
+    long long num[CH_SLOTS];
+    long long den;
+    int fixed_at[CH_SLOTS];
+} ch_shares_t;
+
+static void ch_shares(const baton_assign_input_t *in, ch_shares_t *sh) {
+    int pins[CH_SLOTS] = {0};
+    long long total = 0;
+    for (int p = 0; p < in->npartitions; p++) {
+        int f = ch_forced_owner(in, p);
+        if (f >= 0 && !ch_pinned(in, p)) /* reserved */
+            continue;
+        total++;
+        if (f >= 0)
+            pins[f]++;
+    }
+    for (int w = 0; w < in->nworkers; w++)
+        sh->fixed_at[w] = -1;
+    for (int round = 0; round <= in->nworkers; round++) {
+        long long rem = total, cap = 0;
+        for (int w = 0; w < in->nworkers; w++) {
+            if (!ch_eligible(in, w))
+                continue;
+            if (sh->fixed_at[w] >= 0)
+                rem -= sh->fixed_at[w];
+            else
+                cap += in->workers[w].capacity;
+        }
+        sh->den = cap ? cap : 1;
+        int fixed_one = 0;
+        for (int w = 0; w < in->nworkers; w++) {
+            sh->num[w] = ch_eligible(in, w) && sh->fixed_at[w] < 0 ? rem * in->workers[w].capacity : 0;
+            if (ch_eligible(in, w) && sh->fixed_at[w] < 0 && pins[w] * sh->den > sh->num[w]) {
+                sh->fixed_at[w] = pins[w];
+                fixed_one = 1;
+            }
+        }
+        if (!fixed_one)
+            return;
+    }
+    fail_msg("water filling did not settle");
+}
+
+/* 1 if count is within (strictly) 1 of w's share. */
+static int ch_within(const ch_shares_t *sh, int w, int count) {
+    if (sh->fixed_at[w] >= 0)
+        return count == sh->fixed_at[w];
+    long long d = (long long)count * sh->den - sh->num[w];
+    return d > -sh->den && d < sh->den;
+}
+
+/* 1 if next honours pins, reservations, drains and (balanced) the shares. */
+static int ch_valid(const baton_assign_input_t *in, const int *next, int balanced,
+                    const ch_shares_t *sh) {
+    int cnt[CH_SLOTS] = {0}, any = 0;
+    for (int w = 0; w < in->nworkers; w++)
+        any |= ch_eligible(in, w);
+    for (int p = 0; p < in->npartitions; p++) {
+        int f = ch_forced_owner(in, p);
+        if (f >= 0) {
+            if (next[p] != f)
+                return 0;
+            if (!ch_pinned(in, p))
+                continue; /* reserved: outside the balance */
+        } else if (next[p] < 0) {
+            if (any)
+                return 0;
+            continue;
+        } else if (next[p] >= in->nworkers || !ch_eligible(in, next[p])) {
+            return 0;
+        }
+        cnt[next[p]]++;
+    }
+    if (balanced)
+        for (int w = 0; w < in->nworkers; w++)
+            if (ch_eligible(in, w) && !ch_within(sh, w, cnt[w]))
+                return 0;
+    return 1;
+}
+
+/* The fewest changes over every valid balanced assignment, by enumerating
+ * all of them: each free partition tries every eligible worker. Shares no
+ * reasoning with the assignor's targets. Returns -1 if too large. */
+static int ch_min_exhaustive(const baton_assign_input_t *in, const ch_shares_t *sh) {
+    int el[CH_SLOTS], nel = 0, freep[CH_MAXP], nfree = 0;
+    for (int w = 0; w < in->nworkers; w++)
+        if (ch_eligible(in, w))
+            el[nel++] = w;
+    int cand[CH_MAXP], pick[CH_MAXP] = {0};
+    for (int p = 0; p < in->npartitions; p++) {
+        int f = ch_forced_owner(in, p);
+        cand[p] = f;
+        if (f < 0)
+            freep[nfree++] = p;
+    }
+    if (nel == 0)
+        return -1;
+    double combos = 1;
+    for (int k = 0; k < nfree; k++)
+        combos *= nel;
+    if (combos > 4096)
+        return -1;
+    int best = INT32_MAX;
+    for (;;) {
+        for (int k = 0; k < nfree; k++)
+            cand[freep[k]] = el[pick[k]];
+        if (ch_valid(in, cand, 1, sh)) {
+            int d = count_diff(in->prev, cand, in->npartitions);
+            if (d < best)
+                best = d;
+        }
+        int k = 0;
+        while (k < nfree && ++pick[k] == nel)
+            pick[k++] = 0;
+        if (k == nfree)
+            break;
+    }
+    return best;
+}
+
+/* The fewest changes by trying every choice of which workers round their
+ * share up: a worker with target t keeps at most t minus its pins of the free
+ * partitions it held. Used when enumeration is too large. */
+static int ch_min_by_targets(const baton_assign_input_t *in, const ch_shares_t *sh) {
+    int held[CH_SLOTS] = {0}, pins[CH_SLOTS] = {0}, forced = 0, nfree = 0, any = 0;
+    for (int p = 0; p < in->npartitions; p++) {
+        int f = ch_forced_owner(in, p);
+        int prev = in->prev ? in->prev[p] : -1;
+        if (f >= 0) {
+            if (ch_pinned(in, p)) {
+                pins[f]++;
+                forced += prev != f;
+            }
+            continue;
+        }
+        nfree++;
+        if (prev >= 0 && ch_eligible(in, prev))
+            held[prev]++;
+    }
+    long long total = 0;
+    for (int w = 0; w < in->nworkers; w++)
+        any |= ch_eligible(in, w);
+    if (!any) {
+        int lost = 0;
+        for (int p = 0; p < in->npartitions; p++)
+            lost += ch_forced_owner(in, p) < 0 && in->prev && in->prev[p] >= 0;
+        return lost;
+    }
+    for (int p = 0; p < in->npartitions; p++)
+        total += ch_forced_owner(in, p) < 0 || ch_pinned(in, p);
+    int best = INT32_MAX;
+    for (uint32_t mask = 0; mask < (1u << in->nworkers); mask++) {
+        long long sum = 0;
+        int kept = 0, ok = 1;
+        for (int w = 0; w < in->nworkers && ok; w++) {
+            if (!ch_eligible(in, w)) {
+                ok = !((mask >> w) & 1u);
+                continue;
+            }
+            int t;
+            if (sh->fixed_at[w] >= 0) {
+                t = sh->fixed_at[w];
+                ok = !((mask >> w) & 1u);
+            } else {
+                long long lo = sh->num[w] / sh->den;
+                int whole = sh->num[w] % sh->den == 0;
+                t = (int)lo + (int)((mask >> w) & 1u);
+                if (whole && ((mask >> w) & 1u))
+                    ok = 0;
+            }
+            sum += t;
+            int room = t - pins[w];
+            kept += held[w] < room ? held[w] : room;
+        }
+        if (ok && sum == total && forced + nfree - kept < best)
+            best = forced + nfree - kept;
+    }
+    return best;
+}
+
+/* Runs one strategy on the world and checks everything that must hold. */
+static void ch_check(world_t *wd, baton_strategy_t s, int use_racks, int *moved_out) {
+    built_t b;
+    world_build(wd, s, use_racks, &b);
+    int next[CH_MAXP + 1], again[CH_MAXP + 1];
+    baton_assign_stats_t st;
+    char errstr[256];
+    int moved = baton_assign_compute(&b.in, next, &st, errstr, sizeof(errstr));
+    if (moved < 0)
+        fail_msg("refused: %s", errstr);
+    ch_shares_t sh;
+    ch_shares(&b.in, &sh);
+    assert_true(ch_valid(&b.in, next, s != BATON_STRATEGY_RENDEZVOUS, &sh));
+    assert_int_equal(moved, count_diff(b.prev, next, wd->np));
+    assert_int_equal(st.moved, moved);
+    assert_int_equal(baton_assign_diff(b.prev, next, wd->np, NULL), moved);
+    if (s != BATON_STRATEGY_RENDEZVOUS)
+        assert_true(baton_assign_imbalance(&b.in, next) < 1.0);
+
+    /* Same input, same output. */
+    assert_int_equal(baton_assign_compute(&b.in, again, NULL, errstr, sizeof(errstr)), moved);
+    assert_memory_equal(again, next, (size_t)wd->np * sizeof(int));
+
+    int lb = ch_min_exhaustive(&b.in, &sh);
+    int lb2 = ch_min_by_targets(&b.in, &sh);
+    if (lb >= 0)
+        assert_int_equal(lb, lb2);
+    assert_int_equal(st.minimal, lb2);
+    if (s == BATON_STRATEGY_STICKY) {
+        assert_int_equal(moved, lb2);
+        /* Nothing moves when nothing needs to. */
+        memcpy(b.prev, next, (size_t)wd->np * sizeof(int));
+        assert_int_equal(baton_assign_compute(&b.in, again, NULL, errstr, sizeof(errstr)), 0);
+    }
+    for (int p = 0; p < wd->np; p++)
+        wd->owner[p] = next[p] >= 0 ? b.slot_of[next[p]] : -1;
+    if (moved_out)
+        *moved_out = moved;
+}
+
+/* One random churn event. */
+static void ch_event(world_t *wd, uint64_t *rng) {
+    int k = rng_below(rng, CH_SLOTS);
+    slot_t *sl = &wd->slot[k];
+    switch (rng_below(rng, 10)) {
+    case 0: /* join */
+    case 1:
+        if (sl->state == 0)
+            *sl = (slot_t){.state = 1, .capacity = 1 + rng_below(rng, 3), .rack = -1};
+        else if (sl->state == 2)
+            sl->state = 1; /* came back within its grace */
+        break;
+    case 2: /* graceful leave or grace expired: gone, partitions free */
+        if (sl->state != 0) {
+            sl->state = 0;
+            sl->drained = 0;
+            for (int p = 0; p < wd->np; p++) {
+                if (wd->owner[p] == k)
+                    wd->owner[p] = -1;
+                if (wd->pin[p] == k && rng_below(rng, 2))
+                    wd->pin[p] = -1;
+            }
+        }
+        break;
+    case 3: /* crash: absent within the leave grace */
+        if (sl->state == 1)
+            sl->state = 2;
+        break;
+    case 4: /* capacity change */
+        if (sl->state != 0)
+            sl->capacity = 1 + rng_below(rng, 4);
+        break;
+    case 5: /* partition growth */
+        for (int n = 1 + rng_below(rng, 3); n > 0 && wd->np < CH_MAXP; n--) {
+            wd->owner[wd->np] = -1;
+            wd->pin[wd->np] = -1;
+            wd->leader_rack[wd->np] = -1;
+            wd->np++;
+        }
+        break;
+    case 6: /* pin */
+        if (wd->np > 0)
+            wd->pin[rng_below(rng, wd->np)] = k;
+        break;
+    case 7: /* unpin */
+        if (wd->np > 0)
+            wd->pin[rng_below(rng, wd->np)] = -1;
+        break;
+    case 8: /* drain or undrain */
+        if (sl->state != 0)
+            sl->drained = !sl->drained;
+        break;
+    case 9: /* rack change */
+        if (sl->state != 0)
+            sl->rack = rng_below(rng, 3) - 1;
+        break;
+    }
+}
+
+static void world_init(world_t *wd, uint64_t *rng, int np) {
+    memset(wd, 0, sizeof(*wd));
+    wd->np = np;
+    for (int p = 0; p < CH_MAXP; p++) {
+        wd->owner[p] = -1;
+        wd->pin[p] = -1;
+        wd->leader_rack[p] = rng_below(rng, 3) - 1;
+    }
+    for (int k = 0; k < 3; k++)
+        wd->slot[k] = (slot_t){.state = 1, .capacity = 1, .rack = rng_below(rng, 3) - 1};
+}
+
+/* Thousands of seeded churn sequences, each strategy: pins, reservations and
+ * drains honoured; balance within 1 of the capacity share (all but
+ * rendezvous); sticky's moves equal the lower bound, found by enumeration
+ * on small inputs and by trying every rounding choice otherwise; same input,
+ * same output; a second round moves nothing. */
+static void test_churn_properties(void **state) {
+    (void)state;
+    for (int seq = 0; seq < 3000; seq++) {
+        uint64_t rng = 0x9e3779b97f4a7c15ULL ^ ((uint64_t)seq * 0x2545f4914f6cdd1dULL);
+        rng_next(&rng);
+        world_t wd;
+        world_init(&wd, &rng, 1 + rng_below(&rng, seq % 2 ? 8 : CH_MAXP));
+        baton_strategy_t s = (baton_strategy_t)(seq % BATON_STRATEGY_COUNT);
+        if (seq % 3 == 0)
+            s = BATON_STRATEGY_STICKY;
+        int racks = rng_below(&rng, 2);
+        for (int step = 0; step < 15; step++) {
+            ch_check(&wd, s, racks, NULL);
+            ch_event(&wd, &rng);
+        }
+    }
+}
+
+/* Racks never cost movement, and from scratch every rack gets as many local
+ * partitions as its workers have room for. */
+static void test_racks(void **state) {
+    (void)state;
+    enum { NP = 60, NW = 6 };
+    baton_assign_worker_t w[NW];
+    int rack[NP], next[NP], plain[NP], prev[NP];
+    for (int i = 0; i < NW; i++)
+        w[i] = (baton_assign_worker_t){.capacity = 1, .rack = i % 3};
+    for (int p = 0; p < NP; p++)
+        rack[p] = (p * 7) % 3;
+    baton_assign_input_t in = {.npartitions = NP, .workers = w, .nworkers = NW, .leader_rack = rack};
+    baton_assign_stats_t st;
+    char errstr[128];
+    assert_int_equal(baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)), NP);
+    assert_int_equal(st.rack_local, NP); /* 20 per rack, 2 workers x 10 slots per rack */
+    for (int p = 0; p < NP; p++)
+        assert_int_equal(w[next[p]].rack, rack[p]);
+
+    /* A worker of rack 0 dies: its 10 go to the others; racks change which,
+     * never how many. */
+    for (int p = 0; p < NP; p++)
+        prev[p] = next[p] == 0 ? -1 : next[p];
+    in.prev = prev;
+    w[0].flags = BATON_ASSIGN_DRAINED;
+    int moved = baton_assign_compute(&in, next, &st, errstr, sizeof(errstr));
+    in.leader_rack = NULL;
+    assert_int_equal(baton_assign_compute(&in, plain, NULL, errstr, sizeof(errstr)), moved);
+    assert_int_equal(moved, 10);
+    assert_int_equal(st.minimal, 10);
+}
+
+/* Bad input is refused with a message naming the field, never a crash. */
+static void test_compute_rejects(void **state) {
+    (void)state;
+    baton_assign_worker_t w[2] = {{.capacity = 1, .rack = -1}, {.capacity = 0, .rack = -1}};
+    int next[3], prev[3] = {0, 1, 5};
+    char errstr[128];
+    baton_assign_input_t in = {.npartitions = 3, .workers = w, .nworkers = 2};
+    assert_int_equal(baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr)), BATON_INVALID);
+    assert_non_null(strstr(errstr, "workers[1].capacity"));
+    w[1].capacity = 2;
+    in.prev = prev;
+    assert_int_equal(baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr)), BATON_INVALID);
+    assert_non_null(strstr(errstr, "prev[2]"));
+    prev[2] = -1;
+    w[0].rack = 5;
+    assert_int_equal(baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr)), BATON_INVALID);
+    assert_non_null(strstr(errstr, "workers[0].rack"));
+    w[0].rack = -1;
+    in.strategy = (baton_strategy_t)99;
+    assert_int_equal(baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr)), BATON_INVALID);
+    assert_non_null(strstr(errstr, "strategy"));
+    in.strategy = BATON_STRATEGY_STICKY;
+    assert_int_equal(baton_assign_compute(&in, NULL, NULL, errstr, sizeof(errstr)), BATON_INVALID);
+    /* capacity 2 vs 1: shares 2 and 1 of 3 */
+    assert_int_equal(baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr)), 1);
+    assert_int_equal(next[0], 0);
+    assert_int_equal(next[1], 1);
+    assert_int_equal(next[2], 1);
+}
+
+/* Capacities at scale: 100,000 partitions over 1,000 workers of capacity 1
+ * to 4; a worker dies, one joins, a capacity doubles, one is drained: every
+ * step moves the minimum and stays within 1 of every share. */
+static void test_sticky_large_capacities(void **state) {
+    (void)state;
+    enum { NP = 100000, NW = 1000 };
+    baton_assign_worker_t *w = xcalloc(NW, sizeof(*w));
+    int *prev = xmalloc(NP * sizeof(int)), *next = xmalloc(NP * sizeof(int));
+    uint64_t rng = 42;
+    for (int i = 0; i < NW; i++)
+        w[i] = (baton_assign_worker_t){.capacity = 1 + rng_below(&rng, 4), .rack = -1};
+    baton_assign_input_t in = {.npartitions = NP, .workers = w, .nworkers = NW - 1};
+    baton_assign_stats_t st;
+    char errstr[128];
+    assert_int_equal(baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)), NP);
+    for (int round = 0; round < 4; round++) {
+        memcpy(prev, next, NP * sizeof(int));
+        in.prev = prev;
+        if (round == 0)
+            in.nworkers = NW; /* join */
+        else if (round == 1)
+            w[17].capacity *= 2;
+        else if (round == 2)
+            w[500].flags = BATON_ASSIGN_DRAINED;
+        else
+            for (int p = 0; p < NP; p++)
+                if (prev[p] == 3)
+                    prev[p] = -1; /* worker 3 died (slot kept, drained) */
+        if (round == 3)
+            w[3].flags = BATON_ASSIGN_DRAINED;
+        int moved = baton_assign_compute(&in, next, &st, errstr, sizeof(errstr));
+        assert_true(moved > 0);
+        assert_int_equal(moved, st.minimal);
+        assert_true(baton_assign_imbalance(&in, next) < 1.0);
+    }
+    free(next);
+    free(prev);
+    free(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strategy_parse_name_roundtrip),
@@ -483,6 +990,10 @@ int main(void) {
         cmocka_unit_test(test_sticky_exhaustive_small),
         cmocka_unit_test(test_sticky_property_random),
         cmocka_unit_test(test_sticky_large),
+        cmocka_unit_test(test_churn_properties),
+        cmocka_unit_test(test_racks),
+        cmocka_unit_test(test_compute_rejects),
+        cmocka_unit_test(test_sticky_large_capacities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,6 +214,7 @@ static const err_case_t err_cases[] = {
     {BATON_UNFENCED, "unfenced", 3},
     {BATON_IO, "io", 3},
     {BATON_INTERNAL, "internal", 3},
+    {BATON_EVICTED, "evicted", 3},
 };
 
 static void test_err_names(void **state) {
@@ -246,7 +247,7 @@ static void test_err_names(void **state) {
     assert_non_null(strstr(baton_strerror(BATON_EXPIRED), "expired"));
 
     /* Codes outside the table. */
-    int unknown[] = {1, -6, -99, -103, -199, -206, -299, -1000, 12345};
+    int unknown[] = {1, -6, -99, -103, -199, -207, -299, -1000, 12345};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(unknown); i++) {
         assert_string_equal(baton_err_name(unknown[i]), "UNKNOWN");
         assert_string_equal(baton_strerror(unknown[i]), "unknown error");

@@ -1,0 +1,196 @@
+/* bench_assign.c: bin/baton-bench-assign, the assignor's benchmark. For each
+ * strategy and each P in {1k, 10k, 100k} x W in {10, 100, 1000} it builds an
+ * assignment, then times a seeded sequence of churn events (a worker
+ * crashes, one joins, a capacity changes, a worker is drained or undrained)
+ * and reports per row: median and p99 compute time per event, partitions
+ * moved in total, the minimum possible in total, and the worst imbalance
+ * (largest distance of a worker's count from its capacity share; below 1 is
+ * balanced). Pure computation: no ZooKeeper, no Kafka. */
+#include "assignment.h"
+
+#include "baton_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    baton_strategy_t strategy;
+    int partitions, workers;
+    double p50_ms, p99_ms, imbalance;
+    long moved, minimal;
+    int events;
+} row_t;
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static int rng_below(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Removes worker k: later indices shift down, its partitions lose their
+ * owner (a crash: nobody hands them over). */
+static void worker_remove(baton_assign_worker_t *w, char **ids, int *nw, int *prev, int np,
+                          int k) {
+    free(ids[k]);
+    memmove(&w[k], &w[k + 1], (size_t)(*nw - k - 1) * sizeof(*w));
+    memmove(&ids[k], &ids[k + 1], (size_t)(*nw - k - 1) * sizeof(*ids));
+    (*nw)--;
+    for (int p = 0; p < np; p++)
+        if (prev[p] == k)
+            prev[p] = -1;
+        else if (prev[p] > k)
+            prev[p]--;
+    for (int i = 0; i < *nw; i++)
+        w[i].id = ids[i];
+}
+
+static void run_row(row_t *row, int nevents) {
+    int np = row->partitions, cap = row->workers + nevents + 1, nw = row->workers, serial = 0;
+    baton_assign_worker_t *w = xcalloc((size_t)cap, sizeof(*w));
+    char **ids = xcalloc((size_t)cap, sizeof(char *));
+    int *prev = xmalloc((size_t)np * sizeof(int)), *next = xmalloc((size_t)np * sizeof(int));
+    double *times = xmalloc((size_t)nevents * sizeof(double));
+    uint64_t rng = 0x5eed0000ULL + (uint64_t)np * 31 + (uint64_t)nw;
+    for (int i = 0; i < nw; i++) {
+        ids[i] = xasprintf("worker-%06d", serial++);
+        w[i] = (baton_assign_worker_t){.id = ids[i], .capacity = 1, .rack = -1};
+    }
+    baton_assign_input_t in = {
+        .strategy = row->strategy, .npartitions = np, .workers = w, .nworkers = nw};
+    char errstr[256];
+    baton_assign_stats_t st;
+    if (baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)) < 0) {
+        fprintf(stderr, "baton-bench-assign: %s\n", errstr);
+        exit(1);
+    }
+    row->moved = row->minimal = 0;
+    row->imbalance = 0;
+    for (int e = 0; e < nevents; e++) {
+        memcpy(prev, next, (size_t)np * sizeof(int));
+        int k = rng_below(&rng, nw);
+        switch (e % 4) {
+        case 0: worker_remove(w, ids, &nw, prev, np, k); break;
+        case 1: /* join */
+            ids[nw] = xasprintf("worker-%06d", serial++);
+            w[nw] = (baton_assign_worker_t){.id = ids[nw], .capacity = 1, .rack = -1};
+            nw++;
+            break;
+        case 2: w[k].capacity = 1 + rng_below(&rng, 4); break;
+        case 3: w[k].flags ^= BATON_ASSIGN_DRAINED; break;
+        }
+        in.nworkers = nw;
+        in.prev = prev;
+        double t0 = now_ms();
+        int moved = baton_assign_compute(&in, next, &st, errstr, sizeof(errstr));
+        times[e] = now_ms() - t0;
+        if (moved < 0) {
+            fprintf(stderr, "baton-bench-assign: %s\n", errstr);
+            exit(1);
+        }
+        row->moved += moved;
+        row->minimal += st.minimal;
+        double imb = baton_assign_imbalance(&in, next);
+        if (imb > row->imbalance)
+            row->imbalance = imb;
+    }
+    qsort(times, (size_t)nevents, sizeof(double), cmp_double);
+    row->p50_ms = times[nevents / 2];
+    int i99 = (int)((double)nevents * 0.99);
+    row->p99_ms = times[i99 < nevents ? i99 : nevents - 1];
+    row->events = nevents;
+    for (int i = 0; i < nw; i++)
+        free(ids[i]);
+    free(ids);
+    free(w);
+    free(prev);
+    free(next);
+    free(times);
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: baton-bench-assign [--json] [--events N] [--quick]\n"
+               "\n"
+               "Times the assignor on churn events for every strategy over\n"
+               "P in {1000, 10000, 100000} x W in {10, 100, 1000}.\n"
+               "\n"
+               "  --json      print a JSON list of objects with keys strategy, partitions,\n"
+               "              workers, p50_ms, p99_ms, moved, minimal, imbalance\n"
+               "  --events N  churn events per row (default 100; rendezvous rows with\n"
+               "              P x W above 10^6 use N / 5)\n"
+               "  --quick     only P = 1000 (a smoke run)\n");
+}
+
+int main(int argc, char **argv) {
+    int json = 0, nevents = 100, quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--events") == 0 && i + 1 < argc) {
+            int64_t v;
+            if (baton_parse_i64(argv[++i], 4, 100000, &v) != 0) {
+                fprintf(stderr, "baton-bench-assign: --events: '%s' is not in 4..100000\n",
+                        argv[i]);
+                return 2;
+            }
+            nevents = (int)v;
+        } else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "baton-bench-assign: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    static const int ps[] = {1000, 10000, 100000}, ws[] = {10, 100, 1000};
+    if (json)
+        printf("[");
+    else
+        printf("%-10s %9s %7s %9s %9s %9s %9s %9s\n", "strategy", "partitions", "workers",
+               "p50_ms", "p99_ms", "moved", "minimal", "imbalance");
+    int first = 1;
+    for (int s = 0; s < BATON_STRATEGY_COUNT; s++)
+        for (size_t i = 0; i < (quick ? 1 : BATON_ARRAY_SIZE(ps)); i++)
+            for (size_t j = 0; j < BATON_ARRAY_SIZE(ws); j++) {
+                row_t row = {.strategy = (baton_strategy_t)s, .partitions = ps[i], .workers = ws[j]};
+                int n = nevents;
+                if (s == BATON_STRATEGY_RENDEZVOUS && (long)ps[i] * ws[j] > 1000000)
+                    n = nevents / 5 > 4 ? nevents / 5 : 4;
+                run_row(&row, n);
+                const char *name = baton_strategy_name(row.strategy);
+                if (json)
+                    printf("%s\n  {\"strategy\": \"%s\", \"partitions\": %d, \"workers\": %d, "
+                           "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"moved\": %ld, \"minimal\": %ld, "
+                           "\"imbalance\": %.3f}",
+                           first ? "" : ",", name, row.partitions, row.workers, row.p50_ms,
+                           row.p99_ms, row.moved, row.minimal, row.imbalance);
+                else
+                    printf("%-10s %9d %7d %9.3f %9.3f %9ld %9ld %9.3f\n", name, row.partitions,
+                           row.workers, row.p50_ms, row.p99_ms, row.moved, row.minimal,
+                           row.imbalance);
+                fflush(stdout);
+                first = 0;
+            }
+    if (json)
+        printf("\n]\n");
+    return 0;
+}

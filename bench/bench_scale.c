@@ -1,0 +1,226 @@
+/* bench_scale.c: baton-bench-scale, many simulated workers in one process
+ * for the scale benchmark. Each is a real member (worker/membership.h: its
+ * own ZooKeeper session, member node, assignment watch and claims) with
+ * no-op callbacks: no Kafka, no sink. Members are spread over --threads
+ * threads; each thread owns its members (the library's rule) and polls them
+ * round robin, waiting on all their descriptors at once.
+ *
+ * stdout, one line per event, wall-clock microseconds:
+ *   ready TS_US MEMBERS       every member registered
+ *   owned TS_US COUNT         partitions owned by this process's members (on change)
+ *   expired TS_US ID          --watch-member ID's node is gone (its session expired)
+ * Runs until SIGTERM. */
+#include "membership.h"
+
+#include "baton_err.h"
+#include "baton_log.h"
+#include "baton_signal.h"
+#include "baton_util.h"
+#include "baton_zk.h"
+#include "baton_group.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *zk, *group, *root;
+    int first, count, session_ms;
+    const char *prefix;
+    const char *watch_member;
+} scale_conf_t;
+
+typedef struct {
+    const scale_conf_t *conf;
+    int index, nthreads;
+} scale_thread_t;
+
+static atomic_int scale_owned;
+static atomic_int scale_joined;
+static atomic_int scale_failed;
+
+static int64_t wall_us(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+static int scale_on_acquired(void *opaque, int32_t p, int64_t epoch) {
+    (void)opaque, (void)p, (void)epoch;
+    atomic_fetch_add(&scale_owned, 1);
+    return BATON_OK;
+}
+
+static void scale_on_released(void *opaque, int32_t p, baton_release_reason_t reason) {
+    (void)opaque, (void)p, (void)reason;
+    atomic_fetch_sub(&scale_owned, 1);
+}
+
+/* One thread: joins its share of the members, then polls them round robin
+ * until SIGTERM. */
+static void *scale_thread(void *arg) {
+    scale_thread_t *t = arg;
+    const scale_conf_t *c = t->conf;
+    int n = 0;
+    baton_membership_t **ms = xcalloc((size_t)c->count, sizeof(*ms));
+    char (*ids)[64] = xcalloc((size_t)c->count, sizeof(*ids));
+    baton_membership_cbs_t cbs = {.on_acquired = scale_on_acquired,
+                                  .on_released = scale_on_released};
+    char errstr[512];
+    for (int i = t->index; i < c->count; i += t->nthreads) {
+        snprintf(ids[n], sizeof(ids[n]), "%s%03d", c->prefix, c->first + i);
+        baton_membership_conf_t mc = {.zk_hosts = c->zk, .root = c->root, .group = c->group,
+                                      .id = ids[n], .capacity = 1,
+                                      .session_timeout_ms = c->session_ms,
+                                      .connect_timeout_ms = 15000};
+        if (baton_membership_new(&mc, &cbs, &ms[n], errstr, sizeof(errstr)) != BATON_OK) {
+            fprintf(stderr, "baton-bench-scale: member %s: %s\n", ids[n], errstr);
+            atomic_store(&scale_failed, 1);
+            break;
+        }
+        n++;
+        atomic_fetch_add(&scale_joined, 1);
+    }
+    struct pollfd *pfds = xcalloc((size_t)(n ? n : 1), sizeof(*pfds));
+    while (!baton_signal_stop_requested() && !atomic_load(&scale_failed)) {
+        int wait = 100;
+        for (int i = 0; i < n; i++) {
+            int next = 1000;
+            if (baton_membership_poll(ms[i], &next, errstr, sizeof(errstr)) != BATON_OK) {
+                fprintf(stderr, "baton-bench-scale: member %s: %s\n", ids[i], errstr);
+                atomic_store(&scale_failed, 1);
+            }
+            wait = next < wait ? next : wait;
+            pfds[i] = (struct pollfd){.fd = baton_membership_fd(ms[i]), .events = POLLIN};
+        }
+        poll(pfds, (nfds_t)n, wait);
+    }
+    for (int i = 0; i < n; i++)
+        baton_membership_destroy(ms[i]);
+    free(pfds);
+    free(ms);
+    free(ids);
+    return NULL;
+}
+
+/* Watches one member node and reports when it disappears. */
+static void *scale_observer(void *arg) {
+    const scale_conf_t *c = arg;
+    char errstr[256];
+    baton_zk_t *zk = NULL;
+    if (baton_zk_connect(c->zk, 10000, 15000, &zk, errstr, sizeof(errstr)) != BATON_OK) {
+        fprintf(stderr, "baton-bench-scale: observer: %s\n", errstr);
+        return NULL;
+    }
+    char *base = baton_group_base(c->root, c->group);
+    char *path = xasprintf("%s/workers/%s", base, c->watch_member);
+    int seen = 0;
+    while (!baton_signal_stop_requested()) {
+        int err = baton_zk_exists(zk, path, 1, NULL);
+        if (err == BATON_OK)
+            seen = 1;
+        else if (err == BATON_NOTFOUND && seen) {
+            printf("expired %lld %s\n", (long long)wall_us(), c->watch_member);
+            seen = 0;
+        }
+        struct pollfd pfd = {.fd = baton_zk_fd(zk), .events = POLLIN};
+        poll(&pfd, 1, 100);
+        baton_zk_event_t ev;
+        while (baton_zk_next_event(zk, &ev))
+            baton_zk_event_release(&ev);
+    }
+    baton_zk_destroy(zk);
+    free(path);
+    free(base);
+    return NULL;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: baton-bench-scale --zk HOSTS --group G --members N [--first K] [--prefix w]\n"
+               "                         [--threads 4] [--session-timeout-ms 10000] [--root /baton]\n"
+               "                         [--watch-member ID]\n");
+}
+
+int main(int argc, char **argv) {
+    scale_conf_t c = {.root = BATON_DEFAULT_ROOT, .prefix = "w", .session_ms = 10000};
+    int64_t members = 0, first = 0, threads = 4, session = 10000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "baton-bench-scale: '%s' needs a value or is unknown\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        int bad = 0;
+        if (!strcmp(a, "--zk")) c.zk = v;
+        else if (!strcmp(a, "--group")) c.group = v;
+        else if (!strcmp(a, "--root")) c.root = v;
+        else if (!strcmp(a, "--prefix")) c.prefix = v;
+        else if (!strcmp(a, "--watch-member")) c.watch_member = v;
+        else if (!strcmp(a, "--members")) bad = baton_parse_i64(v, 1, 10000, &members);
+        else if (!strcmp(a, "--first")) bad = baton_parse_i64(v, 0, 1000000, &first);
+        else if (!strcmp(a, "--threads")) bad = baton_parse_i64(v, 1, 256, &threads);
+        else if (!strcmp(a, "--session-timeout-ms")) bad = baton_parse_i64(v, 400, 600000, &session);
+        else {
+            fprintf(stderr, "baton-bench-scale: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (bad) {
+            fprintf(stderr, "baton-bench-scale: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
+    }
+    if (!c.zk || !c.group || !members) {
+        fprintf(stderr, "baton-bench-scale: --zk, --group and --members are required\n");
+        return 2;
+    }
+    c.count = (int)members;
+    c.first = (int)first;
+    c.session_ms = (int)session;
+    baton_log_init("baton-bench-scale", c.prefix);
+    baton_log_level = BATON_LOG_WARN;
+    baton_signal_init();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (threads > members)
+        threads = members;
+    pthread_t *tids = xcalloc((size_t)threads, sizeof(*tids));
+    scale_thread_t *ts = xcalloc((size_t)threads, sizeof(*ts));
+    for (int i = 0; i < threads; i++) {
+        ts[i] = (scale_thread_t){.conf = &c, .index = i, .nthreads = (int)threads};
+        pthread_create(&tids[i], NULL, scale_thread, &ts[i]);
+    }
+    pthread_t obs;
+    if (c.watch_member)
+        pthread_create(&obs, NULL, scale_observer, &c);
+    int last = -1, ready = 0;
+    while (!baton_signal_stop_requested() && !atomic_load(&scale_failed)) {
+        if (!ready && atomic_load(&scale_joined) == c.count) {
+            printf("ready %lld %d\n", (long long)wall_us(), c.count);
+            ready = 1;
+        }
+        int owned = atomic_load(&scale_owned);
+        if (owned != last) {
+            printf("owned %lld %d\n", (long long)wall_us(), owned);
+            last = owned;
+        }
+        usleep(2000);
+    }
+    int rc = atomic_load(&scale_failed) ? 1 : 0;
+    for (int i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
+    if (c.watch_member)
+        pthread_join(obs, NULL);
+    free(tids);
+    free(ts);
+    return rc;
+}

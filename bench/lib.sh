@@ -1,0 +1,118 @@
+# shellcheck shell=bash
+# lib.sh: helpers shared by bench/run.sh's benchmarks, on top of
+# tests/lib/harness.sh (processes by pid, ZooKeeper, embedded Kafka). The
+# analysis reads baton-bench-watch's log ("w TS_US PARTITION EPOCH NEXT").
+
+# bench_now_us: wall-clock microseconds, the watcher's clock.
+bench_now_us() { echo "${EPOCHREALTIME/./}"; }
+
+# bench_watch NAME SINK GROUP [EXTRA...]: starts a watcher on SINK.
+bench_watch() {
+    local name=$1 sink=$2 group=$3
+    shift 3
+    h_spawn "$name" "$BATON_BIN/baton-bench-watch" --sink "$sink" --group "$group" \
+        --interval-us "${BENCH_WATCH_US:-1000}" "$@"
+}
+
+# bench_steady FILE NPARTS: every partition advanced in the last 400 ms and
+# none changed epoch in the last 1500 ms.
+bench_steady() {
+    local now
+    now=$(bench_now_us)
+    tail -n 6000 "$1" | awk -v now="$now" -v np="$2" '
+        $1 == "w" {
+            if ($2 > now - 400000) fresh[$3] = 1
+            if ($2 > now - 1500000) { if (($3 in ep) && ep[$3] != $4) moved = 1 }
+            ep[$3] = $4
+        }
+        END {
+            if (moved) exit 1
+            for (p = 0; p < np; p++) if (!(p in fresh)) exit 1
+            exit 0
+        }'
+}
+
+# bench_settle FILE NPARTS MIN_MS MAX_S: waits at least MIN_MS, then until
+# bench_steady holds (at most MAX_S more seconds). Returns 1 on timeout.
+bench_settle() {
+    sleep "$(awk -v m="$3" 'BEGIN { printf "%.3f", m / 1000 }')"
+    h_wait_for "$4" "flow steady in $1" bench_steady "$1" "$2"
+}
+
+# bench_owned_by FILE EPOCH: partitions whose latest epoch is EPOCH.
+bench_owned_by() {
+    awk -v e="$2" '$1 == "w" { ep[$3] = $4 } END { for (p in ep) if (ep[p] == e) printf "%s ", p }' "$1"
+}
+
+# bench_handoff_ms FILE T0_US T_END_US "P..." : the longest time, over the
+# listed partitions, from T0 until a new owner (another epoch) has advanced
+# next_offset. Prints -1 if one of them never got there.
+bench_handoff_ms() {
+    awk -v t0="$2" -v tend="$3" -v plist="$4" '
+        BEGIN { n = split(plist, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+        $1 != "w" || !($3 in want) { next }
+        {
+            t = $2; p = $3; e = $4; o = $5
+            if (t <= t0) { e0[p] = e; last[p] = o; next }
+            if (t > tend || (p in done)) next
+            if (e != e0[p]) {
+                if (!(p in base)) base[p] = last[p]
+                if (o > base[p]) done[p] = t
+            }
+            last[p] = o
+        }
+        END {
+            worst = 0
+            for (p in want) {
+                if (!(p in done)) { print -1; exit }
+                d = done[p] - t0
+                if (d > worst) worst = d
+            }
+            printf "%d\n", worst / 1000
+        }' "$1"
+}
+
+# bench_pause_ms FILE T0_US T_END_US: the pause of partitions that did not
+# move between T0 and T_END (no epoch change): the longest gap between two
+# advances in that window (the gap spanning T0 and the one up to T_END
+# count) minus the longest such gap in an equally long steady window just
+# before T0 (at most 3 s), floored at 0. Prints "PAUSE RAW BASELINE".
+bench_pause_ms() {
+    awk -v t0="$2" -v tend="$3" '
+        BEGIN { w = tend - t0; if (w > 3000000) w = 3000000; b0 = t0 - w }
+        $1 != "w" { next }
+        {
+            t = $2; p = $3; e = $4
+            if (t > tend) next
+            if ((p in ep) && ep[p] != e && t > t0) moved[p] = 1
+            if (t >= b0 && t <= t0 && (p in last) && last[p] >= b0) {
+                g = t - last[p]; if (g > bgap) bgap = g
+            }
+            if (t > t0 && (p in last)) {
+                g = t - last[p]; if (g > gap[p]) gap[p] = g
+            }
+            ep[p] = e; last[p] = t
+        }
+        END {
+            raw = 0
+            for (p in last) {
+                if (p in moved) continue
+                g = gap[p]; if (tend - last[p] > g) g = tend - last[p]
+                if (g > raw) raw = g
+            }
+            pause = raw - bgap; if (pause < 0) pause = 0
+            printf "%d %d %d\n", pause / 1000, raw / 1000, bgap / 1000
+        }' "$1"
+}
+
+# bench_stats V...: "median p99 n" of the numbers (nearest rank).
+bench_stats() {
+    printf '%s\n' "$@" | sort -n | awk '
+        { v[NR] = $1 }
+        END {
+            if (NR == 0) { print "- - 0"; exit }
+            m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            r = int(0.99 * NR); if (r < 0.99 * NR) r++
+            printf "%d %d %d\n", m, v[r], NR
+        }'
+}

@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# run.sh: baton's benchmarks, one command each (see README.md, "Benchmarks").
+#
+#   bench/run.sh rebalance    baton vs a librdkafka consumer group (range, cooperative-sticky)
+#   bench/run.sh throughput   records/s topic -> SQLite sink: baton-worker vs a plain consumer
+#   bench/run.sh scale        10,000 partitions over 100 simulated workers on a real ZooKeeper
+#
+# Each starts what it needs on loopback (tests/lib/harness.sh: ZooKeeper,
+# the embedded Kafka, processes stopped by pid), prints a table and a final
+# "RESULT key=value ..." line on stdout (progress goes to stderr), and
+# cleans up after itself. BATON_BIN selects the binaries (default
+# build/bin; measure a RelWithDebInfo build). Not run by ctest: these
+# measure, the tests assert.
+set -euo pipefail
+BATON_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export BATON_SRC
+source "$BATON_SRC/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/bench/lib.sh"
+
+usage() {
+    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    echo
+    echo "environment: BENCH_RUNS (rebalance repetitions, default 5), BENCH_RATE (records/s"
+    echo "  produced during rebalance, default 1200), BENCH_RECORDS (throughput, default 300000),"
+    echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100)"
+}
+
+# --- rebalance -----------------------------------------------------------------
+
+declare -gA KG_OWNER=()
+KG_NEXT_ID=0
+RB_PARTS=12
+RB_SESSION_MS=3000
+
+# rb_start SYS NAME: starts member NAME of system SYS (baton, range, coop).
+rb_start() {
+    local sys=$1 name=$2
+    if [[ $sys == baton ]]; then
+        b_worker "$name" --batch-size 500
+    else
+        KG_NEXT_ID=$((KG_NEXT_ID + 1))
+        KG_OWNER[$name]=$KG_NEXT_ID
+        local assignor=range
+        [[ $sys == coop ]] && assignor=cooperative-sticky
+        h_spawn "$name" "$BATON_BIN/baton-bench-kgroup" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+            --partitions $RB_PARTS --group "kg-$sys" --id "$KG_NEXT_ID" --sink "$H_DIR/$sys.db" \
+            --assignor "$assignor" --session-timeout-ms $RB_SESSION_MS --batch-size 500 --linger-ms 10
+    fi
+}
+
+# rb_parts_of SYS NAME: the partitions NAME owns now.
+rb_parts_of() {
+    if [[ $1 == baton ]]; then
+        b_partitions_of "$2"
+    else
+        bench_owned_by "$H_DIR/watch-$1.log" "${KG_OWNER[$2]}"
+    fi
+}
+
+# rb_min_ms SYS EVENT: how long an event takes at least before we look for
+# a steady flow again (a Kafka member's rebalance starts at its next
+# heartbeat; a crash is detected after the session timeout).
+rb_min_ms() {
+    case $1:$2 in
+    baton:crash) echo $((RB_SESSION_MS + 1000)) ;;
+    baton:*) echo 1000 ;;
+    *:leave) echo 3000 ;;
+    *:join) echo 5000 ;;
+    *:crash) echo $((RB_SESSION_MS + 3500)) ;;
+    esac
+}
+
+# rb_loss SYS NAME SIG EVENT: stops NAME with SIG; appends the time until
+# each of its partitions has a new owner writing to RB_<EVENT>_<SYS>.
+rb_loss() {
+    local sys=$1 name=$2 sig=$3 ev=$4 w=$H_DIR/watch-$1.log parts t0 tend v
+    parts=$(rb_parts_of "$sys" "$name")
+    [[ -n ${parts// /} ]] || h_fail "$sys: $name owns no partition before $ev"
+    t0=$(bench_now_us)
+    h_kill "$name" "$sig"
+    bench_settle "$w" $RB_PARTS "$(rb_min_ms "$sys" "$ev")" 30 || h_fail "$sys: no steady flow after $ev of $name"
+    tend=$(bench_now_us)
+    v=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts")
+    ((v >= 0)) || h_fail "$sys: a partition of $name ($parts) never got a new writer after $ev"
+    local rc=0
+    h_wait_exit "$name" 15 || rc=$?
+    h_log "$sys $ev $name (partitions $parts): ${v} ms (exit $rc)"
+    eval "RB_${ev}_${sys}+=(\"\$v\")"
+}
+
+# rb_join SYS NAME: starts NAME; appends the pause of partitions that did
+# not move to RB_join_<SYS>.
+rb_join() {
+    local sys=$1 name=$2 w=$H_DIR/watch-$1.log t0 tend v
+    t0=$(bench_now_us)
+    rb_start "$sys" "$name"
+    bench_settle "$w" $RB_PARTS "$(rb_min_ms "$sys" join)" 30 || h_fail "$sys: no steady flow after $name joined"
+    tend=$(bench_now_us)
+    read -r v raw base < <(bench_pause_ms "$w" "$t0" "$tend")
+    h_log "$sys join $name: unaffected pause ${v} ms (longest gap ${raw} ms, steady ${base} ms)"
+    eval "RB_join_${sys}+=(\"\$v\")"
+}
+
+rb_system() {
+    local sys=$1 runs=$2 i
+    eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=()"
+    bench_watch "watch-$sys" "$H_DIR/$sys.db" "$([[ $sys == baton ]] && echo "$B_GROUP" || echo "kg-$sys")"
+    rb_start "$sys" m1
+    rb_start "$sys" m2
+    rb_start "$sys" m3
+    if [[ $sys == baton ]]; then
+        h_wait_for 30 "baton: 3 workers own everything" b_all_active 3
+    fi
+    bench_settle "$H_DIR/watch-$sys.log" $RB_PARTS 3000 60 || h_fail "$sys: never steady"
+    for ((i = 1; i <= runs; i++)); do
+        h_log "== $sys run $i/$runs"
+        rb_loss "$sys" m1 TERM leave
+        rb_join "$sys" m1
+        rb_loss "$sys" m2 KILL crash
+        rb_join "$sys" m2
+    done
+    h_stop m1
+    h_stop m2
+    h_stop m3
+    h_stop "watch-$sys"
+}
+
+bench_rebalance() {
+    local runs=${BENCH_RUNS:-5} rate=${BENCH_RATE:-1200}
+    h_init bench_rebalance
+    h_zk_start
+    h_kafka_start "$B_TOPIC" $RB_PARTS
+    B_SESSION_MS=$RB_SESSION_MS
+    B_SINK=$H_DIR/baton.db
+    B_PARTITIONS=$RB_PARTS
+    b_init $RB_PARTS
+    # The coordinator debounces membership churn (--rebalance-delay-ms,
+    # default 200 ms): that delay is added to every handoff, so it is set
+    # here explicitly (BENCH_REBALANCE_DELAY_MS, default 0: react at once).
+    b_coord c1 --rebalance-delay-ms "${BENCH_REBALANCE_DELAY_MS:-0}"
+    # Continuous input for the whole run (stopped at cleanup).
+    h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+        --partitions $RB_PARTS --count $((rate * 1200)) --rate "$rate"
+    local sys
+    for sys in ${BENCH_SYSTEMS:-baton range coop}; do
+        rb_system "$sys" "$runs"
+    done
+
+    local -A med=() p99=() n=()
+    local ev key
+    for sys in baton range coop; do
+        for ev in leave crash join; do
+            key=${ev}_${sys}
+            eval "set -- \"\${RB_${key}[@]}\""
+            read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
+        done
+    done
+    {
+        echo
+        echo "rebalance: $RB_PARTS partitions, 3 members, ${rate} records/s, failure detection ${RB_SESSION_MS} ms"
+        echo "(ZooKeeper session for baton, session.timeout.ms for Kafka), ${runs} runs; ms, median / p99"
+        printf '%-44s %16s %16s %16s\n' "" "baton" "kafka coop-sticky" "kafka eager range"
+        printf '%-44s %16s %16s %16s\n' "graceful leave: leaver's partitions written" \
+            "${med[leave_baton]} / ${p99[leave_baton]}" "${med[leave_coop]} / ${p99[leave_coop]}" "${med[leave_range]} / ${p99[leave_range]}"
+        printf '%-44s %16s %16s %16s\n' "crash (SIGKILL): dead member's partitions" \
+            "${med[crash_baton]} / ${p99[crash_baton]}" "${med[crash_coop]} / ${p99[crash_coop]}" "${med[crash_range]} / ${p99[crash_range]}"
+        printf '%-44s %16s %16s %16s\n' "join: pause of partitions that did not move" \
+            "${med[join_baton]} / ${p99[join_baton]}" "${med[join_coop]} / ${p99[join_coop]}" "${med[join_range]} / ${p99[join_range]}"
+        echo
+        local hr fr
+        hr=$(awk -v a="${med[leave_coop]}" -v b="${med[leave_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')
+        fr=$(awk -v a="${med[crash_coop]}" -v b="${med[crash_baton]}" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }')
+        echo "RESULT handoff_ms=${med[leave_baton]} kafka_coop_handoff_ms=${med[leave_coop]} handoff_ratio=$hr" \
+            "failover_ms=${med[crash_baton]} kafka_coop_failover_ms=${med[crash_coop]} failover_ratio=$fr" \
+            "unaffected_pause_ms=${med[join_baton]} kafka_eager_unaffected_pause_ms=${med[join_range]}"
+    }
+}
+
+# --- throughput ----------------------------------------------------------------
+
+# tp_run KIND I N: one run of baton-worker (KIND=baton) or baton-bench-plain
+# (KIND=plain) into a fresh sink; sets TP_RPS to records/s from spawn until
+# the watcher sees N records in the sink. (Not in $( ): it spawns.)
+tp_run() {
+    local kind=$1 i=$2 n=$3 db=$H_DIR/tp-$1-$2.db t0 line
+    bench_watch "tpwatch" "$db" "$B_GROUP" --until-total "$n" --max-s 300 --interval-us 5000
+    t0=$(bench_now_us)
+    if [[ $kind == baton ]]; then
+        B_SINK=$db b_worker tp --batch-size 500 --linger-ms 10
+    else
+        h_spawn tp "$BATON_BIN/baton-bench-plain" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+            --partitions "$B_PARTITIONS" --sink "$db" --group "$B_GROUP" --count "$n" \
+            --batch-size 500 --linger-ms 10
+    fi
+    local rc=0
+    h_wait_exit tpwatch 300 || rc=$?
+    ((rc == 0)) || h_fail "throughput: $kind run $i: watcher exited $rc"
+    line=$(grep '^done ' "$H_DIR/tpwatch.log" | tail -n 1)
+    [[ -n $line ]] || h_fail "throughput: $kind run $i never reached $n records"
+    h_stop tp
+    rm -f "$H_DIR/tpwatch.log"
+    TP_RPS=$(awk -v t0="$t0" -v l="$line" -v n="$n" 'BEGIN { split(l, a, " "); printf "%d\n", n / ((a[2] - t0) / 1e6) }')
+}
+
+bench_throughput() {
+    local n=${BENCH_RECORDS:-300000} runs=${BENCH_TP_RUNS:-3} i
+    h_init bench_throughput
+    h_zk_start
+    B_PARTITIONS=12
+    h_kafka_start "$B_TOPIC" $B_PARTITIONS
+    b_init $B_PARTITIONS
+    b_coord c1
+    h_log "producing $n records"
+    h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+        --partitions $B_PARTITIONS --count "$n"
+    local rc=0
+    h_wait_exit producer 300 || rc=$?
+    ((rc == 0)) || h_fail "producer exited $rc"
+    local -a tb=() tpl=()
+    for ((i = 1; i <= runs; i++)); do
+        tp_run baton "$i" "$n"
+        tb+=("$TP_RPS")
+        tp_run plain "$i" "$n"
+        tpl+=("$TP_RPS")
+        h_log "throughput run $i/$runs: baton ${tb[-1]} records/s, plain ${tpl[-1]} records/s"
+    done
+    local micro
+    micro=$("$BATON_BIN/baton-bench-plain" --micro --dir "$H_DIR" --batches 400 --batch-size 500 2>/dev/null)
+    local bmed pmed x
+    read -r bmed x x < <(bench_stats "${tb[@]}")
+    read -r pmed x x < <(bench_stats "${tpl[@]}")
+    local ratio
+    ratio=$(awk -v a="$bmed" -v b="$pmed" 'BEGIN { printf "%.2f", a / b }')
+    local f_us p_us c_us
+    f_us=$(sed -n 's/.*fenced_us_per_batch=\([0-9.]*\).*/\1/p' <<<"$micro")
+    p_us=$(sed -n 's/.*plain_us_per_batch=\([0-9.]*\).*/\1/p' <<<"$micro")
+    c_us=$(sed -n 's/.*fence_check_us=\([0-9.]*\).*/\1/p' <<<"$micro")
+    echo
+    echo "throughput: $n records, 12 partitions, topic -> SQLite sink (WAL, synchronous=FULL),"
+    echo "batches of 500, linger 10 ms, one worker; records/s from process start, $runs runs"
+    printf '%-40s %12s %12s\n' "" "baton" "plain"
+    printf '%-40s %12s %12s\n' "records/s (median)" "$bmed" "$pmed"
+    printf '%-40s %12s %12s\n' "records/s (runs)" "${tb[*]}" "${tpl[*]}"
+    printf '%-40s %12s %12s\n' "us per 500-record batch, sink alone" "$f_us" "$p_us"
+    printf '%-40s %12s\n' "one fence check (read of the fence row)" "${c_us} us"
+    echo
+    echo "RESULT baton_rps=$bmed plain_rps=$pmed ratio=$ratio"
+}
+
+# --- scale ---------------------------------------------------------------------
+
+# sc_owned_total LOG...: "TS_US SUM" where SUM is the partitions owned by
+# the member processes logging to LOG... at their latest report, and TS_US
+# the latest change.
+sc_owned_total() {
+    awk '$1 == "owned" { o[FILENAME] = $3; if ($2 > t) t = $2 } END { s = 0; for (f in o) s += o[f]; print t, s }' "$@"
+}
+
+# sc_converged P LOG...: every partition owned and nothing changed for 1.5 s.
+sc_converged() {
+    local t s p=$1
+    shift
+    read -r t s < <(sc_owned_total "$@")
+    [[ $s == "$p" ]] && (($(bench_now_us) - t > 1500000))
+}
+
+# sc_mntr KEY: a ZooKeeper `mntr` counter.
+sc_mntr() { _h_4lw "$H_ZK_PORT" mntr | awk -v k="$1" '$1 == k { print $2 }'; }
+# sc_zxid: the server's last zxid (one per write transaction), decimal.
+sc_zxid() { printf '%d\n' "$(_h_4lw "$H_ZK_PORT" srvr | sed -n 's/^Zxid: //p')"; }
+
+bench_scale() {
+    local P=${BENCH_PARTITIONS:-10000} W=${BENCH_WORKERS:-100} session=${BENCH_SCALE_SESSION_MS:-10000}
+    h_init bench_scale
+    h_zk_start
+    local t
+    t=$(bench_now_us)
+    b_ctl init --topic "$B_TOPIC" --partitions "$P" >/dev/null || h_fail "batonctl init $P partitions failed"
+    h_log "batonctl init: $P partitions in $((($(bench_now_us) - t) / 1000)) ms"
+    B_SESSION_MS=$session b_coord c1
+    h_wait_for 30 "coordinator elected" b_log_has c1 "event=elected"
+    local victim
+    victim=$(printf 'w%03d' $((W - 1)))
+
+    # Cold start: the coordinator is up; all W workers start at once.
+    local t0
+    t0=$(bench_now_us)
+    h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members $((W - 1)) \
+        --threads 4 --session-timeout-ms "$session" --watch-member "$victim"
+    h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
+        --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
+    h_wait_for 300 "all $P partitions owned by $W workers" sc_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
+        h_fail "cold start did not converge"
+    local tc s
+    read -r tc s < <(sc_owned_total "$H_DIR/members.log" "$H_DIR/victim.log")
+    local cold_ms=$(((tc - t0) / 1000))
+    local gens
+    gens=$(grep -c 'event=published' "$H_DIR/c1.log" || true)
+    h_log "cold start: $P partitions owned after $cold_ms ms ($gens assignment generations)"
+
+    # Idle rate of packets (session pings) for the baseline.
+    local p0 p1 ta tb
+    ta=$(bench_now_us); p0=$(sc_mntr zk_packets_received)
+    sleep 3
+    tb=$(bench_now_us); p1=$(sc_mntr zk_packets_received)
+    local idle_rate
+    idle_rate=$(awk -v d="$((p1 - p0))" -v t="$((tb - ta))" 'BEGIN { printf "%.3f", d / (t / 1e6) }')
+
+    # Failover: SIGKILL the process holding the last worker; its session
+    # expires after $session ms; the others take its partitions.
+    local moved
+    moved=$(awk '$1 == "owned" { o = $3 } END { print o }' "$H_DIR/victim.log")
+    local z0 k0 tk
+    z0=$(sc_zxid); k0=$(sc_mntr zk_packets_received); tk=$(bench_now_us)
+    h_kill victim KILL
+    h_wait_for $((session / 1000 + 60)) "expiry of $victim seen" grep -q '^expired ' "$H_DIR/members.log" ||
+        h_fail "no expiry of $victim"
+    h_wait_for 60 "all $P partitions owned again" sc_converged "$P" "$H_DIR/members.log" || h_fail "failover did not converge"
+    local z1 k1 te
+    z1=$(sc_zxid); k1=$(sc_mntr zk_packets_received); te=$(bench_now_us)
+    local texp tdone
+    texp=$(awk '$1 == "expired" { print $2; exit }' "$H_DIR/members.log")
+    tdone=$(awk -v p="$P" '$1 == "owned" && $3 == p { t = $2 } END { print t }' "$H_DIR/members.log")
+    local fo_ms=$(((tdone - texp) / 1000))
+    local ops writes
+    ops=$(awk -v d="$((k1 - k0))" -v r="$idle_rate" -v t="$((te - tk))" -v m="$moved" \
+        'BEGIN { x = (d - r * t / 1e6) / m; printf "%.1f", x < 0 ? 0 : x }')
+    writes=$(awk -v d="$((z1 - z0))" -v m="$moved" 'BEGIN { printf "%.2f", d / m }')
+    h_log "failover: $moved partitions re-owned ${fo_ms} ms after expiry; packets $((k1 - k0)) (idle ${idle_rate}/s), write txns $((z1 - z0))"
+    echo
+    echo "scale: $P partitions, $W simulated workers (real members, ZooKeeper sessions of ${session} ms;"
+    echo "$((W - 1)) in one process on 4 threads, 1 in another), one coordinator, standalone ZooKeeper"
+    printf '%-60s %s\n' "cold start: all started at once -> every partition owned" "$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f s", m / 1000 }') ($gens generations)"
+    printf '%-60s %s\n' "failover: worker's session expired -> its $moved partitions owned" "$fo_ms ms"
+    printf '%-60s %s\n' "ZooKeeper requests per moved partition (all clients, pings removed)" "$ops"
+    printf '%-60s %s\n' "ZooKeeper write transactions per moved partition" "$writes"
+    echo
+    echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$ops"
+}
+
+case ${1:-} in
+rebalance) bench_rebalance ;;
+throughput) bench_throughput ;;
+scale) bench_scale ;;
+-h | --help | help) usage ;;
+*)
+    usage >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,365 @@
+/* ctl_evict.c: `batonctl evict WORKER`: removes a gray-failed worker from its
+ * group now instead of waiting for its ZooKeeper session to expire: its
+ * member node and every claim of its session go, so the coordinator moves
+ * its partitions at once and their new owners fence the sink with higher
+ * epochs. Whatever the evicted process still writes is rejected there; when
+ * it wakes up it sees its member node gone and exits (worker/membership.c).
+ *
+ * A claim belongs to a session, not to a worker id (ARCHITECTURE.md): the
+ * worker's claims are found by the session id in their names
+ * (claim-<16 hex session>-<seq>) and checked against their ephemeralOwner. */
+#include "ctl.h"
+#include "ctl_status.h"
+#include "ctl_zkbatch.h"
+
+#include "baton_codec.h"
+#include "baton_err.h"
+#include "baton_group.h"
+#include "baton_opts.h"
+#include "baton_util.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Ops per zoo_multi: well under the 1 MB request cap (a delete op of a
+ * claim path is under 200 bytes). */
+#define EVICT_MULTI_MAX 1000
+/* Rounds of "list the session's claims, delete them" before giving up on a
+ * worker that keeps creating claims (it cannot: its member node is gone and
+ * it exits when it notices, but every loop is bounded). */
+#define EVICT_ROUNDS 5
+
+typedef struct {
+    int32_t partition;
+    char *path;
+    char *name;
+    int64_t epoch; /* czxid */
+    int owner;     /* the lowest claim of its partition when listed */
+} evict_claim_t;
+
+typedef struct {
+    evict_claim_t *v;
+    size_t n, cap;
+} claim_list_t;
+
+static void claims_push(claim_list_t *l, evict_claim_t c) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = c;
+}
+
+static void claims_clear(claim_list_t *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].path);
+        free(l->v[i].name);
+    }
+    l->n = 0;
+}
+
+/* Lists the claims of session `hex` in every partition of base (P of them):
+ * names matching claim-<hex>- whose ephemeralOwner is the session. */
+static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_t session,
+                             const char *hex, claim_list_t *out, char *errstr, size_t n) {
+    size_t np = (size_t)P;
+    char **dirs = xcalloc(np ? np : 1, sizeof(char *));
+    ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "claim-%s-", hex);
+    size_t plen = strlen(prefix);
+    claim_list_t found = {0};
+    int err = BATON_OK;
+    for (size_t p = 0; p < np; p++)
+        dirs[p] = xasprintf("%s/partitions/%zu/claims", base, p);
+    ctl_zkbatch_children(zk, dirs, np, reads);
+    for (size_t p = 0; p < np; p++) {
+        ctl_zkread_t *r = &reads[p];
+        if (r->err == BATON_NOTFOUND)
+            continue;
+        if (r->err != BATON_OK) {
+            err = baton_seterr(errstr, n, r->err, "cannot list '%s': %s", dirs[p],
+                               baton_strerror(r->err));
+            goto out;
+        }
+        int64_t low = INT64_MAX;
+        for (size_t i = 0; i < r->count; i++) {
+            int64_t s = strncmp(r->names[i], "claim-", 6) == 0 ? baton_seq_of(r->names[i]) : -1;
+            if (s >= 0 && s < low)
+                low = s;
+        }
+        for (size_t i = 0; i < r->count; i++) {
+            if (strncmp(r->names[i], prefix, plen) != 0 || baton_seq_of(r->names[i]) < 0)
+                continue;
+            claims_push(&found, (evict_claim_t){
+                                    .partition = (int32_t)p,
+                                    .path = xasprintf("%s/%s", dirs[p], r->names[i]),
+                                    .name = xstrdup(r->names[i]),
+                                    .owner = baton_seq_of(r->names[i]) == low,
+                                });
+        }
+    }
+    /* The name says whose it is; the stat proves it (and gives the epoch). */
+    char **paths = xcalloc(found.n ? found.n : 1, sizeof(char *));
+    ctl_zkread_t *stats = xcalloc(found.n ? found.n : 1, sizeof(*stats));
+    for (size_t i = 0; i < found.n; i++)
+        paths[i] = found.v[i].path;
+    ctl_zkbatch_get(zk, paths, found.n, stats);
+    for (size_t i = 0; i < found.n; i++) {
+        evict_claim_t *c = &found.v[i];
+        if (stats[i].err == BATON_OK && stats[i].stat.ephemeralOwner == session) {
+            c->epoch = stats[i].stat.czxid;
+            claims_push(out, *c);
+            c->path = c->name = NULL; /* moved */
+        } else if (stats[i].err != BATON_OK && stats[i].err != BATON_NOTFOUND && !err) {
+            err = baton_seterr(errstr, n, stats[i].err, "cannot read '%s': %s", c->path,
+                               baton_strerror(stats[i].err));
+        }
+        ctl_zkread_release(&stats[i]);
+    }
+    free(paths);
+    free(stats);
+out:
+    claims_clear(&found);
+    free(found.v);
+    for (size_t p = 0; p < np; p++) {
+        ctl_zkread_release(&reads[p]);
+        free(dirs[p]);
+    }
+    free(reads);
+    free(dirs);
+    return err;
+}
+
+/* Deletes ops[0..n) in one multi. Returns the ZooKeeper code; *failed gets
+ * the index of the op that failed (or n). */
+static int multi_delete(baton_zk_t *zk, char **paths, const int *versions, size_t n,
+                        size_t *failed) {
+    zoo_op_t *ops = xcalloc(n ? n : 1, sizeof(*ops));
+    zoo_op_result_t *res = xcalloc(n ? n : 1, sizeof(*res));
+    for (size_t i = 0; i < n; i++)
+        zoo_delete_op_init(&ops[i], paths[i], versions[i]);
+    int rc = zoo_multi(baton_zk_handle(zk), (int)n, ops, res);
+    *failed = n;
+    for (size_t i = 0; rc != ZOK && i < n; i++)
+        if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY) {
+            *failed = i;
+            break;
+        }
+    free(ops);
+    free(res);
+    return rc;
+}
+
+void ctl_evict_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G evict WORKER [--json]\n"
+            "\n"
+            "Removes a gray-failed worker (frozen, partitioned, stuck in I/O) now instead\n"
+            "of waiting for its ZooKeeper session to expire: deletes its member node\n"
+            "workers/WORKER and every claim of its session (claim-<session>-N under each\n"
+            "partition), the member node and the first claims in one atomic multi. The\n"
+            "coordinator then moves its partitions at once; their new owners fence the\n"
+            "sink with higher epochs, so anything the evicted process still writes is\n"
+            "rejected. A live baton-worker that notices its member node gone drops every\n"
+            "partition and exits 1 (\"evicted\") for its supervisor to restart it fresh.\n"
+            "\n"
+            "Prints what was removed: the member node, then each claim with its\n"
+            "partition, epoch and whether it was the owner or a queued claim.\n"
+            "Exit 1 if WORKER is not a live member of the group.\n"
+            "\n"
+            "  --json    print {\"worker\", \"session\", \"member\", \"claims\": [{\"partition\",\n"
+            "            \"claim\", \"epoch\", \"owner\"}]} instead\n"
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders evict w2\n"
+            "  %s --zk 127.0.0.1:2181 --group orders evict w2 --json | jq '.claims | length'\n",
+            CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+enum { OPT_JSON = 1 };
+
+int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, CTL_OPT_HELP},
+        CTL_GLOBAL_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    int as_json = 0, opt;
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (ctl_global_opt(ctx, opt, optarg))
+            continue;
+        switch (opt) {
+        case OPT_JSON: as_json = 1; break;
+        case CTL_OPT_HELP: ctl_evict_usage(stdout); return BATON_EXIT_OK;
+        default: ctl_bad_option(argc, argv);
+        }
+    }
+    if (optind >= argc)
+        baton_usage_error(CTL_PROG, "evict: which worker? (evict WORKER)");
+    const char *id = argv[optind];
+    if (optind + 1 < argc)
+        baton_usage_error(CTL_PROG, "evict: unexpected argument '%s'", argv[optind + 1]);
+    if (baton_id_valid(id) != 0)
+        baton_usage_error(CTL_PROG, "evict: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)",
+                          id);
+    ctl_ctx_check(ctx);
+
+    baton_zk_t *zk = ctl_connect(ctx);
+    if (!zk)
+        return BATON_EXIT_FAILURE;
+    int rc = BATON_EXIT_FAILURE;
+    char errstr[1024];
+    char *base = baton_group_base(ctx->root, ctx->group);
+    char *member = xasprintf("%s/workers/%s", base, id);
+    claim_list_t claims = {0}, removed = {0};
+    json_t *out = NULL;
+
+    baton_config_t cfg;
+    int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
+    if (err == BATON_NOTFOUND) {
+        fprintf(stderr, "%s: group %s is not initialised: '%s/config' does not exist\n", CTL_PROG,
+                ctx->group, base);
+        goto out;
+    }
+    if (err != BATON_OK) {
+        fprintf(stderr, "%s: cannot read the group config: %s\n", CTL_PROG, errstr);
+        goto out;
+    }
+    struct Stat mst;
+    err = baton_zk_exists(zk, member, 0, &mst);
+    if (err == BATON_NOTFOUND) {
+        fprintf(stderr, "%s: evict: worker '%s' is not a live member of group %s ('%s' does not exist)\n",
+                CTL_PROG, id, ctx->group, member);
+        goto out;
+    }
+    if (err != BATON_OK) {
+        fprintf(stderr, "%s: cannot read '%s': %s\n", CTL_PROG, member, baton_strerror(err));
+        goto out;
+    }
+    int64_t session = mst.ephemeralOwner;
+    char hex[17], session_str[24];
+    snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)session);
+    snprintf(session_str, sizeof(session_str), "0x%s", hex);
+
+    /* Round 1: the member node and its claims in one multi, so the group
+     * never sees the worker gone with its claims still holding partitions
+     * (or the reverse). A claim that went meanwhile (released, or the
+     * worker's session ended) fails the multi: list again. */
+    int member_gone = 0;
+    for (int attempt = 0; attempt < EVICT_ROUNDS && !member_gone; attempt++) {
+        claims_clear(&claims);
+        if (session != 0 &&
+            (err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,
+                                     sizeof(errstr))) != BATON_OK) {
+            fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+            goto out;
+        }
+        size_t nops = 1 + (claims.n < EVICT_MULTI_MAX - 1 ? claims.n : EVICT_MULTI_MAX - 1);
+        char **paths = xcalloc(nops, sizeof(char *));
+        int *versions = xcalloc(nops, sizeof(int));
+        paths[0] = member;
+        versions[0] = mst.version; /* the very node we looked at */
+        for (size_t i = 1; i < nops; i++) {
+            paths[i] = claims.v[i - 1].path;
+            versions[i] = -1;
+        }
+        size_t failed;
+        int zrc = multi_delete(zk, paths, versions, nops, &failed);
+        free(paths);
+        free(versions);
+        if (zrc == ZOK) {
+            member_gone = 1;
+            for (size_t i = 0; i + 1 < nops; i++) {
+                claims_push(&removed, claims.v[i]);
+                claims.v[i].path = claims.v[i].name = NULL;
+            }
+            break;
+        }
+        if (failed == 0 || (zrc != ZNONODE && zrc != ZBADVERSION)) {
+            if (failed == 0)
+                fprintf(stderr,
+                        "%s: evict: worker '%s' left or re-registered while being evicted "
+                        "(%s); nothing removed\n",
+                        CTL_PROG, id, zerror(zrc));
+            else
+                fprintf(stderr, "%s: evict: deleting '%s' and its claims: %s\n", CTL_PROG, member,
+                        zerror(zrc));
+            goto out;
+        }
+    }
+    if (!member_gone) {
+        fprintf(stderr, "%s: evict: the claims of worker '%s' kept changing; nothing removed\n",
+                CTL_PROG, id);
+        goto out;
+    }
+    /* Later rounds: claims beyond the first multi, and any the worker made
+     * between our listing and the multi. One by one; gone already is fine. */
+    for (int round = 0; round < EVICT_ROUNDS && session != 0; round++) {
+        claims_clear(&claims);
+        if ((err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,
+                                     sizeof(errstr))) != BATON_OK) {
+            fprintf(stderr, "%s: %s (the member node is already removed)\n", CTL_PROG, errstr);
+            goto out;
+        }
+        if (claims.n == 0)
+            break;
+        for (size_t i = 0; i < claims.n; i++) {
+            err = baton_zk_delete(zk, claims.v[i].path, -1);
+            if (err == BATON_OK) {
+                claims_push(&removed, claims.v[i]);
+                claims.v[i].path = claims.v[i].name = NULL;
+            } else if (err != BATON_NOTFOUND) {
+                fprintf(stderr, "%s: cannot delete '%s': %s (the member node is already removed)\n",
+                        CTL_PROG, claims.v[i].path, baton_strerror(err));
+                goto out;
+            }
+        }
+    }
+
+    size_t owned = 0;
+    for (size_t i = 0; i < removed.n; i++)
+        owned += removed.v[i].owner != 0;
+    if (as_json) {
+        out = json_object();
+        json_object_set_new(out, "worker", json_string(id));
+        json_object_set_new(out, "session", json_string(session_str));
+        json_object_set_new(out, "member", json_string(member));
+        json_t *arr = json_array();
+        for (size_t i = 0; i < removed.n; i++) {
+            json_t *c = json_object();
+            json_object_set_new(c, "partition", json_integer(removed.v[i].partition));
+            json_object_set_new(c, "claim", json_string(removed.v[i].name));
+            json_object_set_new(c, "epoch", json_integer(removed.v[i].epoch));
+            json_object_set_new(c, "owner", json_boolean(removed.v[i].owner));
+            json_array_append_new(arr, c);
+        }
+        json_object_set_new(out, "claims", arr);
+        json_dumpf(out, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+    } else {
+        printf("evicted worker %s (session %s)\n", id, session_str);
+        printf("removed member  %s\n", member);
+        for (size_t i = 0; i < removed.n; i++)
+            printf("removed claim   partition %-6d epoch %-20" PRId64 " %-6s %s\n",
+                   removed.v[i].partition, removed.v[i].epoch,
+                   removed.v[i].owner ? "owner" : "queued", removed.v[i].name);
+        printf("%zu claims removed (%zu owned partitions); the coordinator reassigns them now,\n"
+               "and the sink rejects whatever %s still writes with its old epochs\n",
+               removed.n, owned, id);
+    }
+    rc = BATON_EXIT_OK;
+out:
+    json_decref(out);
+    claims_clear(&claims);
+    free(claims.v);
+    claims_clear(&removed);
+    free(removed.v);
+    free(member);
+    free(base);
+    baton_zk_destroy(zk);
+    return rc;
+}

@@ -1,0 +1,400 @@
+/* ctl_watch.c: `batonctl watch`: the status view, redrawn whenever the group
+ * changes. Change detection is ZooKeeper watches, not polling: one-shot
+ * watches on the workers, coordinators, drains and pins directories, on the
+ * assignment and config nodes and on every partition's claims directory,
+ * each re-armed (before the status is read again) when it fires. On a
+ * terminal the screen is redrawn and 'q' or Ctrl-C quits (the terminal is
+ * in cbreak mode meanwhile and restored on exit); otherwise one status
+ * object is printed per change as a JSON line. */
+#include "ctl.h"
+#include "ctl_status.h"
+
+#include "baton_err.h"
+#include "baton_group.h"
+#include "baton_opts.h"
+#include "baton_signal.h"
+#include "baton_util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Events arriving this soon after one are folded into the same refresh, so
+ * a rebalance that touches 100 claims redraws once or twice, not 100 times. */
+#define WATCH_SETTLE_MS 50
+/* After a failed refresh (a connection loss, Kafka down), try again this
+ * soon even without an event. */
+#define WATCH_RETRY_MS 1000
+
+/* ---- arming watches ---------------------------------------------------- */
+
+/* Asynchronous watch registration with a window of requests in flight, like
+ * ctl_zkbatch but leaving watches (delivered through baton_zk_watcher onto
+ * the session's event queue). */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    size_t pending;
+    size_t missing; /* children reads that found no node */
+    char **missing_paths;
+} arm_t;
+
+typedef struct {
+    arm_t *arm;
+    char *path;
+} arm_req_t;
+
+/* @locality the completion thread: only bookkeeping. */
+static void arm_done(arm_req_t *req, int missing) {
+    arm_t *a = req->arm;
+    pthread_mutex_lock(&a->lock);
+    if (missing)
+        a->missing_paths[a->missing++] = req->path;
+    else
+        free(req->path);
+    a->pending--;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->lock);
+    free(req);
+}
+
+static void on_children(int rc, const struct String_vector *sv, const void *ctx) {
+    (void)sv;
+    arm_done((arm_req_t *)ctx, rc == ZNONODE);
+}
+
+static void on_stat(int rc, const struct Stat *st, const void *ctx) {
+    (void)rc;
+    (void)st;
+    arm_done((arm_req_t *)ctx, 0);
+}
+
+/* Leaves a watch on each path: a children watch (children != 0) or an
+ * exists watch (data changes, creation, deletion). A children watch on a
+ * node that does not exist becomes an exists watch, so its creation is seen.
+ * Returns when every registration has completed. */
+static void watches_arm(baton_zk_t *zk, char *const *paths, const int *children, size_t n) {
+    zhandle_t *zh = baton_zk_handle(zk);
+    arm_t a = {.pending = 0};
+    pthread_mutex_init(&a.lock, NULL);
+    pthread_cond_init(&a.cond, NULL);
+    a.missing_paths = xcalloc(n ? n : 1, sizeof(char *));
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < n; i++) {
+            if (round == 1 && i >= a.missing)
+                break;
+            int kids = round == 0 ? children[i] : 0;
+            const char *path = round == 0 ? paths[i] : a.missing_paths[i];
+            arm_req_t *req = xmalloc(sizeof(*req));
+            req->arm = &a;
+            req->path = xstrdup(path);
+            pthread_mutex_lock(&a.lock);
+            while (a.pending >= 256)
+                pthread_cond_wait(&a.cond, &a.lock);
+            a.pending++;
+            pthread_mutex_unlock(&a.lock);
+            int rc = kids ? zoo_awget_children(zh, path, baton_zk_watcher, zk, on_children, req)
+                          : zoo_awexists(zh, path, baton_zk_watcher, zk, on_stat, req);
+            if (rc != ZOK) {
+                pthread_mutex_lock(&a.lock);
+                a.pending--;
+                pthread_mutex_unlock(&a.lock);
+                free(req->path);
+                free(req);
+            }
+        }
+        pthread_mutex_lock(&a.lock);
+        while (a.pending > 0)
+            pthread_cond_wait(&a.cond, &a.lock);
+        pthread_mutex_unlock(&a.lock);
+        if (round == 1)
+            for (size_t i = 0; i < a.missing; i++)
+                free(a.missing_paths[i]);
+        if (!a.missing)
+            break;
+    }
+    free(a.missing_paths);
+    pthread_cond_destroy(&a.cond);
+    pthread_mutex_destroy(&a.lock);
+}
+
+/* Is path one we watch for its children (else for its data)? */
+static int path_is_dir(const char *base, const char *path) {
+    size_t blen = strlen(base);
+    if (strncmp(path, base, blen) != 0)
+        return 0;
+    const char *rest = path + blen;
+    size_t rlen = strlen(rest);
+    return strcmp(rest, "/workers") == 0 || strcmp(rest, "/coordinators") == 0 ||
+           strcmp(rest, "/drains") == 0 || strcmp(rest, "/pins") == 0 ||
+           (rlen > 7 && strcmp(rest + rlen - 7, "/claims") == 0);
+}
+
+/* Every watch of a group with P partitions. */
+static void watches_arm_all(baton_zk_t *zk, const char *base, int32_t P) {
+    static const char *const dirs[] = {"workers", "coordinators", "drains", "pins"};
+    static const char *const nodes[] = {"assignment", "config"};
+    size_t n = BATON_ARRAY_SIZE(dirs) + BATON_ARRAY_SIZE(nodes) + (size_t)P;
+    char **paths = xcalloc(n, sizeof(char *));
+    int *kids = xcalloc(n, sizeof(int));
+    size_t k = 0;
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++, k++) {
+        paths[k] = xasprintf("%s/%s", base, dirs[i]);
+        kids[k] = 1;
+    }
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(nodes); i++, k++)
+        paths[k] = xasprintf("%s/%s", base, nodes[i]);
+    for (int32_t p = 0; p < P; p++, k++) {
+        paths[k] = xasprintf("%s/partitions/%d/claims", base, p);
+        kids[k] = 1;
+    }
+    watches_arm(zk, paths, kids, n);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    free(kids);
+}
+
+/* ---- the terminal ------------------------------------------------------ */
+
+static struct termios saved_tio;
+static int tio_saved;
+
+static void tty_restore(void) {
+    if (tio_saved) {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_tio);
+        tio_saved = 0;
+    }
+}
+
+/* cbreak: keys arrive one by one without echo; Ctrl-C still signals. */
+static void tty_cbreak(void) {
+    struct termios t;
+    if (tcgetattr(STDIN_FILENO, &saved_tio) != 0)
+        return;
+    tio_saved = 1;
+    atexit(tty_restore);
+    t = saved_tio;
+    t.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+    t.c_cc[VMIN] = 1;
+    t.c_cc[VTIME] = 0;
+    tcsetattr(STDIN_FILENO, TCSANOW, &t);
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+void ctl_watch_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G watch [--json] [--partition LIST] [--worker W]\n"
+            "                [--brokers B --sink URI] [--max-updates N] [--duration-ms N]\n"
+            "\n"
+            "The status view, refreshed whenever the group changes: a worker joins or\n"
+            "leaves, a coordinator takes over, an assignment is published, a claim is\n"
+            "made or released, a drain or pin is set. Changes come from ZooKeeper\n"
+            "watches (re-armed as they fire), not from polling; bursts within %d ms\n"
+            "make one refresh. Lag (with --brokers and --sink) is read at each refresh.\n"
+            "\n"
+            "On a terminal the screen is redrawn; press q (or Ctrl-C) to quit. When\n"
+            "stdout is not a terminal, or with --json, every refresh prints the whole\n"
+            "status object (as 'status --json', filters applied) on one line.\n"
+            "Exit 0 on q, Ctrl-C, SIGTERM or a bound below; 1 if the group cannot be\n"
+            "read or the ZooKeeper session is lost for longer than --timeout.\n"
+            "\n"
+            "  --json              JSON lines even on a terminal\n"
+            "  --partition LIST    only these partitions: 7, 0-9 or 1,5,8\n"
+            "  --worker W          only what W owns, is assigned or pinned to\n"
+            "  --brokers B --sink URI [--kafka KEY=VALUE]   lag, as in 'status'\n"
+            "  --max-updates N     exit after printing N views (the first included)\n"
+            "  --duration-ms N     exit after N ms\n"
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group orders watch\n"
+            "  %s --zk 127.0.0.1:2181 --group orders watch --worker w2\n"
+            "  %s --zk 127.0.0.1:2181 --group orders watch --max-updates 5 \\\n"
+            "      | jq -c '[.partitions[] | {partition, owner, epoch}]'\n",
+            CTL_PROG, WATCH_SETTLE_MS, CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+/* Renders one refresh. */
+static void watch_render(const json_t *st, int as_json, int64_t n) {
+    if (as_json) {
+        json_dumpf(st, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+    } else {
+        char when[32];
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(when, sizeof(when), "%H:%M:%S", &tm);
+        /* Home and clear, then the view; q quits. */
+        fputs("\033[H\033[2J", stdout);
+        printf("batonctl watch: update %lld at %s (q to quit)\n\n", (long long)n, when);
+        ctl_status_print_human(st, stdout);
+    }
+    fflush(stdout);
+}
+
+int ctl_cmd_watch(ctl_ctx_t *ctx, int argc, char **argv) {
+    ctl_view_opts_t o;
+    ctl_view_parse(ctx, &o, argc, argv,
+                   CTL_VIEW_KAFKA | CTL_VIEW_SINK | CTL_VIEW_FILTER | CTL_VIEW_WATCH,
+                   ctl_watch_usage);
+    int as_json = o.as_json || !isatty(STDOUT_FILENO);
+    int keys = isatty(STDIN_FILENO) && !o.as_json && isatty(STDOUT_FILENO);
+    int stop_fd = baton_signal_init();
+    int rc = BATON_EXIT_FAILURE;
+    char errstr[1024];
+    char *base = baton_group_base(ctx->root, ctx->group);
+    char **fired = NULL; /* paths whose watch fired: re-arm them */
+    size_t nfired = 0;
+    baton_zk_t *zk = ctl_connect(ctx);
+    if (!zk)
+        goto out;
+    baton_config_t cfg;
+    int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        fprintf(stderr, "%s: %s\n", CTL_PROG,
+                err == BATON_NOTFOUND ? "group is not initialised (run 'batonctl init')" : errstr);
+        goto out;
+    }
+    int32_t P = cfg.partitions;
+    if (keys)
+        tty_cbreak();
+
+    int64_t start = baton_now_ms(), updates = 0, retry_at = -1;
+    int rearm_all = 1, dirty = 1, disconnected = 0;
+    for (;;) {
+        /* Re-arm first, then read: a change after the re-arm fires again. */
+        if (rearm_all) {
+            watches_arm_all(zk, base, P);
+            rearm_all = 0;
+            for (size_t i = 0; i < nfired; i++)
+                free(fired[i]);
+            nfired = 0;
+        } else if (nfired) {
+            int *kids = xcalloc(nfired, sizeof(int));
+            for (size_t i = 0; i < nfired; i++)
+                kids[i] = path_is_dir(base, fired[i]);
+            watches_arm(zk, fired, kids, nfired);
+            free(kids);
+            for (size_t i = 0; i < nfired; i++)
+                free(fired[i]);
+            nfired = 0;
+        }
+        if (dirty && !disconnected) {
+            json_t *st = NULL;
+            err = ctl_view_gather(zk, ctx, &o, &st, errstr, sizeof(errstr));
+            if (err == BATON_OK) {
+                dirty = 0;
+                retry_at = -1;
+                updates++;
+                watch_render(st, as_json, updates);
+                int32_t nowP = (int32_t)json_integer_value(
+                    json_object_get(json_object_get(st, "config"), "partitions"));
+                if (nowP > P) { /* the group grew: watch the new claims too */
+                    P = nowP;
+                    rearm_all = 1;
+                }
+                json_decref(st);
+                if (o.max_updates && updates >= o.max_updates) {
+                    rc = BATON_EXIT_OK;
+                    goto out;
+                }
+            } else if (updates == 0 && !baton_err_is_retriable(err)) {
+                fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+                goto out;
+            } else {
+                fprintf(stderr, "%s: refresh failed (retrying): %s\n", CTL_PROG, errstr);
+                retry_at = baton_now_ms() + WATCH_RETRY_MS;
+            }
+        }
+
+        /* Wait for a change, a key, a signal or a bound. */
+        int64_t now = baton_now_ms();
+        int timeout = -1;
+        if (o.duration_ms) {
+            int64_t left = start + o.duration_ms - now;
+            if (left <= 0) {
+                rc = BATON_EXIT_OK;
+                goto out;
+            }
+            timeout = left > 600000 ? 600000 : (int)left;
+        }
+        if (retry_at >= 0) {
+            int64_t d = retry_at - now;
+            d = d < 0 ? 0 : d;
+            timeout = timeout < 0 || d < timeout ? (int)d : timeout;
+        }
+        struct pollfd pfd[3] = {
+            {.fd = baton_zk_fd(zk), .events = POLLIN},
+            {.fd = stop_fd, .events = POLLIN},
+            {.fd = keys ? STDIN_FILENO : -1, .events = POLLIN},
+        };
+        int pr = poll(pfd, 3, timeout);
+        if (pr < 0 && errno != EINTR) {
+            fprintf(stderr, "%s: poll: %s\n", CTL_PROG, strerror(errno));
+            goto out;
+        }
+        if (baton_signal_stop_requested()) {
+            rc = BATON_EXIT_OK;
+            goto out;
+        }
+        if (keys && (pfd[2].revents & (POLLIN | POLLHUP))) {
+            char c = 0;
+            ssize_t r = read(STDIN_FILENO, &c, 1);
+            if (r <= 0 || c == 'q' || c == 'Q') {
+                rc = BATON_EXIT_OK;
+                goto out;
+            }
+        }
+        if (retry_at >= 0 && baton_now_ms() >= retry_at)
+            dirty = 1;
+        if (!(pfd[0].revents & POLLIN))
+            continue;
+        /* Let a burst settle, then take every queued event. */
+        baton_sleep_ms(WATCH_SETTLE_MS);
+        baton_zk_event_t ev;
+        while (baton_zk_next_event(zk, &ev)) {
+            if (ev.type == ZOO_SESSION_EVENT) {
+                if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE) {
+                    fprintf(stderr,
+                            "%s: watch: the ZooKeeper session expired (unreachable for longer "
+                            "than --timeout %d ms)\n",
+                            CTL_PROG, ctx->timeout_ms);
+                    baton_zk_event_release(&ev);
+                    goto out;
+                }
+                if (ev.state == ZOO_CONNECTING_STATE)
+                    disconnected = 1;
+                if (ev.state == ZOO_CONNECTED_STATE && disconnected) {
+                    /* Watches may have fired while we were away: re-read. */
+                    disconnected = 0;
+                    rearm_all = 1;
+                    dirty = 1;
+                }
+            } else if (ev.path && ev.path[0]) {
+                fired = xrealloc(fired, (nfired + 1) * sizeof(char *));
+                fired[nfired++] = xstrdup(ev.path);
+                dirty = 1; /* a grown partition count is seen by the gather */
+            }
+            baton_zk_event_release(&ev);
+        }
+    }
+out:
+    tty_restore();
+    if (fired) {
+        for (size_t i = 0; i < nfired; i++)
+            free(fired[i]);
+        free(fired);
+    }
+    baton_zk_destroy(zk);
+    free(base);
+    ctl_view_opts_release(&o);
+    return rc;
+}

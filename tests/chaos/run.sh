@@ -1,0 +1,453 @@
+#!/usr/bin/env bash
+# run.sh: the chaos harness. Runs the real binaries -- 2 coordinators, 3-4
+# workers with one SQLite sink, a continuous producer -- against a real
+# 3-node ZooKeeper ensemble on loopback (tests/lib/ensemble.sh) and the
+# embedded Kafka, and injects seeded random faults with fault-free stretches
+# between them:
+#   worker_kill       SIGKILL a worker, restart it 0-2 s later
+#   worker_pause      SIGSTOP a worker below the session timeout, SIGCONT
+#   worker_pause_long SIGSTOP a worker past the session timeout, SIGCONT
+#   coord_kill        SIGKILL the leading coordinator, restart it
+#   zk_leader_kill    SIGKILL the ZooKeeper ensemble's leader, restart it
+#   worker_failpoint  SIGKILL a worker, restart it with BATON_FAILPOINTS set
+#                     to worker.before_sink_write|before_fence|before_release
+#                     = [SKIP:]stop|abort|sleep-MS
+#   coord_failpoint   restart the standby coordinator with
+#                     coordinator.before_publish=stop|abort|sleep-MS, then
+#                     SIGKILL the leader so it takes over
+# A failpoint `stop` is resumed by the harness (SIGCONT) after a seeded
+# hold; an `abort` is restarted. Every fault and recovery is logged with a
+# timestamp to $H_DIR/faults.log. When the faults are done the harness
+# heals everything, lets the producer finish, waits (bounded) for the sink
+# to catch up and every partition to be active, and runs the independent
+# checker (check.sh) on the topic, the sink, the fence samples taken during
+# the run (sample.sh) and the final status. Exit 0 only if it finds nothing.
+#
+#   tests/chaos/run.sh [--seed S] [--faults N] [--duration SEC | --minutes M]
+#                      [--workers 3|4] [--partitions P] [--rate R]
+#                      [--session-ms MS] [--quiet-ms MIN:MAX]
+# --seed defaults to a random one (printed); the same seed draws the same
+# faults, targets and parameters (the system's timing still varies).
+# --duration bounds the fault phase (default 600 s): fewer faults are injected
+# if it runs out, and the run says so. BATON_KEEP=1 keeps the work dir.
+set -euo pipefail
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+: "${BATON_SRC:=$src}"
+source "$BATON_SRC/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/ensemble.sh"
+
+ch_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+seed=$(((RANDOM << 15 | RANDOM) % 1000000000)) faults=20 duration=600 nworkers=4
+B_PARTITIONS=12 rate=300 B_SESSION_MS=3000 quiet_min=1000 quiet_max=3000
+settle_timeout=180
+while (($#)); do
+    case $1 in
+    --seed | --faults | --duration | --minutes | --workers | --partitions | --rate | --session-ms | --quiet-ms)
+        (($# >= 2)) || { echo "run.sh: $1 needs a value" >&2; exit 2; }
+        v=$2
+        case $1 in
+        --quiet-ms) [[ $v =~ ^([0-9]+):([0-9]+)$ ]] && ((BASH_REMATCH[1] <= BASH_REMATCH[2])) ||
+            { echo "run.sh: --quiet-ms: '$v' is not MIN:MAX milliseconds" >&2; exit 2; } ;;
+        *) [[ $v =~ ^[0-9]{1,9}$ ]] || { echo "run.sh: $1: '$v' is not a non-negative integer" >&2; exit 2; } ;;
+        esac
+        case $1 in
+        --seed) seed=$v ;;
+        --faults) faults=$v ;;
+        --duration) duration=$v ;;
+        --minutes) duration=$((v * 60)) ;;
+        --workers) ((v == 3 || v == 4)) || { echo "run.sh: --workers must be 3 or 4" >&2; exit 2; }
+            nworkers=$v ;;
+        --partitions) ((v >= 1 && v <= 256)) || { echo "run.sh: --partitions must be in [1, 256]" >&2; exit 2; }
+            B_PARTITIONS=$v ;;
+        --rate) ((v >= 1)) || { echo "run.sh: --rate must be at least 1" >&2; exit 2; }
+            rate=$v ;;
+        --session-ms) ((v >= 1000 && v <= 20000)) || { echo "run.sh: --session-ms must be in [1000, 20000]" >&2; exit 2; }
+            B_SESSION_MS=$v ;;
+        --quiet-ms) quiet_min=${BASH_REMATCH[1]} quiet_max=${BASH_REMATCH[2]} ;;
+        esac
+        shift 2 ;;
+    -h | --help) ch_usage; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; ch_usage >&2; exit 2 ;;
+    esac
+done
+
+h_init chaos
+echo "== chaos: seed=$seed faults=$faults duration=${duration}s workers=$nworkers partitions=$B_PARTITIONS rate=$rate/s session=${B_SESSION_MS}ms" >&2
+echo "== chaos: reproduce with: tests/chaos/run.sh --seed $seed --faults $faults --duration $duration --workers $nworkers" >&2
+FLOG=$H_DIR/faults.log
+: >"$FLOG"
+
+# --- seeded choices ---------------------------------------------------------
+# A private generator (31-bit LCG) so nothing else that uses $RANDOM (free
+# ports, temp names) shifts the fault sequence. Call in the main shell.
+CH_RNG=$((seed % 2147483648))
+CH_R=0
+ch_rand() { # N: sets CH_R to a draw in [0, N)
+    CH_RNG=$(((CH_RNG * 1103515245 + 12345) % 2147483648))
+    CH_R=$(((CH_RNG >> 8) % $1))
+}
+ch_range() { # LO HI: sets CH_R to a draw in [LO, HI]
+    ch_rand $(($2 - $1 + 1))
+    CH_R=$((CH_R + $1))
+}
+
+# --- the fault log ----------------------------------------------------------
+CH_NFAULT=0
+ch_flog() { # EVENT key=value...: one timestamped line in faults.log and on stderr
+    local line
+    line="ts=$(date +%H:%M:%S.%3N) ms=$(_h_now_ms) fault_no=$CH_NFAULT event=$*"
+    echo "$line" >>"$FLOG"
+    echo "[chaos] $line" >&2
+}
+ch_sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
+
+# --- processes ----------------------------------------------------------------
+WORKERS=()
+for ((i = 1; i <= nworkers; i++)); do WORKERS+=("w$i"); done
+COORDS=(c1 c2)
+declare -A CH_FP=()      # name -> failpoint spec it was started with ("" if none)
+declare -A CH_HOLD=()    # name -> ms a failpoint stop is held before SIGCONT
+declare -A CH_STOP_T=()  # name -> when the harness first saw it stopped by a failpoint
+declare -A CH_EXPECT=()  # name -> 1 while the harness expects it to be dead
+declare -A CH_LOGOFF=()  # name -> size of its log when its latest process started
+CH_CRASHES=0 CH_EXITS=0
+
+ch_worker_start() { # NAME [FAILPOINTS] (use ch_start)
+    local name=$1 fp=${2:-}
+    CH_FP[$name]=$fp
+    unset "CH_STOP_T[$name]"
+    h_spawn "$name" env BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-worker" --zk "$ZK" \
+        --group "$B_GROUP" --id "$name" --brokers "$BOOTSTRAP" --sink "sqlite:$B_SINK" \
+        --session-timeout-ms "$B_SESSION_MS" --linger-ms 10 --batch-size 200
+}
+ch_coord_start() { # NAME [FAILPOINTS] (use ch_start)
+    local name=$1 fp=${2:-}
+    CH_FP[$name]=$fp
+    unset "CH_STOP_T[$name]"
+    h_spawn "$name" env BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-coordinator" --zk "$ZK" \
+        --group "$B_GROUP" --id "$name" --session-timeout-ms "$B_SESSION_MS"
+}
+ch_start() { # NAME [FAILPOINTS]
+    CH_LOGOFF[$1]=$(stat -c %s "$H_DIR/$1.log" 2>/dev/null || echo 0)
+    if [[ $1 == c* ]]; then ch_coord_start "$@"; else ch_worker_start "$@"; fi
+}
+
+# ch_log_since NAME PATTERN: PATTERN (grep -E) is in the log of NAME's latest process.
+ch_log_since() {
+    tail -c +$((${CH_LOGOFF[$1]:-0} + 1)) "$H_DIR/$1.log" 2>/dev/null | grep -Eq -- "$2"
+}
+
+# ch_state NAME: R/S/D..., T if stopped, X if not running.
+ch_state() {
+    local pid=${H_PIDS[$1]:-} st
+    [[ -n $pid ]] && _h_alive "$pid" || { echo X; return; }
+    read -r st <"/proc/$pid/stat" 2>/dev/null || { echo X; return; }
+    st=${st##*) }
+    echo "${st%% *}"
+}
+
+# ch_heal: the harness's recovery duty, run between faults and while
+# settling. Restarts a process that died without the harness killing it
+# (a failpoint abort, or a crash: counted), and resumes a process stopped
+# by a failpoint once its hold is over.
+ch_heal() {
+    local name st rc now
+    for name in "${COORDS[@]}" "${WORKERS[@]}"; do
+        st=$(ch_state "$name")
+        if [[ $st == X ]]; then
+            rc=0
+            h_wait_exit "$name" 0 >/dev/null 2>&1 || rc=$?
+            if [[ -z ${CH_EXPECT[$name]:-} ]]; then
+                if [[ ${CH_FP[$name]:-} == *abort* ]] && ((rc == 134)); then
+                    ch_flog "recover_restart target=$name reason=failpoint_abort rc=$rc"
+                elif ((rc > 128)); then
+                    CH_CRASHES=$((CH_CRASHES + 1))
+                    ch_flog "crash target=$name rc=$rc (killed by signal $((rc - 128)) not sent by the harness)"
+                    tail -n 30 "$H_DIR/$name.log" >&2
+                else
+                    CH_EXITS=$((CH_EXITS + 1))
+                    ch_flog "unexpected_exit target=$name rc=$rc"
+                    tail -n 15 "$H_DIR/$name.log" >&2
+                fi
+            fi
+            unset "CH_EXPECT[$name]"
+            ch_start "$name"
+        elif [[ $st == T ]]; then
+            now=$(_h_now_ms)
+            if [[ -z ${CH_STOP_T[$name]:-} ]]; then
+                CH_STOP_T[$name]=$now
+                ch_flog "failpoint_stopped target=$name spec=${CH_FP[$name]:-none} hold_ms=${CH_HOLD[$name]:-0}"
+            elif ((now - CH_STOP_T[$name] >= ${CH_HOLD[$name]:-0})); then
+                h_kill "$name" CONT || true
+                ch_flog "recover_cont target=$name held_ms=$((now - CH_STOP_T[$name]))"
+                unset "CH_STOP_T[$name]"
+                CH_HOLD[$name]=0
+            fi
+        fi
+    done
+    ch_producer_tick
+}
+
+# ch_heal_for MS: heals every 200 ms for MS milliseconds.
+ch_heal_for() {
+    local end=$(($(_h_now_ms) + $1))
+    while (($(_h_now_ms) < end)); do
+        ch_heal
+        sleep 0.2
+    done
+}
+
+# --- the producer -----------------------------------------------------------
+# Batches of 20 s of records at --rate; a new batch starts when one ends,
+# until the fault phase is over.
+CH_BATCH_S=20 CH_PRODUCING=1 CH_BATCH=0 CH_PRODUCED=0 CH_PRODUCER_FAILED=0
+ch_producer_start() {
+    CH_BATCH=$((CH_BATCH + 1))
+    h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+        --partitions "$B_PARTITIONS" --count $((rate * CH_BATCH_S)) --rate "$rate" --prefix "b$CH_BATCH"
+}
+ch_producer_tick() {
+    h_alive producer && return 0
+    local rc=0
+    h_wait_exit producer 0 >/dev/null 2>&1 || rc=$?
+    if [[ -z ${CH_PRODUCER_DONE[$CH_BATCH]:-} ]]; then
+        CH_PRODUCER_DONE[$CH_BATCH]=1
+        if ((rc == 0)); then
+            CH_PRODUCED=$((CH_PRODUCED + rate * CH_BATCH_S))
+        else
+            CH_PRODUCER_FAILED=1
+            h_log "producer batch $CH_BATCH failed (exit $rc)"
+        fi
+    fi
+    ((CH_PRODUCING)) && ch_producer_start
+    return 0
+}
+declare -A CH_PRODUCER_DONE=()
+
+# --- fault helpers ----------------------------------------------------------
+# ch_pick_worker: sets CH_T to a running, not stopped worker (or "" if none).
+ch_pick_worker() {
+    local -a ok=()
+    local w
+    for w in "${WORKERS[@]}"; do
+        [[ $(ch_state "$w") =~ ^[RSD]$ ]] && ok+=("$w")
+    done
+    CH_T=
+    ch_rand ${#WORKERS[@]} # always draw, so the sequence does not depend on timing
+    ((${#ok[@]})) && CH_T=${ok[CH_R % ${#ok[@]}]}
+    return 0
+}
+ch_leader_coord() { b_ctl status --json 2>/dev/null | jq -r '.coordinator.id // empty'; }
+
+ch_kill9() { # NAME: SIGKILL by pid and reap
+    CH_EXPECT[$1]=1
+    h_kill "$1" KILL || true
+    h_wait_exit "$1" 10 >/dev/null 2>&1 || true
+    unset "CH_EXPECT[$1]"
+}
+
+# ch_failpoint_spec PREFIX: sets CH_SPEC to a random failpoint of PREFIX's points.
+ch_failpoint_spec() {
+    local -a points
+    if [[ $1 == worker ]]; then
+        points=(worker.before_sink_write worker.before_fence worker.before_release)
+    else
+        points=(coordinator.before_publish)
+    fi
+    ch_rand ${#points[@]}
+    local point=${points[CH_R]} skip action
+    ch_range 0 5
+    skip=$CH_R
+    ch_rand 3
+    case $CH_R in
+    0) action=stop ;;
+    1) action=abort ;;
+    2) ch_range 100 $((B_SESSION_MS * 2)); action=sleep-$CH_R ;;
+    esac
+    CH_SPEC="$point=$skip:$action"
+    # How long a `stop` is held once it fires: sometimes past the session.
+    ch_range 200 $((B_SESSION_MS * 2))
+    CH_SPEC_HOLD=$CH_R
+}
+
+# --- the faults ---------------------------------------------------------------
+ch_fault_worker_kill() {
+    ch_pick_worker
+    ch_range 0 2000
+    local down=$CH_R
+    [[ -n $CH_T ]] || { ch_flog "skipped fault=worker_kill reason=no_running_worker"; return; }
+    ch_flog "fault=worker_kill target=$CH_T signal=KILL restart_after_ms=$down"
+    ch_kill9 "$CH_T"
+    ch_sleep_ms "$down"
+    ch_start "$CH_T"
+    ch_flog "restart target=$CH_T"
+}
+ch_fault_worker_pause() { # short|long
+    ch_pick_worker
+    local ms
+    if [[ $1 == short ]]; then
+        ch_range $((B_SESSION_MS / 10)) $((B_SESSION_MS / 2))
+    else
+        ch_range $((B_SESSION_MS * 3 / 2)) $((B_SESSION_MS * 5 / 2))
+    fi
+    ms=$CH_R
+    [[ -n $CH_T ]] || { ch_flog "skipped fault=worker_pause_$1 reason=no_running_worker"; return; }
+    ch_flog "fault=worker_pause_$1 target=$CH_T signal=STOP for_ms=$ms session_ms=$B_SESSION_MS"
+    h_kill "$CH_T" STOP || true
+    ch_sleep_ms "$ms"
+    h_kill "$CH_T" CONT || true
+    ch_flog "resume target=$CH_T signal=CONT"
+}
+ch_fault_coord_kill() {
+    ch_range 0 2000
+    local down=$CH_R leader
+    leader=$(ch_leader_coord)
+    [[ -n $leader ]] && h_alive "$leader" ||
+        { ch_flog "skipped fault=coord_kill reason=no_leader_now"; return; }
+    ch_flog "fault=coord_kill target=$leader signal=KILL restart_after_ms=$down"
+    ch_kill9 "$leader"
+    ch_sleep_ms "$down"
+    ch_start "$leader"
+    ch_flog "restart target=$leader"
+}
+ch_fault_zk_leader_kill() {
+    ch_range 500 4000
+    local down=$CH_R n
+    n=$(ens_leader) || { ch_flog "skipped fault=zk_leader_kill reason=no_zk_leader_now"; return; }
+    ch_flog "fault=zk_leader_kill target=zk$n signal=KILL restart_after_ms=$down"
+    ens_kill "$n" KILL || true
+    h_wait_exit "zk$n" 10 >/dev/null 2>&1 || true
+    ch_heal_for "$down"
+    ens_node_start "$n"
+    if ! ens_wait_quorum 60; then
+        ch_flog "ensemble_no_quorum after restart of zk$n"
+        h_fail "the ZooKeeper ensemble did not recover (harness infrastructure)"
+    fi
+    ch_flog "restart target=zk$n zk_leader=zk$(ens_leader || echo none)"
+}
+ch_fault_worker_failpoint() {
+    ch_pick_worker
+    ch_failpoint_spec worker
+    [[ -n $CH_T ]] || { ch_flog "skipped fault=worker_failpoint reason=no_running_worker"; return; }
+    ch_flog "fault=worker_failpoint target=$CH_T signal=KILL restart_with=BATON_FAILPOINTS=$CH_SPEC stop_hold_ms=$CH_SPEC_HOLD"
+    ch_kill9 "$CH_T"
+    CH_HOLD[$CH_T]=$CH_SPEC_HOLD
+    ch_start "$CH_T" "$CH_SPEC"
+}
+ch_fault_coord_failpoint() {
+    ch_failpoint_spec coordinator
+    local leader standby c
+    leader=$(ch_leader_coord)
+    [[ -n $leader ]] && h_alive "$leader" ||
+        { ch_flog "skipped fault=coord_failpoint reason=no_leader_now"; return; }
+    standby=
+    for c in "${COORDS[@]}"; do [[ $c != "$leader" ]] && standby=$c; done
+    ch_flog "fault=coord_failpoint target=$standby then_kill=$leader restart_with=BATON_FAILPOINTS=$CH_SPEC stop_hold_ms=$CH_SPEC_HOLD"
+    [[ $(ch_state "$standby") != X ]] && ch_kill9 "$standby"
+    CH_HOLD[$standby]=$CH_SPEC_HOLD
+    ch_start "$standby" "$CH_SPEC"
+    # Let it queue behind the leader before the leader goes.
+    h_wait_for 10 "$standby registered" ch_log_since "$standby" 'event=(candidate|standby)' || true
+    ch_kill9 "$leader"
+    ch_start "$leader"
+    ch_flog "restart target=$leader (now standby)"
+}
+
+# ch_fault_once: draws one fault kind (weights out of 100) and runs it.
+ch_fault_once() {
+    ch_rand 100
+    local r=$CH_R
+    if ((r < 18)); then ch_fault_worker_kill
+    elif ((r < 30)); then ch_fault_worker_pause short
+    elif ((r < 44)); then ch_fault_worker_pause long
+    elif ((r < 56)); then ch_fault_coord_kill
+    elif ((r < 68)); then ch_fault_zk_leader_kill
+    elif ((r < 90)); then ch_fault_worker_failpoint
+    else ch_fault_coord_failpoint
+    fi
+}
+
+# --- the run ------------------------------------------------------------------
+ens_start 200
+h_kafka_start "$B_TOPIC" "$B_PARTITIONS"
+B_SINK=$H_DIR/sink.db
+b_init "$B_PARTITIONS"
+h_spawn sampler "$BATON_SRC/tests/chaos/sample.sh" "$B_SINK" "$B_GROUP" "$H_DIR/fence-samples.txt" 200
+for c in "${COORDS[@]}"; do ch_start "$c"; done
+for w in "${WORKERS[@]}"; do ch_start "$w"; done
+h_wait_for 60 "$nworkers workers own every partition" b_all_active "$nworkers" ||
+    h_fail "the group never became active before any fault"
+ch_producer_start
+ch_flog "start seed=$seed faults=$faults workers=$nworkers partitions=$B_PARTITIONS zk=$ZK"
+
+t_start=$(_h_now_ms)
+deadline=$((t_start + duration * 1000))
+while ((CH_NFAULT < faults)); do
+    ch_range "$quiet_min" "$quiet_max"
+    ch_heal_for "$CH_R"
+    if (($(_h_now_ms) >= deadline)); then
+        ch_flog "duration_reached after $CH_NFAULT of $faults faults"
+        break
+    fi
+    CH_NFAULT=$((CH_NFAULT + 1))
+    ch_fault_once
+done
+t_faults=$(($(_h_now_ms) - t_start))
+ch_flog "faults_end injected=$CH_NFAULT in_ms=$t_faults"
+
+# Settle: stop armed-but-unfired failpoints from firing later (graceful
+# restart), keep healing, let the producer's last batch finish, then wait
+# for the sink to hold everything and for every partition to be active.
+CH_PRODUCING=0
+ch_heal_for 500
+for name in "${COORDS[@]}" "${WORKERS[@]}"; do
+    if [[ -n ${CH_FP[$name]:-} ]] && ! ch_log_since "$name" "event=failpoint name="; then
+        ch_flog "disarm target=$name spec=${CH_FP[$name]} (unfired; graceful restart)"
+        CH_EXPECT[$name]=1
+        h_stop "$name"
+        unset "CH_EXPECT[$name]"
+        ch_start "$name"
+    fi
+done
+settle_deadline=$(($(_h_now_ms) + settle_timeout * 1000))
+settled=0
+while (($(_h_now_ms) < settle_deadline)); do
+    ch_heal
+    if [[ -n ${CH_PRODUCER_DONE[$CH_BATCH]:-} ]] && b_sink_has "$CH_PRODUCED" &&
+        b_all_active "$nworkers"; then
+        settled=1
+        break
+    fi
+    sleep 0.5
+done
+ch_flog "settle settled=$settled produced=$CH_PRODUCED sink_rows=$(b_sink_count 2>/dev/null || echo '?')"
+b_status >"$H_DIR/final-status.json" 2>&1 || true
+h_stop sampler
+b_ctl status >&2 || true
+
+echo "== chaos: fault log ($FLOG):" >&2
+grep -c 'event=fault=' "$FLOG" | sed 's/^/   faults injected: /' >&2
+sed -n 's/.* event=fault=\([a-z_]*\).*/\1/p' "$FLOG" | sort | uniq -c | sed 's/^/   /' >&2
+
+rc=0
+"$BATON_SRC/tests/chaos/check.sh" --bootstrap "$BOOTSTRAP" --topic "$B_TOPIC" --sink "$B_SINK" \
+    --group "$B_GROUP" --samples "$H_DIR/fence-samples.txt" --status "$H_DIR/final-status.json" \
+    --workers "${WORKERS[*]}" || rc=$?
+# Graceful leave of everything, so the sanitizers' exit-time reports (leaks)
+# are in the logs before they are searched.
+for name in "${WORKERS[@]}" "${COORDS[@]}"; do
+    CH_EXPECT[$name]=1
+    h_stop "$name"
+    grc=0
+    h_wait_exit "$name" 0 >/dev/null 2>&1 || grc=$?
+    ((grc == 0)) || { echo "$name exited $grc on SIGTERM (expected a graceful 0)" >&2; rc=1; }
+done
+san=$(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$H_DIR"/*.log 2>/dev/null || true)
+[[ -z $san ]] || { echo "sanitizer reports in: $san" >&2; rc=1; }
+((settled)) || { echo "did not settle within ${settle_timeout}s (see the check above)" >&2; rc=1; }
+((CH_PRODUCER_FAILED == 0)) || { echo "a producer batch failed" >&2; rc=1; }
+((CH_CRASHES == 0)) || { echo "$CH_CRASHES process(es) crashed" >&2; rc=1; }
+summary="seed=$seed faults=$CH_NFAULT/$faults fault_phase_ms=$t_faults produced=$CH_PRODUCED unexpected_exits=$CH_EXITS crashes=$CH_CRASHES"
+((rc == 0)) || h_fail "$summary"
+h_pass "$summary"

@@ -1,0 +1,161 @@
+/* fuzz_codec.c: fuzz target for every znode decoder in baton_codec.h. Each
+ * input is fed to all five decoders (config, member, assignment meta, worker
+ * assignment, claim) and to baton_seq_of. Beyond "no crash, no leak, no
+ * out-of-bounds read", it checks the properties callers rely on:
+ *  - an error returns BATON_CORRUPT with a non-empty message;
+ *  - a success yields values inside the documented limits, and survives a
+ *    round trip: decode(encode(x)) succeeds and gives x back. */
+#include "fuzz.h"
+
+#include "baton_codec.h"
+#include "baton_err.h"
+
+#include <string.h>
+
+#define ERRSZ 256
+
+static void check_err(const char *decoder, int err, const char *errstr) {
+    FUZZ_CHECK(err == BATON_CORRUPT, "%s returned %d", decoder, err);
+    FUZZ_CHECK(errstr[0] != '\0', "%s gave no error message", decoder);
+    FUZZ_CHECK(memchr(errstr, '\0', ERRSZ) != NULL, "%s message not terminated", decoder);
+}
+
+static void fuzz_config(const char *buf, size_t len) {
+    baton_config_t c, c2;
+    char errstr[ERRSZ] = "";
+    int err = baton_config_decode(buf, len, &c, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("config", err, errstr);
+        return;
+    }
+    FUZZ_CHECK(baton_topic_valid(c.topic) == 0, "decoded topic '%s' invalid", c.topic);
+    FUZZ_CHECK(c.partitions >= 1 && c.partitions <= BATON_PARTITIONS_MAX, "partitions %d",
+               (int)c.partitions);
+    FUZZ_CHECK(c.strategy[0] != '\0', "empty strategy");
+    char *enc = baton_config_encode(&c);
+    err = baton_config_decode(enc, strlen(enc), &c2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "config round trip failed: %s (%s)", errstr, enc);
+    FUZZ_CHECK(strcmp(c.topic, c2.topic) == 0 && c.partitions == c2.partitions &&
+                   strcmp(c.strategy, c2.strategy) == 0,
+               "config round trip changed %s", enc);
+    free(enc);
+}
+
+static void fuzz_member(const char *buf, size_t len) {
+    baton_member_t m, m2;
+    char errstr[ERRSZ] = "";
+    int err = baton_member_decode(buf, len, &m, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("member", err, errstr);
+        return;
+    }
+    FUZZ_CHECK(m.pid >= 0, "pid %lld", (long long)m.pid);
+    FUZZ_CHECK(m.capacity >= 1, "capacity %d", (int)m.capacity);
+    char *enc = baton_member_encode(&m);
+    err = baton_member_decode(enc, strlen(enc), &m2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "member round trip failed: %s (%s)", errstr, enc);
+    FUZZ_CHECK(strcmp(m.id, m2.id) == 0 && strcmp(m.host, m2.host) == 0 && m.pid == m2.pid &&
+                   m.capacity == m2.capacity && strcmp(m.rack, m2.rack) == 0,
+               "member round trip changed %s", enc);
+    free(enc);
+}
+
+static void fuzz_meta(const char *buf, size_t len) {
+    baton_assignment_meta_t a, a2;
+    char errstr[ERRSZ] = "";
+    int err = baton_assignment_meta_decode(buf, len, &a, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("assignment meta", err, errstr);
+        return;
+    }
+    FUZZ_CHECK(a.generation >= 0 && a.coordinator_epoch >= 0, "negative generation or epoch");
+    char *enc = baton_assignment_meta_encode(&a);
+    err = baton_assignment_meta_decode(enc, strlen(enc), &a2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "meta round trip failed: %s (%s)", errstr, enc);
+    FUZZ_CHECK(a.generation == a2.generation && a.coordinator_epoch == a2.coordinator_epoch &&
+                   strcmp(a.strategy, a2.strategy) == 0,
+               "meta round trip changed %s", enc);
+    free(enc);
+}
+
+static void fuzz_worker_assignment(const char *buf, size_t len) {
+    baton_worker_assignment_t a = {0}, a2 = {0};
+    char errstr[ERRSZ] = "";
+    int err = baton_worker_assignment_decode(buf, len, &a, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("worker assignment", err, errstr);
+        /* On error the decoder owns nothing: release must be harmless. */
+        FUZZ_CHECK(a.partitions == NULL && a.npartitions == 0, "error left partitions behind");
+        return;
+    }
+    for (size_t i = 0; i < a.npartitions; i++) {
+        FUZZ_CHECK(a.partitions[i] >= 0 && a.partitions[i] < BATON_PARTITIONS_MAX,
+                   "partition %d out of range", (int)a.partitions[i]);
+        FUZZ_CHECK(i == 0 || a.partitions[i - 1] < a.partitions[i],
+                   "partitions not sorted and distinct at %zu", i);
+    }
+    char *enc = baton_worker_assignment_encode(&a);
+    err = baton_worker_assignment_decode(enc, strlen(enc), &a2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "worker assignment round trip failed: %s", errstr);
+    FUZZ_CHECK(a.generation == a2.generation && a.npartitions == a2.npartitions &&
+                   (a.npartitions == 0 ||
+                    memcmp(a.partitions, a2.partitions, a.npartitions * sizeof(int32_t)) == 0),
+               "worker assignment round trip changed %s", enc);
+    free(enc);
+    baton_worker_assignment_release(&a);
+    baton_worker_assignment_release(&a2);
+}
+
+static void fuzz_claim(const char *buf, size_t len) {
+    baton_claim_t c, c2;
+    char errstr[ERRSZ] = "";
+    int err = baton_claim_decode(buf, len, &c, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("claim", err, errstr);
+        return;
+    }
+    FUZZ_CHECK(c.generation >= 0, "generation %lld", (long long)c.generation);
+    char *enc = baton_claim_encode(&c);
+    err = baton_claim_decode(enc, strlen(enc), &c2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "claim round trip failed: %s (%s)", errstr, enc);
+    FUZZ_CHECK(strcmp(c.worker, c2.worker) == 0 && c.generation == c2.generation,
+               "claim round trip changed %s", enc);
+    free(enc);
+}
+
+/* baton_seq_of against an independent reading of its contract: the last 10
+ * characters are decimal digits, and their value. */
+static void fuzz_seq(const char *buf, size_t len) {
+    char *name = malloc(len + 1);
+    if (!name)
+        abort();
+    memcpy(name, buf, len);
+    name[len] = '\0';
+    size_t n = strlen(name);
+    int64_t want = -1;
+    if (n >= 10) {
+        want = 0;
+        for (size_t i = n - 10; i < n; i++) {
+            if (name[i] < '0' || name[i] > '9') {
+                want = -1;
+                break;
+            }
+            want = want * 10 + (name[i] - '0');
+        }
+    }
+    int64_t got = baton_seq_of(name);
+    FUZZ_CHECK(got == want, "baton_seq_of('%s') = %lld, expected %lld", name, (long long)got,
+               (long long)want);
+    free(name);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const char *buf = (const char *)data;
+    fuzz_config(buf, size);
+    fuzz_member(buf, size);
+    fuzz_meta(buf, size);
+    fuzz_worker_assignment(buf, size);
+    fuzz_claim(buf, size);
+    fuzz_seq(buf, size);
+    return 0;
+}
