@@ -137,6 +137,8 @@ char *baton_member_encode(const baton_member_t *m) {
     json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "id", m->id, "host", m->host,
                           "pid", (json_int_t)m->pid, "capacity", (int)(m->capacity ? m->capacity : 1));
     json_object_set_new(j, "rack", m->rack[0] ? json_string(m->rack) : json_null());
+    if (m->leaving)
+        json_object_set_new(j, "leaving", json_true());
     return dump(j);
 }
 
@@ -155,6 +157,21 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
         (err = get_int(j, what, "capacity", 0, 1, 1000000, &cap, errstr, n)) ||
         (err = get_str(j, what, "rack", 0, out->rack, sizeof(out->rack), errstr, n)))
         goto out;
+    json_t *leaving = json_object_get(j, "leaving");
+    if (leaving && !json_is_null(leaving)) {
+        if (!json_is_boolean(leaving)) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'leaving' must be a boolean",
+                               what);
+            goto out;
+        }
+        out->leaving = json_is_true(leaving);
+    }
+    if (baton_id_valid(out->id) != 0) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT,
+                           "%s: field 'id' = '%s' is not a valid id ([A-Za-z0-9._-], 1-128)", what,
+                           out->id);
+        goto out;
+    }
     out->pid = pid;
     out->capacity = (int32_t)cap;
 out:
@@ -262,6 +279,10 @@ int baton_claim_decode(const char *buf, size_t len, baton_claim_t *out, char *er
     if ((err = get_str(j, what, "worker", 1, out->worker, sizeof(out->worker), errstr, n)) ||
         (err = get_int(j, what, "generation", 0, 0, INT64_MAX, &out->generation, errstr, n)))
         goto out;
+    if (baton_id_valid(out->worker) != 0)
+        err = baton_seterr(errstr, n, BATON_CORRUPT,
+                           "%s: field 'worker' = '%s' is not a valid id ([A-Za-z0-9._-], 1-128)",
+                           what, out->worker);
 out:
     json_decref(j);
     return err;
@@ -297,4 +318,100 @@ int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr
                            out->worker);
     json_decref(j);
     return err;
+}
+
+static const char *const history_reasons[] = {"new",  "join", "leave",     "crash",
+                                              "drain", "pin", "rebalance", "forced"};
+
+int baton_history_reason_valid(const char *r) {
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(history_reasons); i++)
+        if (strcmp(r, history_reasons[i]) == 0)
+            return 0;
+    return -1;
+}
+
+static json_t *history_entry_json(const baton_history_entry_t *e) {
+    return json_pack("{s:i, s:o, s:o, s:o, s:I, s:I, s:s}", "partition", (int)e->partition,
+                     "from", e->from[0] ? json_string(e->from) : json_null(), "to",
+                     e->to[0] ? json_string(e->to) : json_null(), "epoch",
+                     e->epoch >= 0 ? json_integer(e->epoch) : json_null(), "generation",
+                     (json_int_t)e->generation, "time_ms", (json_int_t)e->time_ms, "reason",
+                     e->reason);
+}
+
+char *baton_history_encode(const baton_history_entry_t *e, size_t n) {
+    size_t first = n > BATON_HISTORY_MAX ? n - BATON_HISTORY_MAX : 0;
+    for (;;) {
+        json_t *arr = json_array();
+        for (size_t i = first; i < n; i++)
+            json_array_append_new(arr, history_entry_json(&e[i]));
+        char *s = dump(json_pack("{s:o}", "entries", arr));
+        size_t len = strlen(s);
+        if (len <= BATON_HISTORY_MAX_BYTES || first >= n)
+            return s;
+        /* Drop the oldest in proportion to the excess, at least one. */
+        size_t drop = (n - first) * (len - BATON_HISTORY_MAX_BYTES) / len + 1;
+        first += drop < n - first ? drop : n - first;
+        free(s);
+    }
+}
+
+int baton_history_decode(const char *buf, size_t len, baton_history_t *out, char *errstr,
+                         size_t n) {
+    memset(out, 0, sizeof(*out));
+    json_t *o = load_object("history", buf, len, errstr, n);
+    if (!o)
+        return BATON_CORRUPT;
+    json_t *arr = json_object_get(o, "entries");
+    int err = BATON_OK;
+    if (!json_is_array(arr)) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "history: field 'entries' must be an array");
+        goto out;
+    }
+    size_t cnt = json_array_size(arr);
+    out->entries = xcalloc(cnt ? cnt : 1, sizeof(*out->entries));
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *v = json_array_get(arr, i);
+        baton_history_entry_t *e = &out->entries[i];
+        char what[48];
+        snprintf(what, sizeof(what), "history entry %zu", i);
+        if (!json_is_object(v)) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: expected a JSON object", what);
+            goto out;
+        }
+        int64_t p = -1;
+        e->epoch = -1;
+        if ((err = get_int(v, what, "partition", 1, 0, BATON_PARTITIONS_MAX - 1, &p, errstr, n)) ||
+            (err = get_str(v, what, "from", 0, e->from, sizeof(e->from), errstr, n)) ||
+            (err = get_str(v, what, "to", 0, e->to, sizeof(e->to), errstr, n)) ||
+            (err = get_int(v, what, "epoch", 0, 0, INT64_MAX, &e->epoch, errstr, n)) ||
+            (err = get_int(v, what, "generation", 1, 0, INT64_MAX, &e->generation, errstr, n)) ||
+            (err = get_int(v, what, "time_ms", 0, 0, INT64_MAX, &e->time_ms, errstr, n)) ||
+            (err = get_str(v, what, "reason", 1, e->reason, sizeof(e->reason), errstr, n)))
+            goto out;
+        e->partition = (int32_t)p;
+        if (baton_history_reason_valid(e->reason) != 0) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: unknown reason '%s'", what,
+                               e->reason);
+            goto out;
+        }
+        if ((e->from[0] && baton_id_valid(e->from) != 0) ||
+            (e->to[0] && baton_id_valid(e->to) != 0)) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: 'from' or 'to' is not a valid id",
+                               what);
+            goto out;
+        }
+        out->n++;
+    }
+out:
+    json_decref(o);
+    if (err != BATON_OK)
+        baton_history_release(out);
+    return err;
+}
+
+void baton_history_release(baton_history_t *h) {
+    free(h->entries);
+    h->entries = NULL;
+    h->n = 0;
 }

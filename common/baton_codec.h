@@ -28,6 +28,7 @@ typedef struct {
     int64_t pid;
     int32_t capacity; /* workers only; 1 when absent */
     char rack[64];    /* "" when absent */
+    int leaving;      /* workers: set by a graceful leave before it releases */
 } baton_member_t;
 
 /* /<root>/<group>/assignment */
@@ -89,6 +90,38 @@ char *baton_pin_encode(const baton_pin_t *p);
 /* The worker must be a valid id. */
 int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr,
                      size_t errstr_size);
+
+/* /<root>/<group>/history: the coordinator's ring of the last ownership
+ * changes, oldest first, as {"entries":[{...}, ...]}. Each entry:
+ * {"partition":7,"from":"w1"|null,"to":"w2"|null,"epoch":N|null,
+ *  "generation":G,"time_ms":T,"reason":"leave"}. from/to "" mean none
+ * (null in JSON); epoch -1 means unknown (null). */
+#define BATON_HISTORY_MAX 1000            /* entries kept */
+#define BATON_HISTORY_MAX_BYTES (512 * 1024) /* and at most this encoded */
+typedef struct {
+    int32_t partition;
+    char from[BATON_ID_MAX + 1];
+    char to[BATON_ID_MAX + 1];
+    int64_t epoch;
+    int64_t generation;
+    int64_t time_ms;
+    char reason[16]; /* one of baton_history_reason_valid() */
+} baton_history_entry_t;
+
+typedef struct {
+    baton_history_entry_t *entries; /* heap; baton_history_release */
+    size_t n;
+} baton_history_t;
+
+/* 0 if r is a reason history knows: new, join, leave, crash, drain, pin,
+ * rebalance, forced. */
+int baton_history_reason_valid(const char *r);
+/* Encodes the last entries of e[0..n) that fit BATON_HISTORY_MAX and
+ * BATON_HISTORY_MAX_BYTES (dropping the oldest). */
+char *baton_history_encode(const baton_history_entry_t *e, size_t n);
+int baton_history_decode(const char *buf, size_t len, baton_history_t *out, char *errstr,
+                         size_t errstr_size);
+void baton_history_release(baton_history_t *h);
 
 /* Parses the sequence suffix of an ephemeral sequential node name
  * ("claim-0x1234-0000000007" -> 7, "c-0000000003" -> 3). Returns -1 if the

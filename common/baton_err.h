@@ -21,7 +21,8 @@
     X(UNFENCED, -203, "write without a fence for this epoch")                  \
     X(IO, -204, "backend failure")                                             \
     X(INTERNAL, -205, "internal error")                                        \
-    X(EVICTED, -206, "evicted by an operator")
+    X(EVICTED, -206, "evicted by an operator")                                 \
+    X(DENIED, -207, "not authorised by ZooKeeper ACLs")
 
 typedef enum {
 #define BATON_ERR_ENUM_(name, val, msg) BATON_##name = val,

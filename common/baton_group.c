@@ -17,6 +17,18 @@ int baton_root_valid(const char *root) {
     size_t n = strlen(root);
     if (n < 2 || root[0] != '/' || root[n - 1] == '/' || strstr(root, "//"))
         return -1;
+    /* ZooKeeper refuses "." and ".." components and keeps /zookeeper for
+     * itself; control characters would only confuse operators. */
+    if (strcmp(root, "/zookeeper") == 0 || strncmp(root, "/zookeeper/", 11) == 0)
+        return -1;
+    for (const char *c = root; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return -1;
+    for (const char *comp = root + 1; comp && *comp; comp = strchr(comp, '/') ? strchr(comp, '/') + 1 : NULL) {
+        size_t len = strcspn(comp, "/");
+        if ((len == 1 && comp[0] == '.') || (len == 2 && comp[0] == '.' && comp[1] == '.'))
+            return -1;
+    }
     return 0;
 }
 
@@ -58,8 +70,8 @@ static int create_partition_batch(baton_zk_t *zk, const char *base, int32_t from
         int i = (int)(p - from) * 2;
         paths[i] = xasprintf("%s/partitions/%d", base, p);
         paths[i + 1] = xasprintf("%s/partitions/%d/claims", base, p);
-        zoo_create_op_init(&ops[i], paths[i], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        zoo_create_op_init(&ops[i], paths[i], NULL, -1, baton_zk_acl(), 0, NULL, 0);
+        zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, baton_zk_acl(), 0, NULL, 0);
     }
     int rc = zoo_multi(baton_zk_handle(zk), count, ops, results);
     for (int i = 0; i < count; i++)

@@ -5,6 +5,7 @@
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
+#include "baton_zk_auth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +61,8 @@ int baton_zk_err(int rc) {
         return BATON_EXPIRED;
     case ZBADARGUMENTS:
         return BATON_INVALID;
+    case ZNOAUTH:
+        return BATON_DENIED;
     default:
         return BATON_IO;
     }
@@ -115,6 +118,15 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
                             "unresolvable host (%s)",
                             hosts, strerror(e));
     }
+    /* The identity of --zk-auth, if any: queued before the session is
+     * established, so it precedes every request (and is re-sent on
+     * reconnect by the client). */
+    int arc = baton_zk__auth_add(zk->zh);
+    if (arc != ZOK) {
+        baton_zk_destroy(zk);
+        return baton_seterr(errstr, n, BATON_DENIED, "cannot add the ZooKeeper credentials: %s",
+                            zerror(arc));
+    }
     int64_t deadline = baton_now_ms() + connect_timeout_ms;
     for (;;) {
         pthread_mutex_lock(&zk->lock);
@@ -124,6 +136,11 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
             break;
         if (expired) {
             baton_zk_destroy(zk);
+            if (baton_zk_auth_user())
+                return baton_seterr(errstr, n, BATON_DENIED,
+                                    "ZooKeeper at '%s' refused the session or the credentials "
+                                    "of digest user '%s'",
+                                    hosts, baton_zk_auth_user());
             return baton_seterr(errstr, n, BATON_EXPIRED,
                                 "ZooKeeper at '%s' refused the session", hosts);
         }
@@ -136,6 +153,11 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
         }
         struct pollfd pfd = {.fd = zk->pipefd[0], .events = POLLIN};
         poll(&pfd, 1, (int)(left < 100 ? left : 100));
+    }
+    int cerr = baton_zk__auth_check(zk->zh, hosts, errstr, n);
+    if (cerr != BATON_OK) {
+        baton_zk_destroy(zk);
+        return cerr;
     }
     *out = zk;
     return BATON_OK;
@@ -279,7 +301,7 @@ int baton_zk_create(baton_zk_t *zk, const char *path, const char *data, size_t l
                     char *created, size_t created_size, struct Stat *stat) {
     char buf[1024];
     struct Stat st;
-    int rc = zoo_create2(zk->zh, path, data, data ? (int)len : -1, &ZOO_OPEN_ACL_UNSAFE, mode, buf,
+    int rc = zoo_create2(zk->zh, path, data, data ? (int)len : -1, baton_zk_acl(), mode, buf,
                          sizeof(buf), &st);
     if (rc != ZOK)
         return baton_zk_err(rc);
@@ -297,7 +319,7 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
         if (*p == '/' || *p == 0) {
             char saved = *p;
             *p = 0;
-            int rc = zoo_create(zk->zh, copy, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+            int rc = zoo_create(zk->zh, copy, NULL, -1, baton_zk_acl(), 0, NULL, 0);
             *p = saved;
             if (rc != ZOK && rc != ZNODEEXISTS) {
                 err = baton_zk_err(rc);

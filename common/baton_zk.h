@@ -10,13 +10,17 @@
  * Errors are mapped onto baton_err_t: ZNONODE -> BATON_NOTFOUND, ZNODEEXISTS
  * -> BATON_EXISTS, ZBADVERSION/ZNOTEMPTY -> BATON_CONFLICT, connection loss
  * and timeouts -> BATON_CONNECTION (retriable), an expired or closed session
- * -> BATON_EXPIRED (fatal for this handle: make a new one). */
+ * -> BATON_EXPIRED (fatal for this handle: make a new one), ZNOAUTH (an
+ * ACL refused the write: baton_zk_auth.h) -> BATON_DENIED. */
 #ifndef BATON_ZK_H
 #define BATON_ZK_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper.h>
+
+/* baton_zk_acl(): the ACL every create must pass (--zk-auth). */
+#include "baton_zk_auth.h"
 
 typedef struct baton_zk_s baton_zk_t;
 
@@ -28,7 +32,9 @@ typedef struct {
 
 /* Connects and waits up to connect_timeout_ms for the session to be
  * established. Returns BATON_OK and *out, or BATON_TIMEOUT/BATON_CONNECTION
- * with a message in errstr. */
+ * with a message in errstr. With an identity set (baton_zk_auth_init) the
+ * session authenticates first, and a root this identity may not write is
+ * BATON_DENIED with a message naming the user (never the password). */
 int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
                      baton_zk_t **out, char *errstr, size_t errstr_size);
 /* Closes the session (its ephemeral nodes go at once) and frees everything. */

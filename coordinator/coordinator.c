@@ -17,6 +17,8 @@
 #include "baton_util.h"
 #include "baton_zk.h"
 #include "coord_racks.h"
+#include "baton_metrics.h"
+#include "coord_history.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -45,12 +47,39 @@ typedef struct {
     char my_node[512]; /* full path of our c- node; "" when we have none */
     int leader;
     int64_t epoch; /* czxid of our c- node while leading */
+    int64_t published_gen; /* the generation we last published (for history) */
+    char **leaving;        /* ids whose member node said "leaving" (graceful) */
+    size_t nleaving;
     vanished_t *gone;
     size_t ngone;
     int64_t grace_due_ms; /* earliest leave-grace expiry; 0: none */
     coord_racks_t *racks; /* partition leader racks from Kafka; NULL without --brokers */
     int64_t racks_due_ms; /* next metadata refresh */
+    struct handoff_s *ho; /* per partition, for the stuck-handoff watchdog; NULL: none */
+    int32_t nho;
+    int32_t ho_cursor;    /* where the next bounded check starts */
+    int64_t ho_due_ms;    /* next check; 0: nothing pending */
 } coord_t;
+
+/* One partition as the stuck-handoff watchdog sees it. Leader's memory only:
+ * a failover restarts every clock, so a forced revoke can come later than
+ * --handoff-timeout-ms, never sooner. */
+typedef struct handoff_s {
+    char *owner;            /* assigned worker as last published; NULL: unassigned */
+    int pending;            /* moved (or we were just elected): watch its claims */
+    char claim[64];         /* the lowest claim not held by the owner, being timed */
+    int64_t claim_since_ms; /* when we first saw that claim lowest */
+} handoff_t;
+
+static void handoffs_clear(coord_t *c) {
+    for (int32_t p = 0; p < c->nho; p++)
+        free(c->ho[p].owner);
+    free(c->ho);
+    c->ho = NULL;
+    c->nho = 0;
+    c->ho_cursor = 0;
+    c->ho_due_ms = 0;
+}
 
 /* The published assignment as read back from ZooKeeper. */
 typedef struct {
@@ -85,6 +114,7 @@ static void coord_step_down(coord_t *c, const char *why) {
         BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->epoch);
     c->leader = 0;
     c->epoch = 0;
+    handoffs_clear(c);
 }
 
 /* Evaluates the election; sets c->leader. Leaves a watch on the predecessor
@@ -285,13 +315,43 @@ static int cw_find(const coord_worker_t *w, size_t n, const char *id) {
     return hit ? (int)(hit - w) : -1;
 }
 
+/* Departure reasons: a worker leaving gracefully marks its member node
+ * ("leaving": true) before it releases anything; one whose node vanishes
+ * unmarked crashed (or its session expired, or it was evicted). */
+static int leaving_has(const coord_t *c, const char *id) {
+    for (size_t i = 0; i < c->nleaving; i++)
+        if (strcmp(c->leaving[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+static void leaving_note(coord_t *c, const char *id) {
+    if (leaving_has(c, id))
+        return;
+    c->leaving = xrealloc(c->leaving, sizeof(char *) * (c->nleaving + 1));
+    c->leaving[c->nleaving++] = xstrdup(id);
+}
+
+/* Forgets marks of workers no longer live (their departure is recorded). */
+static void leaving_prune(coord_t *c, const coord_worker_t *w, size_t nw) {
+    size_t k = 0;
+    for (size_t i = 0; i < c->nleaving; i++) {
+        if (cw_find(w, nw, c->leaving[i]) >= 0)
+            c->leaving[k++] = c->leaving[i];
+        else
+            free(c->leaving[i]);
+    }
+    c->nleaving = k;
+}
+
 /* Reads a member's capacity and rack. A member that left meanwhile is
  * BATON_NOTFOUND; a malformed one counts with capacity 1 and no rack. */
 static int read_member(coord_t *c, const char *wdir, const char *id, coord_worker_t *out) {
     char *path = xasprintf("%s/%s", wdir, id);
     char *data = NULL;
     size_t len = 0;
-    int err = baton_zk_get(c->zk, path, 0, &data, &len, NULL);
+    /* A data watch: a graceful leave marks the node before releasing. */
+    int err = baton_zk_get(c->zk, path, 1, &data, &len, NULL);
     out->capacity = 1;
     out->rack[0] = 0;
     if (err == BATON_OK) {
@@ -300,6 +360,8 @@ static int read_member(coord_t *c, const char *wdir, const char *id, coord_worke
         if (baton_member_decode(data, len, &m, why, sizeof(why)) == BATON_OK) {
             out->capacity = m.capacity > 0 ? m.capacity : 1;
             snprintf(out->rack, sizeof(out->rack), "%s", m.rack);
+            if (m.leaving)
+                leaving_note(c, id);
         } else {
             BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path, why);
         }
@@ -427,7 +489,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
                 zoo_set_op_init(op, o->path, o->payload, (int)strlen(o->payload), -1, NULL);
             else if (o->kind == NODE_CREATE)
                 zoo_create_op_init(op, o->path, o->payload, (int)strlen(o->payload),
-                                   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+                                   baton_zk_acl(), 0, NULL, 0);
             else
                 zoo_delete_op_init(op, o->path, -1);
         }
@@ -472,16 +534,182 @@ static int rack_index(char **names, size_t *n, const char *rack, int add) {
     return (int)(*n)++;
 }
 
-static const char *move_reason(int prev_named, int prev_idx, const coord_worker_t *w, int pinned) {
+static const char *move_reason(const coord_t *c, const char *from, int prev_named, int prev_idx,
+                               const coord_worker_t *w, int pinned) {
     if (!prev_named)
         return "new";
     if (prev_idx < 0)
-        return "leave";
+        return leaving_has(c, from) ? "leave" : "crash";
     if (w[prev_idx].flags & BATON_ASSIGN_DRAINED)
         return "drain";
     if (pinned)
         return "pin";
     return "rebalance";
+}
+
+/* ---- stuck handoffs ----------------------------------------------------- */
+
+/* How often pending handoffs are looked at, and how many per look (each
+ * costs up to three reads), so a huge reshuffle never stalls the loop. */
+static int64_t handoff_check_ms(const coord_t *c) {
+    int64_t t = c->conf->handoff_timeout_ms / 4;
+    return t < 100 ? 100 : t > 1000 ? 1000 : t;
+}
+#define HANDOFF_CHECK_MAX 512
+
+/* Remembers the owner of every partition just published (or confirmed
+ * unchanged); partitions whose owner changed, and all of them right after
+ * an election, become pending: their claims are watched until the lowest
+ * one belongs to the owner's current session. */
+static void handoffs_record(coord_t *c, int32_t P, const int *next, const coord_worker_t *w) {
+    if (c->conf->handoff_timeout_ms <= 0)
+        return;
+    int fresh = c->ho == NULL, any = 0;
+    if (P > c->nho) {
+        c->ho = xrealloc(c->ho, sizeof(handoff_t) * (size_t)P);
+        memset(c->ho + c->nho, 0, sizeof(handoff_t) * (size_t)(P - c->nho));
+        c->nho = P;
+    }
+    for (int32_t p = 0; p < P; p++) {
+        handoff_t *h = &c->ho[p];
+        const char *id = next[p] >= 0 ? w[next[p]].id : NULL;
+        if (fresh || (id == NULL) != (h->owner == NULL) || (id && strcmp(id, h->owner) != 0)) {
+            free(h->owner);
+            h->owner = id ? xstrdup(id) : NULL;
+            h->pending = 1;
+            h->claim[0] = 0;
+        }
+        any |= h->pending;
+    }
+    if (any && !c->ho_due_ms)
+        c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
+}
+
+/* One pending partition: finds its lowest claim and, if it is not held by
+ * the owner's current session for longer than --handoff-timeout-ms,
+ * deletes it. Safe: the sink fences whatever its holder still writes, and
+ * the holder learns of the deletion from the watch on its own claim. */
+static int handoff_check_one(coord_t *c, int32_t p, handoff_t *h, int64_t now) {
+    char *dir = xasprintf("%s/partitions/%d/claims", c->base, p);
+    char **names = NULL;
+    size_t n = 0;
+    char *path = NULL, *data = NULL, *mpath = NULL;
+    int err = baton_zk_children(c->zk, dir, 0, &names, &n);
+    if (err == BATON_NOTFOUND) {
+        BLOG_ERROR("event=group_corrupt path=%s error=\"missing\" action=skip_handoff_check", dir);
+        h->pending = 0;
+        err = BATON_OK;
+        goto out;
+    }
+    if (err != BATON_OK)
+        goto out;
+    const char *lowest = NULL;
+    int64_t low_seq = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        int64_t s = baton_seq_of(names[i]);
+        if (s >= 0 && s < low_seq) {
+            low_seq = s;
+            lowest = names[i];
+        }
+    }
+    if (!lowest || !h->owner) {
+        /* Nothing blocks the owner (it will claim), or nobody to hand to. */
+        h->pending = 0;
+        h->claim[0] = 0;
+        goto out;
+    }
+    path = xasprintf("%s/%s", dir, lowest);
+    struct Stat st, mst;
+    size_t len = 0;
+    if ((err = baton_zk_get(c->zk, path, 0, &data, &len, &st)) != BATON_OK) {
+        if (err == BATON_NOTFOUND)
+            err = BATON_OK; /* released meanwhile: look again next time */
+        goto out;
+    }
+    baton_claim_t claim;
+    char why[256];
+    if (baton_claim_decode(data, len, &claim, why, sizeof(why)) != BATON_OK) {
+        BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=treat_as_foreign", path, why);
+        snprintf(claim.worker, sizeof(claim.worker), "?");
+    }
+    mpath = xasprintf("%s/workers/%s", c->base, h->owner);
+    err = baton_zk_exists(c->zk, mpath, 0, &mst);
+    if (err == BATON_NOTFOUND) {
+        /* The owner is not live (a restart, or within its leave grace):
+         * nobody is waiting on this claim yet. */
+        h->claim[0] = 0;
+        err = BATON_OK;
+        goto out;
+    }
+    if (err != BATON_OK)
+        goto out;
+    if (st.ephemeralOwner == mst.ephemeralOwner) {
+        h->pending = 0; /* handed over */
+        h->claim[0] = 0;
+        goto out;
+    }
+    if (strcmp(h->claim, lowest) != 0) {
+        snprintf(h->claim, sizeof(h->claim), "%s", lowest);
+        h->claim_since_ms = now;
+        BLOG_DEBUG("event=handoff_waiting partition=%d owner=%s held_by=%s claim=%s", p, h->owner,
+                   claim.worker, lowest);
+        goto out;
+    }
+    if (now - h->claim_since_ms < c->conf->handoff_timeout_ms)
+        goto out;
+    err = baton_zk_delete(c->zk, path, st.version);
+    if (err == BATON_OK || err == BATON_NOTFOUND || err == BATON_CONFLICT) {
+        if (err == BATON_OK) {
+            BLOG_WARN("event=forced_revoke partition=%d worker=%s claim=%s session=0x%llx "
+                      "owner=%s held_ms=%lld reason=handoff_timeout",
+                      p, claim.worker, lowest, (unsigned long long)st.ephemeralOwner, h->owner,
+                      (long long)(now - h->claim_since_ms));
+            /* The history says who lost the partition by force; a failure
+             * to record it loses only the entry. */
+            coord_history_t *fh = coord_history_new();
+            coord_history_add(fh, p, claim.worker, h->owner, c->published_gen, "forced");
+            coord_history_flush(fh, c->zk, c->base, c->my_node);
+            coord_history_destroy(fh);
+        }
+        h->claim[0] = 0; /* stay pending until the owner's claim is lowest */
+        err = BATON_OK;
+    }
+out:
+    free(mpath);
+    free(data);
+    free(path);
+    baton_zk_strings_free(names, n);
+    free(dir);
+    return err;
+}
+
+/* Looks at up to HANDOFF_CHECK_MAX pending partitions when due. Runs on the
+ * leader only (the state is cleared when it steps down). */
+static void handoffs_check(coord_t *c) {
+    int64_t now = baton_now_ms();
+    if (!c->ho || !c->nho || !c->ho_due_ms || now < c->ho_due_ms)
+        return;
+    int checked = 0, any = 0;
+    int32_t p = c->ho_cursor % c->nho;
+    for (int32_t i = 0; i < c->nho; i++, p = (p + 1) % c->nho) {
+        handoff_t *h = &c->ho[p];
+        if (!h->pending)
+            continue;
+        if (checked == HANDOFF_CHECK_MAX) {
+            any = 1;
+            break;
+        }
+        checked++;
+        if (handoff_check_one(c, p, h, now) != BATON_OK) {
+            any = 1; /* connection trouble: try again at the next tick */
+            break;
+        }
+        any |= h->pending;
+    }
+    c->ho_cursor = p;
+    for (int32_t q = 0; !any && q < c->nho; q++)
+        any = c->ho[q].pending;
+    c->ho_due_ms = any ? now + handoff_check_ms(c) : 0;
 }
 
 /* Computes the next assignment and publishes it if anything changed. */
@@ -697,6 +925,7 @@ static int coord_rebalance(coord_t *c) {
     }
     if (nnodes == 0) {
         err = BATON_OK; /* nothing changed: publish nothing */
+        handoffs_record(c, P, next, w);
         goto out;
     }
     qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
@@ -712,25 +941,41 @@ static int coord_rebalance(coord_t *c) {
     }
     if (err != BATON_OK)
         goto out;
+    handoffs_record(c, P, next, w);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d ops=%zu multis=%zu compute_ms=%lld",
               (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved,
               st.pinned, st.rack_local, nnodes, nmulti, (long long)compute_ms);
+    baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
+    baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), moved);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
+    baton_metric_observe(baton_metric_histogram(BATON_M_C_REBALANCE_SECONDS),
+                         (double)(baton_now_ms() - t0) / 1000.0);
+    coord_history_t *hist = coord_history_new(); /* every move, not only those logged */
+    for (size_t i = 0; i < npub; i++)
+        coord_history_prev_worker(hist, pub[i].id);
     int logged = 0;
     for (int32_t p = 0; p < P; p++) {
         if (prev[p] == next[p] && prev_pub[p] >= 0)
             continue;
         if (prev_pub[p] < 0 && next[p] < 0)
             continue;
+        const char *from = prev_pub[p] >= 0 ? pub[prev_pub[p]].id : "-";
+        const char *to = next[p] >= 0 ? w[next[p]].id : "-";
+        const char *why =
+            move_reason(c, from, prev_pub[p] >= 0, prev[p], w, pins[p] >= 0 && pins[p] == next[p]);
+        coord_history_add(hist, p, from, to, gen, why);
         if (++logged > ASSIGN_LOG_MAX)
             continue;
-        const char *from = prev_pub[p] >= 0 ? pub[prev_pub[p]].id : "-";
-        BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from,
-                  next[p] >= 0 ? w[next[p]].id : "-", (long long)gen,
-                  move_reason(prev_pub[p] >= 0, prev[p], w, pins[p] >= 0 && pins[p] == next[p]));
+        BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from, to,
+                  (long long)gen, why);
     }
     if (logged > ASSIGN_LOG_MAX)
         BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
+    coord_history_flush(hist, c->zk, c->base, c->my_node);
+    coord_history_destroy(hist);
+    c->published_gen = gen;
+    leaving_prune(c, w, nw);
 out:
     for (size_t i = 0; i < nnodes; i++) {
         free(nodes[i].path);
@@ -865,6 +1110,16 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                     expired = 1;
                 else if (ev.state == ZOO_CONNECTED_STATE)
                     dirty = 1; /* watches may have been missed: re-read */
+                if (ev.state == ZOO_CONNECTED_STATE || ev.state == ZOO_CONNECTING_STATE)
+                    baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
+                else if (expired)
+                    baton_metrics_zk_state(-1);
+            } else if (ev.type == ZOO_CHANGED_EVENT && ev.path &&
+                       strncmp(ev.path, wdir, strlen(wdir)) == 0 && ev.path[strlen(wdir)] == '/') {
+                /* A member's data changed: note a leave mark now, before its
+                 * node goes (and re-arm the watch). No rebalance needed. */
+                coord_worker_t tmp = {0};
+                read_member(&c, wdir, ev.path + strlen(wdir) + 1, &tmp);
             } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, wdir) == 0) {
                 BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
                 churn = 1;
@@ -929,11 +1184,18 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             }
         }
         now = baton_now_ms();
+        if (c.leader && baton_zk_connected(c.zk))
+            handoffs_check(&c);
         int64_t due = min_due(rebal_due, c.leader ? c.grace_due_ms : 0);
+        if (c.leader)
+            due = min_due(due, c.ho_due_ms);
         if (c.leader && conf->brokers && c.racks_due_ms)
             due = min_due(due, c.racks_due_ms);
         if (due && due - now < wait_ms)
             wait_ms = due > now ? due - now : 0;
+        baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c.leader);
+        baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c.zk));
+        baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c.leader ? (double)c.epoch : 0);
         struct pollfd pfds[2] = {{.fd = baton_zk_fd(c.zk), .events = POLLIN},
                                  {.fd = stop_fd, .events = POLLIN}};
         poll(pfds, 2, (int)wait_ms);
@@ -945,8 +1207,12 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         baton_zk_destroy(c.zk);
     }
     gone_clear(&c);
+    handoffs_clear(&c);
     coord_racks_destroy(c.racks);
     free(wdir);
+    for (size_t i = 0; i < c.nleaving; i++)
+        free(c.leaving[i]);
+    free(c.leaving);
     free(c.base);
     return 0;
 }

@@ -34,6 +34,10 @@ typedef struct {
      * preference is off. Refreshed every racks_refresh_ms and at election. */
     const char *brokers;
     int racks_refresh_ms;
+    /* A partition's lowest claim held by anyone but its assigned worker's
+     * current session (a stuck handoff) is deleted by the leader after this
+     * long; the sink fences the old holder. 0: never. */
+    int handoff_timeout_ms;
 } baton_coord_conf_t;
 
 /* Runs until stop_fd becomes readable (SIGTERM). Returns 0 on a clean stop,

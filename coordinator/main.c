@@ -4,9 +4,12 @@
 
 #include "baton_codec.h"
 #include "baton_conf.h"
+#include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
+#include "baton_metrics.h"
+#include "baton_metrics_http.h"
 #include "baton_opts.h"
 #include "baton_signal.h"
 #include "baton_util.h"
@@ -20,9 +23,14 @@ static const char *prog = "baton-coordinator";
 /* The settings, with their defaults. */
 static const char *zk_hosts, *group, *id, *root = BATON_DEFAULT_ROOT, *brokers;
 static const char *log_level = "info", *log_format = "text";
+static const char *metrics_addr;
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, leave_grace_ms = 0,
                rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000,
                racks_refresh_ms = 60000, max_multi_bytes = 256 * 1024;
+static int64_t handoff_timeout_ms = 30000;
+
+/* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
+static const char *zk_auth, *zk_auth_file;
 
 static baton_conf_opt_t opts[] = {
     {"zk", "zookeeper.connect", "BATON_ZK", BATON_CONF_STR, 0, 0, &zk_hosts, "HOSTS",
@@ -53,6 +61,15 @@ static baton_conf_opt_t opts[] = {
     /* ZooKeeper refuses requests over jute.maxbuffer (1 MB by default). */
     {"max-multi-bytes", "max.multi.bytes", "BATON_MAX_MULTI_BYTES", BATON_CONF_INT, 256, 1000000,
      &max_multi_bytes, "N", "split a publish into multis of at most N bytes (262144)", 0},
+    {"handoff-timeout-ms", "handoff.timeout.ms", "BATON_HANDOFF_TIMEOUT_MS", BATON_CONF_INT, 0,
+     86400000, &handoff_timeout_ms, "MS",
+     "delete a claim still blocking a moved partition after this (30000; 0 = never)", 0},
+    {"metrics-addr", "metrics.addr", "BATON_METRICS_ADDR", BATON_CONF_STR, 0, 0, &metrics_addr,
+     "HOST:PORT", "serve Prometheus metrics on http://HOST:PORT/metrics (default: off)", 0},
+    {"zk-auth", "zookeeper.auth", "BATON_ZK_AUTH", BATON_CONF_STR, 0, 0, &zk_auth, "SPEC",
+     "digest:USER:PASS: write as this ZooKeeper identity (secret)", 1},
+    {"zk-auth-file", "zookeeper.auth.file", "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0,
+     &zk_auth_file, "FILE", "the same from a file's first line (off the command line)", 0},
     {"log-level", "log.level", "BATON_LOG_LEVEL", BATON_CONF_STR, 0, 0, &log_level, "L",
      "debug, info, warn, error (default info)", 0},
     {"log-format", "log.format", "BATON_LOG_FORMAT", BATON_CONF_STR, 0, 0, &log_format, "F",
@@ -76,7 +93,8 @@ static void usage(FILE *f) {
             "  --help                     this text\n"
             "\n"
             "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal error (ZooKeeper unreachable\n"
-            "at start), 2 on bad flags or settings.\n"
+            "at start, --metrics-addr in use), 2 on bad flags or settings. SIGHUP is\n"
+            "logged and otherwise ignored (logs go to stderr).\n"
             "\n"
             "examples:\n"
             "  %s --zk 127.0.0.1:2181 --group orders --id coord-a\n"
@@ -101,6 +119,9 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
+    /* --zk-auth: every session authenticates, every create gets its ACL. */
+    if (baton_zk_auth_init(zk_auth, zk_auth_file, root, 1, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
     char default_id[300];
     if (!id) {
         char host[256] = "host";
@@ -116,6 +137,8 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
     if (baton_log_format_parse(log_format, &format) != 0)
         baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
+    if (metrics_addr && baton_metrics_addr_check(metrics_addr, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "--metrics-addr: %s", errstr);
     if (rebalance_delay_ms > max_rebalance_delay_ms)
         rebalance_delay_ms = max_rebalance_delay_ms; /* the bound wins */
 
@@ -132,6 +155,7 @@ int main(int argc, char **argv) {
         .brokers = brokers,
         .racks_refresh_ms = (int)racks_refresh_ms,
         .max_multi_bytes = (int)max_multi_bytes,
+        .handoff_timeout_ms = (int)handoff_timeout_ms,
     };
     baton_log_init(prog, id);
     baton_log_level = level;
@@ -144,7 +168,32 @@ int main(int argc, char **argv) {
         return BATON_EXIT_USAGE;
     }
     int stop_fd = baton_signal_init();
+    if (baton_signal_hup_log() != 0)
+        BLOG_WARN("event=sighup_thread_unavailable action=ignore_sighup");
+    /* Every coordinator metric exists from the start: a scrape shows zeros,
+     * not gaps. */
+    baton_metric_gauge(BATON_M_C_LEADER);
+    baton_metric_gauge(BATON_M_C_EPOCH);
+    baton_metric_gauge(BATON_M_C_GENERATION);
+    baton_metric_counter(BATON_M_C_REBALANCES);
+    baton_metric_counter(BATON_M_C_MOVES);
+    baton_metric_histogram(BATON_M_C_REBALANCE_SECONDS);
+    baton_metric_gauge(BATON_M_ZK_CONNECTED);
+    baton_metric_counter(BATON_M_ZK_RECONNECTS);
+    baton_metric_counter(BATON_M_ZK_EXPIRATIONS);
+    baton_metrics_server_t *metrics = NULL;
+    if (metrics_addr) {
+        int merr = baton_metrics_server_start(metrics_addr, &metrics, errstr, sizeof(errstr));
+        if (merr != 0) {
+            fprintf(stderr, "%s: --metrics-addr: %s\n", prog, errstr);
+            baton_conf_release(&parsed);
+            return merr == BATON_INVALID ? BATON_EXIT_USAGE : BATON_EXIT_FAILURE;
+        }
+        BLOG_INFO("event=metrics_listening addr=%s path=/metrics",
+                  baton_metrics_server_addr(metrics));
+    }
     int rc = baton_coord_run(&conf, stop_fd);
+    baton_metrics_server_stop(metrics);
     baton_conf_release(&parsed);
     return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }

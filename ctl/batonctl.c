@@ -4,6 +4,7 @@
 #include "ctl.h"
 #include "ctl_status.h"
 #include "ctl_pins.h"
+#include "ctl_history.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
@@ -43,6 +44,8 @@ static const ctl_command_t commands[] = {
      ctl_cmd_watch, ctl_watch_usage},
     {"evict", "remove a frozen worker's claims and membership now", ctl_cmd_evict,
      ctl_evict_usage},
+    {"history", "the last ownership changes: partition, from, to, epoch, reason",
+     ctl_cmd_history, ctl_history_usage},
 };
 
 static void usage(FILE *f) {
@@ -58,6 +61,9 @@ static void usage(FILE *f) {
             "  --root PATH       ZooKeeper root (default %s)\n"
             "  --timeout MS      give up if ZooKeeper is unreachable for MS ms (default %d)\n"
             "  --verbose         also print the ZooKeeper client's and baton's log lines\n"
+            "  --zk-auth SPEC    digest:USER:PASS: act as this ZooKeeper identity\n"
+            "                    (or BATON_ZK_AUTH; writes to an ACL-protected group need it)\n"
+            "  --zk-auth-file FILE  the same from a file's first line (or BATON_ZK_AUTH_FILE)\n"
             "  --help            this text; 'COMMAND --help' for a command's own\n"
             "\n"
             "commands:\n",
@@ -84,6 +90,8 @@ int ctl_global_opt(ctl_ctx_t *ctx, int opt, const char *arg) {
         ctx->timeout_ms = (int)baton_opt_int(CTL_PROG, "timeout", arg, 100, 3600000);
         return 1;
     case CTL_OPT_VERBOSE: ctx->verbose = 1; return 1;
+    case CTL_OPT_ZK_AUTH: ctx->zk_auth = arg; return 1;
+    case CTL_OPT_ZK_AUTH_FILE: ctx->zk_auth_file = arg; return 1;
     default: return 0;
     }
 }
@@ -116,6 +124,19 @@ void ctl_bad_option(int argc, char **argv) {
 baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
     baton_zk_t *zk = NULL;
     char errstr[512];
+    /* The identity: flags first, then the environment (which keeps the
+     * secret off the command line). A bad one is a usage error. Without
+     * one, batonctl may still read a protected group (anyone may), so the
+     * root's ACL is checked only when an identity is given. */
+    const char *auth = ctx->zk_auth, *auth_file = ctx->zk_auth_file;
+    if (!auth && !auth_file) {
+        auth = getenv("BATON_ZK_AUTH");
+        auth_file = getenv("BATON_ZK_AUTH_FILE");
+    }
+    if (baton_zk_auth_init(auth && *auth ? auth : NULL, auth_file && *auth_file ? auth_file : NULL,
+                           ctx->root, (auth && *auth) || (auth_file && *auth_file), errstr,
+                           sizeof(errstr)) != BATON_OK)
+        baton_usage_error(CTL_PROG, "%s", errstr);
     /* The session only lives as long as the command; its timeout doubles as
      * the bound on a connection lost mid-command. */
     int err = baton_zk_connect(ctx->zk_hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr,

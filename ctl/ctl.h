@@ -22,6 +22,8 @@ typedef struct {
     const char *root;
     int timeout_ms;
     int verbose;
+    const char *zk_auth;      /* --zk-auth digest:USER:PASS (secret), or NULL */
+    const char *zk_auth_file; /* --zk-auth-file FILE, or NULL */
 } ctl_ctx_t;
 
 /* getopt_long values of the global flags: above any short option. */
@@ -31,6 +33,8 @@ enum {
     CTL_OPT_ROOT,
     CTL_OPT_TIMEOUT,
     CTL_OPT_VERBOSE,
+    CTL_OPT_ZK_AUTH,
+    CTL_OPT_ZK_AUTH_FILE,
     CTL_OPT_HELP,
 };
 
@@ -41,7 +45,9 @@ enum {
         {"group", required_argument, NULL, CTL_OPT_GROUP},                     \
         {"root", required_argument, NULL, CTL_OPT_ROOT},                       \
         {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},                 \
-        {"verbose", no_argument, NULL, CTL_OPT_VERBOSE}
+        {"verbose", no_argument, NULL, CTL_OPT_VERBOSE},                       \
+        {"zk-auth", required_argument, NULL, CTL_OPT_ZK_AUTH},                 \
+        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE}
 
 /* Applies a global flag; returns 1 if opt was one, 0 if not. Exits 2 on a
  * bad value. */

@@ -7,14 +7,18 @@
 # the sink: every offset applied exactly once, epochs only rising, the
 # zombie's stale write rejected. It stops everything it started on exit.
 #   deploy/demo.sh            (BATON_KEEP=1 keeps the work dir and logs)
+#   BATON_ENSEMBLE=1 deploy/demo.sh   the same on a 3-node ZooKeeper ensemble
+#                             (tests/lib/ensemble.sh), whose leader is also
+#                             SIGKILLed mid-stream and restarted
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$src/deploy/setup.sh"
 
-export BATON_SRC=$src BATON_BIN=$src/build/bin
+export BATON_SRC=$src BATON_BIN=${BATON_BUILD_DIR:-$src/build}/bin
 source "$src/tests/lib/harness.sh"
 source "$src/tests/lib/baton.sh"
 source "$src/tests/lib/verify.sh"
+source "$src/tests/lib/ensemble.sh"
 h_init demo
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -22,7 +26,11 @@ B_PARTITIONS=12
 B_SESSION_MS=2000
 TOTAL=20000
 say "starting ZooKeeper and the embedded Kafka on loopback"
-h_zk_start
+if [[ ${BATON_ENSEMBLE:-0} == 1 ]]; then
+    ens_start
+else
+    h_zk_start
+fi
 h_kafka_start "$B_TOPIC" $B_PARTITIONS
 B_SINK=$H_DIR/sink.db
 echo "ZooKeeper $ZK, Kafka $BOOTSTRAP, sink sqlite:$B_SINK, logs in $H_DIR"
@@ -59,6 +67,16 @@ h_wait_for 20 "the zombie's write rejected" b_log_has w2 'event=write_rejected'
 grep -h 'event=write_rejected' "$H_DIR/w2.log" | head -3
 say "restarting w1"
 b_worker w1
+if [[ ${BATON_ENSEMBLE:-0} == 1 ]]; then
+    zl=$(ens_leader) || h_fail "the ensemble has no leader"
+    say "SIGKILL the ZooKeeper ensemble's leader (zk$zl): the others elect a new one"
+    ens_kill "$zl" KILL
+    h_wait_for 30 "a new ensemble leader" ens_leader
+    echo "new leader: zk$(ens_leader)"
+    ens_node_start "$zl"
+    ens_wait_quorum 45 || h_fail "zk$zl did not rejoin"
+    echo "zk$zl rejoined as $(ens_mode "$zl")"
+fi
 rc=0; h_wait_exit producer 120 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"
 h_wait_for 120 "all $TOTAL records in the sink" b_sink_has $TOTAL

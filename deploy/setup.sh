@@ -9,12 +9,16 @@ build=${BATON_BUILD_DIR:-$src/build}
 
 # Build tools, the libraries baton links, and what the demo and the tests run:
 # ZooKeeper's server (with a Java runtime), kcat, sqlite3 and jq; libpq for
-# the PostgreSQL sink and Debian's postgresql (server, psql) for its tests.
+# the PostgreSQL sink and Debian's postgresql (server, psql) for its tests;
+# libmicrohttpd for the daemons' /metrics and curl to scrape it in tests;
+# yamllint, python3-kubernetes (the API schema) and docker-compose (v1: its
+# `config` validates offline) to check deploy/compose and deploy/k8s.
 pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
       zookeeper default-jre-headless sqlite3 kcat jq procps
-      libpq-dev postgresql
-      help2man systemd)
+      libpq-dev postgresql libmicrohttpd-dev curl
+      help2man systemd
+      yamllint python3-kubernetes docker-compose)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

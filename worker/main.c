@@ -4,9 +4,11 @@
 
 #include "baton_codec.h"
 #include "baton_conf.h"
+#include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
+#include "baton_metrics_http.h"
 #include "baton_opts.h"
 #include "baton_signal.h"
 #include "baton_util.h"
@@ -20,8 +22,13 @@ static const char *prog = "baton-worker";
 /* The settings, with their defaults. */
 static const char *zk_hosts, *group, *id, *brokers, *sink_uri, *rack, *root = BATON_DEFAULT_ROOT;
 static const char *log_level = "info", *log_format = "text";
+static const char *metrics_addr;
+static int64_t shutdown_timeout_ms = 30000;
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, capacity = 1,
                batch_size = 500, linger_ms = 20;
+
+/* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
+static const char *zk_auth, *zk_auth_file;
 
 static baton_conf_opt_t opts[] = {
     {"zk", "zookeeper.connect", "BATON_ZK", BATON_CONF_STR, 0, 0, &zk_hosts, "HOSTS",
@@ -48,6 +55,15 @@ static baton_conf_opt_t opts[] = {
      "records per sink transaction, at most (default 500)", 0},
     {"linger-ms", "linger.ms", "BATON_LINGER_MS", BATON_CONF_INT, 0, 600000, &linger_ms, "MS",
      "longest wait before a partial batch is written (default 20)", 0},
+    {"metrics-addr", "metrics.addr", "BATON_METRICS_ADDR", BATON_CONF_STR, 0, 0, &metrics_addr,
+     "HOST:PORT", "serve Prometheus metrics on http://HOST:PORT/metrics (default: off)", 0},
+    {"shutdown-timeout-ms", "shutdown.timeout.ms", "BATON_SHUTDOWN_TIMEOUT_MS", BATON_CONF_INT, 1,
+     3600000, &shutdown_timeout_ms, "MS",
+     "SIGTERM: exit 1 if the graceful leave takes longer (30000)", 0},
+    {"zk-auth", "zookeeper.auth", "BATON_ZK_AUTH", BATON_CONF_STR, 0, 0, &zk_auth, "SPEC",
+     "digest:USER:PASS: write as this ZooKeeper identity (secret)", 1},
+    {"zk-auth-file", "zookeeper.auth.file", "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0,
+     &zk_auth_file, "FILE", "the same from a file's first line (off the command line)", 0},
     {"log-level", "log.level", "BATON_LOG_LEVEL", BATON_CONF_STR, 0, 0, &log_level, "L",
      "debug, info, warn, error (default info)", 0},
     {"log-format", "log.format", "BATON_LOG_FORMAT", BATON_CONF_STR, 0, 0, &log_format, "F",
@@ -73,7 +89,9 @@ static void usage(FILE *f) {
             "  --help                     this text\n"
             "\n"
             "exit status: 0 after a graceful leave (SIGTERM/SIGINT), 1 on a fatal error\n"
-            "(ZooKeeper or the sink unreachable at start, duplicate id), 2 on bad flags.\n"
+            "(ZooKeeper or the sink unreachable at start, duplicate id, --metrics-addr\n"
+            "in use) or when --shutdown-timeout-ms cut the leave short, 2 on bad flags.\n"
+            "SIGHUP is logged and otherwise ignored (logs go to stderr).\n"
             "\n"
             "examples:\n"
             "  %s --zk 127.0.0.1:2181 --group orders --id w1 \\\n"
@@ -106,6 +124,9 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--sink is required");
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
+    /* --zk-auth: every session authenticates, every create gets its ACL. */
+    if (baton_zk_auth_init(zk_auth, zk_auth_file, root, 1, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
     if (rack && (baton_id_valid(rack) != 0 || strlen(rack) >= 64))
         baton_usage_error(prog, "--rack: '%s' is not a valid rack name", rack);
     baton_log_level_t level;
@@ -114,6 +135,8 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
     if (baton_log_format_parse(log_format, &format) != 0)
         baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
+    if (metrics_addr && baton_metrics_addr_check(metrics_addr, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "--metrics-addr: %s", errstr);
 
     baton_worker_conf_t conf = {
         .zk_hosts = zk_hosts,
@@ -143,7 +166,23 @@ int main(int argc, char **argv) {
         return BATON_EXIT_USAGE;
     }
     int stop_fd = baton_signal_init();
+    if (baton_signal_hup_log() != 0)
+        BLOG_WARN("event=sighup_thread_unavailable action=ignore_sighup");
+    if (baton_signal_stop_deadline((int)shutdown_timeout_ms, "graceful_leave") != 0)
+        BLOG_WARN("event=shutdown_deadline_unavailable");
+    baton_metrics_server_t *metrics = NULL;
+    if (metrics_addr) {
+        int merr = baton_metrics_server_start(metrics_addr, &metrics, errstr, sizeof(errstr));
+        if (merr != 0) {
+            fprintf(stderr, "%s: --metrics-addr: %s\n", prog, errstr);
+            baton_conf_release(&parsed);
+            return merr == BATON_INVALID ? BATON_EXIT_USAGE : BATON_EXIT_FAILURE;
+        }
+        BLOG_INFO("event=metrics_listening addr=%s path=/metrics",
+                  baton_metrics_server_addr(metrics));
+    }
     int rc = baton_worker_run(&conf, stop_fd);
+    baton_metrics_server_stop(metrics);
     baton_conf_release(&parsed);
     return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }

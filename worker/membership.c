@@ -7,15 +7,29 @@
 #include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
+#include "baton_metrics.h"
 #include "baton_util.h"
 #include "baton_zk.h"
 
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define RETRY_MS 200
+
+/* The liveness probe's state, shared with ZooKeeper's completion thread:
+ * the completion only stores into these atomics (no I/O, no locks), the
+ * owner thread reads them. Heap-allocated and freed only after the handle is
+ * closed (zookeeper_close joins the completion thread). */
+typedef struct {
+    _Atomic int64_t sent_ms;  /* when the probe in flight was sent */
+    _Atomic int64_t heard_ms; /* send time of the latest answered probe */
+    _Atomic int inflight;     /* a probe is outstanding */
+    _Atomic int wake;         /* queue a PROBE_EVENT when one is answered */
+    baton_zk_t *zk;           /* the handle whose queue PROBE_EVENT goes to */
+} heartbeat_t;
 
 typedef struct {
     int assigned;    /* in our current assignment */
@@ -25,6 +39,7 @@ typedef struct {
     int dirty;       /* re-examine this partition */
     int uncertain;   /* a create ended in connection loss: look before creating */
     int64_t retry_at; /* don't re-examine before this (backoff after errors) */
+    int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
 } mpart_t;
 
 struct baton_membership_s {
@@ -43,6 +58,8 @@ struct baton_membership_s {
     int disconnected; /* we saw the connection drop and have not heard back */
     int member_dirty; /* look at workers/<id> again (and re-arm its watch) */
     int evicted;      /* our member node went while our session lived: fatal */
+    heartbeat_t *hb;  /* liveness probe (see probe_send) */
+    int silent;       /* self-suspended: heard nothing for 2/3 of the timeout */
 };
 
 static void session_hex(baton_membership_t *m) {
@@ -52,6 +69,98 @@ static void session_hex(baton_membership_t *m) {
 
 static char *claims_dir(const baton_membership_t *m, int32_t p) {
     return xasprintf("%s/partitions/%d/claims", m->base, p);
+}
+
+/* --- self-suspension --------------------------------------------------------
+ * The server expires a session it has not heard from for the session
+ * timeout T, and the C client only reports a disconnect after hearing
+ * nothing for 2/3 T -- and our own thread may learn even that late (it may
+ * have been paused, or busy in a slow sink write). So the member measures
+ * silence itself: it sends a small asynchronous probe (an exists on its
+ * member node) every T/6, and counts the server as heard at the *send* time
+ * of the latest answered probe (the server renewed the session after that
+ * moment, so the session lives until at least then + T). Writes stop once
+ * that is 2/3 T old; they resume only when a probe of the same session is
+ * answered; an expired session never answers one. Probing every T/6 keeps
+ * the window between "suspended" and "possibly expired" at least T/6 wide
+ * and replaces the client's own pings (it pings only an idle connection). */
+
+/* An event type ZooKeeper never uses: a probe answered while we were
+ * silent, queued so the owner's poll wakes and resumes at once. */
+#define PROBE_EVENT 0x6272
+
+static int64_t silence_limit_ms(const baton_membership_t *m) {
+    return (int64_t)baton_zk_session_timeout(m->zk) * 2 / 3;
+}
+
+static int64_t probe_interval_ms(const baton_membership_t *m) {
+    int64_t i = (int64_t)baton_zk_session_timeout(m->zk) / 6;
+    return i < 20 ? 20 : i;
+}
+
+/* The server answered a request sent at t: heard_ms only rises, whichever
+ * thread (owner or completion) stores. */
+static void heard_max(heartbeat_t *hb, int64_t t) {
+    int64_t cur = atomic_load(&hb->heard_ms);
+    while (cur < t && !atomic_compare_exchange_weak(&hb->heard_ms, &cur, t)) {
+    }
+}
+
+/* ZooKeeper's completion thread: only atomics and the event queue. */
+static void probe_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    heartbeat_t *hb = (heartbeat_t *)data;
+    if (rc == ZOK || rc == ZNONODE) {
+        heard_max(hb, atomic_load(&hb->sent_ms));
+        if (atomic_load(&hb->wake))
+            baton_zk_watcher(NULL, PROBE_EVENT, 0, NULL, hb->zk);
+    }
+    atomic_store(&hb->inflight, 0);
+}
+
+/* Owner thread: the server answered a request sent at t. */
+static void probe_heard(baton_membership_t *m, int64_t t) { heard_max(m->hb, t); }
+
+/* Owner thread: a fresh session was just established at or after t0. */
+static void probe_reset(baton_membership_t *m, int64_t t0) {
+    heartbeat_t *hb = m->hb;
+    hb->zk = m->zk;
+    atomic_store(&hb->sent_ms, 0);
+    atomic_store(&hb->heard_ms, t0);
+    atomic_store(&hb->inflight, 0);
+    atomic_store(&hb->wake, 0);
+    m->silent = 0;
+}
+
+/* Owner thread: sends a probe when one is due, logs suspension and
+ * resumption, and returns how soon it wants to run again. */
+static int probe_tick(baton_membership_t *m) {
+    heartbeat_t *hb = m->hb;
+    int64_t now = baton_now_ms(), interval = probe_interval_ms(m);
+    if (baton_zk_connected(m->zk) && !atomic_load(&hb->inflight) &&
+        now - atomic_load(&hb->sent_ms) >= interval) {
+        atomic_store(&hb->sent_ms, now);
+        atomic_store(&hb->inflight, 1);
+        if (zoo_aexists(baton_zk_handle(m->zk), m->member_path, 0, probe_done, hb) != ZOK)
+            atomic_store(&hb->inflight, 0);
+    }
+    int64_t silent = now - atomic_load(&hb->heard_ms), limit = silence_limit_ms(m);
+    if (silent >= limit && !m->silent) {
+        m->silent = 1;
+        atomic_store(&hb->wake, 1);
+        BLOG_WARN("event=zk_silent session=0x%s silent_ms=%lld limit_ms=%lld timeout_ms=%d "
+                  "action=suspend_writes",
+                  m->session_hex, (long long)silent, (long long)limit,
+                  baton_zk_session_timeout(m->zk));
+    } else if (silent < limit && m->silent) {
+        m->silent = 0;
+        atomic_store(&hb->wake, 0);
+        BLOG_INFO("event=zk_heard session=0x%s action=resume_writes", m->session_hex);
+    }
+    int64_t next = atomic_load(&hb->inflight) ? interval : atomic_load(&hb->sent_ms) + interval - now;
+    if (!m->silent && limit - silent < next)
+        next = limit - silent;
+    return next < 0 ? 0 : next > 1000 ? 1000 : (int)next;
 }
 
 /* Registers workers/<id> (ephemeral). A node of another session with our id
@@ -69,8 +178,11 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
     int waited = 0;
     int err;
     for (;;) {
+        int64_t sent = baton_now_ms();
         err = baton_zk_create(m->zk, m->member_path, data, strlen(data), ZOO_EPHEMERAL, NULL, 0,
                               NULL);
+        if (err != BATON_CONNECTION && err != BATON_EXPIRED)
+            probe_heard(m, sent); /* the server answered: waiting here is not silence */
         if (err == BATON_CONNECTION) {
             baton_sleep_ms(RETRY_MS);
             continue; /* the create may have landed: the EXISTS path below adopts it */
@@ -119,10 +231,12 @@ static int grow_parts(baton_membership_t *m, int32_t nparts) {
 }
 
 static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
+    int64_t t0 = baton_now_ms(); /* the session cannot have been renewed before this */
     int err = baton_zk_connect(m->conf.zk_hosts, m->conf.session_timeout_ms,
                                m->conf.connect_timeout_ms, &m->zk, errstr, n);
     if (err != BATON_OK)
         return err;
+    probe_reset(m, t0);
     session_hex(m);
     BLOG_INFO("event=zk_connected session=0x%s timeout_ms=%d", m->session_hex,
               baton_zk_session_timeout(m->zk));
@@ -149,6 +263,7 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
     m->cbs = *cbs;
     m->base = baton_group_base(conf->root, conf->group);
     m->member_path = xasprintf("%s/workers/%s", m->base, conf->id);
+    m->hb = xcalloc(1, sizeof(*m->hb));
     int err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
         baton_membership_destroy(m);
@@ -161,7 +276,8 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
 void baton_membership_destroy(baton_membership_t *m) {
     if (!m)
         return;
-    baton_zk_destroy(m->zk);
+    baton_zk_destroy(m->zk); /* joins the completion thread: no probe_done after this */
+    free(m->hb);
     free(m->parts);
     free(m->member_path);
     free(m->base);
@@ -173,7 +289,11 @@ int32_t baton_membership_partitions(const baton_membership_t *m) { return m->npa
 int baton_membership_fd(const baton_membership_t *m) { return baton_zk_fd(m->zk); }
 
 int baton_membership_can_write(const baton_membership_t *m) {
-    return m->zk && !m->evicted && baton_zk_connected(m->zk) && !baton_zk_expired(m->zk);
+    if (!m->zk || m->evicted || !baton_zk_connected(m->zk) || baton_zk_expired(m->zk))
+        return 0;
+    /* Computed now, not at the last poll: a thread that was paused must not
+     * write on the strength of what it heard before the pause. */
+    return baton_now_ms() - atomic_load(&m->hb->heard_ms) < silence_limit_ms(m);
 }
 
 int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
@@ -264,12 +384,15 @@ out:
     return err;
 }
 
-/* Creates our claim on p, or finds the one a lost reply created. */
-static int create_claim(baton_membership_t *m, int32_t p) {
+/* After a create whose reply was lost: finds the claim it may have made,
+ * by our session id in the name and as its ephemeral owner (a claim of an
+ * earlier session, even with our worker id, is never ours). Sets mp->claim
+ * if found and clears uncertain; an error keeps it uncertain. */
+static int find_own_claim(baton_membership_t *m, int32_t p) {
     mpart_t *mp = &m->parts[p];
     char *dir = claims_dir(m, p);
     int err = BATON_OK;
-    if (mp->uncertain) {
+    {
         char **names = NULL;
         size_t n = 0;
         if ((err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
@@ -281,19 +404,34 @@ static int create_claim(baton_membership_t *m, int32_t p) {
                 continue;
             char *path = xasprintf("%s/%s", dir, names[i]);
             struct Stat st;
-            if (baton_zk_exists(m->zk, path, 0, &st) == BATON_OK &&
-                st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+            int e = baton_zk_exists(m->zk, path, 0, &st);
+            if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
                 mp->czxid = st.czxid;
                 BLOG_INFO("event=claim_recovered partition=%d claim=%s", p, mp->claim);
+            } else if (e != BATON_OK && e != BATON_NOTFOUND) {
+                err = e; /* cannot tell: stay uncertain rather than create twice */
             }
             free(path);
         }
         baton_zk_strings_free(names, n);
-        mp->uncertain = 0;
-        if (mp->claim[0])
-            goto out;
+        if (err == BATON_OK)
+            mp->uncertain = 0;
     }
+out:
+    free(dir);
+    return err;
+}
+
+/* Creates our claim on p, or finds the one a lost reply created. */
+static int create_claim(baton_membership_t *m, int32_t p) {
+    mpart_t *mp = &m->parts[p];
+    int err = BATON_OK;
+    if (mp->uncertain) {
+        if ((err = find_own_claim(m, p)) != BATON_OK || mp->claim[0])
+            return err;
+    }
+    char *dir = claims_dir(m, p);
     baton_claim_t claim = {.generation = m->generation};
     snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
     char *data = baton_claim_encode(&claim);
@@ -305,6 +443,7 @@ static int create_claim(baton_membership_t *m, int32_t p) {
     if (err == BATON_OK) {
         snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
         mp->czxid = st.czxid;
+        mp->claimed_ms = baton_now_ms();
         BLOG_INFO("event=claimed partition=%d claim=%s czxid=%lld", p, mp->claim,
                   (long long)st.czxid);
     } else if (err == BATON_CONNECTION) {
@@ -314,7 +453,6 @@ static int create_claim(baton_membership_t *m, int32_t p) {
     }
     free(prefix);
     free(data);
-out:
     free(dir);
     return err;
 }
@@ -379,6 +517,10 @@ static int check_queue(baton_membership_t *m, int32_t p) {
         int rc = m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, p, mp->czxid) : BATON_OK;
         if (rc == BATON_OK) {
             mp->owned = 1;
+            if (mp->claimed_ms)
+                baton_metric_observe(baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS),
+                                     (double)(baton_now_ms() - mp->claimed_ms) / 1000.0);
+            mp->claimed_ms = 0;
             BLOG_INFO("event=acquired partition=%d epoch=%lld generation=%lld", p,
                       (long long)mp->czxid, (long long)m->generation);
         } else if (rc == BATON_STALE) {
@@ -400,6 +542,16 @@ static int reconcile_partition(baton_membership_t *m, int32_t p) {
     if (!mp->assigned) {
         if (mp->owned && m->cbs.on_released)
             m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_REVOKED);
+        /* A create whose reply was lost may have left a claim of ours: find
+         * and delete it, or it would block the next owner for as long as
+         * our session lives. */
+        if (!mp->claim[0] && mp->uncertain) {
+            int err = find_own_claim(m, p);
+            if (err != BATON_OK)
+                return err; /* still uncertain: look again */
+            if (mp->claim[0])
+                BLOG_INFO("event=orphan_claim partition=%d claim=%s action=delete", p, mp->claim);
+        }
         if (mp->claim[0]) {
             BATON_FAILPOINT("worker.before_release");
             delete_claim(m, p);
@@ -494,17 +646,20 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             else if (ev.state == ZOO_CONNECTED_STATE) {
                 reconnected = m->disconnected;
                 m->disconnected = 0;
+                if (reconnected)
+                    baton_metric_inc(baton_metric_counter(BATON_M_ZK_RECONNECTS));
             } else if (ev.state == ZOO_CONNECTING_STATE && !m->disconnected) {
                 m->disconnected = 1;
                 BLOG_WARN("event=zk_disconnected action=suspend_writes");
             }
-        } else {
+        } else if (ev.type != PROBE_EVENT) {
             note_event(m, ev.path);
         }
         baton_zk_event_release(&ev);
     }
     if (expired || baton_zk_expired(m->zk)) {
         BLOG_WARN("event=session_expired session=0x%s action=drop_all_and_rejoin", m->session_hex);
+        baton_metric_inc(baton_metric_counter(BATON_M_ZK_EXPIRATIONS));
         lose_all(m);
         m->disconnected = 0;
         baton_zk_destroy(m->zk);
@@ -524,11 +679,15 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         }
     }
     if (reconnected) {
+        /* Writes resume once a probe on this connection is answered. */
+        atomic_store(&m->hb->sent_ms, 0);
         BLOG_INFO("event=zk_reconnected session=0x%s action=resume_writes", m->session_hex);
         m->all_dirty = 1; /* re-read instead of trusting missed events */
         m->member_dirty = 1;
     }
     int err = BATON_OK;
+    int probe_ms = probe_tick(m);
+    baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(m->zk) ? 1 : 0);
     if (!baton_zk_connected(m->zk))
         goto done;
     /* Before any claim work: an evicted member must not claim again. */
@@ -596,7 +755,7 @@ done:
             }
         if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
             soon = soon < RETRY_MS ? soon : RETRY_MS;
-        *next_ms = soon;
+        *next_ms = soon < probe_ms ? soon : probe_ms;
     }
     if (err != BATON_OK && !baton_err_is_fatal(err) && !baton_err_is_input(err))
         err = BATON_OK; /* retriable: try again on the next poll */
@@ -608,6 +767,19 @@ done:
 void baton_membership_leave(baton_membership_t *m) {
     if (!m->zk)
         return;
+    /* Say we are leaving before releasing anything, so the coordinator can
+     * tell this departure (history reason "leave") from a crash. */
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    baton_member_t me = {.pid = getpid(), .capacity = m->conf.capacity, .leaving = 1};
+    snprintf(me.id, sizeof(me.id), "%s", m->conf.id);
+    snprintf(me.host, sizeof(me.host), "%s", host);
+    snprintf(me.rack, sizeof(me.rack), "%s", m->conf.rack ? m->conf.rack : "");
+    char *data = baton_member_encode(&me);
+    int serr = baton_zk_set(m->zk, m->member_path, data, strlen(data), -1, NULL);
+    if (serr != BATON_OK)
+        BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path, baton_err_name(serr));
+    free(data);
     for (int32_t p = 0; p < m->nparts; p++) {
         mpart_t *mp = &m->parts[p];
         if (mp->owned && m->cbs.on_released)

@@ -76,9 +76,11 @@ int baton_membership_fd(const baton_membership_t *m);
  * soon it wants to be called again. */
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t errstr_size);
 
-/* 1 while writes are safe to attempt: the session is connected and not
- * expired. A disconnected worker stops writing at once; it resumes if the
- * session survives. */
+/* 1 while writes are safe to attempt: the session is connected, not
+ * expired, and the server answered a probe sent less than 2/3 of the
+ * session timeout ago (measured at this call, so a thread that was paused
+ * does not write on old news). A disconnected or silent worker stops
+ * writing at once; it resumes if the session survives. Owner thread. */
 int baton_membership_can_write(const baton_membership_t *m);
 
 /* 1 once we were evicted (see baton_membership_poll). */

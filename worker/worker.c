@@ -9,17 +9,20 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_log.h"
+#include "baton_metrics.h"
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "membership.h"
 #include "sink.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <librdkafka/rdkafka.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The longest the loop sleeps when nothing at all is due. */
@@ -52,6 +55,13 @@ typedef struct {
     int64_t records_written;
 } worker_t;
 
+/* Monotonic microseconds, for latencies. */
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void batch_clear(wpart_t *wp) {
     for (size_t i = 0; i < wp->nrecs; i++)
         rd_kafka_message_destroy(wp->recs[i]);
@@ -80,6 +90,21 @@ static void ensure_parts(worker_t *w) {
     w->parts = xrealloc(w->parts, sizeof(wpart_t) * (size_t)n);
     memset(w->parts + w->nparts, 0, sizeof(wpart_t) * (size_t)(n - w->nparts));
     w->nparts = n;
+}
+
+/* Publishes p's epoch (or its absence) and the number of partitions owned. */
+static void metrics_owned(worker_t *w, int32_t p) {
+    char label[16];
+    snprintf(label, sizeof(label), "%d", p);
+    if (w->parts[p].active)
+        baton_metric_vec_set(baton_metric_gauge_vec(BATON_M_W_EPOCH), label,
+                             (double)w->parts[p].epoch);
+    else
+        baton_metric_vec_remove(baton_metric_gauge_vec(BATON_M_W_EPOCH), label);
+    int owned = 0;
+    for (int32_t i = 0; i < w->nparts; i++)
+        owned += w->parts[i].active;
+    baton_metric_set(baton_metric_gauge(BATON_M_W_OWNED), owned);
 }
 
 static void kafka_assign(worker_t *w, int32_t p, int64_t offset, int add) {
@@ -116,6 +141,7 @@ static void part_deactivate(worker_t *w, int32_t p) {
     batch_clear(wp);
     wp->active = 0;
     wp->paused = 0;
+    metrics_owned(w, p);
 }
 
 /* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
@@ -141,9 +167,14 @@ static int part_flush(worker_t *w, int32_t p) {
     BATON_FAILPOINT("worker.before_sink_write");
     int64_t next = 0;
     size_t applied = 0;
+    int64_t t0 = mono_us();
     int err = baton_sink_write(w->sink, p, wp->epoch, recs, count, &next, &applied);
     free(recs);
     if (err == BATON_OK) {
+        baton_metric_inc(baton_metric_counter(BATON_M_W_BATCHES));
+        baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS),
+                             (double)(mono_us() - t0) / 1e6);
+        baton_metric_add(baton_metric_counter(BATON_M_W_RECORDS), (double)applied);
         BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu next_offset=%lld",
                    p, (long long)wp->epoch, count, applied, (long long)next);
         wp->next_offset = next;
@@ -155,10 +186,12 @@ static int part_flush(worker_t *w, int32_t p) {
     if (err == BATON_STALE || err == BATON_UNFENCED) {
         BLOG_WARN("event=write_rejected partition=%d epoch=%lld records=%zu reason=%s", p,
                   (long long)wp->epoch, wp->nrecs, baton_err_name(err));
+        baton_metric_inc(baton_metric_counter(BATON_M_W_STALE));
         part_deactivate(w, p);
         baton_membership_drop(w->m, p);
         return BATON_STALE;
     }
+    baton_metric_inc(baton_metric_counter(BATON_M_W_BATCH_ERRORS));
     BLOG_WARN("event=write_failed partition=%d error=%s detail=\"%s\" action=retry", p,
               baton_err_name(err), baton_sink_errstr(w->sink));
     wp->retry_at = baton_now_ms() + 200;
@@ -185,6 +218,7 @@ static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
     wp->next_offset = next;
     wp->expect = next;
     kafka_assign(w, p, next, 1);
+    metrics_owned(w, p);
     BLOG_INFO("event=fenced partition=%d epoch=%lld next_offset=%lld", p, (long long)epoch,
               (long long)next);
     return BATON_OK;
@@ -239,7 +273,44 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     wp->expect = msg->offset + 1;
 }
 
+/* librdkafka accepts any bootstrap string and only fails to resolve it
+ * later, forever: reject what can never work at start. Each comma-separated
+ * entry is [PROTO://]HOST:PORT, HOST a name, an IPv4 address or [IPv6]. */
+static int bootstrap_check(const char *list, char *errstr, size_t n) {
+    char *copy = xstrdup(list), *save = NULL;
+    int err = BATON_OK, count = 0;
+    for (char *e = strtok_r(copy, ",", &save); e && err == BATON_OK;
+         e = strtok_r(NULL, ",", &save)) {
+        while (*e == ' ')
+            e++;
+        char *proto = strstr(e, "://");
+        const char *hp = proto ? proto + 3 : e;
+        const char *colon = strrchr(hp, ':');
+        int64_t port = 0;
+        const char *why = NULL;
+        if (!colon || colon == hp)
+            why = "expected HOST:PORT";
+        else if (baton_parse_i64(colon + 1, 1, 65535, &port) != 0)
+            why = "the port is not a number in 1-65535";
+        else if (hp[0] == '[' ? colon[-1] != ']' : memchr(hp, ':', (size_t)(colon - hp)) != NULL)
+            why = "an IPv6 address must be in brackets";
+        else
+            for (const char *c = hp; c < colon && !why; c++)
+                if (!(isalnum((unsigned char)*c) || strchr(".-_[]:", *c)))
+                    why = "the host has a character no host name has";
+        if (why)
+            err = baton_seterr(errstr, n, BATON_INVALID, "--brokers: '%s': %s", e, why);
+        count++;
+    }
+    if (err == BATON_OK && count == 0)
+        err = baton_seterr(errstr, n, BATON_INVALID, "--brokers: '%s' lists no broker", list);
+    free(copy);
+    return err;
+}
+
 static rd_kafka_t *kafka_new(const baton_worker_conf_t *conf, char *errstr, size_t n) {
+    if (bootstrap_check(conf->brokers, errstr, n) != BATON_OK)
+        return NULL;
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
     char group_id[300];
     snprintf(group_id, sizeof(group_id), "baton-%s", conf->group);
@@ -293,8 +364,10 @@ static rd_kafka_t *kafka_new(const baton_worker_conf_t *conf, char *errstr, size
  * when the new owner's first write lands, without waiting a linger). */
 static void flush_due(worker_t *w, int force) {
     int64_t now = baton_now_ms();
+    size_t buffered = 0;
     for (int32_t p = 0; p < w->nparts; p++) {
         wpart_t *wp = &w->parts[p];
+        buffered += wp->nrecs; /* before this flush: good enough for a gauge */
         if (!wp->active || wp->nrecs == 0 || wp->retry_at > now)
             continue;
         if (force || wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size ||
@@ -307,6 +380,7 @@ static void flush_due(worker_t *w, int force) {
         else if (wp->active && wp->paused && wp->nrecs < (size_t)w->conf->batch_size)
             kafka_pause(w, p, 0);
     }
+    baton_metric_set(baton_metric_gauge(BATON_M_W_BUFFERED), (double)buffered);
 }
 
 /* Milliseconds until flush_due has something to do (at most cap). */
@@ -330,6 +404,22 @@ static int flush_due_in(const worker_t *w, int cap) {
 static void parts_clear(worker_t *w) {
     for (int32_t p = 0; p < w->nparts; p++)
         batch_clear(&w->parts[p]);
+}
+
+/* Creates every worker metric, so a scrape shows zeros rather than gaps. */
+static void worker_metrics_register(void) {
+    baton_metric_gauge(BATON_M_W_OWNED);
+    baton_metric_gauge_vec(BATON_M_W_EPOCH);
+    baton_metric_counter(BATON_M_W_RECORDS);
+    baton_metric_gauge(BATON_M_W_BUFFERED);
+    baton_metric_counter(BATON_M_W_BATCHES);
+    baton_metric_counter(BATON_M_W_BATCH_ERRORS);
+    baton_metric_histogram(BATON_M_W_BATCH_SECONDS);
+    baton_metric_counter(BATON_M_W_STALE);
+    baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS);
+    baton_metric_gauge(BATON_M_ZK_CONNECTED);
+    baton_metric_counter(BATON_M_ZK_RECONNECTS);
+    baton_metric_counter(BATON_M_ZK_EXPIRATIONS);
 }
 
 int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
@@ -377,6 +467,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     w.topic = baton_membership_topic(w.m);
     ensure_parts(&w);
     BLOG_INFO("event=started topic=%s partitions=%d sink=%s", w.topic, w.nparts, conf->sink_uri);
+    worker_metrics_register();
 
     int next_ms = 0;
     while (!baton_signal_stop_requested()) {

@@ -123,6 +123,32 @@ static void fuzz_claim(const char *buf, size_t len) {
     free(enc);
 }
 
+/* The history ring: valid entries, and a round trip keeps the newest
+ * BATON_HISTORY_MAX of them unchanged. */
+static void fuzz_history(const char *buf, size_t len) {
+    baton_history_t h, h2;
+    char errstr[ERRSZ] = "";
+    int err = baton_history_decode(buf, len, &h, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("history", err, errstr);
+        return;
+    }
+    for (size_t i = 0; i < h.n; i++)
+        FUZZ_CHECK(baton_history_reason_valid(h.entries[i].reason) == 0 &&
+                       h.entries[i].partition >= 0,
+                   "history entry %zu invalid", i);
+    char *enc = baton_history_encode(h.entries, h.n);
+    err = baton_history_decode(enc, strlen(enc), &h2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "history round trip failed: %s", errstr);
+    FUZZ_CHECK(h2.n <= h.n && h2.n <= BATON_HISTORY_MAX &&
+                   (h2.n == 0 || memcmp(h2.entries, h.entries + (h.n - h2.n),
+                                        h2.n * sizeof(*h.entries)) == 0),
+               "history round trip changed the newest entries");
+    free(enc);
+    baton_history_release(&h);
+    baton_history_release(&h2);
+}
+
 /* baton_seq_of against an independent reading of its contract: the last 10
  * characters are decimal digits, and their value. */
 static void fuzz_seq(const char *buf, size_t len) {
@@ -156,6 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_meta(buf, size);
     fuzz_worker_assignment(buf, size);
     fuzz_claim(buf, size);
+    fuzz_history(buf, size);
     fuzz_seq(buf, size);
     return 0;
 }

@@ -57,14 +57,30 @@ static int ref_name_valid(const char *s, size_t max) {
 }
 
 /* Reference root check (baton_group.h): starts with '/', is not "/" alone,
- * no trailing '/', no empty component. */
+ * no trailing '/', no empty, "." or ".." component, no control character,
+ * not /zookeeper or below it. Written independently: split on '/' and look
+ * at each component. */
 static int ref_root_valid(const char *s) {
     size_t n = strlen(s);
     if (n < 2 || s[0] != '/' || s[n - 1] == '/')
         return -1;
-    for (size_t i = 1; i < n; i++)
-        if (s[i] == '/' && s[i - 1] == '/')
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
             return -1;
+    size_t start = 1, idx = 0;
+    for (size_t i = 1; i <= n; i++) {
+        if (i < n && s[i] != '/')
+            continue;
+        size_t len = i - start;
+        if (len == 0)
+            return -1;
+        if ((len == 1 && s[start] == '.') || (len == 2 && s[start] == '.' && s[start + 1] == '.'))
+            return -1;
+        if (idx == 0 && len == 9 && memcmp(s + start, "zookeeper", 9) == 0)
+            return -1;
+        idx++;
+        start = i + 1;
+    }
     return 0;
 }
 

@@ -180,11 +180,15 @@ static void test_opt_int_exits_2(void **state) {
 
 static void test_root_valid(void **state) {
     (void)state;
-    const char *good[] = {"/baton", "/a/b", "/a", "/a/b/c", "/baton-prod.eu_1"};
+    const char *good[] = {"/baton", "/a/b", "/a", "/a/b/c", "/baton-prod.eu_1", "/a/.b",
+                          "/zookeeper2", "/x/zookeeper"};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(good); i++)
         if (baton_root_valid(good[i]) != 0)
             fail_msg("root '%s' rejected", good[i]);
-    const char *bad[] = {"", "baton", "a/b", "/", "//", "/a/", "//a", "/a//b", "/a/b/", "/a///b"};
+    const char *bad[] = {"",      "baton",        "a/b",           "/",     "//",
+                         "/a/",   "//a",          "/a//b",         "/a/b/", "/a///b",
+                         "/a/./b", "/a/../b",     "/.",            "/..",   "/a/.",
+                         "/zookeeper", "/zookeeper/x", "/a\tb", "/a\nb", "/a\x7f"};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(bad); i++)
         if (baton_root_valid(bad[i]) == 0)
             fail_msg("root '%s' accepted", bad[i]);
@@ -215,6 +219,7 @@ static const err_case_t err_cases[] = {
     {BATON_IO, "io", 3},
     {BATON_INTERNAL, "internal", 3},
     {BATON_EVICTED, "evicted", 3},
+    {BATON_DENIED, "denied", 3},
 };
 
 static void test_err_names(void **state) {
@@ -247,7 +252,7 @@ static void test_err_names(void **state) {
     assert_non_null(strstr(baton_strerror(BATON_EXPIRED), "expired"));
 
     /* Codes outside the table. */
-    int unknown[] = {1, -6, -99, -103, -199, -207, -299, -1000, 12345};
+    int unknown[] = {1, -6, -99, -103, -199, -208, -299, -1000, 12345};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(unknown); i++) {
         assert_string_equal(baton_err_name(unknown[i]), "UNKNOWN");
         assert_string_equal(baton_strerror(unknown[i]), "unknown error");

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# it_fault_lostcreate: claim creates whose replies are lost to a connection
+# loss are resolved by finding our own claim by its session id, never by
+# creating twice. test_lost_create (zoo_create2 wrapped at link time: the
+# create happens, the reply says ZCONNECTIONLOSS) joins a real group as the
+# only worker and checks that every partition ends with exactly one claim
+# of ours whose czxid is the epoch it was given.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+h_init it_fault_lostcreate
+prog=${BATON_TESTS_BIN:-$BATON_BIN/../tests}/test_lost_create
+[[ -x $prog ]] || h_fail "$prog not built"
+h_zk_start
+b_init 4
+b_coord c1
+h_spawn wl "$prog" --zk "$ZK" --group "$B_GROUP" --id wl --partitions 4 --lose 3
+rc=0; h_wait_exit wl 60 || rc=$?
+((rc == 0)) || h_fail "test_lost_create failed ($rc): $(tail -n 5 "$H_DIR/wl.log")"
+lost=$(grep -c 'reporting ZCONNECTIONLOSS' "$H_DIR/wl.log")
+recovered=$(grep -c 'event=claim_recovered' "$H_DIR/wl.log")
+((lost == 3)) || h_fail "lost $lost create replies, wanted 3"
+((recovered == lost)) || h_fail "recovered $recovered claims after $lost lost replies"
+h_stop c1
+
+# Regression: the partition is unassigned before the member learns whether
+# its create happened. It must still find that claim and delete it, or the
+# orphan would block the next owner for as long as our session lives.
+h_zk rmr /baton/g2 >/dev/null
+"$BATON_BIN/batonctl" --zk "$ZK" --group g2 --timeout 5000 init --topic "$B_TOPIC" --partitions 2 >/dev/null
+h_zk create /baton/g2/assignment/wo '{"generation":1,"partitions":[0,1]}' >/dev/null
+h_spawn wo "$prog" --zk "$ZK" --group g2 --id wo --partitions 2 --lose 1 --unassign-lost 1
+rc=0; h_wait_exit wo 60 || rc=$?
+((rc == 0)) || h_fail "test_lost_create --unassign-lost failed ($rc): $(tail -n 5 "$H_DIR/wo.log")"
+b_log_has wo 'event=orphan_claim .*action=delete' || h_fail "the orphan claim was not deleted"
+h_pass "$lost lost create replies, each claim recovered by session id, one claim per partition; an orphan of an unassigned partition deleted"

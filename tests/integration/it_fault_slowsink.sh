@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# it_fault_slowsink: a sink write that blocks for longer than the session
+# timeout (failpoint worker.before_sink_write=sleep) never costs the worker
+# its session: ZooKeeper's pings run on the client's own IO thread and no
+# sink I/O runs on its threads. After the stall the worker suspends until a
+# fresh probe answers (it cannot know what happened while it was blocked),
+# then resumes in the same session; every record lands exactly once.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_fault_slowsink
+h_zk_start
+B_PARTITIONS=4
+B_SESSION_MS=1500
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+b_coord c1
+# The 3rd write blocks 4 s: more than twice the session timeout.
+BATON_FAILPOINTS="worker.before_sink_write=2:sleep-4000" b_worker w1
+h_wait_for 20 "w1 owns everything" b_all_active 1
+b_produce 400 a
+h_wait_for 15 "the slow write started" b_log_has w1 'event=failpoint name=worker.before_sink_write action=sleep'
+h_wait_for 20 "all 400 records in the sink" b_sink_has 400
+b_produce 400 b
+h_wait_for 20 "all 800 records in the sink" b_sink_has 800
+b_log_has w1 'event=session_expired' && h_fail "the slow sink cost w1 its session"
+joins=$(grep -c 'event=joined' "$H_DIR/w1.log")
+((joins == 1)) || h_fail "w1 joined $joins times"
+b_log_has w1 'event=revoked' && h_fail "w1 lost a partition during the slow write"
+# After the stall the worker does not trust its old news: it suspends
+# until a fresh probe of the same session answers.
+b_log_has w1 'event=zk_silent .*action=suspend_writes' || h_fail "w1 did not suspend after the stall"
+b_log_has w1 'event=zk_heard .*action=resume_writes' || h_fail "w1 did not resume after the stall"
+h_wait_for 10 "every partition active with w1" b_all_active 1
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass "a 4 s sink stall under a 1.5 s session: session kept, exactly once"

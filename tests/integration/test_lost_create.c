@@ -1,0 +1,230 @@
+/* test_lost_create.c: a member whose claim creates "lose their reply".
+ *
+ * A real server cannot drop one reply on demand, so this program is linked
+ * with -Wl,--wrap=zoo_create2 (as the ZooKeeper C client's own tests wrap
+ * calls): the first --lose claim creates really happen on the server, then
+ * report ZCONNECTIONLOSS, as if the connection had dropped before the reply.
+ * The member must find the claim it created by its session id instead of
+ * creating a second one. Run by it_fault_lostcreate.sh against a real
+ * ZooKeeper, with a coordinator assigning every partition to --id.
+ *
+ * Checks, once every partition is acquired (bounded wait): each partition's
+ * claims directory holds exactly one claim of our session (no orphan), that
+ * claim's czxid is the epoch on_acquired got, and at least one reply was
+ * lost. Exit 0 on success, 1 with a message on failure, 2 on bad flags.
+ *
+ * With --unassign-lost (run without a coordinator, assignment/<id> written
+ * by the script) the wrapper also takes the partition whose reply it lost
+ * out of our assignment at once: the member must then find and delete the
+ * claim it cannot see, and that partition must end with no claim of ours. */
+#include "baton_err.h"
+#include "baton_log.h"
+#include "baton_util.h"
+#include "baton_zk.h"
+#include "membership.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int __real_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                       const struct ACL_vector *acl, int mode, char *path_buffer,
+                       int path_buffer_len, struct Stat *stat);
+int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                       const struct ACL_vector *acl, int mode, char *path_buffer,
+                       int path_buffer_len, struct Stat *stat);
+
+static int lose_left; /* claim create replies still to lose */
+static int lost;      /* how many were lost */
+static int unassign_lost;
+static int unassigned_p = -1; /* the partition taken away (--unassign-lost) */
+static const char *g_group, *g_id;
+static int g_nparts;
+
+/* Rewrites assignment/<id> without partition `drop` (owner thread). */
+static void assignment_drop(zhandle_t *zh, int drop) {
+    char buf[1024];
+    int off = snprintf(buf, sizeof(buf), "{\"generation\":2,\"partitions\":[");
+    for (int p = 0, first = 1; p < g_nparts; p++) {
+        if (p == drop)
+            continue;
+        off += snprintf(buf + off, sizeof(buf) - (size_t)off, "%s%d", first ? "" : ",", p);
+        first = 0;
+    }
+    snprintf(buf + off, sizeof(buf) - (size_t)off, "]}");
+    char *path = xasprintf("/baton/%s/assignment/%s", g_group, g_id);
+    int rc = zoo_set(zh, path, buf, (int)strlen(buf), -1);
+    fprintf(stderr, "test_lost_create: set %s to %s: %s\n", path, buf, zerror(rc));
+    free(path);
+}
+
+/* Called on the member's own thread (it makes its synchronous calls there). */
+int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                       const struct ACL_vector *acl, int mode, char *path_buffer,
+                       int path_buffer_len, struct Stat *stat) {
+    int rc = __real_zoo_create2(zh, path, value, valuelen, acl, mode, path_buffer,
+                                path_buffer_len, stat);
+    if (rc == ZOK && lose_left > 0 && strstr(path, "/claims/claim-")) {
+        lose_left--;
+        lost++;
+        fprintf(stderr, "test_lost_create: created %s, reporting ZCONNECTIONLOSS\n",
+                path_buffer ? path_buffer : path);
+        const char *pp = strstr(path, "/partitions/");
+        if (unassign_lost && unassigned_p < 0 && pp) {
+            unassigned_p = atoi(pp + 12);
+            assignment_drop(zh, unassigned_p);
+        }
+        return ZCONNECTIONLOSS;
+    }
+    return rc;
+}
+
+#define MAXP 64
+static int64_t epochs[MAXP];
+static int acquired;
+
+static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
+    (void)opaque;
+    if (p >= 0 && p < MAXP && !epochs[p]) {
+        epochs[p] = epoch;
+        acquired++;
+    }
+    return BATON_OK;
+}
+
+static void on_released(void *opaque, int32_t p, baton_release_reason_t reason) {
+    (void)opaque;
+    (void)reason;
+    if (p >= 0 && p < MAXP && epochs[p]) {
+        epochs[p] = 0;
+        acquired--;
+    }
+}
+
+/* 1 when every partition holds exactly one claim of ours whose czxid is the
+ * epoch we were given, except the unassigned one, which holds none. */
+static int claims_ok(baton_zk_t *zc, const char *group, const char *id, int nparts, char *why,
+                     size_t whysz) {
+    int ok = 1;
+    for (int p = 0; p < nparts && ok; p++) {
+        char *dir = xasprintf("/baton/%s/partitions/%d/claims", group, p);
+        char **names = NULL;
+        size_t n = 0;
+        int err = baton_zk_children(zc, dir, 0, &names, &n);
+        int ours = 0;
+        int64_t czxid = 0;
+        for (size_t i = 0; err == BATON_OK && i < n; i++) {
+            char *path = xasprintf("%s/%s", dir, names[i]);
+            char *data = NULL;
+            size_t len = 0;
+            struct Stat st;
+            if (baton_zk_get(zc, path, 0, &data, &len, &st) == BATON_OK && strstr(data, id)) {
+                ours++;
+                czxid = st.czxid;
+            }
+            free(data);
+            free(path);
+        }
+        int want = p == unassigned_p ? 0 : 1;
+        if (err != BATON_OK || ours != want || (want && czxid != epochs[p])) {
+            snprintf(why, whysz,
+                     "partition %d: %d claims of ours (want %d), czxid %lld, epoch %lld, "
+                     "error %s",
+                     p, ours, want, (long long)czxid, (long long)epochs[p], baton_err_name(err));
+            ok = 0;
+        }
+        baton_zk_strings_free(names, n);
+        free(dir);
+    }
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    const char *zk = NULL, *group = NULL, *id = NULL;
+    int nparts = 0;
+    lose_left = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--zk") == 0)
+            zk = argv[i + 1];
+        else if (strcmp(argv[i], "--group") == 0)
+            group = argv[i + 1];
+        else if (strcmp(argv[i], "--id") == 0)
+            id = argv[i + 1];
+        else if (strcmp(argv[i], "--partitions") == 0)
+            nparts = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--lose") == 0)
+            lose_left = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--unassign-lost") == 0)
+            unassign_lost = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: test_lost_create --zk HOSTS --group G --id ID "
+                            "--partitions N [--lose K] [--unassign-lost 1]\n");
+            return 2;
+        }
+    }
+    if (!zk || !group || !id || nparts <= 0 || nparts > MAXP) {
+        fprintf(stderr, "test_lost_create: --zk, --group, --id and --partitions (1-%d) are "
+                        "required\n",
+                MAXP);
+        return 2;
+    }
+    g_group = group;
+    g_id = id;
+    g_nparts = nparts;
+    baton_log_init("test_lost_create", id);
+    baton_membership_conf_t mc = {.zk_hosts = zk,
+                                  .root = "/baton",
+                                  .group = group,
+                                  .id = id,
+                                  .capacity = 1,
+                                  .session_timeout_ms = 4000,
+                                  .connect_timeout_ms = 10000};
+    baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released};
+    baton_membership_t *m = NULL;
+    char errstr[512];
+    if (baton_membership_new(&mc, &cbs, &m, errstr, sizeof(errstr)) != BATON_OK) {
+        fprintf(stderr, "test_lost_create: %s\n", errstr);
+        return 1;
+    }
+    int rc = 1;
+    /* An independent look at the claims, with a session of our own. */
+    baton_zk_t *zc = NULL;
+    if (baton_zk_connect(zk, 4000, 10000, &zc, errstr, sizeof(errstr)) != BATON_OK) {
+        fprintf(stderr, "test_lost_create: %s\n", errstr);
+        goto out;
+    }
+    char why[sizeof(errstr) + 64] = "not checked yet";
+    int64_t deadline = baton_now_ms() + 30000, next_check = 0;
+    while (baton_now_ms() < deadline) {
+        int next_ms = 100;
+        if (baton_membership_poll(m, &next_ms, errstr, sizeof(errstr)) != BATON_OK) {
+            snprintf(why, sizeof(why), "poll: %s", errstr);
+            break;
+        }
+        struct pollfd pfd = {.fd = baton_membership_fd(m), .events = POLLIN};
+        poll(&pfd, 1, next_ms < 100 ? next_ms : 100);
+        if (baton_now_ms() < next_check)
+            continue;
+        next_check = baton_now_ms() + 200;
+        if (claims_ok(zc, group, id, nparts, why, sizeof(why))) {
+            rc = 0;
+            break;
+        }
+    }
+    baton_zk_destroy(zc);
+    if (rc != 0) {
+        fprintf(stderr, "test_lost_create: not settled: %s\n", why);
+        goto out;
+    }
+    if (lost == 0) {
+        fprintf(stderr, "test_lost_create: no create reply was lost: the test tested nothing\n");
+        rc = 1;
+        goto out;
+    }
+    printf("lost=%d partitions=%d unassigned=%d claims=ok\n", lost, nparts, unassigned_p);
+out:
+    baton_membership_leave(m);
+    baton_membership_destroy(m);
+    return rc;
+}
