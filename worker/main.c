@@ -8,6 +8,7 @@
 #include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
+#include "baton_daemon.h"
 #include "baton_metrics_http.h"
 #include "baton_opts.h"
 #include "baton_signal.h"
@@ -129,14 +130,8 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "%s", errstr);
     if (rack && (baton_id_valid(rack) != 0 || strlen(rack) >= 64))
         baton_usage_error(prog, "--rack: '%s' is not a valid rack name", rack);
-    baton_log_level_t level;
-    baton_log_format_t format;
-    if (baton_log_level_parse(log_level, &level) != 0)
-        baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
-    if (baton_log_format_parse(log_format, &format) != 0)
-        baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
-    if (metrics_addr && baton_metrics_addr_check(metrics_addr, errstr, sizeof(errstr)) != 0)
-        baton_usage_error(prog, "--metrics-addr: %s", errstr);
+    baton_daemon_opts_t daemon = {log_level, log_format, metrics_addr};
+    baton_daemon_check(prog, &daemon);
 
     baton_worker_conf_t conf = {
         .zk_hosts = zk_hosts,
@@ -154,33 +149,18 @@ int main(int argc, char **argv) {
         .kafka_props = (const char **)parsed.kafka,
         .nkafka_props = parsed.nkafka,
     };
-    baton_log_init(prog, id);
-    baton_log_level = level;
-    baton_log_set_format(format);
+    int stop_fd = -1;
+    baton_metrics_server_t *metrics = NULL;
+    int start = baton_daemon_start(prog, id, &daemon, &stop_fd, &metrics);
+    if (start != BATON_EXIT_OK) {
+        baton_conf_release(&parsed);
+        return start;
+    }
     if (parsed.config_path)
         BLOG_INFO("event=config_loaded path=%s kafka_settings=%zu", parsed.config_path,
                   parsed.nkafka);
-    if (baton_failpoints_init(errstr, sizeof(errstr)) != 0) {
-        fprintf(stderr, "%s: BATON_FAILPOINTS: %s\n", prog, errstr);
-        baton_conf_release(&parsed);
-        return BATON_EXIT_USAGE;
-    }
-    int stop_fd = baton_signal_init();
-    if (baton_signal_hup_log() != 0)
-        BLOG_WARN("event=sighup_thread_unavailable action=ignore_sighup");
     if (baton_signal_stop_deadline((int)shutdown_timeout_ms, "graceful_leave") != 0)
         BLOG_WARN("event=shutdown_deadline_unavailable");
-    baton_metrics_server_t *metrics = NULL;
-    if (metrics_addr) {
-        int merr = baton_metrics_server_start(metrics_addr, &metrics, errstr, sizeof(errstr));
-        if (merr != 0) {
-            fprintf(stderr, "%s: --metrics-addr: %s\n", prog, errstr);
-            baton_conf_release(&parsed);
-            return merr == BATON_INVALID ? BATON_EXIT_USAGE : BATON_EXIT_FAILURE;
-        }
-        BLOG_INFO("event=metrics_listening addr=%s path=/metrics",
-                  baton_metrics_server_addr(metrics));
-    }
     int rc = baton_worker_run(&conf, stop_fd);
     baton_metrics_server_stop(metrics);
     baton_conf_release(&parsed);
