@@ -180,3 +180,26 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
 }
 
 const char *baton_sink_errstr(const baton_sink_t *sink) { return sink ? sink->errstr : "no sink"; }
+
+int baton_sink__check_column(const baton_sink_t *sink, const char *table,
+                             const baton_sink_col_t *cols, size_t ncols, size_t i,
+                             const char *name, const char *type, int pk, char *errstr,
+                             size_t errstr_size) {
+    if (!name)
+        return baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                            "sink '%s': table '%s' has the wrong shape: missing column '%s' %s",
+                            sink->uri, table, cols[i].name, cols[i].type);
+    if (i >= ncols)
+        return baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                            "sink '%s': table '%s' has the wrong shape: unexpected column "
+                            "'%s' %s",
+                            sink->uri, table, name, type);
+    if (strcasecmp(name, cols[i].name) != 0 || strcasecmp(type, cols[i].type) != 0 ||
+        pk != cols[i].pk)
+        return baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                            "sink '%s': table '%s' has the wrong shape: column %zu is '%s' "
+                            "%s%s, expected '%s' %s%s",
+                            sink->uri, table, i + 1, name, type, pk ? " (key)" : "",
+                            cols[i].name, cols[i].type, cols[i].pk ? " (key)" : "");
+    return BATON_OK;
+}

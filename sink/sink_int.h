@@ -55,6 +55,23 @@ struct baton_sink_s {
     char errstr[BATON_SINK_ERRSTR_SIZE];
 };
 
+/* The expected shape of a sink table, column by column: pk is the
+ * column's 1-based position in the primary key, 0 if not in it; type as
+ * the backend's catalog spells it (compared case-insensitively). */
+typedef struct {
+    const char *name;
+    const char *type;
+    int pk;
+} baton_sink_col_t;
+
+/* Compares column i (0-based) as the database reports it (name NULL: the
+ * table has only i columns) with cols[i]. Returns BATON_OK, or
+ * BATON_CORRUPT with a message naming the table and the column. */
+int baton_sink__check_column(const baton_sink_t *sink, const char *table,
+                             const baton_sink_col_t *cols, size_t ncols, size_t i,
+                             const char *name, const char *type, int pk, char *errstr,
+                             size_t errstr_size);
+
 extern const baton_sink_ops_t baton_sink_sqlite_ops;
 extern const baton_sink_ops_t baton_sink_pg_ops;
 

@@ -709,20 +709,14 @@ static void pg_close(baton_sink_t *sink) {
 
 /* ---- open: URI, schema ---------------------------------------------------- */
 
-/* The expected shape of each table, column by column (pk is the column's
- * 1-based position in the primary key, 0 if not in it); types as
- * format_type() prints them. */
-typedef struct {
-    const char *name;
-    const char *type;
-    int pk;
-} pg_col_t;
+/* The expected shape of each table (sink_int.h), types as format_type()
+ * prints them. */
 
-static const pg_col_t fence_cols[] = {
+static const baton_sink_col_t fence_cols[] = {
     {"grp", "text", 1},           {"partition", "bigint", 2}, {"epoch", "bigint", 0},
     {"next_offset", "bigint", 0}, {"rejected", "bigint", 0},
 };
-static const pg_col_t output_cols[] = {
+static const baton_sink_col_t output_cols[] = {
     {"grp", "text", 1},     {"partition", "bigint", 2}, {"offset", "bigint", 3},
     {"epoch", "bigint", 0}, {"key", "bytea", 0},        {"value", "bytea", 0},
 };
@@ -739,7 +733,7 @@ static const char *const create_sql[] = {
 /* Checks that `table` (as the search_path resolves it) is a table with
  * exactly the columns baton creates, in order, with the same types and
  * primary key. Runs inside the schema transaction. */
-static int pg_check_table(baton_sink_t *sink, const char *table, const pg_col_t *cols, size_t ncols,
+static int pg_check_table(baton_sink_t *sink, const char *table, const baton_sink_col_t *cols, size_t ncols,
                           char *errstr, size_t errstr_size) {
     pg_t *pg = sink->be;
     const char *const params[] = {table};
@@ -776,32 +770,14 @@ static int pg_check_table(baton_sink_t *sink, const char *table, const pg_col_t 
                            "sink '%s': '%s' is a %s, not a table", sink->uri, table, what);
     } else {
         for (int i = 0; i < n || (size_t)i < ncols; i++) {
-            if (i >= n) {
-                err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
-                                   "sink '%s': table '%s' has the wrong shape: missing column "
-                                   "'%s' %s",
-                                   sink->uri, table, cols[i].name, cols[i].type);
+            err = i >= n ? baton_sink__check_column(sink, table, cols, ncols, (size_t)i, NULL,
+                                                    NULL, 0, errstr, errstr_size)
+                         : baton_sink__check_column(sink, table, cols, ncols, (size_t)i,
+                                                    PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                                                    atoi(PQgetvalue(res, i, 3)), errstr,
+                                                    errstr_size);
+            if (err)
                 break;
-            }
-            const char *name = PQgetvalue(res, i, 1);
-            const char *type = PQgetvalue(res, i, 2);
-            int pk = atoi(PQgetvalue(res, i, 3));
-            if ((size_t)i >= ncols) {
-                err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
-                                   "sink '%s': table '%s' has the wrong shape: unexpected column "
-                                   "'%s' %s",
-                                   sink->uri, table, name, type);
-                break;
-            }
-            if (strcmp(name, cols[i].name) != 0 || strcmp(type, cols[i].type) != 0 ||
-                pk != cols[i].pk) {
-                err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
-                                   "sink '%s': table '%s' has the wrong shape: column %d is '%s' "
-                                   "%s%s, expected '%s' %s%s",
-                                   sink->uri, table, i + 1, name, type, pk ? " (key)" : "",
-                                   cols[i].name, cols[i].type, cols[i].pk ? " (key)" : "");
-                break;
-            }
         }
     }
     PQclear(res);

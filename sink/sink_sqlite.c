@@ -51,20 +51,13 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS baton_output(grp TEXT, partition INTEGER, offset INTEGER, "
     "epoch INTEGER, key BLOB, value BLOB, PRIMARY KEY(grp, partition, offset));";
 
-/* The expected shape of each table, column by column (pk is the column's
- * 1-based position in the primary key, 0 if not in it). */
-typedef struct {
-    const char *name;
-    const char *type;
-    int pk;
-} sq_col_t;
-
-static const sq_col_t fence_cols[] = {
+/* The expected shape of each table (sink_int.h). */
+static const baton_sink_col_t fence_cols[] = {
     {"grp", "TEXT", 1},         {"partition", "INTEGER", 2},
     {"epoch", "INTEGER", 0},    {"next_offset", "INTEGER", 0},
     {"rejected", "INTEGER", 0},
 };
-static const sq_col_t output_cols[] = {
+static const baton_sink_col_t output_cols[] = {
     {"grp", "TEXT", 1},      {"partition", "INTEGER", 2}, {"offset", "INTEGER", 3},
     {"epoch", "INTEGER", 0}, {"key", "BLOB", 0},          {"value", "BLOB", 0},
 };
@@ -417,7 +410,7 @@ static void sq_close(baton_sink_t *sink) {
 /* Checks that `table` is a table with exactly the columns baton created, in
  * order, with the same types and primary key. A table of the same name made
  * by another program would otherwise fail later, mid-protocol. */
-static int sq_check_table(baton_sink_t *sink, const char *table, const sq_col_t *cols, size_t ncols,
+static int sq_check_table(baton_sink_t *sink, const char *table, const baton_sink_col_t *cols, size_t ncols,
                           char *errstr, size_t errstr_size) {
     sq_t *sq = sink->be;
     sqlite3_stmt *st = NULL;
@@ -458,28 +451,15 @@ static int sq_check_table(baton_sink_t *sink, const char *table, const sq_col_t 
         int pk = sqlite3_column_int(st, 2);
         name = name ? name : "";
         type = type ? type : "";
-        if (i >= ncols) {
-            err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
-                               "sink '%s': table '%s' has the wrong shape: unexpected column "
-                               "'%s' %s",
-                               sink->uri, table, name, type);
+        err = baton_sink__check_column(sink, table, cols, ncols, i, name, type, pk, errstr,
+                                       errstr_size);
+        if (err)
             break;
-        }
-        if (strcasecmp(name, cols[i].name) != 0 || strcasecmp(type, cols[i].type) != 0 ||
-            pk != cols[i].pk) {
-            err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
-                               "sink '%s': table '%s' has the wrong shape: column %zu is '%s' "
-                               "%s%s, expected '%s' %s%s",
-                               sink->uri, table, i + 1, name, type, pk ? " (key)" : "",
-                               cols[i].name, cols[i].type, cols[i].pk ? " (key)" : "");
-            break;
-        }
         i++;
     }
     if (!err && rc == SQLITE_DONE && i < ncols)
-        err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
-                           "sink '%s': table '%s' has the wrong shape: missing column '%s' %s",
-                           sink->uri, table, cols[i].name, cols[i].type);
+        err = baton_sink__check_column(sink, table, cols, ncols, i, NULL, NULL, 0, errstr,
+                                       errstr_size);
     if (err || rc == SQLITE_DONE)
         rc = SQLITE_OK;
 out:
