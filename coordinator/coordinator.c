@@ -1114,12 +1114,18 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                     baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
                 else if (expired)
                     baton_metrics_zk_state(-1);
-            } else if (ev.type == ZOO_CHANGED_EVENT && ev.path &&
-                       strncmp(ev.path, wdir, strlen(wdir)) == 0 && ev.path[strlen(wdir)] == '/') {
-                /* A member's data changed: note a leave mark now, before its
-                 * node goes (and re-arm the watch). No rebalance needed. */
-                coord_worker_t tmp = {0};
-                read_member(&c, wdir, ev.path + strlen(wdir) + 1, &tmp);
+            } else if (ev.path && strncmp(ev.path, wdir, strlen(wdir)) == 0 &&
+                       ev.path[strlen(wdir)] == '/') {
+                /* A member's own node (its data watch, set to see a leave
+                 * mark). A change: note the mark now, before the node goes,
+                 * and re-arm the watch. A deletion is membership churn like
+                 * the children event it comes with: debounced, not at once. */
+                if (ev.type == ZOO_CHANGED_EVENT) {
+                    coord_worker_t tmp = {0};
+                    read_member(&c, wdir, ev.path + strlen(wdir) + 1, &tmp);
+                } else {
+                    churn = 1;
+                }
             } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, wdir) == 0) {
                 BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
                 churn = 1;

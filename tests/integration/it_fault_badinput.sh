@@ -126,6 +126,9 @@ h_zk set $cfg_path "$good_cfg" >/dev/null
 h_zk create /baton/g/workers/zz '{"id":' >/dev/null
 corrupt_check c1 "event=corrupt_znode path=/baton/g/workers/zz" "c1 reports the corrupt member"
 h_zk delete /baton/g/workers/zz >/dev/null
+# Let the rebalance zz's departure causes finish first: it rewrites w1's
+# node anyway and would race the corruption below.
+h_wait_for 20 "w1 owns everything again" b_all_active 1
 alive_both
 
 # Assignment: w1's node not JSON, then a generation of the wrong type: w1
