@@ -64,7 +64,10 @@ for key in q ctrl-c; do
     : >"$ts"
     printf -v cmd '%q ' "${CTL[@]}"
     exec 3<>"$fifo" # read-write: never blocks, and keeps the pty's input open
-    h_spawn "tty-$key" bash -c 'exec script -q -f -e -c "$1" "$2" <"$3"' _ \
+    # script(1) runs the command with $SHELL: bash, whose wait survives the
+    # pty's SIGINT when the child handles it (dash would die of it, and
+    # never print watch-rc).
+    h_spawn "tty-$key" env SHELL=/bin/bash bash -c 'exec script -q -f -e -c "$1" "$2" <"$3"' _ \
         "${cmd}watch --duration-ms 60000; echo watch-rc=\$?; stty -a" "$ts" "$fifo"
     h_wait_for 15 "the screen is drawn on the pty ($key)" grep -q 'q to quit' "$ts"
     grep -q '^states: ' "$ts" || h_fail "no status on the terminal"
