@@ -50,13 +50,14 @@ static int64_t wall_us(void) {
     return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
-static int scale_on_acquired(void *opaque, int32_t p, int64_t epoch) {
+static int scale_on_acquired(void *opaque, const baton_resource_t *p, int64_t epoch) {
     (void)opaque, (void)p, (void)epoch;
     atomic_fetch_add(&scale_owned, 1);
     return BATON_OK;
 }
 
-static void scale_on_released(void *opaque, int32_t p, baton_release_reason_t reason) {
+static void scale_on_released(void *opaque, const baton_resource_t *p,
+                              baton_release_reason_t reason) {
     (void)opaque, (void)p, (void)reason;
     atomic_fetch_sub(&scale_owned, 1);
 }

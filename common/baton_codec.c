@@ -25,6 +25,7 @@ static int name_chars_valid(const char *s, size_t max) {
 }
 
 int baton_id_valid(const char *id) { return name_chars_valid(id, BATON_ID_MAX); }
+int baton_key_valid(const char *key) { return name_chars_valid(key, BATON_ID_MAX); }
 int baton_topic_valid(const char *topic) { return name_chars_valid(topic, BATON_TOPIC_MAX); }
 
 static char *dump(json_t *j) {
@@ -117,10 +118,21 @@ int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *
     int64_t parts = 0;
     int err;
     if ((err = get_str(j, what, "topic", 1, out->topic, sizeof(out->topic), errstr, n)) ||
-        (err = get_int(j, what, "partitions", 1, 1, BATON_PARTITIONS_MAX, &parts, errstr, n)) ||
+        (err = get_int(j, what, "partitions", 1, 0, BATON_PARTITIONS_MAX, &parts, errstr, n)) ||
         (err = get_str(j, what, "strategy", 0, out->strategy, sizeof(out->strategy), errstr, n)))
         goto out;
-    if (baton_topic_valid(out->topic) != 0) {
+    if (!out->topic[0] && parts > 0) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: %lld partitions but no topic", what,
+                           (long long)parts);
+        goto out;
+    }
+    if (out->topic[0] && parts == 0) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT,
+                           "%s: field 'partitions' = 0 is out of range for topic '%s'", what,
+                           out->topic);
+        goto out;
+    }
+    if (out->topic[0] && baton_topic_valid(out->topic) != 0) {
         err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: topic '%s' is not a valid Kafka topic name",
                            what, out->topic);
         goto out;
@@ -139,6 +151,17 @@ char *baton_member_encode(const baton_member_t *m) {
     json_object_set_new(j, "rack", m->rack[0] ? json_string(m->rack) : json_null());
     if (m->leaving)
         json_object_set_new(j, "leaving", json_true());
+    if (m->no_partitions)
+        json_object_set_new(j, "keys_only", json_true());
+    if (m->keys_filter) {
+        json_t *arr = json_array();
+        char buf[BATON_MEMBER_KEYS_MAX];
+        snprintf(buf, sizeof(buf), "%s", m->keys);
+        char *save = NULL;
+        for (char *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save))
+            json_array_append_new(arr, json_string(k));
+        json_object_set_new(j, "keys", arr);
+    }
     return dump(j);
 }
 
@@ -165,6 +188,46 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
             goto out;
         }
         out->leaving = json_is_true(leaving);
+    }
+    json_t *only = json_object_get(j, "keys_only");
+    if (only && !json_is_null(only)) {
+        if (!json_is_boolean(only)) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT,
+                               "%s: field 'keys_only' must be a boolean", what);
+            goto out;
+        }
+        out->no_partitions = json_is_true(only);
+    }
+    json_t *keys = json_object_get(j, "keys");
+    if (keys && !json_is_null(keys)) {
+        if (!json_is_array(keys)) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys' must be an array",
+                               what);
+            goto out;
+        }
+        out->keys_filter = 1;
+        size_t used = 0;
+        for (size_t i = 0; i < json_array_size(keys); i++) {
+            json_t *k = json_array_get(keys, i);
+            const char *name = json_is_string(k) ? json_string_value(k) : NULL;
+            if (!name || strlen(name) != json_string_length(k) || baton_key_valid(name) != 0) {
+                err = baton_seterr(errstr, n, BATON_CORRUPT,
+                                   "%s: keys[%zu] is not a key name ([A-Za-z0-9._-], 1-128)",
+                                   what, i);
+                goto out;
+            }
+            size_t l = strlen(name);
+            if (used + l + 2 > sizeof(out->keys)) {
+                err = baton_seterr(errstr, n, BATON_CORRUPT,
+                                   "%s: field 'keys' is over %d bytes", what,
+                                   BATON_MEMBER_KEYS_MAX);
+                goto out;
+            }
+            if (used)
+                out->keys[used++] = ',';
+            memcpy(out->keys + used, name, l + 1);
+            used += l;
+        }
     }
     if (baton_id_valid(out->id) != 0) {
         err = baton_seterr(errstr, n, BATON_CORRUPT,
@@ -207,7 +270,14 @@ char *baton_worker_assignment_encode(const baton_worker_assignment_t *a) {
     json_t *arr = json_array();
     for (size_t i = 0; i < a->npartitions; i++)
         json_array_append_new(arr, json_integer(a->partitions[i]));
-    return dump(json_pack("{s:I, s:o}", "generation", (json_int_t)a->generation, "partitions", arr));
+    json_t *j = json_pack("{s:I, s:o}", "generation", (json_int_t)a->generation, "partitions", arr);
+    if (a->nkeys) {
+        json_t *karr = json_array();
+        for (size_t i = 0; i < a->nkeys; i++)
+            json_array_append_new(karr, json_string(a->keys[i]));
+        json_object_set_new(j, "keys", karr);
+    }
+    return dump(j);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -251,6 +321,32 @@ int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_ass
                                out->partitions[i]);
             goto out;
         }
+    json_t *keys = json_object_get(j, "keys");
+    if (keys && !json_is_null(keys)) {
+        if (!json_is_array(keys) || json_array_size(keys) > BATON_KEYS_MAX) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys' must be an array", what);
+            goto out;
+        }
+        size_t kc = json_array_size(keys);
+        out->keys = xcalloc(kc ? kc : 1, sizeof(char *));
+        for (size_t i = 0; i < kc; i++) {
+            json_t *k = json_array_get(keys, i);
+            const char *name = json_is_string(k) ? json_string_value(k) : NULL;
+            if (!name || strlen(name) != json_string_length(k) || baton_key_valid(name) != 0) {
+                err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: keys[%zu] is not a key name",
+                                   what, i);
+                goto out;
+            }
+            out->keys[out->nkeys++] = xstrdup(name);
+        }
+        qsort(out->keys, out->nkeys, sizeof(char *), baton_strcmp_p);
+        for (size_t i = 1; i < out->nkeys; i++)
+            if (strcmp(out->keys[i], out->keys[i - 1]) == 0) {
+                err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: key '%s' is listed twice", what,
+                                   out->keys[i]);
+                goto out;
+            }
+    }
 out:
     if (err != BATON_OK)
         baton_worker_assignment_release(out);
@@ -259,6 +355,11 @@ out:
 }
 
 void baton_worker_assignment_release(baton_worker_assignment_t *a) {
+    for (size_t i = 0; i < a->nkeys; i++)
+        free(a->keys[i]);
+    free(a->keys);
+    a->keys = NULL;
+    a->nkeys = 0;
     free(a->partitions);
     a->partitions = NULL;
     a->npartitions = 0;
@@ -331,12 +432,16 @@ int baton_history_reason_valid(const char *r) {
 }
 
 static json_t *history_entry_json(const baton_history_entry_t *e) {
-    return json_pack("{s:i, s:o, s:o, s:o, s:I, s:I, s:s}", "partition", (int)e->partition,
+    json_t *j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "partition",
+                     e->key[0] ? json_null() : json_integer(e->partition),
                      "from", e->from[0] ? json_string(e->from) : json_null(), "to",
                      e->to[0] ? json_string(e->to) : json_null(), "epoch",
                      e->epoch >= 0 ? json_integer(e->epoch) : json_null(), "generation",
                      (json_int_t)e->generation, "time_ms", (json_int_t)e->time_ms, "reason",
                      e->reason);
+    if (e->key[0])
+        json_object_set_new(j, "key", json_string(e->key));
+    return j;
 }
 
 char *baton_history_encode(const baton_history_entry_t *e, size_t n) {
@@ -381,7 +486,9 @@ int baton_history_decode(const char *buf, size_t len, baton_history_t *out, char
         }
         int64_t p = -1;
         e->epoch = -1;
-        if ((err = get_int(v, what, "partition", 1, 0, BATON_PARTITIONS_MAX - 1, &p, errstr, n)) ||
+        if ((err = get_str(v, what, "key", 0, e->key, sizeof(e->key), errstr, n)) ||
+            (err = get_int(v, what, "partition", !e->key[0], 0, BATON_PARTITIONS_MAX - 1, &p,
+                           errstr, n)) ||
             (err = get_str(v, what, "from", 0, e->from, sizeof(e->from), errstr, n)) ||
             (err = get_str(v, what, "to", 0, e->to, sizeof(e->to), errstr, n)) ||
             (err = get_int(v, what, "epoch", 0, 0, INT64_MAX, &e->epoch, errstr, n)) ||
@@ -389,7 +496,11 @@ int baton_history_decode(const char *buf, size_t len, baton_history_t *out, char
             (err = get_int(v, what, "time_ms", 0, 0, INT64_MAX, &e->time_ms, errstr, n)) ||
             (err = get_str(v, what, "reason", 1, e->reason, sizeof(e->reason), errstr, n)))
             goto out;
-        e->partition = (int32_t)p;
+        e->partition = e->key[0] ? -1 : (int32_t)p;
+        if (e->key[0] && baton_key_valid(e->key) != 0) {
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: 'key' is not a valid key name", what);
+            goto out;
+        }
         if (baton_history_reason_valid(e->reason) != 0) {
             err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: unknown reason '%s'", what,
                                e->reason);

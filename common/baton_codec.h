@@ -13,8 +13,16 @@
 #define BATON_TOPIC_MAX 249       /* Kafka's own topic name limit */
 #define BATON_PARTITIONS_MAX 1000000
 #define BATON_ZNODE_MAX (1024 * 1024)
+/* A member's key filter, comma-joined, is at most this long (about 30 keys
+ * of the longest names; a member wanting more takes every key). */
+#define BATON_MEMBER_KEYS_MAX 4096
+/* Named keys: names are ids (1-128 of [A-Za-z0-9._-]); a group has at most
+ * this many. */
+#define BATON_KEYS_MAX 100000
 
-/* /<root>/<group>/config */
+/* /<root>/<group>/config. A keys-only group (batonctl init --keys without
+ * --topic) has topic "" and 0 partitions; its keys are the children of
+ * /<root>/<group>/keys, not part of the config. */
 typedef struct {
     char topic[BATON_TOPIC_MAX + 1];
     int32_t partitions;
@@ -29,6 +37,13 @@ typedef struct {
     int32_t capacity; /* workers only; 1 when absent */
     char rack[64];    /* "" when absent */
     int leaving;      /* workers: set by a graceful leave before it releases */
+    /* Which resources the member takes (baton/baton.h). keys_filter 0:
+     * every key; 1: only those in keys, comma-separated ("keys" in JSON,
+     * an array; absent means every key). no_partitions: takes no
+     * partitions ("keys_only": true). */
+    int keys_filter;
+    char keys[BATON_MEMBER_KEYS_MAX];
+    int no_partitions;
 } baton_member_t;
 
 /* /<root>/<group>/assignment */
@@ -38,12 +53,15 @@ typedef struct {
     char strategy[32];
 } baton_assignment_meta_t;
 
-/* /<root>/<group>/assignment/<worker-id>: partitions is a heap array the
- * caller frees (baton_worker_assignment_release). */
+/* /<root>/<group>/assignment/<worker-id>: partitions and keys are heap
+ * arrays the caller frees (baton_worker_assignment_release). keys is sorted
+ * and only encoded when non-empty ("keys": ["a", ...]). */
 typedef struct {
     int64_t generation;
     int32_t *partitions;
     size_t npartitions;
+    char **keys;
+    size_t nkeys;
 } baton_worker_assignment_t;
 
 /* /<root>/<group>/partitions/<p>/claims/claim-<session>-N */
@@ -54,6 +72,8 @@ typedef struct {
 
 /* Ids (worker, coordinator, group): 1-128 of [A-Za-z0-9._-]. Returns 0 if valid. */
 int baton_id_valid(const char *id);
+/* Key names (batonctl keys): 1-128 of [A-Za-z0-9._-], like ids. */
+int baton_key_valid(const char *key);
 /* Kafka topic names: 1-249 of [A-Za-z0-9._-]. */
 int baton_topic_valid(const char *topic);
 
@@ -70,7 +90,8 @@ int baton_assignment_meta_decode(const char *buf, size_t len, baton_assignment_m
                                  char *errstr, size_t errstr_size);
 
 char *baton_worker_assignment_encode(const baton_worker_assignment_t *a);
-/* Partitions must be distinct and within [0, BATON_PARTITIONS_MAX). */
+/* Partitions must be distinct and within [0, BATON_PARTITIONS_MAX); keys
+ * distinct valid names. */
 int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_assignment_t *out,
                                    char *errstr, size_t errstr_size);
 void baton_worker_assignment_release(baton_worker_assignment_t *a);
@@ -99,7 +120,8 @@ int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr
 #define BATON_HISTORY_MAX 1000            /* entries kept */
 #define BATON_HISTORY_MAX_BYTES (512 * 1024) /* and at most this encoded */
 typedef struct {
-    int32_t partition;
+    int32_t partition; /* -1 for a key */
+    char key[BATON_ID_MAX + 1]; /* "" for a partition ("key" in JSON, partition null) */
     char from[BATON_ID_MAX + 1];
     char to[BATON_ID_MAX + 1];
     int64_t epoch;

@@ -357,6 +357,62 @@ out:
     return err;
 }
 
+/* A chroot the ZooKeeper client accepts and that means what it says: an
+ * absolute path, no empty, "." or ".." component, no trailing '/', not
+ * ZooKeeper's own /zookeeper, no control characters or commas. NULL if
+ * good, else why not. */
+static const char *chroot_problem(const char *c) {
+    size_t len = strlen(c);
+    if (c[0] != '/')
+        return "is not an absolute path (e.g. /tenant-a)";
+    if (len == 1)
+        return "is the root itself, no chroot";
+    if (c[len - 1] == '/' || strstr(c, "//"))
+        return "has an empty path component";
+    if (strcmp(c, "/zookeeper") == 0 || strncmp(c, "/zookeeper/", 11) == 0)
+        return "is ZooKeeper's own /zookeeper";
+    for (const char *p = c; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == ',')
+            return "has a control character or a comma";
+    for (const char *comp = c + 1; comp; comp = strchr(comp, '/') ? strchr(comp, '/') + 1 : NULL) {
+        size_t n = strcspn(comp, "/");
+        if ((n == 1 && comp[0] == '.') || (n == 2 && comp[0] == '.' && comp[1] == '.'))
+            return "has a '.' or '..' component";
+    }
+    return NULL;
+}
+
+int baton_conf_zk_chroot(const char *hosts, const char *chroot, char **out, char *errstr,
+                         size_t n) {
+    *out = NULL;
+    const char *suffix = strchr(hosts, '/');
+    if (!chroot) {
+        *out = xstrdup(hosts);
+        return BATON_OK;
+    }
+    const char *why = chroot_problem(chroot);
+    if (why)
+        return baton_seterr(errstr, n, BATON_INVALID, "--zk-chroot: '%s' %s", chroot, why);
+    if (suffix) {
+        /* The client takes everything from the first '/' as the chroot:
+         * one after an earlier host would swallow the hosts after it. */
+        if (strchr(suffix, ','))
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "--zk: '%s': a chroot suffix must follow the last host", hosts);
+        if (strcmp(suffix, chroot) != 0)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "--zk-chroot '%s' differs from the chroot '%s' already at the end "
+                                "of the connect string '%s': give one of them",
+                                chroot, suffix, hosts);
+        *out = xstrdup(hosts);
+        return BATON_OK;
+    }
+    if (!*hosts)
+        return baton_seterr(errstr, n, BATON_INVALID, "--zk: empty connect string");
+    *out = xasprintf("%s%s", hosts, chroot);
+    return BATON_OK;
+}
+
 void baton_conf_print_help(const baton_conf_opt_t *opts, size_t nopts, void *file) {
     FILE *f = file;
     for (size_t i = 0; i < nopts; i++) {

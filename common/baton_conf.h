@@ -56,6 +56,17 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
                      int *nposit, baton_conf_t *out, char *errstr, size_t errstr_size);
 void baton_conf_release(baton_conf_t *c);
 
+/* --zk-chroot: the ZooKeeper connect string hosts with the chroot path
+ * appended ("h1:2181,h2:2181" + "/tenant-a" -> "h1:2181,h2:2181/tenant-a";
+ * the client applies it to every host and every path). chroot NULL: hosts
+ * unchanged. A connect string that already ends in the same chroot is
+ * kept; one with another suffix, a suffix before the last host, or a
+ * chroot that is not an absolute ZooKeeper path ("/", "a", "/a/", "/a//b",
+ * "/a/../b") is BATON_INVALID with a message naming what was wrong.
+ * *out is a heap string the caller frees (also on chroot NULL). */
+int baton_conf_zk_chroot(const char *hosts, const char *chroot, char **out, char *errstr,
+                         size_t errstr_size);
+
 /* Prints one line per option ("  --flag METAVAR   help  [property, ENV]"). */
 void baton_conf_print_help(const baton_conf_opt_t *opts, size_t nopts, void *file);
 

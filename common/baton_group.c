@@ -112,7 +112,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
     /* pins and drains came later: a group initialised without them works,
      * readers treat a missing one as empty. */
     static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions", "pins",
-                                 "drains"};
+                                 "drains",       "keys"};
     if (changed)
         *changed = 0;
     int err = baton_zk_mkdirs(zk, base);
@@ -161,7 +161,9 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         baton_seterr(errstr, n, err, "existing '%s' is malformed: %s", cfg_path, why);
         goto out;
     }
-    if (strcmp(cur.topic, config->topic) != 0) {
+    /* A keys-only group (no topic, 0 partitions) may take on a topic. */
+    int adopt_topic = !cur.topic[0] && cur.partitions == 0 && config->topic[0];
+    if (!adopt_topic && strcmp(cur.topic, config->topic) != 0) {
         err = baton_seterr(errstr, n, BATON_CONFLICT,
                            "group already initialised with topic '%s', not '%s'", cur.topic,
                            config->topic);
@@ -180,7 +182,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         goto out;
     }
     have_partitions = cur.partitions;
-    if (config->partitions > have_partitions) {
+    if (config->partitions > have_partitions || adopt_topic) {
         if ((err = create_partition_nodes(zk, base, have_partitions, config->partitions, errstr,
                                           n)))
             goto out;
@@ -206,4 +208,130 @@ out:
     free(encoded);
     free(cfg_path);
     return err;
+}
+
+/* ---- named keys ---------------------------------------------------------- */
+
+int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
+                     char *errstr, size_t n) {
+    char *dir = xasprintf("%s/keys", base);
+    int err = baton_zk_children(zk, dir, watch, names, count);
+    if (err == BATON_NOTFOUND) {
+        /* A group initialised before keys existed: none, but watch for the
+         * directory's creation so the first `keys add` is seen. */
+        *names = NULL;
+        *count = 0;
+        err = watch ? baton_zk_exists(zk, dir, 1, NULL) : BATON_NOTFOUND;
+        if (err == BATON_NOTFOUND)
+            err = BATON_OK;
+        else if (err == BATON_OK)
+            err = BATON_CONNECTION; /* created meanwhile: read again */
+    }
+    if (err != BATON_OK)
+        baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
+    else
+        qsort(*names, *count, sizeof(char *), baton_strcmp_p);
+    free(dir);
+    return err;
+}
+
+char *baton_group_key_claims(const char *base, const char *key) {
+    return xasprintf("%s/keys/%s/claims", base, key);
+}
+
+int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
+                         size_t *added, char *errstr, size_t n) {
+    if (added)
+        *added = 0;
+    for (size_t i = 0; i < nkeys; i++)
+        if (baton_key_valid(keys[i]) != 0)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "'%s' is not a key name (1-128 of [A-Za-z0-9._-])", keys[i]);
+    char *dir = xasprintf("%s/keys", base);
+    int err = baton_zk_mkdirs(zk, dir);
+    free(dir);
+    if (err != BATON_OK)
+        return baton_seterr(errstr, n, err, "cannot create '%s/keys': %s", base,
+                            baton_strerror(err));
+    for (size_t i = 0; i < nkeys; i++) {
+        /* The key and its claims directory together: a key node always has one. */
+        char *key = xasprintf("%s/keys/%s", base, keys[i]);
+        char *claims = baton_group_key_claims(base, keys[i]);
+        zoo_op_t ops[2];
+        zoo_op_result_t res[2];
+        zoo_create_op_init(&ops[0], key, NULL, -1, baton_zk_acl(), 0, NULL, 0);
+        zoo_create_op_init(&ops[1], claims, NULL, -1, baton_zk_acl(), 0, NULL, 0);
+        int rc = zoo_multi(baton_zk_handle(zk), 2, ops, res);
+        free(key);
+        free(claims);
+        if (rc == ZOK) {
+            if (added)
+                (*added)++;
+            BLOG_INFO("event=key_added key=%s", keys[i]);
+        } else if (rc != ZNODEEXISTS) {
+            return baton_seterr(errstr, n, baton_zk_err(rc), "cannot add key '%s': %s", keys[i],
+                                zerror(rc));
+        }
+    }
+    return BATON_OK;
+}
+
+int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
+                            size_t *removed, char *errstr, size_t n) {
+    if (removed)
+        *removed = 0;
+    for (size_t i = 0; i < nkeys; i++)
+        if (baton_key_valid(keys[i]) != 0)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "'%s' is not a key name (1-128 of [A-Za-z0-9._-])", keys[i]);
+    for (size_t i = 0; i < nkeys; i++) {
+        char *key = xasprintf("%s/keys/%s", base, keys[i]);
+        char *claims = baton_group_key_claims(base, keys[i]);
+        int err = BATON_OK;
+        /* Live claims go with the key (their holders see them vanish: LOST,
+         * and anything they still write is fenced by whoever owns next). A
+         * claim created meanwhile makes the multi fail: try again. */
+        for (int attempt = 0; attempt < 10; attempt++) {
+            char **kids = NULL;
+            size_t nk = 0;
+            err = baton_zk_children(zk, claims, 0, &kids, &nk);
+            if (err == BATON_NOTFOUND) {
+                err = baton_zk_delete(zk, key, -1);
+                break;
+            }
+            if (err != BATON_OK)
+                break;
+            zoo_op_t *ops = xcalloc(nk + 2, sizeof(zoo_op_t));
+            zoo_op_result_t *res = xcalloc(nk + 2, sizeof(zoo_op_result_t));
+            char **paths = xcalloc(nk + 1, sizeof(char *));
+            for (size_t k = 0; k < nk; k++) {
+                paths[k] = xasprintf("%s/%s", claims, kids[k]);
+                zoo_delete_op_init(&ops[k], paths[k], -1);
+            }
+            zoo_delete_op_init(&ops[nk], claims, -1);
+            zoo_delete_op_init(&ops[nk + 1], key, -1);
+            int rc = zoo_multi(baton_zk_handle(zk), (int)nk + 2, ops, res);
+            for (size_t k = 0; k < nk; k++)
+                free(paths[k]);
+            free(paths);
+            free(ops);
+            free(res);
+            baton_zk_strings_free(kids, nk);
+            err = rc == ZOK ? BATON_OK : baton_zk_err(rc);
+            if (rc != ZNOTEMPTY && rc != ZNONODE)
+                break;
+            err = BATON_CONFLICT;
+        }
+        if (err == BATON_OK) {
+            if (removed)
+                (*removed)++;
+            BLOG_INFO("event=key_removed key=%s", keys[i]);
+        }
+        free(key);
+        free(claims);
+        if (err != BATON_OK && err != BATON_NOTFOUND)
+            return baton_seterr(errstr, n, err, "cannot remove key '%s': %s", keys[i],
+                                baton_strerror(err));
+    }
+    return BATON_OK;
 }

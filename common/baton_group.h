@@ -24,6 +24,23 @@ int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_c
 int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config,
                      int *changed, char *errstr, size_t errstr_size);
 
+/* Named keys (batonctl keys): <base>/keys/<name>/claims/claim-... */
+/* The sorted key names of the group (children of <base>/keys; none if that
+ * does not exist). watch: leave a child watch (or an exists watch on a
+ * missing directory). *names is freed with baton_zk_strings_free. */
+int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
+                     char *errstr, size_t errstr_size);
+/* "<base>/keys/<key>/claims"; the caller frees. */
+char *baton_group_key_claims(const char *base, const char *key);
+/* Adds keys (key node + claims directory, atomically each); existing ones
+ * are left alone. Every name is validated first: one bad name adds nothing. */
+int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
+                         size_t *added, char *errstr, size_t errstr_size);
+/* Removes keys with whatever claims they have (their holders lose them);
+ * missing ones are fine. */
+int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
+                            size_t *removed, char *errstr, size_t errstr_size);
+
 /* Validates a ZooKeeper root path: starts with '/', no trailing '/', no empty
  * components. */
 int baton_root_valid(const char *root);

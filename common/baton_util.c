@@ -93,3 +93,7 @@ int baton_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out) {
     *out = v;
     return 0;
 }
+
+int baton_strcmp_p(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}

@@ -15,6 +15,8 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Monotonic milliseconds, for timeouts and durations. */
 int64_t baton_now_ms(void);
+/* qsort/bsearch comparator for an array of char * (strcmp order). */
+int baton_strcmp_p(const void *a, const void *b);
 /* Wall-clock milliseconds since the epoch, for logs and records. */
 int64_t baton_wall_ms(void);
 void baton_sleep_ms(int64_t ms);

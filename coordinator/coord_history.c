@@ -54,15 +54,17 @@ static int was_published(coord_history_t *h, const char *id) {
     return bsearch(&id, h->prev, h->nprev, sizeof(char *), str_cmp) != NULL;
 }
 
-void coord_history_add(coord_history_t *h, int32_t p, const char *from, const char *to,
-                       int64_t gen, const char *reason) {
+void coord_history_add(coord_history_t *h, int32_t p, const char *key, const char *from,
+                       const char *to, int64_t gen, const char *reason) {
     if (h->nadd == h->capadd) {
         h->capadd = h->capadd ? h->capadd * 2 : 64;
         h->add = xrealloc(h->add, sizeof(*h->add) * h->capadd);
     }
     baton_history_entry_t *e = &h->add[h->nadd];
     memset(e, 0, sizeof(*e));
-    e->partition = p;
+    e->partition = key ? -1 : p;
+    if (key)
+        snprintf(e->key, sizeof(e->key), "%s", key);
     if (from && strcmp(from, "-") != 0)
         snprintf(e->from, sizeof(e->from), "%s", from);
     if (to && strcmp(to, "-") != 0)

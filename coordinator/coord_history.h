@@ -24,10 +24,11 @@ coord_history_t *coord_history_new(void);
 void coord_history_destroy(coord_history_t *h);
 /* A worker present in the previous publication (call before _add). */
 void coord_history_prev_worker(coord_history_t *h, const char *id);
-/* One move of partition p from -> to ("-" or NULL: none) at generation gen,
+/* One move of partition p (or of key, when not NULL) from -> to ("-" or
+ * NULL: none) at generation gen,
  * with the publish path's reason. */
-void coord_history_add(coord_history_t *h, int32_t p, const char *from, const char *to,
-                       int64_t gen, const char *reason);
+void coord_history_add(coord_history_t *h, int32_t p, const char *key, const char *from,
+                       const char *to, int64_t gen, const char *reason);
 /* Appends the moves to <base>/history, dropping the oldest beyond the
  * bound, in a multi that also checks fence_node (our candidate node) still
  * exists: a deposed leader records nothing. Retries a concurrent update a

@@ -19,6 +19,7 @@
 #include "coord_racks.h"
 #include "baton_metrics.h"
 #include "coord_history.h"
+#include "coord_keys.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -86,6 +87,8 @@ typedef struct {
     char *id;
     int32_t *partitions;
     size_t npartitions;
+    char **keys; /* sorted */
+    size_t nkeys;
     int valid; /* 0 when its znode was malformed: it is rewritten */
 } published_t;
 
@@ -197,7 +200,11 @@ static int find_id(char **ids, size_t n, const char *id) {
 static void published_free(published_t *pub, size_t n) {
     for (size_t i = 0; i < n; i++) {
         free(pub[i].id);
-        free(pub[i].partitions);
+        baton_worker_assignment_t wa = {.partitions = pub[i].partitions,
+                                        .npartitions = pub[i].npartitions,
+                                        .keys = pub[i].keys,
+                                        .nkeys = pub[i].nkeys};
+        baton_worker_assignment_release(&wa);
     }
     free(pub);
 }
@@ -227,6 +234,8 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
             if (baton_worker_assignment_decode(data, len, &wa, why, sizeof(why)) == BATON_OK) {
                 pub[i].partitions = wa.partitions;
                 pub[i].npartitions = wa.npartitions;
+                pub[i].keys = wa.keys;
+                pub[i].nkeys = wa.nkeys;
                 pub[i].valid = 1;
             } else {
                 BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", path, why);
@@ -250,6 +259,15 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
 
 static int same_list(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
     return na == nb && (na == 0 || memcmp(a, b, na * sizeof(int32_t)) == 0);
+}
+
+static int same_keys(char *const *a, size_t na, char *const *b, size_t nb) {
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
 }
 
 /* ---- leave grace -------------------------------------------------------- */
@@ -303,6 +321,9 @@ typedef struct {
     int capacity;
     char rack[64];
     int flags;
+    int no_partitions; /* takes keys only (a baton-run, a library member) */
+    int keys_filter;   /* takes only the keys in keys */
+    char *keys;        /* comma-separated; heap, freed with the array */
 } coord_worker_t;
 
 static int cw_cmp(const void *a, const void *b) {
@@ -330,6 +351,17 @@ static void leaving_note(coord_t *c, const char *id) {
         return;
     c->leaving = xrealloc(c->leaving, sizeof(char *) * (c->nleaving + 1));
     c->leaving[c->nleaving++] = xstrdup(id);
+}
+
+/* An unmarked node under that id (a new process reusing the id of one
+ * that left) is not leaving: forget the old mark, or it would be drained. */
+static void leaving_forget(coord_t *c, const char *id) {
+    for (size_t i = 0; i < c->nleaving; i++)
+        if (strcmp(c->leaving[i], id) == 0) {
+            free(c->leaving[i]);
+            c->leaving[i] = c->leaving[--c->nleaving];
+            return;
+        }
 }
 
 /* Forgets marks of workers no longer live (their departure is recorded). */
@@ -360,8 +392,14 @@ static int read_member(coord_t *c, const char *wdir, const char *id, coord_worke
         if (baton_member_decode(data, len, &m, why, sizeof(why)) == BATON_OK) {
             out->capacity = m.capacity > 0 ? m.capacity : 1;
             snprintf(out->rack, sizeof(out->rack), "%s", m.rack);
+            out->no_partitions = m.no_partitions;
+            out->keys_filter = m.keys_filter;
+            free(out->keys);
+            out->keys = m.keys_filter ? xstrdup(m.keys) : NULL;
             if (m.leaving)
                 leaving_note(c, id);
+            else
+                leaving_forget(c, id);
         } else {
             BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path, why);
         }
@@ -538,8 +576,10 @@ static const char *move_reason(const coord_t *c, const char *from, int prev_name
                                const coord_worker_t *w, int pinned) {
     if (!prev_named)
         return "new";
+    if (leaving_has(c, from))
+        return "leave"; /* drained too, but by its own leave */
     if (prev_idx < 0)
-        return leaving_has(c, from) ? "leave" : "crash";
+        return "crash";
     if (w[prev_idx].flags & BATON_ASSIGN_DRAINED)
         return "drain";
     if (pinned)
@@ -667,7 +707,7 @@ static int handoff_check_one(coord_t *c, int32_t p, handoff_t *h, int64_t now) {
             /* The history says who lost the partition by force; a failure
              * to record it loses only the entry. */
             coord_history_t *fh = coord_history_new();
-            coord_history_add(fh, p, claim.worker, h->owner, c->published_gen, "forced");
+            coord_history_add(fh, p, NULL, claim.worker, h->owner, c->published_gen, "forced");
             coord_history_flush(fh, c->zk, c->base, c->my_node);
             coord_history_destroy(fh);
         }
@@ -744,6 +784,12 @@ static int coord_rebalance(coord_t *c) {
     size_t nnodes = 0;
     char *meta_data = NULL, *meta_new = NULL;
     int32_t *list = NULL;
+    char **keys = NULL;   /* the group's named keys, sorted */
+    size_t nkeys = 0;
+    int *kprev = NULL, *kprev_pub = NULL, *knext = NULL;
+    coord_key_worker_t *kw = NULL;
+    char **klist = NULL;
+    int kmoved = 0;
 
     if ((err = baton_zk_children(c->zk, wdir, 1, &raw, &nraw)) != BATON_OK)
         goto out;
@@ -775,6 +821,9 @@ static int coord_rebalance(coord_t *c) {
         goto out;
     pin_of = xcalloc(P1, sizeof(char *));
     if ((err = read_pins(c, P, pin_of)) != BATON_OK)
+        goto out;
+    if ((err = baton_group_keys(c->zk, c->base, 1, &keys, &nkeys, errstr, sizeof(errstr))) !=
+        BATON_OK)
         goto out;
 
     /* The workers: every live one, plus every published one that vanished
@@ -822,6 +871,14 @@ static int coord_rebalance(coord_t *c) {
         if (k >= 0)
             w[k].flags |= BATON_ASSIGN_DRAINED;
     }
+    /* A worker that marked itself leaving is drained: it gets nothing, so
+     * its successors are named while it still holds (and flushes) its
+     * claims, and they queue behind them. */
+    for (size_t i = 0; i < c->nleaving; i++) {
+        int k = cw_find(w, nw, c->leaving[i]);
+        if (k >= 0)
+            w[k].flags |= BATON_ASSIGN_DRAINED;
+    }
 
     aw = xcalloc(nw + 1, sizeof(*aw));
     rack_names = xcalloc(nw + 1, sizeof(char *));
@@ -829,7 +886,9 @@ static int coord_rebalance(coord_t *c) {
         aw[i] = (baton_assign_worker_t){.id = w[i].id,
                                         .capacity = w[i].capacity,
                                         .rack = rack_index(rack_names, &nracks, w[i].rack, 1),
-                                        .flags = w[i].flags};
+                                        /* a keys-only member takes no partitions */
+                                        .flags = w[i].flags |
+                                                 (w[i].no_partitions ? BATON_ASSIGN_DRAINED : 0)};
 
     prev = xmalloc(sizeof(int) * P1);
     next = xmalloc(sizeof(int) * P1);
@@ -875,6 +934,36 @@ static int coord_rebalance(coord_t *c) {
         goto out;
     }
 
+    /* Named keys: the same strategy over the members that may take each. */
+    kprev = xmalloc(sizeof(int) * (nkeys + 1));
+    kprev_pub = xmalloc(sizeof(int) * (nkeys + 1));
+    knext = xmalloc(sizeof(int) * (nkeys + 1));
+    for (size_t k = 0; k < nkeys; k++)
+        kprev[k] = kprev_pub[k] = -1;
+    for (size_t i = 0; i < npub; i++) {
+        int idx = cw_find(w, nw, pub[i].id);
+        for (size_t j = 0; j < pub[i].nkeys; j++) {
+            char **hit = bsearch(&pub[i].keys[j], keys, nkeys, sizeof(char *), baton_strcmp_p);
+            if (!hit || kprev_pub[hit - keys] != -1)
+                continue; /* a removed key, or listed twice: the first wins */
+            kprev_pub[hit - keys] = (int)i;
+            kprev[hit - keys] = idx;
+        }
+    }
+    kw = xcalloc(nw + 1, sizeof(*kw));
+    for (size_t i = 0; i < nw; i++)
+        kw[i] = (coord_key_worker_t){.id = w[i].id,
+                                     .capacity = w[i].capacity,
+                                     .flags = w[i].flags,
+                                     .keys_filter = w[i].keys_filter,
+                                     .keys = w[i].keys};
+    kmoved = coord_keys_assign(strategy, keys, nkeys, kw, nw, kprev, knext, errstr, sizeof(errstr));
+    if (kmoved < 0) {
+        BLOG_ERROR("event=assign_failed what=keys error=\"%s\"", errstr);
+        err = kmoved;
+        goto out;
+    }
+
     /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
      * holds worker k's partitions, ascending. */
     start = xcalloc(nw + 2, sizeof(int));
@@ -896,22 +985,31 @@ static int coord_rebalance(coord_t *c) {
     int64_t gen = meta.generation + 1;
     nodes = xcalloc(nw + npub + 1, sizeof(*nodes));
     list = xmalloc(sizeof(int32_t) * P1);
+    klist = xcalloc(nkeys + 1, sizeof(char *));
     for (size_t k = 0; k < nw; k++) {
-        size_t cnt = 0;
+        size_t cnt = 0, kcnt = 0;
         for (int i = start[k]; i < start[k + 1]; i++)
             list[cnt++] = order[i];
+        for (size_t j = 0; j < nkeys; j++)
+            if (knext[j] == (int)k)
+                klist[kcnt++] = keys[j]; /* sorted, as keys is */
         published_t *old = NULL;
         for (size_t i = 0; i < npub; i++)
             if (strcmp(pub[i].id, w[k].id) == 0)
                 old = &pub[i];
-        if (old && old->valid && same_list(old->partitions, old->npartitions, list, cnt))
+        if (old && old->valid && same_list(old->partitions, old->npartitions, list, cnt) &&
+            same_keys(old->keys, old->nkeys, klist, kcnt))
             continue;
-        baton_worker_assignment_t wa = {.generation = gen, .partitions = list, .npartitions = cnt};
+        baton_worker_assignment_t wa = {.generation = gen,
+                                        .partitions = list,
+                                        .npartitions = cnt,
+                                        .keys = klist,
+                                        .nkeys = kcnt};
         node_op_t *o = &nodes[nnodes++];
         o->kind = old ? NODE_SET : NODE_CREATE;
         o->payload = baton_worker_assignment_encode(&wa);
         o->path = xasprintf("%s/%s", adir, w[k].id);
-        o->delta = (long)cnt - (long)(old ? old->npartitions : 0);
+        o->delta = (long)(cnt + kcnt) - (long)(old ? old->npartitions + old->nkeys : 0);
         o->bytes = strlen(o->payload) + strlen(o->path) + 64;
     }
     for (size_t i = 0; i < npub; i++) {
@@ -920,7 +1018,7 @@ static int coord_rebalance(coord_t *c) {
         node_op_t *o = &nodes[nnodes++];
         o->kind = NODE_DELETE;
         o->path = xasprintf("%s/%s", adir, pub[i].id);
-        o->delta = -(long)pub[i].npartitions;
+        o->delta = -(long)(pub[i].npartitions + pub[i].nkeys);
         o->bytes = strlen(o->path) + 64;
     }
     if (nnodes == 0) {
@@ -943,9 +1041,10 @@ static int coord_rebalance(coord_t *c) {
         goto out;
     handoffs_record(c, P, next, w);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
-              "minimal=%d reserved=%d pinned=%d rack_local=%d ops=%zu multis=%zu compute_ms=%lld",
+              "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
+              "multis=%zu compute_ms=%lld",
               (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved,
-              st.pinned, st.rack_local, nnodes, nmulti, (long long)compute_ms);
+              st.pinned, st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)compute_ms);
     baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
     baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), moved);
     baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
@@ -964,10 +1063,24 @@ static int coord_rebalance(coord_t *c) {
         const char *to = next[p] >= 0 ? w[next[p]].id : "-";
         const char *why =
             move_reason(c, from, prev_pub[p] >= 0, prev[p], w, pins[p] >= 0 && pins[p] == next[p]);
-        coord_history_add(hist, p, from, to, gen, why);
+        coord_history_add(hist, p, NULL, from, to, gen, why);
         if (++logged > ASSIGN_LOG_MAX)
             continue;
         BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from, to,
+                  (long long)gen, why);
+    }
+    for (size_t k = 0; k < nkeys; k++) {
+        if (kprev[k] == knext[k] && kprev_pub[k] >= 0)
+            continue;
+        if (kprev_pub[k] < 0 && knext[k] < 0)
+            continue;
+        const char *from = kprev_pub[k] >= 0 ? pub[kprev_pub[k]].id : "-";
+        const char *to = knext[k] >= 0 ? w[knext[k]].id : "-";
+        const char *why = move_reason(c, from, kprev_pub[k] >= 0, kprev[k], w, 0);
+        coord_history_add(hist, -1, keys[k], from, to, gen, why);
+        if (++logged > ASSIGN_LOG_MAX)
+            continue;
+        BLOG_INFO("event=assign key=%s from=%s to=%s generation=%lld reason=%s", keys[k], from, to,
                   (long long)gen, why);
     }
     if (logged > ASSIGN_LOG_MAX)
@@ -999,7 +1112,15 @@ out:
         free(rack_names[i]);
     free(rack_names);
     free(aw);
+    for (size_t i = 0; w && i < nw; i++)
+        free(w[i].keys);
     free(w);
+    free(kw);
+    free(klist);
+    free(kprev);
+    free(kprev_pub);
+    free(knext);
+    baton_zk_strings_free(keys, nkeys);
     published_free(pub, npub);
     baton_zk_strings_free(drains, ndrains);
     free(live);
@@ -1094,16 +1215,25 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
      * rebalance runs at min(last change + delay, first change + max delay). */
     int64_t first_change = 0, rebal_due = 0;
     int64_t next_resync = baton_now_ms() + RESYNC_INTERVAL_MS;
+    int rc = 0; /* 1: refused credentials ended the loop */
     while (!baton_signal_stop_requested()) {
         if (!c.zk) {
-            if (coord_connect(&c, 0) != BATON_OK) {
+            int cerr = coord_connect(&c, 0);
+            if (cerr == BATON_DENIED) {
+                /* Credentials the root's ACL (or the server) refuses do not
+                 * get better by reconnecting: fatal, like at start. */
+                BLOG_ERROR("event=zk_auth_failed action=exit");
+                rc = 1;
+                break;
+            }
+            if (cerr != BATON_OK) {
                 baton_sleep_ms(1000);
                 continue;
             }
             dirty = 1;
         }
         baton_zk_event_t ev;
-        int expired = 0, churn = 0;
+        int expired = 0, churn = 0, crash = 0;
         while (baton_zk_next_event(c.zk, &ev)) {
             if (ev.type == ZOO_SESSION_EVENT) {
                 if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
@@ -1117,14 +1247,26 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             } else if (ev.path && strncmp(ev.path, wdir, strlen(wdir)) == 0 &&
                        ev.path[strlen(wdir)] == '/') {
                 /* A member's own node (its data watch, set to see a leave
-                 * mark). A change: note the mark now, before the node goes,
-                 * and re-arm the watch. A deletion is membership churn like
-                 * the children event it comes with: debounced, not at once. */
+                 * mark). A change: note the mark now and re-arm the watch; a
+                 * new mark rebalances at once, not debounced (the leaver
+                 * waits for it, holding its claims, so its successors queue
+                 * behind them). A deletion is churn like the children event
+                 * it comes with; an unmarked one (a crash, an expiry) is
+                 * rebalanced at once too unless more churn is pending. */
+                const char *id = ev.path + strlen(wdir) + 1;
                 if (ev.type == ZOO_CHANGED_EVENT) {
+                    int was = leaving_has(&c, id);
                     coord_worker_t tmp = {0};
-                    read_member(&c, wdir, ev.path + strlen(wdir) + 1, &tmp);
+                    read_member(&c, wdir, id, &tmp);
+                    free(tmp.keys);
+                    if (!was && leaving_has(&c, id)) {
+                        BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
+                        dirty = 1;
+                    }
                 } else {
                     churn = 1;
+                    if (ev.type == ZOO_DELETED_EVENT && !leaving_has(&c, id))
+                        crash = 1;
                 }
             } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, wdir) == 0) {
                 BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
@@ -1136,6 +1278,14 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             }
             baton_zk_event_release(&ev);
         }
+        if ((expired || baton_zk_expired(c.zk)) &&
+            zoo_state(baton_zk_handle(c.zk)) == ZOO_AUTH_FAILED_STATE) {
+            coord_step_down(&c, "auth_failed");
+            BLOG_ERROR("event=zk_auth_failed error=\"ZooKeeper authentication failed (check "
+                       "--zk-auth)\" action=exit");
+            rc = 1;
+            break;
+        }
         if (expired || baton_zk_expired(c.zk)) {
             coord_step_down(&c, "session_expired");
             BLOG_WARN("event=session_expired action=reconnect");
@@ -1146,7 +1296,10 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         }
         int64_t now = baton_now_ms();
         if (churn) {
-            if (!c.leader || conf->rebalance_delay_ms == 0) {
+            /* A crash with nothing else pending is rebalanced at once: the
+             * session timeout has already been waited. Further churn within
+             * the delay is coalesced as before. */
+            if (!c.leader || conf->rebalance_delay_ms == 0 || (crash && !rebal_due)) {
                 dirty = 1;
             } else {
                 if (!first_change)
@@ -1220,5 +1373,5 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         free(c.leaving[i]);
     free(c.leaving);
     free(c.base);
-    return 0;
+    return rc;
 }

@@ -32,10 +32,16 @@ static int64_t handoff_timeout_ms = 30000;
 
 /* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
 static const char *zk_auth, *zk_auth_file;
+/* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
+ * heap, lives until exit). */
+static const char *zk_chroot;
+static char *zk_connect;
 
 static baton_conf_opt_t opts[] = {
     {"zk", "zookeeper.connect", "BATON_ZK", BATON_CONF_STR, 0, 0, &zk_hosts, "HOSTS",
      "ZooKeeper connect string (host:port[,host:port...])", 0},
+    {"zk-chroot", "zookeeper.chroot", "BATON_ZK_CHROOT", BATON_CONF_STR, 0, 0, &zk_chroot, "PATH",
+     "ZooKeeper chroot appended to the connect string (a tenant)", 0},
     {"group", "group", "BATON_GROUP", BATON_CONF_STR, 0, 0, &group, "G",
      "group name ([A-Za-z0-9._-], 1-128 chars)", 0},
     {"id", "coordinator.id", "BATON_ID", BATON_CONF_STR, 0, 0, &id, "ID",
@@ -116,6 +122,9 @@ int main(int argc, char **argv) {
     }
     if (!zk_hosts)
         baton_usage_error(prog, "--zk (zookeeper.connect) is required");
+    if (baton_conf_zk_chroot(zk_hosts, zk_chroot, &zk_connect, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
+    zk_hosts = zk_connect;
     if (!group || baton_id_valid(group) != 0)
         baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
     if (baton_root_valid(root) != 0)

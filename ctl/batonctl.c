@@ -3,10 +3,12 @@
  * themselves live in ctl_<command>.c. */
 #include "ctl.h"
 #include "ctl_status.h"
+#include "ctl_keys.h"
 #include "ctl_pins.h"
 #include "ctl_history.h"
 
 #include "baton_codec.h"
+#include "baton_conf.h"
 #include "baton_err.h"
 #include "baton_group.h"
 #include "baton_log.h"
@@ -46,6 +48,8 @@ static const ctl_command_t commands[] = {
      ctl_evict_usage},
     {"history", "the last ownership changes: partition, from, to, epoch, reason",
      ctl_cmd_history, ctl_history_usage},
+    {"keys", "add, remove or list named keys (single-runner jobs, baton-run)", ctl_cmd_keys,
+     ctl_keys_usage},
 };
 
 static void usage(FILE *f) {
@@ -64,6 +68,8 @@ static void usage(FILE *f) {
             "  --zk-auth SPEC    digest:USER:PASS: act as this ZooKeeper identity\n"
             "                    (or BATON_ZK_AUTH; writes to an ACL-protected group need it)\n"
             "  --zk-auth-file FILE  the same from a file's first line (or BATON_ZK_AUTH_FILE)\n"
+            "  --zk-chroot PATH  ZooKeeper chroot appended to --zk, e.g. /tenant-a\n"
+            "                    (or BATON_ZK_CHROOT; same as HOSTS/tenant-a)\n"
             "  --help            this text; 'COMMAND --help' for a command's own\n"
             "\n"
             "commands:\n",
@@ -92,6 +98,7 @@ int ctl_global_opt(ctl_ctx_t *ctx, int opt, const char *arg) {
     case CTL_OPT_VERBOSE: ctx->verbose = 1; return 1;
     case CTL_OPT_ZK_AUTH: ctx->zk_auth = arg; return 1;
     case CTL_OPT_ZK_AUTH_FILE: ctx->zk_auth_file = arg; return 1;
+    case CTL_OPT_ZK_CHROOT: ctx->zk_chroot = arg; return 1;
     default: return 0;
     }
 }
@@ -139,8 +146,14 @@ baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
         baton_usage_error(CTL_PROG, "%s", errstr);
     /* The session only lives as long as the command; its timeout doubles as
      * the bound on a connection lost mid-command. */
-    int err = baton_zk_connect(ctx->zk_hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr,
+    const char *chroot = ctx->zk_chroot ? ctx->zk_chroot : getenv("BATON_ZK_CHROOT");
+    char *hosts = NULL;
+    if (baton_conf_zk_chroot(ctx->zk_hosts, chroot && *chroot ? chroot : NULL, &hosts, errstr,
+                             sizeof(errstr)) != BATON_OK)
+        baton_usage_error(CTL_PROG, "%s", errstr);
+    int err = baton_zk_connect(hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr,
                                sizeof(errstr));
+    free(hosts);
     if (err != BATON_OK) {
         fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
         return NULL;

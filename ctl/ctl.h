@@ -24,6 +24,7 @@ typedef struct {
     int verbose;
     const char *zk_auth;      /* --zk-auth digest:USER:PASS (secret), or NULL */
     const char *zk_auth_file; /* --zk-auth-file FILE, or NULL */
+    const char *zk_chroot;    /* --zk-chroot PATH (else BATON_ZK_CHROOT), or NULL */
 } ctl_ctx_t;
 
 /* getopt_long values of the global flags: above any short option. */
@@ -35,6 +36,7 @@ enum {
     CTL_OPT_VERBOSE,
     CTL_OPT_ZK_AUTH,
     CTL_OPT_ZK_AUTH_FILE,
+    CTL_OPT_ZK_CHROOT,
     CTL_OPT_HELP,
 };
 
@@ -47,7 +49,8 @@ enum {
         {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},                 \
         {"verbose", no_argument, NULL, CTL_OPT_VERBOSE},                       \
         {"zk-auth", required_argument, NULL, CTL_OPT_ZK_AUTH},                 \
-        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE}
+        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE},       \
+        {"zk-chroot", required_argument, NULL, CTL_OPT_ZK_CHROOT}
 
 /* Applies a global flag; returns 1 if opt was one, 0 if not. Exits 2 on a
  * bad value. */

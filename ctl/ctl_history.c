@@ -40,7 +40,7 @@ void ctl_history_usage(FILE *f) {
             "\n"
             "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"
             "  --worker W         only changes from or to W\n"
-            "  --json             {\"group\", \"entries\": [{\"partition\", \"from\", \"to\",\n"
+            "  --json             {\"group\", \"entries\": [{\"partition\", \"key\", \"from\", \"to\",\n"
             "                     \"epoch\", \"generation\", \"time_ms\", \"reason\"}]}\n"
             "                     (from, to, epoch: null where none or unknown)\n"
             "\n"
@@ -84,6 +84,23 @@ static const json_t *status_row(const json_t *st, int32_t p) {
     size_t i;
     json_array_foreach(rows, i, row) {
         if (json_integer_value(json_object_get(row, "partition")) == p)
+            return row;
+    }
+    return NULL;
+}
+
+/* For the last entry of its key in h: the key's row of the status object
+ * (owner, epoch now); NULL otherwise. */
+static const json_t *key_row(const json_t *st, const baton_history_t *h, size_t i) {
+    const char *key = h->entries[i].key;
+    for (size_t j = i + 1; j < h->n; j++)
+        if (strcmp(h->entries[j].key, key) == 0)
+            return NULL;
+    size_t k;
+    const json_t *row;
+    json_array_foreach(json_object_get(st, "keys"), k, row) {
+        const char *name = json_string_value(json_object_get(row, "key"));
+        if (name && strcmp(name, key) == 0)
             return row;
     }
     return NULL;
@@ -134,24 +151,30 @@ int ctl_cmd_history(ctl_ctx_t *ctx, int argc, char **argv) {
     for (int64_t p = 0; p < nparts; p++)
         latest[p] = -1;
     for (size_t i = 0; i < h.n; i++)
-        if (h.entries[i].partition < nparts)
+        if (h.entries[i].partition >= 0 && h.entries[i].partition < nparts)
             latest[h.entries[i].partition] = (int32_t)i;
+    int any_key = 0;
     json_t *entries = json_array();
     for (size_t i = 0; i < h.n; i++) {
         baton_history_entry_t *e = &h.entries[i];
         if (!wanted(&o, e))
             continue;
         int64_t epoch = e->epoch;
-        const json_t *row = e->partition < nparts && latest[e->partition] == (int32_t)i
-                                ? status_row(st, e->partition)
-                                : NULL;
+        const json_t *row = e->key[0]
+                                ? key_row(st, &h, i)
+                                : e->partition >= 0 && e->partition < nparts &&
+                                          latest[e->partition] == (int32_t)i
+                                      ? status_row(st, e->partition)
+                                      : NULL;
         const char *owner = row ? json_string_value(json_object_get(row, "owner")) : NULL;
         if (epoch < 0 && owner && e->to[0] && strcmp(owner, e->to) == 0 &&
             json_is_integer(json_object_get(row, "epoch")))
             epoch = json_integer_value(json_object_get(row, "epoch"));
+        any_key |= e->key[0] != 0;
         json_array_append_new(
-            entries, json_pack("{s:i, s:o, s:o, s:o, s:I, s:I, s:s}", "partition",
-                               (int)e->partition, "from",
+            entries, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "partition",
+                               e->key[0] ? json_null() : json_integer(e->partition), "key",
+                               e->key[0] ? json_string(e->key) : json_null(), "from",
                                e->from[0] ? json_string(e->from) : json_null(), "to",
                                e->to[0] ? json_string(e->to) : json_null(), "epoch",
                                epoch >= 0 ? json_integer(epoch) : json_null(), "generation",
@@ -169,13 +192,20 @@ int ctl_cmd_history(ctl_ctx_t *ctx, int argc, char **argv) {
         static const ctl_col_t cols[] = {
             {"TIME (UTC)", "time_ms", 24, 24, 0, cell_time},
             {"PARTITION", "partition", 9, 9, 1, ctl_cell_text},
+            {"KEY", "key", 3, 32, 0, ctl_cell_text},
             {"FROM", "from", 4, 20, 0, ctl_cell_text},
             {"TO", "to", 4, 20, 0, ctl_cell_text},
             {"EPOCH", "epoch", 5, 20, 1, ctl_cell_text},
             {"GENERATION", "generation", 10, 12, 1, ctl_cell_text},
             {"REASON", "reason", 9, 9, 0, ctl_cell_text},
         };
-        ctl_print_table(stdout, entries, cols, BATON_ARRAY_SIZE(cols));
+        /* The KEY column only when a key moved. */
+        ctl_col_t shown[BATON_ARRAY_SIZE(cols)];
+        size_t ns = 0;
+        for (size_t c = 0; c < BATON_ARRAY_SIZE(cols); c++)
+            if (any_key || strcmp(cols[c].key, "key") != 0)
+                shown[ns++] = cols[c];
+        ctl_print_table(stdout, entries, shown, ns);
     }
     fflush(stdout);
     ctl_status_print_warnings(st);

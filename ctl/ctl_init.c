@@ -1,5 +1,6 @@
 /* ctl_init.c: `batonctl init`: writes a group's config and permanent znodes
- * (baton_group_init), idempotently, and grows its partition count. */
+ * (baton_group_init), idempotently, grows its partition count, and adds
+ * named keys (--keys). */
 #include "ctl.h"
 
 #include "assignment.h"
@@ -7,15 +8,19 @@
 #include "baton_err.h"
 #include "baton_group.h"
 #include "baton_opts.h"
+#include "baton_util.h"
+#include "ctl_keys.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_TOPIC = 1, OPT_PARTITIONS, OPT_STRATEGY };
+enum { OPT_TOPIC = 1, OPT_PARTITIONS, OPT_STRATEGY, OPT_KEYS };
 
 void ctl_init_usage(FILE *f) {
     fprintf(f,
             "usage: %s --zk HOSTS --group G init --topic T --partitions N [--strategy S]\n"
+            "                [--keys K1,K2,...]\n"
+            "       %s --zk HOSTS --group G init --keys K1,K2,... [--strategy S]\n"
             "\n"
             "Creates ROOT/G/config and the group's permanent znodes (coordinators,\n"
             "workers, assignment, partitions/0..N-1/claims). Running it again with the\n"
@@ -23,17 +28,26 @@ void ctl_init_usage(FILE *f) {
             "nodes are created; the coordinator assigns them). Changing the topic or\n"
             "the strategy, or shrinking, is refused (exit 1).\n"
             "\n"
+            "Named keys (--keys) are resources like partitions, for jobs that must have\n"
+            "one effective runner (baton-run, the member library): each is owned by one\n"
+            "member at a time with a rising epoch. A group may have keys only (no\n"
+            "--topic), partitions only, or both; a keys-only group may take a topic\n"
+            "later. --keys adds the keys that are missing and never removes any (see\n"
+            "'keys remove').\n"
+            "\n"
             "  --topic T         Kafka topic the group consumes ([A-Za-z0-9._-], 1-249 chars)\n"
             "  --partitions N    partition count, 1-%d\n"
             "  --strategy S      sticky, range or roundrobin (default: the group's current\n"
             "                    strategy, or sticky for a new group)\n"
+            "  --keys LIST       named keys, comma-separated; each 1-128 of [A-Za-z0-9._-]\n"
             "\n"
             "examples:\n"
             "  %s --zk 127.0.0.1:2181 --group orders init --topic orders-in --partitions 12\n"
             "  %s --zk 127.0.0.1:2181 --group orders init --topic orders-in --partitions 24\n"
             "  %s --zk 127.0.0.1:2181 --group clicks init --topic clicks --partitions 6 \\\n"
-            "      --strategy range\n",
-            CTL_PROG, BATON_PARTITIONS_MAX, CTL_PROG, CTL_PROG, CTL_PROG);
+            "      --strategy range\n"
+            "  %s --zk 127.0.0.1:2181 --group jobs init --keys nightly-report,compaction-a\n",
+            CTL_PROG, CTL_PROG, BATON_PARTITIONS_MAX, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
 int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
@@ -41,11 +55,12 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         {"topic", required_argument, NULL, OPT_TOPIC},
         {"partitions", required_argument, NULL, OPT_PARTITIONS},
         {"strategy", required_argument, NULL, OPT_STRATEGY},
+        {"keys", required_argument, NULL, OPT_KEYS},
         {"help", no_argument, NULL, CTL_OPT_HELP},
         CTL_GLOBAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    const char *topic = NULL, *strategy_arg = NULL;
+    const char *topic = NULL, *strategy_arg = NULL, *keys_arg = NULL;
     int64_t partitions = 0;
     baton_strategy_t strategy = BATON_STRATEGY_STICKY;
     int opt;
@@ -54,6 +69,7 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
             continue;
         switch (opt) {
         case OPT_TOPIC: topic = optarg; break;
+        case OPT_KEYS: keys_arg = optarg; break;
         case OPT_PARTITIONS:
             partitions = baton_opt_int(CTL_PROG, "partitions", optarg, 1, BATON_PARTITIONS_MAX);
             break;
@@ -69,12 +85,19 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
     }
     if (optind < argc)
         baton_usage_error(CTL_PROG, "init: unexpected argument '%s'", argv[optind]);
-    if (!topic)
-        baton_usage_error(CTL_PROG, "init: --topic is required");
-    if (baton_topic_valid(topic) != 0)
+    char **keys = NULL;
+    size_t nkeys = 0;
+    if (keys_arg)
+        ctl_keys_parse(keys_arg, "--keys", &keys, &nkeys);
+    if (!topic && !keys_arg)
+        baton_usage_error(CTL_PROG, "init: --topic is required (with --partitions), or --keys "
+                                    "for a keys-only group");
+    if (topic && baton_topic_valid(topic) != 0)
         baton_usage_error(CTL_PROG, "--topic: '%s' is not a valid Kafka topic name", topic);
-    if (partitions == 0)
-        baton_usage_error(CTL_PROG, "init: --partitions is required");
+    if (topic && partitions == 0)
+        baton_usage_error(CTL_PROG, "init: --partitions is required with --topic");
+    if (!topic && partitions != 0)
+        baton_usage_error(CTL_PROG, "init: --partitions needs --topic");
     ctl_ctx_check(ctx);
 
     baton_zk_t *zk = ctl_connect(ctx);
@@ -97,8 +120,13 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         goto out;
     }
 
+    /* Keys alone on an existing group leave its topic and partitions be. */
     baton_config_t cfg = {.partitions = (int32_t)partitions};
-    snprintf(cfg.topic, sizeof(cfg.topic), "%s", topic);
+    snprintf(cfg.topic, sizeof(cfg.topic), "%s", topic ? topic : "");
+    if (!topic && have) {
+        cfg.partitions = cur.partitions;
+        snprintf(cfg.topic, sizeof(cfg.topic), "%s", cur.topic);
+    }
     snprintf(cfg.strategy, sizeof(cfg.strategy), "%s",
              !strategy_arg && have ? cur.strategy : baton_strategy_name(strategy));
 
@@ -108,16 +136,35 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         fprintf(stderr, "%s: cannot initialise group %s: %s\n", CTL_PROG, ctx->group, errstr);
         goto out;
     }
-    if (!changed)
+    size_t added = 0;
+    if (nkeys) {
+        err = baton_group_keys_add(zk, base, keys, nkeys, &added, errstr, sizeof(errstr));
+        if (err != BATON_OK) {
+            fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+            goto out;
+        }
+    }
+    if (!changed && !added)
         printf("group %s already initialised (no change)\n", ctx->group);
-    else if (have)
-        printf("grew group %s to %d partitions (from %d)\n", ctx->group, cfg.partitions,
-               cur.partitions);
-    else
+    else if (!have && cfg.topic[0])
         printf("initialised group %s: topic %s, %d partitions, strategy %s, at %s\n", ctx->group,
                cfg.topic, cfg.partitions, cfg.strategy, base);
+    else if (!have)
+        printf("initialised group %s: keys only, strategy %s, at %s\n", ctx->group,
+               cfg.strategy, base);
+    else if (changed && !cur.topic[0])
+        printf("group %s now consumes topic %s (%d partitions)\n", ctx->group, cfg.topic,
+               cfg.partitions);
+    else if (changed)
+        printf("grew group %s to %d partitions (from %d)\n", ctx->group, cfg.partitions,
+               cur.partitions);
+    if (added)
+        printf("added %zu key(s) to group %s\n", added, ctx->group);
     rc = BATON_EXIT_OK;
 out:
+    for (size_t i = 0; i < nkeys; i++)
+        free(keys[i]);
+    free(keys);
     free(base);
     baton_zk_destroy(zk);
     return rc;

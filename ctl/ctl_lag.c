@@ -21,10 +21,33 @@ static void kafka_log(const rd_kafka_t *rk, int level, const char *fac, const ch
         fprintf(stderr, "%s: kafka: %d %s: %s\n", CTL_PROG, level, fac, buf);
 }
 
-static rd_kafka_t *kafka_new(const ctl_kafka_conf_t *kc, char *errstr, size_t n) {
+/* The first Kafka error that retrying cannot fix (a TLS handshake or SASL
+ * failure: wrong ssl.ca.location, a certificate for another host name,
+ * refused credentials), kept for the one message batonctl prints instead
+ * of a bare timeout. Owned by the caller of kafka_new; filled by
+ * kafka_error_cb from rd_kafka_poll on the caller's thread. */
+typedef struct {
+    int err;
+    char reason[512];
+} kafka_fatal_t;
+
+static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    (void)rk;
+    kafka_fatal_t *f = opaque;
+    if (f->err || (err != RD_KAFKA_RESP_ERR__SSL && err != RD_KAFKA_RESP_ERR__AUTHENTICATION &&
+                   err != RD_KAFKA_RESP_ERR__FATAL))
+        return;
+    f->err = err;
+    snprintf(f->reason, sizeof(f->reason), "%s", reason);
+}
+
+static rd_kafka_t *kafka_new(const ctl_kafka_conf_t *kc, kafka_fatal_t *fatal, char *errstr,
+                             size_t n) {
     char kerr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, kafka_log);
+    rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
+    rd_kafka_conf_set_opaque(conf, fatal);
     if (rd_kafka_conf_set(conf, "bootstrap.servers", kc->brokers, kerr, sizeof(kerr)) !=
             RD_KAFKA_CONF_OK ||
         rd_kafka_conf_set(conf, "client.id", CTL_PROG, kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
@@ -67,7 +90,8 @@ int ctl_kafka_high_watermarks(const ctl_kafka_conf_t *kc, const char *topic, int
     }
     if (P <= 0)
         return BATON_OK;
-    rd_kafka_t *rk = kafka_new(kc, errstr, n);
+    kafka_fatal_t fatal = {0};
+    rd_kafka_t *rk = kafka_new(kc, &fatal, errstr, n);
     if (!rk)
         return BATON_INVALID;
     /* One ListOffsets request per leader for every partition at once (the
@@ -79,8 +103,15 @@ int ctl_kafka_high_watermarks(const ctl_kafka_conf_t *kc, const char *topic, int
         rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_END;
     rd_kafka_resp_err_t kerr = rd_kafka_offsets_for_times(rk, l, timeout_ms);
     int err = BATON_OK;
-    if (kerr == RD_KAFKA_RESP_ERR__TIMED_OUT || kerr == RD_KAFKA_RESP_ERR__TRANSPORT ||
-        kerr == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+    if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR)
+        rd_kafka_poll(rk, 0); /* serves the queued errors to kafka_error_cb */
+    if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR && fatal.err) {
+        err = baton_seterr(errstr, n, BATON_CONNECTION,
+                           "--brokers '%s': %s: %s (check the --kafka ssl.*/sasl.* settings: "
+                           "ssl.ca.location, and that the broker certificate names the host)",
+                           kc->brokers, rd_kafka_err2name(fatal.err), fatal.reason);
+    } else if (kerr == RD_KAFKA_RESP_ERR__TIMED_OUT || kerr == RD_KAFKA_RESP_ERR__TRANSPORT ||
+               kerr == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
         err = baton_seterr(errstr, n, BATON_TIMEOUT,
                            "--brokers '%s': no high watermarks for topic '%s' within %d ms: %s",
                            kc->brokers, topic, timeout_ms, rd_kafka_err2str(kerr));

@@ -10,6 +10,7 @@
 #include "baton_opts.h"
 #include "baton_util.h"
 #include "ctl.h"
+#include "ctl_keys.h"
 #include "ctl_zkbatch.h"
 
 #include <inttypes.h>
@@ -616,6 +617,10 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         goto fail;
     if ((err = gather_drains(&g, drains)) != BATON_OK)
         goto fail;
+    json_t *keys = NULL;
+    if ((err = ctl_keys_gather(zk, base, g.now_ms, g.warnings, &keys, g.errstr,
+                               sizeof(g.errstr))) != BATON_OK)
+        goto fail;
 
     json_t *partitions = json_array();
     int64_t active = 0, handoff = 0, unowned = 0, pinned = 0;
@@ -698,6 +703,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     json_object_set_new(obj, "partitions", partitions);
     json_object_set_new(obj, "drains", drains);
     drains = NULL;
+    json_object_set_new(obj, "keys", keys);
     json_object_set_new(obj, "time_ms", json_integer(g.now_ms));
     json_object_set_new(obj, "warnings", g.warnings);
     workers = g.warnings = NULL;
@@ -1046,6 +1052,10 @@ void ctl_status_print_human(const json_t *status, FILE *f) {
     ctl_status_print_workers(status, f, 0);
     fputc('\n', f);
     ctl_status_print_partitions(status, f);
+    if (json_array_size(json_object_get(status, "keys"))) {
+        fputc('\n', f);
+        ctl_keys_print(status, f);
+    }
 }
 
 void ctl_status_print_json(const json_t *status, FILE *f) {

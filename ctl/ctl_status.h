@@ -34,6 +34,9 @@
  *                    "high_watermark": 130 | null,       Kafka's (with --brokers)
  *                    "lag": 10 | null}],                 with both
  *    "drains": ["w3"],
+ *    "keys": [{"key": "nightly", "assigned", "owner", "epoch", "state",
+ *              "claims", "since_ms", "state_age_ms", "runs"}],   named
+ *                                       keys (batonctl keys; ctl_keys.h)
  *    "time_ms": 1700000060000,                  when it was gathered
  *    "warnings": [{"path": "/baton/orders/assignment/w1",
  *                  "problem": "worker assignment: ..."}]}

@@ -18,7 +18,8 @@ pkgs=(build-essential cmake pkg-config
       zookeeper default-jre-headless sqlite3 kcat jq procps
       libpq-dev postgresql libmicrohttpd-dev curl
       help2man systemd
-      yamllint python3-kubernetes docker-compose)
+      yamllint python3-kubernetes docker-compose
+      openssl) # openssl: the Kafka TLS test's throwaway CA and TLS listener
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

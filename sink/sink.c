@@ -128,11 +128,34 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
     return sink->ops->fence(sink, partition, epoch, next_offset);
 }
 
-int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                     const baton_record_t *records, size_t nrecords, int64_t *next_offset,
-                     size_t *applied) {
+int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
+                          const int64_t *epochs, int64_t *next_offsets, int *results) {
     if (!sink)
         return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (n == 0)
+        return BATON_OK;
+    if (!partitions || !epochs || !next_offsets || !results)
+        return baton_sink__seterr(sink, BATON_INVALID, "fence_many: an array is NULL");
+    for (size_t i = 0; i < n; i++)
+        if (partitions[i] < 0 || epochs[i] < 0)
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "fence_many: partition %d epoch %lld: both must be >= 0",
+                                      (int)partitions[i], (long long)epochs[i]);
+    if (sink->ops->fence_many)
+        return sink->ops->fence_many(sink, n, partitions, epochs, next_offsets, results);
+    for (size_t i = 0; i < n; i++) {
+        int err = sink->ops->fence(sink, partitions[i], epochs[i], &next_offsets[i]);
+        if (err != BATON_OK && err != BATON_STALE)
+            return err;
+        results[i] = err;
+    }
+    sink->errstr[0] = '\0';
+    return BATON_OK;
+}
+
+/* The checks both write calls share, before any backend call. */
+static int write_check(baton_sink_t *sink, int32_t partition, int64_t epoch, size_t *applied) {
     sink->errstr[0] = '\0';
     if (applied)
         *applied = 0;
@@ -140,15 +163,29 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         return baton_sink__seterr(sink, BATON_INVALID,
                                   "write: partition %d epoch %lld: both must be >= 0",
                                   (int)partition, (long long)epoch);
+    return BATON_OK;
+}
+
+/* Whether an offset can be stored: INT64_MAX is refused because
+ * next_offset would overflow; Kafka offsets never come near it. */
+static int offset_ok(int64_t offset) { return offset >= 0 && offset != INT64_MAX; }
+
+int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                     const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                     size_t *applied) {
+    if (!sink)
+        return BATON_INVALID;
+    int err = write_check(sink, partition, epoch, applied);
+    if (err)
+        return err;
     if (nrecords && !records)
         return baton_sink__seterr(sink, BATON_INVALID, "write: %zu records but records is NULL",
                                   nrecords);
     /* Reject the batch before opening a transaction, so a malformed record
-     * can never leave half a batch applied. INT64_MAX is refused because
-     * next_offset would overflow; Kafka offsets never come near it. */
+     * can never leave half a batch applied. */
     for (size_t i = 0; i < nrecords; i++) {
         const baton_record_t *r = &records[i];
-        if (r->offset < 0 || r->offset == INT64_MAX)
+        if (!offset_ok(r->offset))
             return baton_sink__seterr(sink, BATON_INVALID,
                                       "write: partition %d record %zu: offset %lld out of range",
                                       (int)partition, i, (long long)r->offset);
@@ -158,7 +195,52 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                                       "with a non-zero length",
                                       (int)partition, i);
     }
-    return sink->ops->write(sink, partition, epoch, records, nrecords, next_offset, applied);
+    /* A record is an input with exactly one output: itself. */
+    baton_sink_input_t *in = nrecords ? xmalloc(sizeof(*in) * nrecords) : NULL;
+    baton_sink_output_t *out = nrecords ? xmalloc(sizeof(*out) * nrecords) : NULL;
+    for (size_t i = 0; i < nrecords; i++) {
+        out[i] = (baton_sink_output_t){records[i].key, records[i].key_len, records[i].value,
+                                       records[i].value_len};
+        in[i] = (baton_sink_input_t){records[i].offset, &out[i], 1};
+    }
+    err = sink->ops->write(sink, partition, epoch, in, nrecords, next_offset, applied);
+    free(out);
+    free(in);
+    return err;
+}
+
+int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                             const baton_sink_input_t *inputs, size_t ninputs,
+                             int64_t *next_offset, size_t *applied) {
+    if (!sink)
+        return BATON_INVALID;
+    int err = write_check(sink, partition, epoch, applied);
+    if (err)
+        return err;
+    if (ninputs && !inputs)
+        return baton_sink__seterr(sink, BATON_INVALID, "write: %zu inputs but inputs is NULL",
+                                  ninputs);
+    for (size_t i = 0; i < ninputs; i++) {
+        const baton_sink_input_t *in = &inputs[i];
+        if (!offset_ok(in->offset))
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "write: partition %d input %zu: offset %lld out of range",
+                                      (int)partition, i, (long long)in->offset);
+        if (in->noutputs && !in->outputs)
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "write: partition %d input %zu (offset %lld): %zu outputs "
+                                      "but outputs is NULL",
+                                      (int)partition, i, (long long)in->offset, in->noutputs);
+        for (size_t j = 0; j < in->noutputs; j++) {
+            const baton_sink_output_t *o = &in->outputs[j];
+            if ((!o->key && o->key_len) || (!o->value && o->value_len))
+                return baton_sink__seterr(sink, BATON_INVALID,
+                                          "write: partition %d offset %lld output %zu: NULL key "
+                                          "or value with a non-zero length",
+                                          (int)partition, (long long)in->offset, j);
+        }
+    }
+    return sink->ops->write(sink, partition, epoch, inputs, ninputs, next_offset, applied);
 }
 
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {

@@ -1,6 +1,8 @@
 /* sink.h: the fenced sink, the resource that enforces single-writer
  * correctness. Per (group, partition) it stores epoch, next_offset and
- * rejected (see ARCHITECTURE.md, "The sink protocol").
+ * rejected (see ARCHITECTURE.md, "The sink protocol"). Outputs go to
+ * baton_output (one row per input offset) and, for processors that make
+ * several outputs of one input, baton_output_more (docs/sinks.md).
  *
  * Threading: a baton_sink_t is used by one thread at a time. Several
  * processes may open the same sink; each call is one transaction. */
@@ -37,6 +39,17 @@ void baton_sink_destroy(baton_sink_t *sink);
  * partition). */
 int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset);
 
+/* fence(p, e) for n partitions in ONE transaction (one commit, one fsync
+ * instead of n): partitions[i] at epochs[i]. Returns BATON_OK when the
+ * transaction committed; then results[i] is BATON_OK (next_offsets[i] set)
+ * or BATON_STALE (counted in rejected, as fence counts it) for each i.
+ * Any other error applied nothing (retriable ones may be retried whole).
+ * Partitions must be distinct. A backend without its own implementation
+ * gets one fence call per partition (then a failure may follow earlier
+ * commits, which is harmless: a fence is idempotent at the same epoch). */
+int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
+                          const int64_t *epochs, int64_t *next_offsets, int *results);
+
 /* write(p, e, batch), one transaction: if the stored epoch is greater than
  * epoch, rejects the whole batch, counts it in rejected and returns
  * BATON_STALE; if it is lower (the writer never fenced), returns
@@ -61,6 +74,34 @@ typedef struct {
     int64_t next_offset;
     int64_t rejected;
 } baton_fence_row_t;
+
+/* One output record a processor made of an input record. Pointers need
+ * only live for the duration of the write call. */
+typedef struct {
+    const void *key; /* NULL for no key */
+    size_t key_len;
+    const void *value; /* NULL for no value */
+    size_t value_len;
+} baton_sink_output_t;
+
+/* One input offset and its outputs (any number, zero included). */
+typedef struct {
+    int64_t offset;
+    const baton_sink_output_t *outputs; /* may be NULL when noutputs is 0 */
+    size_t noutputs;
+} baton_sink_input_t;
+
+/* write(p, e, batch) for processed records: the fence rules, the
+ * duplicate rule, the retry rules and the results are baton_sink_write's,
+ * applied per input offset, all in one transaction. For each applied input,
+ * outputs[0] is stored in baton_output at the input's offset and
+ * outputs[1..n-1] in baton_output_more with seq 1..n-1; an input with no
+ * output stores no row but is consumed all the same: next_offset moves past
+ * it. *applied counts the inputs applied (not the rows). baton_sink_write is
+ * this call with exactly one output per input. */
+int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                             const baton_sink_input_t *inputs, size_t ninputs,
+                             int64_t *next_offset, size_t *applied);
 
 /* Reads every fence row of the group, ordered by partition. *rows is a heap
  * array the caller frees. */

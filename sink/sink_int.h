@@ -19,8 +19,9 @@
 #define BATON_SINK_ERRSTR_SIZE 512
 
 /* A backend. sink.c has already validated every argument (non-NULL pointers,
- * partition >= 0, epoch >= 0, record offsets in [0, INT64_MAX), key/value
- * pointers present when their length is non-zero) and cleared sink->errstr
+ * partition >= 0, epoch >= 0, input offsets in [0, INT64_MAX), outputs
+ * present when noutputs is non-zero, key/value pointers present when their
+ * length is non-zero) and cleared sink->errstr
  * before calling fence, write or fences. Every call that fails leaves a
  * message in sink->errstr and no transaction open. */
 typedef struct baton_sink_ops_s {
@@ -32,8 +33,10 @@ typedef struct baton_sink_ops_s {
     /* Frees sink->be; never fails. */
     void (*close)(baton_sink_t *sink);
     int (*fence)(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset);
+    /* baton_sink_write_outputs; baton_sink_write arrives here too, as one
+     * output per input. */
     int (*write)(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                 const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                 const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
                  size_t *applied);
     int (*fences)(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
     /* How long a call waits for another process's lock before BATON_BUSY. */
@@ -45,6 +48,10 @@ typedef struct baton_sink_ops_s {
      * whole URI with every secret replaced by "***". sink.c stores that copy
      * in sink->uri, so logs and messages never carry a password. */
     char *(*redact)(const char *uri);
+    /* Optional (NULL: one fence call per partition): baton_sink_fence_many
+     * in one transaction. */
+    int (*fence_many)(baton_sink_t *sink, size_t n, const int32_t *partitions,
+                      const int64_t *epochs, int64_t *next_offsets, int *results);
 } baton_sink_ops_t;
 
 struct baton_sink_s {

@@ -14,6 +14,10 @@
  *               rejected BIGINT, PRIMARY KEY(grp, partition))
  *   baton_output(grp TEXT, partition BIGINT, "offset" BIGINT, epoch BIGINT,
  *                key BYTEA, value BYTEA, PRIMARY KEY(grp, partition, "offset"))
+ * and, for the second and later outputs of one input (docs/sinks.md):
+ *   baton_output_more(grp TEXT, partition BIGINT, "offset" BIGINT, seq BIGINT,
+ *                     epoch BIGINT, key BYTEA, value BYTEA,
+ *                     PRIMARY KEY(grp, partition, "offset", seq))
  * ("offset" is reserved in PostgreSQL and must be quoted.)
  *
  * URI: "postgresql://..." or "postgres://..." is handed to libpq as a URI;
@@ -33,7 +37,7 @@
 #include "sink_int.h"
 
 #define PG_LOCK_TIMEOUT_MS 5000
-/* Rows per INSERT: 3 parameters each plus 3 shared stays far below the
+/* Rows per INSERT: at most 4 parameters each plus 3 shared stays far below the
  * protocol's 65535-parameter limit and keeps one statement small. */
 #define PG_INSERT_CHUNK 1000
 /* pg_advisory_xact_lock key that serialises schema creation ("baton_sc"). */
@@ -491,91 +495,148 @@ static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_
     return BATON_OK;
 }
 
-/* Inserts records[from..to) that apply (see baton_sink__applies), starting at
- * *floor, in statements of up to PG_INSERT_CHUNK rows. Keys and values go as
- * binary parameters, so any bytes pass unchanged; NULL stays NULL. */
-static int pg_insert_outputs(baton_sink_t *sink, int32_t partition, const char *const *fixed,
-                             const baton_record_t *records, size_t nrecords, int64_t *floor,
-                             size_t *napplied) {
+/* One output row to insert: output seq of input offset. */
+typedef struct {
+    int64_t offset;
+    size_t seq;
+    const baton_sink_output_t *out;
+} pg_row_t;
+
+/* Inserts rows[] into baton_output (more = 0: every row has seq 0) or
+ * baton_output_more (more = 1), in statements of up to PG_INSERT_CHUNK
+ * rows. Keys and values go as binary parameters, so any bytes pass
+ * unchanged; NULL stays NULL. fixed is {group, partition, epoch, old
+ * next_offset} as text. */
+static int pg_insert_rows(baton_sink_t *sink, int32_t partition, const char *const *fixed,
+                          int more, const pg_row_t *rows, size_t nrows) {
     pg_t *pg = sink->be;
-    size_t i = 0;
-    const size_t maxp = 3 + 3 * PG_INSERT_CHUNK;
+    const char *table = more ? "baton_output_more" : "baton_output";
+    const int per = more ? 4 : 3;
+    const size_t maxp = 3 + (size_t)per * PG_INSERT_CHUNK;
     const char **vals = xmalloc(maxp * sizeof(*vals));
     int *lens = xmalloc(maxp * sizeof(*lens));
     int *fmts = xmalloc(maxp * sizeof(*fmts));
-    char(*offs)[24] = xmalloc(PG_INSERT_CHUNK * sizeof(*offs));
+    char(*nums)[2][24] = xmalloc(PG_INSERT_CHUNK * sizeof(*nums));
     char *sql = NULL;
-    size_t sql_len = 0;
+    size_t sql_len = 0, i = 0;
     int err = BATON_OK;
-    while (i < nrecords) {
-        int np = 3, rows = 0;
+    while (i < nrows) {
+        int np = 3, count = 0;
         for (int k = 0; k < 3; k++) {
             vals[k] = fixed[k];
             lens[k] = 0;
             fmts[k] = 0;
         }
         sql_len = 0;
-        static const char head[] =
-            "INSERT INTO baton_output(grp, partition, \"offset\", epoch, key, value) VALUES ";
-        buf_add(&sql, &sql_len, head, sizeof(head) - 1);
-        for (; i < nrecords && rows < PG_INSERT_CHUNK; i++) {
-            const baton_record_t *r = &records[i];
-            if (!baton_sink__applies(*floor, r->offset))
-                continue;
-            snprintf(offs[rows], sizeof(offs[rows]), "%" PRId64, r->offset);
-            vals[np] = offs[rows];
-            lens[np] = 0;
-            fmts[np] = 0;
+        const char *head = more ? "INSERT INTO baton_output_more(grp, partition, \"offset\", seq, "
+                                  "epoch, key, value) VALUES "
+                                : "INSERT INTO baton_output(grp, partition, \"offset\", epoch, "
+                                  "key, value) VALUES ";
+        buf_add(&sql, &sql_len, head, strlen(head));
+        for (; i < nrows && count < PG_INSERT_CHUNK; i++) {
+            const pg_row_t *r = &rows[i];
+            snprintf(nums[count][0], sizeof(nums[count][0]), "%" PRId64, r->offset);
+            snprintf(nums[count][1], sizeof(nums[count][1]), "%zu", r->seq);
+            int p = np;
+            vals[p] = nums[count][0];
+            lens[p] = 0;
+            fmts[p] = 0;
+            p++;
+            if (more) {
+                vals[p] = nums[count][1];
+                lens[p] = 0;
+                fmts[p] = 0;
+                p++;
+            }
             /* A non-NULL pointer with length 0 is an empty bytea, not NULL. */
-            vals[np + 1] = r->key ? (r->key_len ? r->key : "") : NULL;
-            lens[np + 1] = (int)r->key_len;
-            fmts[np + 1] = 1;
-            vals[np + 2] = r->value ? (r->value_len ? r->value : "") : NULL;
-            lens[np + 2] = (int)r->value_len;
-            fmts[np + 2] = 1;
-            char row[96];
-            int w = snprintf(row, sizeof(row), "%s($1, $2, $%d, $3, $%d, $%d)", rows ? ", " : "",
-                             np + 1, np + 2, np + 3);
+            const baton_sink_output_t *o = r->out;
+            vals[p] = o->key ? (o->key_len ? o->key : "") : NULL;
+            lens[p] = (int)o->key_len;
+            fmts[p] = 1;
+            vals[p + 1] = o->value ? (o->value_len ? o->value : "") : NULL;
+            lens[p + 1] = (int)o->value_len;
+            fmts[p + 1] = 1;
+            char row[128];
+            int w = more ? snprintf(row, sizeof(row), "%s($1, $2, $%d, $%d, $3, $%d, $%d)",
+                                    count ? ", " : "", np + 1, np + 2, np + 3, np + 4)
+                         : snprintf(row, sizeof(row), "%s($1, $2, $%d, $3, $%d, $%d)",
+                                    count ? ", " : "", np + 1, np + 2, np + 3);
             buf_add(&sql, &sql_len, row, (size_t)w);
-            np += 3;
-            rows++;
-            *floor = r->offset + 1;
+            np += per;
+            count++;
         }
-        if (!rows)
-            break;
         PGresult *res = PQexecParams(pg->conn, sql, np, NULL, vals, lens, fmts, 0);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
             const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-            /* An output row at or above next_offset: baton_fence and
-             * baton_output disagree (someone edited one without the other). */
+            /* An output row at or above next_offset: baton_fence and the
+             * output tables disagree (someone edited one without the other). */
             if (st && !strcmp(st, "23505")) {
                 PQclear(res);
                 pg_rollback(pg);
-                BLOG_ERROR(
-                    "event=sink_corrupt uri=%s group=%s partition=%d reason=duplicate_output",
-                    sink->uri, sink->group, (int)partition);
+                BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d table=%s "
+                           "reason=duplicate_output",
+                           sink->uri, sink->group, (int)partition, table);
                 err = baton_sink__seterr(sink, BATON_CORRUPT,
                                          "sink '%s' group '%s' partition %d: a record at or above "
-                                         "next_offset %s is already in baton_output",
-                                         sink->uri, sink->group, (int)partition, fixed[3]);
+                                         "next_offset %s is already in %s",
+                                         sink->uri, sink->group, (int)partition, fixed[3], table);
             } else {
-                err = pg_fail(sink, res, "insert output", partition);
+                err = pg_fail(sink, res, more ? "insert output_more" : "insert output",
+                              partition);
             }
             break;
         }
         PQclear(res);
-        *napplied += (size_t)rows;
     }
     free(sql);
-    free(offs);
+    free(nums);
     free(fmts);
     free(lens);
     free(vals);
     return err;
 }
 
+/* Picks the inputs that apply (see baton_sink__applies), starting at
+ * *floor, and inserts their outputs: the first of each into baton_output,
+ * the others into baton_output_more. *napplied counts the inputs. */
+static int pg_insert_outputs(baton_sink_t *sink, int32_t partition, const char *const *fixed,
+                             const baton_sink_input_t *inputs, size_t ninputs, int64_t *floor,
+                             size_t *napplied) {
+    size_t nfirst = 0, nmore = 0;
+    for (size_t i = 0; i < ninputs; i++) {
+        nfirst += inputs[i].noutputs > 0;
+        nmore += inputs[i].noutputs > 1 ? inputs[i].noutputs - 1 : 0;
+    }
+    pg_row_t *first = nfirst ? xmalloc(nfirst * sizeof(*first)) : NULL;
+    pg_row_t *rest = nmore ? xmalloc(nmore * sizeof(*rest)) : NULL;
+    nfirst = nmore = 0;
+    for (size_t i = 0; i < ninputs; i++) {
+        const baton_sink_input_t *in = &inputs[i];
+        if (!baton_sink__applies(*floor, in->offset))
+            continue;
+        for (size_t j = 0; j < in->noutputs; j++) {
+            pg_row_t r = {in->offset, j, &in->outputs[j]};
+            if (j)
+                rest[nmore++] = r;
+            else
+                first[nfirst++] = r;
+        }
+        /* An input without outputs is consumed all the same. */
+        *floor = in->offset + 1;
+        (*napplied)++;
+    }
+    int err = BATON_OK;
+    if (nfirst)
+        err = pg_insert_rows(sink, partition, fixed, 0, first, nfirst);
+    if (!err && nmore)
+        err = pg_insert_rows(sink, partition, fixed, 1, rest, nmore);
+    free(first);
+    free(rest);
+    return err;
+}
+
 static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                    const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
                     size_t *applied) {
     char part_s[24], epoch_s[24], old_s[24], next_s[24];
     snprintf(part_s, sizeof(part_s), "%d", (int)partition);
@@ -623,7 +684,7 @@ static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
     const int64_t old = floor;
     snprintf(old_s, sizeof(old_s), "%" PRId64, old);
     size_t n = 0;
-    err = pg_insert_outputs(sink, partition, params, records, nrecords, &floor, &n);
+    err = pg_insert_outputs(sink, partition, params, inputs, ninputs, &floor, &n);
     if (err)
         return err;
     if (n) {
@@ -720,6 +781,11 @@ static const baton_sink_col_t output_cols[] = {
     {"grp", "text", 1},     {"partition", "bigint", 2}, {"offset", "bigint", 3},
     {"epoch", "bigint", 0}, {"key", "bytea", 0},        {"value", "bytea", 0},
 };
+static const baton_sink_col_t more_cols[] = {
+    {"grp", "text", 1},     {"partition", "bigint", 2}, {"offset", "bigint", 3},
+    {"seq", "bigint", 4},   {"epoch", "bigint", 0},     {"key", "bytea", 0},
+    {"value", "bytea", 0},
+};
 
 static const char *const create_sql[] = {
     "CREATE TABLE baton_fence(grp TEXT NOT NULL, partition BIGINT NOT NULL, "
@@ -728,6 +794,9 @@ static const char *const create_sql[] = {
     "CREATE TABLE baton_output(grp TEXT NOT NULL, partition BIGINT NOT NULL, "
     "\"offset\" BIGINT NOT NULL, epoch BIGINT NOT NULL, key BYTEA, value BYTEA, "
     "PRIMARY KEY(grp, partition, \"offset\"))",
+    "CREATE TABLE baton_output_more(grp TEXT NOT NULL, partition BIGINT NOT NULL, "
+    "\"offset\" BIGINT NOT NULL, seq BIGINT NOT NULL, epoch BIGINT NOT NULL, key BYTEA, "
+    "value BYTEA, PRIMARY KEY(grp, partition, \"offset\", seq))",
 };
 
 /* Checks that `table` (as the search_path resolves it) is a table with
@@ -792,14 +861,15 @@ static int pg_check_table(baton_sink_t *sink, const char *table, const baton_sin
  * write them (not CREATE in the schema) works. */
 static int pg_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
     pg_t *pg = sink->be;
-    static const char *const tables[] = {"baton_fence", "baton_output"};
+    static const char *const tables[] = {"baton_fence", "baton_output", "baton_output_more"};
     int err = BATON_OK;
     char msg[384];
+    const char *creating = NULL; /* the table being created, for the message */
     PGresult *res = PQexec(pg->conn, "BEGIN; SELECT pg_advisory_xact_lock(" PG_SCHEMA_LOCK ")");
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         goto pg_err;
     PQclear(res);
-    for (size_t t = 0; t < 2; t++) {
+    for (size_t t = 0; t < BATON_ARRAY_SIZE(tables); t++) {
         const char *const params[] = {tables[t]};
         res = PQexecParams(pg->conn, "SELECT to_regclass($1) IS NULL", 1, NULL, params, NULL, NULL,
                            0);
@@ -809,9 +879,11 @@ static int pg_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
         PQclear(res);
         if (!missing)
             continue;
+        creating = tables[t];
         res = PQexec(pg->conn, create_sql[t]);
         if (PQresultStatus(res) != PGRES_COMMAND_OK)
             goto pg_err;
+        creating = NULL;
         PQclear(res);
         BLOG_INFO("event=sink_table_created uri=%s table=%s", sink->uri, tables[t]);
     }
@@ -819,6 +891,9 @@ static int pg_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
                          errstr_size);
     if (!err)
         err = pg_check_table(sink, "baton_output", output_cols, BATON_ARRAY_SIZE(output_cols),
+                             errstr, errstr_size);
+    if (!err)
+        err = pg_check_table(sink, "baton_output_more", more_cols, BATON_ARRAY_SIZE(more_cols),
                              errstr, errstr_size);
     if (err)
         goto fail;
@@ -833,7 +908,11 @@ pg_err:
                                                     : PQerrorMessage(pg->conn));
     err = pg_map(pg->conn, res);
     PQclear(res);
-    baton_seterr(errstr, errstr_size, err, "sink '%s': creating the schema: %s", sink->uri, msg);
+    /* A role that may only use existing tables meets a new table here
+     * (baton_output_more after an upgrade): say which one to create. */
+    baton_seterr(errstr, errstr_size, err, "sink '%s': creating the schema%s%s%s: %s", sink->uri,
+                 creating ? " (table '" : "", creating ? creating : "", creating ? "' is missing; "
+                 "an owner of the schema can create it, see docs/sinks.md)" : "", msg);
 fail:
     pg_rollback(pg);
     return err;

@@ -5,7 +5,10 @@
  *
  * The schema is fixed because external tools read it:
  *   baton_fence(grp, partition, epoch, next_offset, rejected)
- *   baton_output(grp, partition, offset, epoch, key, value) */
+ *   baton_output(grp, partition, offset, epoch, key, value)
+ * and, for the second and later outputs of one input (processors that make
+ * several outputs of a record; docs/sinks.md):
+ *   baton_output_more(grp, partition, offset, seq, epoch, key, value) */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +46,17 @@ typedef struct {
     sqlite3_stmt *fence_set_next;  /* ?2 partition, ?3 next_offset */
     sqlite3_stmt *fence_list;      /* every row of ?1 by partition */
     sqlite3_stmt *output_insert;   /* ?2 partition, ?3 offset, ?4 epoch, ?5 key, ?6 value */
+    sqlite3_stmt *more_insert;     /* the same and ?7 seq, into baton_output_more */
 } sq_t;
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS baton_fence(grp TEXT, partition INTEGER, epoch INTEGER, "
     "next_offset INTEGER, rejected INTEGER, PRIMARY KEY(grp, partition));"
     "CREATE TABLE IF NOT EXISTS baton_output(grp TEXT, partition INTEGER, offset INTEGER, "
-    "epoch INTEGER, key BLOB, value BLOB, PRIMARY KEY(grp, partition, offset));";
+    "epoch INTEGER, key BLOB, value BLOB, PRIMARY KEY(grp, partition, offset));"
+    "CREATE TABLE IF NOT EXISTS baton_output_more(grp TEXT, partition INTEGER, offset INTEGER, "
+    "seq INTEGER, epoch INTEGER, key BLOB, value BLOB, "
+    "PRIMARY KEY(grp, partition, offset, seq));";
 
 /* The expected shape of each table (sink_int.h). */
 static const baton_sink_col_t fence_cols[] = {
@@ -60,6 +67,11 @@ static const baton_sink_col_t fence_cols[] = {
 static const baton_sink_col_t output_cols[] = {
     {"grp", "TEXT", 1},      {"partition", "INTEGER", 2}, {"offset", "INTEGER", 3},
     {"epoch", "INTEGER", 0}, {"key", "BLOB", 0},          {"value", "BLOB", 0},
+};
+static const baton_sink_col_t more_cols[] = {
+    {"grp", "TEXT", 1},      {"partition", "INTEGER", 2}, {"offset", "INTEGER", 3},
+    {"seq", "INTEGER", 4},   {"epoch", "INTEGER", 0},     {"key", "BLOB", 0},
+    {"value", "BLOB", 0},
 };
 
 /* Maps an SQLite result to baton's bands. BUSY and LOCKED after the busy
@@ -245,6 +257,56 @@ static int sq_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_
     return BATON_OK;
 }
 
+/* fence_many: sq_fence's steps for every partition inside one BEGIN
+ * IMMEDIATE transaction, one commit. A stale partition is counted in
+ * rejected in the same transaction and reported in results[i]. */
+static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
+                         const int64_t *epochs, int64_t *next_offsets, int *results) {
+    sq_t *sq = sink->be;
+    int rc = sq_begin(sq);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "begin fence", partitions[0]);
+    size_t stale = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t p = partitions[i];
+        sq_fence_t f;
+        int found;
+        int err = sq_fence_get(sink, p, &f, &found);
+        if (err)
+            return err;
+        results[i] = BATON_OK;
+        if (!found) {
+            sqlite3_bind_int(sq->fence_insert, 2, p);
+            sqlite3_bind_int64(sq->fence_insert, 3, epochs[i]);
+            if ((rc = sq_run(sq->fence_insert)) != SQLITE_OK)
+                return sq_fail(sink, rc, "insert fence", p);
+            f.next_offset = 0;
+        } else if (baton_sink__fence_rule(f.epoch, epochs[i]) == BATON_STALE) {
+            sqlite3_bind_int(sq->fence_reject, 2, p);
+            if ((rc = sq_run(sq->fence_reject)) != SQLITE_OK)
+                return sq_fail(sink, rc, "count rejection", p);
+            BLOG_WARN("event=sink_stale op=fence uri=%s group=%s partition=%d epoch=%lld "
+                      "stored_epoch=%lld",
+                      sink->uri, sink->group, (int)p, (long long)epochs[i], (long long)f.epoch);
+            results[i] = BATON_STALE;
+            stale++;
+            continue;
+        } else if (f.epoch != epochs[i]) {
+            sqlite3_bind_int(sq->fence_set_epoch, 2, p);
+            sqlite3_bind_int64(sq->fence_set_epoch, 3, epochs[i]);
+            if ((rc = sq_run(sq->fence_set_epoch)) != SQLITE_OK)
+                return sq_fail(sink, rc, "store epoch", p);
+        }
+        next_offsets[i] = f.next_offset;
+    }
+    rc = sq_run(sq->commit);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "commit fence", partitions[0]);
+    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
+               sink->group, n, stale);
+    return BATON_OK;
+}
+
 /* Binds a key or value: NULL stays SQL NULL, anything else (even empty) is a
  * BLOB. SQLITE_STATIC is safe because the statement is stepped and reset
  * before baton_sink_write returns. */
@@ -255,8 +317,45 @@ static void sq_bind_blob(sqlite3_stmt *st, int idx, const void *p, size_t len) {
         sqlite3_bind_blob64(st, idx, len ? p : "", len, SQLITE_STATIC);
 }
 
+/* Inserts output seq of input offset: seq 0 into baton_output, the rest
+ * into baton_output_more. Returns BATON_OK, or an error with everything
+ * rolled back. */
+static int sq_insert_output(baton_sink_t *sink, int32_t partition, int64_t offset, size_t seq,
+                            const baton_sink_output_t *o, int64_t next_offset) {
+    sq_t *sq = sink->be;
+    sqlite3_stmt *ins = seq ? sq->more_insert : sq->output_insert;
+    sqlite3_bind_int64(ins, 3, offset);
+    sq_bind_blob(ins, 5, o->key, o->key_len);
+    sq_bind_blob(ins, 6, o->value, o->value_len);
+    if (seq)
+        sqlite3_bind_int64(ins, 7, (int64_t)seq);
+    int rc = sq_run(ins);
+    /* Drop the pointers into the caller's records. */
+    sqlite3_bind_null(ins, 5);
+    sqlite3_bind_null(ins, 6);
+    if (rc == SQLITE_OK)
+        return BATON_OK;
+    /* A row at or above next_offset means baton_fence and the output
+     * tables disagree: someone edited one without the other. */
+    if ((rc & 0xff) == SQLITE_CONSTRAINT) {
+        const char *table = seq ? "baton_output_more" : "baton_output";
+        sq_rollback(sq);
+        BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d table=%s offset=%lld seq=%zu "
+                   "next_offset=%lld",
+                   sink->uri, sink->group, (int)partition, table, (long long)offset, seq,
+                   (long long)next_offset);
+        return baton_sink__seterr(sink, BATON_CORRUPT,
+                                  "sink '%s' group '%s' partition %d: offset %lld%s is already "
+                                  "in %s but next_offset is %lld",
+                                  sink->uri, sink->group, (int)partition, (long long)offset,
+                                  seq ? " (a second or later output)" : "", table,
+                                  (long long)next_offset);
+    }
+    return sq_fail(sink, rc, seq ? "insert output_more" : "insert output", partition);
+}
+
 static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                    const baton_record_t *records, size_t nrecords, int64_t *next_offset,
+                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
                     size_t *applied) {
     sq_t *sq = sink->be;
     int rc = sq_begin(sq);
@@ -287,44 +386,26 @@ static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                                   (long long)f.epoch);
     }
 
-    sqlite3_stmt *ins = sq->output_insert;
     int64_t floor = f.next_offset;
     size_t n = 0;
-    sqlite3_bind_int(ins, 2, partition);
-    sqlite3_bind_int64(ins, 4, epoch);
-    for (size_t i = 0; i < nrecords; i++) {
-        const baton_record_t *r = &records[i];
-        if (!baton_sink__applies(floor, r->offset))
+    sqlite3_bind_int(sq->output_insert, 2, partition);
+    sqlite3_bind_int64(sq->output_insert, 4, epoch);
+    sqlite3_bind_int(sq->more_insert, 2, partition);
+    sqlite3_bind_int64(sq->more_insert, 4, epoch);
+    for (size_t i = 0; i < ninputs; i++) {
+        const baton_sink_input_t *in = &inputs[i];
+        if (!baton_sink__applies(floor, in->offset))
             continue;
-        sqlite3_bind_int64(ins, 3, r->offset);
-        sq_bind_blob(ins, 5, r->key, r->key_len);
-        sq_bind_blob(ins, 6, r->value, r->value_len);
-        rc = sq_run(ins);
-        if (rc != SQLITE_OK) {
-            sqlite3_bind_null(ins, 5);
-            sqlite3_bind_null(ins, 6);
-            /* A row at or above next_offset means baton_fence and
-             * baton_output disagree: someone edited one without the other. */
-            if ((rc & 0xff) == SQLITE_CONSTRAINT) {
-                sq_rollback(sq);
-                BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d offset=%lld "
-                           "next_offset=%lld",
-                           sink->uri, sink->group, (int)partition, (long long)r->offset,
-                           (long long)f.next_offset);
-                return baton_sink__seterr(sink, BATON_CORRUPT,
-                                          "sink '%s' group '%s' partition %d: offset %lld is "
-                                          "already in baton_output but next_offset is %lld",
-                                          sink->uri, sink->group, (int)partition,
-                                          (long long)r->offset, (long long)f.next_offset);
-            }
-            return sq_fail(sink, rc, "insert output", partition);
+        for (size_t j = 0; j < in->noutputs; j++) {
+            err = sq_insert_output(sink, partition, in->offset, j, &in->outputs[j],
+                                   f.next_offset);
+            if (err)
+                return err;
         }
-        floor = r->offset + 1;
+        /* An input without outputs is consumed all the same. */
+        floor = in->offset + 1;
         n++;
     }
-    /* Drop the pointers into the caller's records. */
-    sqlite3_bind_null(ins, 5);
-    sqlite3_bind_null(ins, 6);
 
     if (n) {
         sqlite3_bind_int(sq->fence_set_next, 2, partition);
@@ -395,7 +476,7 @@ static void sq_close(baton_sink_t *sink) {
     sqlite3_stmt *stmts[] = {sq->begin,        sq->commit,         sq->rollback,
                              sq->fence_get,    sq->fence_insert,   sq->fence_set_epoch,
                              sq->fence_reject, sq->fence_set_next, sq->fence_list,
-                             sq->output_insert};
+                             sq->output_insert, sq->more_insert};
     if (sq->db && sq->rollback)
         sq_rollback(sq);
     for (size_t i = 0; i < BATON_ARRAY_SIZE(stmts); i++)
@@ -492,6 +573,9 @@ static int sq_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
     if (!err)
         err = sq_check_table(sink, "baton_output", output_cols, BATON_ARRAY_SIZE(output_cols),
                              errstr, errstr_size);
+    if (!err)
+        err = sq_check_table(sink, "baton_output_more", more_cols, BATON_ARRAY_SIZE(more_cols),
+                             errstr, errstr_size);
     if (err)
         goto fail;
     rc = sqlite3_exec(sq->db, "COMMIT", NULL, NULL, NULL);
@@ -541,6 +625,10 @@ static int sq_prepare_all(baton_sink_t *sink, char *errstr, size_t errstr_size) 
         {&sq->output_insert,
          "INSERT INTO baton_output(grp, partition, offset, epoch, key, value) "
          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         1},
+        {&sq->more_insert,
+         "INSERT INTO baton_output_more(grp, partition, offset, seq, epoch, key, value) "
+         "VALUES (?1, ?2, ?3, ?7, ?4, ?5, ?6)",
          1},
     };
     for (size_t i = 0; i < BATON_ARRAY_SIZE(defs); i++) {
@@ -706,4 +794,5 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .write = sq_write,
     .fences = sq_fences,
     .set_busy_timeout = sq_set_busy_timeout,
+    .fence_many = sq_fence_many,
 };

@@ -13,6 +13,7 @@
 #include "baton_opts.h"
 #include "baton_signal.h"
 #include "baton_util.h"
+#include "processor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +25,24 @@ static const char *prog = "baton-worker";
 static const char *zk_hosts, *group, *id, *brokers, *sink_uri, *rack, *root = BATON_DEFAULT_ROOT;
 static const char *log_level = "info", *log_format = "text";
 static const char *metrics_addr;
+/* --processor NAME|PATH.so and its --processor-config (JSON or @FILE). */
+static const char *processor_spec = "copy", *processor_config;
 static int64_t shutdown_timeout_ms = 30000;
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, capacity = 1,
                batch_size = 500, linger_ms = 20;
 
 /* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
 static const char *zk_auth, *zk_auth_file;
+/* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
+ * heap, lives until exit). */
+static const char *zk_chroot;
+static char *zk_connect;
 
 static baton_conf_opt_t opts[] = {
     {"zk", "zookeeper.connect", "BATON_ZK", BATON_CONF_STR, 0, 0, &zk_hosts, "HOSTS",
      "ZooKeeper connect string (host:port[,host:port...])", 0},
+    {"zk-chroot", "zookeeper.chroot", "BATON_ZK_CHROOT", BATON_CONF_STR, 0, 0, &zk_chroot, "PATH",
+     "ZooKeeper chroot appended to the connect string (a tenant)", 0},
     {"group", "group", "BATON_GROUP", BATON_CONF_STR, 0, 0, &group, "G", "group name", 0},
     {"id", "worker.id", "BATON_ID", BATON_CONF_STR, 0, 0, &id, "ID",
      "worker id, unique among live workers ([A-Za-z0-9._-])", 0},
@@ -65,6 +74,10 @@ static baton_conf_opt_t opts[] = {
      "digest:USER:PASS: write as this ZooKeeper identity (secret)", 1},
     {"zk-auth-file", "zookeeper.auth.file", "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0,
      &zk_auth_file, "FILE", "the same from a file's first line (off the command line)", 0},
+    {"processor", "processor", "BATON_PROCESSOR", BATON_CONF_STR, 0, 0, &processor_spec,
+     "NAME|PATH", "copy (default), project, or a processor .so (see README, Processors)", 0},
+    {"processor-config", "processor.config", "BATON_PROCESSOR_CONFIG", BATON_CONF_STR, 0, 0,
+     &processor_config, "JSON", "the processor's configuration: JSON text, or @FILE", 0},
     {"log-level", "log.level", "BATON_LOG_LEVEL", BATON_CONF_STR, 0, 0, &log_level, "L",
      "debug, info, warn, error (default info)", 0},
     {"log-format", "log.format", "BATON_LOG_FORMAT", BATON_CONF_STR, 0, 0, &log_format, "F",
@@ -97,8 +110,9 @@ static void usage(FILE *f) {
             "examples:\n"
             "  %s --zk 127.0.0.1:2181 --group orders --id w1 \\\n"
             "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n"
-            "  %s --config /etc/baton/worker.properties --id w1\n",
-            prog, prog);
+            "  %s --config /etc/baton/worker.properties --id w1\n"
+            "  %s ... --processor project --processor-config '{\"fields\":[\"user\",\"amount\"]}'\n",
+            prog, prog, prog);
 }
 
 int main(int argc, char **argv) {
@@ -114,6 +128,9 @@ int main(int argc, char **argv) {
     }
     if (!zk_hosts)
         baton_usage_error(prog, "--zk (zookeeper.connect) is required");
+    if (baton_conf_zk_chroot(zk_hosts, zk_chroot, &zk_connect, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
+    zk_hosts = zk_connect;
     if (!group || baton_id_valid(group) != 0)
         baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
     if (!id || baton_id_valid(id) != 0)
@@ -132,6 +149,12 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--rack: '%s' is not a valid rack name", rack);
     baton_daemon_opts_t daemon = {log_level, log_format, metrics_addr};
     baton_daemon_check(prog, &daemon);
+    /* The processor is loaded and its configuration checked before joining
+     * the group: a bad one is a usage error, never a failed partition. */
+    baton_processor_t *processor = NULL;
+    if (baton_processor_load(processor_spec, processor_config, &processor, errstr,
+                             sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
 
     baton_worker_conf_t conf = {
         .zk_hosts = zk_hosts,
@@ -148,11 +171,13 @@ int main(int argc, char **argv) {
         .linger_ms = (int)linger_ms,
         .kafka_props = (const char **)parsed.kafka,
         .nkafka_props = parsed.nkafka,
+        .processor = processor,
     };
     int stop_fd = -1;
     baton_metrics_server_t *metrics = NULL;
     int start = baton_daemon_start(prog, id, &daemon, &stop_fd, &metrics);
     if (start != BATON_EXIT_OK) {
+        baton_processor_destroy(processor);
         baton_conf_release(&parsed);
         return start;
     }
@@ -163,6 +188,7 @@ int main(int argc, char **argv) {
         BLOG_WARN("event=shutdown_deadline_unavailable");
     int rc = baton_worker_run(&conf, stop_fd);
     baton_metrics_server_stop(metrics);
+    baton_processor_destroy(processor);
     baton_conf_release(&parsed);
     return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }

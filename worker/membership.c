@@ -1,6 +1,11 @@
-/* membership.c: registration, assignment watch and claims of one worker (see
- * membership.h). Single-threaded: ZooKeeper's completion thread only queues
- * events through baton_zk; everything here runs on the owner's thread. */
+/* membership.c: the member library (include/baton/baton.h): registration,
+ * assignment watch and claims of one member, for partitions and named keys.
+ * Single-threaded: ZooKeeper's completion thread only queues events through
+ * baton_zk; everything here runs on the owner's thread.
+ *
+ * Resources are addressed internally by a rid: a partition p is rid p; the
+ * k-th key this process has heard of is rid -(k+1). Keys are never
+ * forgotten while the process lives (a removed key is simply unassigned). */
 #include "membership.h"
 
 #include "baton_err.h"
@@ -10,14 +15,22 @@
 #include "baton_metrics.h"
 #include "baton_util.h"
 #include "baton_zk.h"
+#include "baton_zk_auth.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RETRY_MS 200
+/* A graceful leave waits at most this long for the coordinator to name
+ * its successors before it releases its claims anyway. */
+#define LEAVE_WAIT_MS 2000
+/* Claim creates or deletes per multi (well under jute.maxbuffer). */
+#define CLAIM_MULTI_MAX 500
 
 /* The liveness probe's state, shared with ZooKeeper's completion thread:
  * the completion only stores into these atomics (no I/O, no locks), the
@@ -42,9 +55,18 @@ typedef struct {
     int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
 } mpart_t;
 
+typedef struct {
+    char *name;
+    mpart_t st;
+} mkey_t;
+
 struct baton_membership_s {
     baton_membership_conf_t conf;
     baton_membership_cbs_t cbs;
+    mkey_t *keys; /* every key we were ever assigned; rid -(k+1) */
+    int32_t nkeys;
+    char label[BATON_ID_MAX + 16]; /* res_label's buffer */
+    int next_ms;                   /* what the last poll asked for */
     baton_zk_t *zk;
     char *base;
     char *member_path;
@@ -67,8 +89,82 @@ static void session_hex(baton_membership_t *m) {
              (unsigned long long)baton_zk_session_id(m->zk));
 }
 
-static char *claims_dir(const baton_membership_t *m, int32_t p) {
-    return xasprintf("%s/partitions/%d/claims", m->base, p);
+/* ---- resources ------------------------------------------------------------ */
+
+static int32_t rid_count(const baton_membership_t *m) { return m->nparts + m->nkeys; }
+/* The i-th resource, partitions first. */
+static int32_t rid_at(const baton_membership_t *m, int32_t i) {
+    return i < m->nparts ? i : -(i - m->nparts + 1);
+}
+static mpart_t *res_st(baton_membership_t *m, int32_t rid) {
+    return rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
+}
+static char *claims_dir(const baton_membership_t *m, int32_t rid) {
+    if (rid >= 0)
+        return xasprintf("%s/partitions/%d/claims", m->base, rid);
+    return baton_group_key_claims(m->base, m->keys[-rid - 1].name);
+}
+/* "partition=3" or "key=nightly", for log lines (one per line). */
+static const char *res_label(baton_membership_t *m, int32_t rid) {
+    if (rid >= 0)
+        snprintf(m->label, sizeof(m->label), "partition=%d", rid);
+    else
+        snprintf(m->label, sizeof(m->label), "key=%s", m->keys[-rid - 1].name);
+    return m->label;
+}
+static baton_resource_t res_public(const baton_membership_t *m, int32_t rid) {
+    if (rid >= 0)
+        return (baton_resource_t){.kind = BATON_RESOURCE_PARTITION, .partition = rid};
+    return (baton_resource_t){
+        .kind = BATON_RESOURCE_KEY, .partition = -1, .key = m->keys[-rid - 1].name};
+}
+static int32_t key_find(const baton_membership_t *m, const char *name, size_t len) {
+    for (int32_t k = 0; k < m->nkeys; k++)
+        if (strlen(m->keys[k].name) == len && memcmp(m->keys[k].name, name, len) == 0)
+            return -(k + 1);
+    return 0; /* 0 is a partition rid, never a key's: "not found" */
+}
+static int32_t key_add(baton_membership_t *m, const char *name) {
+    int32_t rid = key_find(m, name, strlen(name));
+    if (rid < 0)
+        return rid;
+    m->keys = xrealloc(m->keys, sizeof(mkey_t) * (size_t)(m->nkeys + 1));
+    memset(&m->keys[m->nkeys], 0, sizeof(mkey_t));
+    m->keys[m->nkeys].name = xstrdup(name);
+    return -(++m->nkeys);
+}
+/* The rid of a public resource, or 0 with *ok = 0 if we never heard of it. */
+static int32_t res_rid(const baton_membership_t *m, const baton_resource_t *r, int *ok) {
+    *ok = 0;
+    if (!r)
+        return 0;
+    if (r->kind == BATON_RESOURCE_PARTITION) {
+        *ok = r->partition >= 0 && r->partition < m->nparts;
+        return r->partition;
+    }
+    if (r->kind != BATON_RESOURCE_KEY || !r->key)
+        return 0;
+    int32_t rid = key_find(m, r->key, strlen(r->key));
+    *ok = rid < 0;
+    return rid;
+}
+static int cb_acquired(baton_membership_t *m, int32_t rid, int64_t epoch) {
+    baton_resource_t r = res_public(m, rid);
+    return m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, &r, epoch) : BATON_OK;
+}
+static void cb_released(baton_membership_t *m, int32_t rid, baton_release_reason_t why) {
+    baton_resource_t r = res_public(m, rid);
+    if (m->cbs.on_released)
+        m->cbs.on_released(m->cbs.opaque, &r, why);
+}
+
+const char *baton_release_reason_name(baton_release_reason_t r) {
+    switch (r) {
+    case BATON_RELEASE_REVOKED: return "revoked";
+    case BATON_RELEASE_LOST: return "lost";
+    case BATON_RELEASE_LEAVE: return "leave";
+    }
+    return "unknown";
 }
 
 /* --- self-suspension --------------------------------------------------------
@@ -166,14 +262,27 @@ static int probe_tick(baton_membership_t *m) {
 /* Registers workers/<id> (ephemeral). A node of another session with our id
  * may be a previous incarnation whose session has not expired yet: wait up
  * to one session timeout for it to go before calling the id taken. */
-static int register_member(baton_membership_t *m, char *errstr, size_t n) {
+/* Our member node's body; leaving marks a graceful leave. */
+static char *member_body(const baton_membership_t *m, int leaving) {
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
-    baton_member_t me = {.pid = getpid(), .capacity = m->conf.capacity};
+    baton_member_t me = {.pid = getpid(), .capacity = m->conf.capacity, .leaving = leaving};
     snprintf(me.id, sizeof(me.id), "%s", m->conf.id);
     snprintf(me.host, sizeof(me.host), "%s", host);
     snprintf(me.rack, sizeof(me.rack), "%s", m->conf.rack ? m->conf.rack : "");
-    char *data = baton_member_encode(&me);
+    me.no_partitions = m->conf.no_partitions;
+    if (m->conf.keys) {
+        me.keys_filter = 1;
+        size_t used = 0;
+        for (size_t i = 0; i < m->conf.nkeys; i++)
+            used += (size_t)snprintf(me.keys + used, sizeof(me.keys) - used, "%s%s",
+                                     i ? "," : "", m->conf.keys[i]);
+    }
+    return baton_member_encode(&me);
+}
+
+static int register_member(baton_membership_t *m, char *errstr, size_t n) {
+    char *data = member_body(m, 0);
     int64_t deadline = baton_now_ms() + baton_zk_session_timeout(m->zk) + 2000;
     int waited = 0;
     int err;
@@ -256,10 +365,62 @@ static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
     return BATON_OK;
 }
 
+/* Checks what the application gave (it is input: a clear error, no crash). */
+static int conf_check(baton_membership_conf_t *c, char *errstr, size_t n) {
+    if (!c->zk_hosts || !c->zk_hosts[0])
+        return baton_seterr(errstr, n, BATON_INVALID, "zk_hosts is required");
+    if (!c->root)
+        c->root = BATON_DEFAULT_ROOT;
+    if (baton_root_valid(c->root) != 0)
+        return baton_seterr(errstr, n, BATON_INVALID, "root '%s' is not a valid znode path",
+                            c->root);
+    if (!c->group || baton_id_valid(c->group) != 0)
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "group '%s' is not a valid name (1-128 of [A-Za-z0-9._-])",
+                            c->group ? c->group : "");
+    if (!c->id || baton_id_valid(c->id) != 0)
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "id '%s' is not a valid member id (1-128 of [A-Za-z0-9._-])",
+                            c->id ? c->id : "");
+    if (c->capacity == 0)
+        c->capacity = 1;
+    if (c->capacity < 0 || c->capacity > 1000000)
+        return baton_seterr(errstr, n, BATON_INVALID, "capacity %d is not in 1..1000000",
+                            c->capacity);
+    if (c->session_timeout_ms <= 0)
+        c->session_timeout_ms = 10000;
+    if (c->connect_timeout_ms <= 0)
+        c->connect_timeout_ms = 10000;
+    if (c->rack && strlen(c->rack) >= 64)
+        return baton_seterr(errstr, n, BATON_INVALID, "rack is longer than 63 bytes");
+    size_t total = 0;
+    for (size_t i = 0; c->keys && i < c->nkeys; i++) {
+        if (!c->keys[i] || baton_key_valid(c->keys[i]) != 0)
+            return baton_seterr(errstr, n, BATON_INVALID,
+                                "key '%s' is not a key name (1-128 of [A-Za-z0-9._-])",
+                                c->keys[i] ? c->keys[i] : "");
+        total += strlen(c->keys[i]) + 1;
+    }
+    if (total >= BATON_MEMBER_KEYS_MAX)
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "the key filter is over %d bytes: take every key instead",
+                            BATON_MEMBER_KEYS_MAX);
+    if (c->zk_auth) {
+        int err = baton_zk_auth_init(c->zk_auth, NULL, c->root, 1, errstr, n);
+        if (err != BATON_OK)
+            return err;
+    }
+    return BATON_OK;
+}
+
 int baton_membership_new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
                          baton_membership_t **out, char *errstr, size_t n) {
+    baton_membership_conf_t c = *conf;
+    int cerr = conf_check(&c, errstr, n);
+    if (cerr != BATON_OK)
+        return cerr;
     baton_membership_t *m = xcalloc(1, sizeof(*m));
-    m->conf = *conf;
+    m->conf = c;
     m->cbs = *cbs;
     m->base = baton_group_base(conf->root, conf->group);
     m->member_path = xasprintf("%s/workers/%s", m->base, conf->id);
@@ -279,6 +440,9 @@ void baton_membership_destroy(baton_membership_t *m) {
     baton_zk_destroy(m->zk); /* joins the completion thread: no probe_done after this */
     free(m->hb);
     free(m->parts);
+    for (int32_t k = 0; k < m->nkeys; k++)
+        free(m->keys[k].name);
+    free(m->keys);
     free(m->member_path);
     free(m->base);
     free(m);
@@ -300,17 +464,17 @@ int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
 
 /* Deletes our claim on p (only our own node, by its exact name). */
 static void delete_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = &m->parts[p];
+    mpart_t *mp = res_st(m, p);
     if (!mp->claim[0])
         return;
     char *dir = claims_dir(m, p);
     char *path = xasprintf("%s/%s", dir, mp->claim);
     int err = baton_zk_delete(m->zk, path, -1);
     if (err != BATON_OK && err != BATON_NOTFOUND)
-        BLOG_WARN("event=release_failed partition=%d claim=%s error=%s", p, mp->claim,
+        BLOG_WARN("event=release_failed %s claim=%s error=%s", res_label(m, p), mp->claim,
                   baton_err_name(err));
     else
-        BLOG_INFO("event=released partition=%d epoch=%lld", p, (long long)mp->czxid);
+        BLOG_INFO("event=released %s epoch=%lld", res_label(m, p), (long long)mp->czxid);
     free(path);
     free(dir);
     mp->claim[0] = 0;
@@ -318,14 +482,43 @@ static void delete_claim(baton_membership_t *m, int32_t p) {
     mp->owned = 0;
 }
 
-void baton_membership_drop(baton_membership_t *m, int32_t p) {
-    if (p < 0 || p >= m->nparts)
-        return;
-    BLOG_WARN("event=drop partition=%d epoch=%lld reason=fenced", p,
-              (long long)m->parts[p].czxid);
+static void drop_rid(baton_membership_t *m, int32_t p) {
+    mpart_t *mp = res_st(m, p);
+    BLOG_WARN("event=drop %s epoch=%lld reason=fenced", res_label(m, p), (long long)mp->czxid);
     delete_claim(m, p);
-    m->parts[p].dirty = 1;
-    m->parts[p].retry_at = baton_now_ms() + RETRY_MS;
+    mp->dirty = 1;
+    mp->retry_at = baton_now_ms() + RETRY_MS;
+}
+
+void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r) {
+    int ok;
+    int32_t rid = res_rid(m, r, &ok);
+    if (ok)
+        drop_rid(m, rid);
+}
+
+int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
+    int ok;
+    int32_t rid = res_rid(m, r, &ok);
+    if (!ok)
+        return 0;
+    const mpart_t *mp = rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
+    return mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
+}
+
+int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r,
+                                char *buf, size_t size) {
+    int ok;
+    int32_t rid = res_rid(m, r, &ok);
+    if (!ok || !buf || size == 0)
+        return BATON_INVALID;
+    const mpart_t *mp = rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
+    if (!mp->claim[0])
+        return BATON_NOTFOUND;
+    char *dir = claims_dir(m, rid);
+    int w = snprintf(buf, size, "%s/%s", dir, mp->claim);
+    free(dir);
+    return w >= 0 && (size_t)w < size ? BATON_OK : BATON_INVALID;
 }
 
 /* Reads assignment/<id> (leaving a watch) and marks changed partitions. */
@@ -369,13 +562,25 @@ static int read_assignment(baton_membership_t *m) {
             m->parts[p].dirty = 1;
         }
     }
+    /* Keys: every key listed is ours; every key we know and is not, is not. */
+    for (size_t i = 0; i < wa.nkeys; i++)
+        key_add(m, wa.keys[i]);
+    for (int32_t k = 0; k < m->nkeys; k++) {
+        mpart_t *mk = &m->keys[k].st;
+        int want = bsearch(&m->keys[k].name, wa.keys, wa.nkeys, sizeof(char *),
+                           baton_strcmp_p) != NULL;
+        if (want != mk->assigned) {
+            mk->assigned = want;
+            mk->dirty = 1;
+        }
+    }
     for (size_t i = 0; i < wa.npartitions; i++)
         if (wa.partitions[i] >= m->nparts)
             BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d",
                       wa.partitions[i], m->nparts);
     if (wa.generation != m->generation)
-        BLOG_INFO("event=assignment generation=%lld partitions=%zu", (long long)wa.generation,
-                  wa.npartitions);
+        BLOG_INFO("event=assignment generation=%lld partitions=%zu keys=%zu",
+                  (long long)wa.generation, wa.npartitions, wa.nkeys);
     m->generation = wa.generation;
 out:
     baton_worker_assignment_release(&wa);
@@ -389,7 +594,7 @@ out:
  * earlier session, even with our worker id, is never ours). Sets mp->claim
  * if found and clears uncertain; an error keeps it uncertain. */
 static int find_own_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = &m->parts[p];
+    mpart_t *mp = res_st(m, p);
     char *dir = claims_dir(m, p);
     int err = BATON_OK;
     {
@@ -408,7 +613,7 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
             if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
                 mp->czxid = st.czxid;
-                BLOG_INFO("event=claim_recovered partition=%d claim=%s", p, mp->claim);
+                BLOG_INFO("event=claim_recovered %s claim=%s", res_label(m, p), mp->claim);
             } else if (e != BATON_OK && e != BATON_NOTFOUND) {
                 err = e; /* cannot tell: stay uncertain rather than create twice */
             }
@@ -425,7 +630,7 @@ out:
 
 /* Creates our claim on p, or finds the one a lost reply created. */
 static int create_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = &m->parts[p];
+    mpart_t *mp = res_st(m, p);
     int err = BATON_OK;
     if (mp->uncertain) {
         if ((err = find_own_claim(m, p)) != BATON_OK || mp->claim[0])
@@ -444,12 +649,12 @@ static int create_claim(baton_membership_t *m, int32_t p) {
         snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
         mp->czxid = st.czxid;
         mp->claimed_ms = baton_now_ms();
-        BLOG_INFO("event=claimed partition=%d claim=%s czxid=%lld", p, mp->claim,
+        BLOG_INFO("event=claimed %s claim=%s czxid=%lld", res_label(m, p), mp->claim,
                   (long long)st.czxid);
     } else if (err == BATON_CONNECTION) {
         mp->uncertain = 1;
     } else if (err == BATON_NOTFOUND) {
-        BLOG_ERROR("event=claim_failed partition=%d error=\"'%s' does not exist\"", p, dir);
+        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", res_label(m, p), dir);
     }
     free(prefix);
     free(data);
@@ -457,16 +662,13 @@ static int create_claim(baton_membership_t *m, int32_t p) {
     return err;
 }
 
-/* Our claim exists: is it the lowest? If so we own p; if not, watch the
- * claim just ahead of ours. */
-static int check_queue(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = &m->parts[p];
-    char *dir = claims_dir(m, p);
-    char **names = NULL;
-    size_t n = 0;
-    int err = baton_zk_children(m->zk, dir, 0, &names, &n);
-    if (err != BATON_OK)
-        goto out;
+/* The first half of a queue check, given the claims listed in p's
+ * directory: returns the path to watch (heap; our own claim when we are
+ * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
+ * is gone (then p is marked to be claimed again). */
+static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n,
+                          int *waiting) {
+    mpart_t *mp = res_st(m, p);
     int64_t my_seq = baton_seq_of(mp->claim);
     const char *pred = NULL;
     int64_t pred_seq = -1;
@@ -485,63 +687,371 @@ static int check_queue(baton_membership_t *m, int32_t p) {
     if (!found) {
         /* Removed by someone else (an operator, or the coordinator's stuck
          * handoff revoke): claim again if still assigned. */
-        BLOG_WARN("event=claim_lost partition=%d claim=%s", p, mp->claim);
-        if (mp->owned && m->cbs.on_released)
-            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_LOST);
+        BLOG_WARN("event=claim_lost %s claim=%s", res_label(m, p), mp->claim);
+        if (mp->owned)
+            cb_released(m, p, BATON_RELEASE_LOST);
         mp->claim[0] = 0;
         mp->owned = 0;
         mp->dirty = 1;
-        goto out;
+        return NULL;
     }
-    char *watch_path = xasprintf("%s/%s", dir, pred ? pred : mp->claim);
+    *waiting = pred != NULL;
+    if (pred)
+        BLOG_DEBUG("event=waiting %s behind=%s", res_label(m, p), pred);
+    char *dir = claims_dir(m, p);
     /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
      * the predecessor only, so a release wakes one claimant, not a herd. */
-    err = baton_zk_exists(m->zk, watch_path, 1, NULL);
-    free(watch_path);
+    char *watch_path = xasprintf("%s/%s", dir, pred ? pred : mp->claim);
+    free(dir);
+    return watch_path;
+}
+
+/* The second half: the watch was set (err, and st the watched node's
+ * stat). The lowest claim owns p: take it (on_acquired). */
+static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct Stat *st,
+                        int waiting) {
+    mpart_t *mp = res_st(m, p);
     if (err == BATON_NOTFOUND) {
         mp->dirty = 1; /* it went meanwhile: look again */
-        err = BATON_OK;
-        goto out;
+        return BATON_OK;
     }
-    if (err != BATON_OK)
-        goto out;
-    if (pred) {
-        BLOG_DEBUG("event=waiting partition=%d behind=%s", p, pred);
-        goto out;
-    }
+    if (err != BATON_OK || waiting)
+        return err;
+    /* Our own claim's stat: its czxid is the epoch (a batched create, see
+     * claims_create_batch, learns it only here). */
+    if (st && st->czxid)
+        mp->czxid = st->czxid;
     if (!mp->owned) {
         if (!baton_membership_can_write(m)) {
             mp->dirty = 1;
-            goto out;
+            return BATON_OK;
         }
-        int rc = m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, p, mp->czxid) : BATON_OK;
+        /* Owned while on_acquired runs, so baton_epoch_valid() holds there
+         * (an application fences its resource from inside the callback). */
+        mp->owned = 1;
+        int rc = cb_acquired(m, p, mp->czxid);
+        mp->owned = rc == BATON_OK;
         if (rc == BATON_OK) {
-            mp->owned = 1;
             if (mp->claimed_ms)
                 baton_metric_observe(baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS),
                                      (double)(baton_now_ms() - mp->claimed_ms) / 1000.0);
             mp->claimed_ms = 0;
-            BLOG_INFO("event=acquired partition=%d epoch=%lld generation=%lld", p,
+            BLOG_INFO("event=acquired %s epoch=%lld generation=%lld", res_label(m, p),
                       (long long)mp->czxid, (long long)m->generation);
         } else if (rc == BATON_STALE) {
-            baton_membership_drop(m, p);
+            drop_rid(m, p);
         } else {
             mp->dirty = 1;
             mp->retry_at = baton_now_ms() + RETRY_MS;
         }
     }
-out:
-    baton_zk_strings_free(names, n);
+    return BATON_OK;
+}
+
+/* Our claim exists: is it the lowest? If so we own p; if not, watch the
+ * claim just ahead of ours. Synchronous: two round trips. */
+static int check_queue(baton_membership_t *m, int32_t p) {
+    char *dir = claims_dir(m, p);
+    char **names = NULL;
+    size_t n = 0;
+    int err = baton_zk_children(m->zk, dir, 0, &names, &n);
     free(dir);
-    return err;
+    if (err != BATON_OK)
+        return err;
+    int waiting = 0;
+    char *watch_path = queue_decide(m, p, names, n, &waiting);
+    baton_zk_strings_free(names, n);
+    if (!watch_path)
+        return BATON_OK;
+    struct Stat st = {0};
+    err = baton_zk_exists(m->zk, watch_path, 1, &st);
+    free(watch_path);
+    return queue_settle(m, p, err, &st, waiting);
+}
+
+/* ---- batched claims --------------------------------------------------------
+ * One poll may have many resources to claim (a cold start, a failover, a
+ * join): their creates go out in multis of up to CLAIM_MULTI_MAX, and their
+ * queue checks (list the claims, then set one watch) as pipelined
+ * asynchronous requests, so a poll costs four round trips, not three per
+ * resource. The completions run on ZooKeeper's completion thread and only
+ * store results into a zbatch_t and signal; the owner's thread waits for
+ * them and acts. */
+
+typedef struct zbatch_s zbatch_t;
+
+typedef struct {
+    zbatch_t *b;
+    int rc;        /* the ZooKeeper result */
+    char **names;  /* get_children: heap copies, freed with the batch */
+    size_t n;
+    struct Stat st; /* exists: the watched node's stat */
+} zslot_t;
+
+struct zbatch_s {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending;   /* requests not completed yet */
+    int abandoned; /* the owner stopped waiting: the last completion frees */
+    size_t nslots;
+    zslot_t *slots;
+};
+
+static zbatch_t *zbatch_new(size_t n) {
+    zbatch_t *b = xcalloc(1, sizeof(*b));
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->nslots = n;
+    b->slots = xcalloc(n ? n : 1, sizeof(zslot_t));
+    for (size_t i = 0; i < n; i++)
+        b->slots[i] = (zslot_t){.b = b, .rc = ZAPIERROR};
+    return b;
+}
+
+static void zbatch_free(zbatch_t *b) {
+    for (size_t i = 0; i < b->nslots; i++)
+        baton_zk_strings_free(b->slots[i].names, b->slots[i].n);
+    free(b->slots);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+/* Any thread: one request of the batch finished (or was never sent). */
+static void zbatch_done(zslot_t *s, int rc) {
+    zbatch_t *b = s->b;
+    pthread_mutex_lock(&b->mu);
+    s->rc = rc;
+    int last = --b->pending == 0;
+    int orphan = last && b->abandoned;
+    if (last)
+        pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    if (orphan)
+        zbatch_free(b);
+}
+
+/* ZooKeeper's completion thread: copies the names, nothing else. */
+static void zbatch_children_done(int rc, const struct String_vector *sv, const void *data) {
+    zslot_t *s = (zslot_t *)data;
+    if (rc == ZOK && sv && sv->count > 0) {
+        s->names = xcalloc((size_t)sv->count, sizeof(char *));
+        for (int i = 0; i < sv->count; i++)
+            s->names[i] = xstrdup(sv->data[i]);
+        s->n = (size_t)sv->count;
+    }
+    zbatch_done(s, rc);
+}
+
+static void zbatch_exists_done(int rc, const struct Stat *st, const void *data) {
+    zslot_t *s = (zslot_t *)data;
+    if (rc == ZOK && st)
+        s->st = *st;
+    zbatch_done(s, rc);
+}
+
+/* Owner thread: waits for every request of b. The ZooKeeper client
+ * completes every request (with ZCONNECTIONLOSS when the connection goes),
+ * so the bound is only a safety net: past it, b is handed to its last
+ * completion to free and must not be touched; returns 0 then. */
+static int zbatch_wait(zbatch_t *b, int timeout_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&b->mu);
+    while (b->pending > 0)
+        if (pthread_cond_timedwait(&b->cv, &b->mu, &until) != 0)
+            break;
+    int done = b->pending == 0;
+    if (!done)
+        b->abandoned = 1;
+    pthread_mutex_unlock(&b->mu);
+    return done;
+}
+
+/* Creates claims for rids[0..n-1] (none has one, none is uncertain) in one
+ * multi; errs[i] gets each one's result. A multi is all or nothing: a lost
+ * reply makes every one uncertain (lost-create recovery then looks for each
+ * by our session id); another failure (a missing directory) retries them
+ * one by one, so each gets its own error. The czxid of a claim made here is
+ * learned by the queue check (queue_settle), from our own claim's stat. */
+static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int32_t n, int *errs) {
+    baton_claim_t claim = {.generation = m->generation};
+    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
+    char *data = baton_claim_encode(&claim);
+    zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
+    zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
+    char **prefixes = xcalloc((size_t)n, sizeof(char *));
+    char *bufs = xcalloc((size_t)n, 512);
+    for (int32_t i = 0; i < n; i++) {
+        char *dir = claims_dir(m, rids[i]);
+        prefixes[i] = xasprintf("%s/claim-%s-", dir, m->session_hex);
+        free(dir);
+        zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(),
+                           ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
+    }
+    int rc = zoo_multi(baton_zk_handle(m->zk), n, ops, res);
+    int err = baton_zk_err(rc);
+    int64_t now = baton_now_ms();
+    for (int32_t i = 0; i < n; i++) {
+        mpart_t *mp = res_st(m, rids[i]);
+        if (err == BATON_OK) {
+            const char *slash = strrchr(bufs + (size_t)i * 512, '/');
+            snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : "");
+            mp->czxid = 0;
+            mp->claimed_ms = now;
+            BLOG_INFO("event=claimed %s claim=%s batch=%d", res_label(m, rids[i]), mp->claim, n);
+            errs[i] = BATON_OK;
+        } else if (err == BATON_CONNECTION) {
+            mp->uncertain = 1;
+            errs[i] = err;
+        } else if (err == BATON_EXPIRED) {
+            errs[i] = err;
+        } else {
+            errs[i] = create_claim(m, rids[i]);
+        }
+        free(prefixes[i]);
+    }
+    free(bufs);
+    free(prefixes);
+    free(res);
+    free(ops);
+    free(data);
+}
+
+/* Queue checks for rids[0..n-1] (each has a claim), pipelined: every
+ * listing, then every watch, each round awaited once. */
+static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32_t n, int *errs) {
+    zhandle_t *zh = baton_zk_handle(m->zk);
+    int timeout = baton_zk_session_timeout(m->zk) + 1000;
+    char **watch = xcalloc((size_t)n, sizeof(char *));
+    int *waiting = xcalloc((size_t)n, sizeof(int));
+    zbatch_t *b = zbatch_new((size_t)n);
+    b->pending = n;
+    for (int32_t i = 0; i < n; i++) {
+        char *dir = claims_dir(m, rids[i]);
+        int rc = zoo_aget_children(zh, dir, 0, zbatch_children_done, &b->slots[i]);
+        free(dir);
+        if (rc != ZOK)
+            zbatch_done(&b->slots[i], rc);
+    }
+    if (!zbatch_wait(b, timeout)) {
+        for (int32_t i = 0; i < n; i++)
+            errs[i] = BATON_CONNECTION;
+        b = NULL; /* its last completion frees it */
+        goto out;
+    }
+    int nwatch = 0;
+    for (int32_t i = 0; i < n; i++) {
+        zslot_t *s = &b->slots[i];
+        errs[i] = baton_zk_err(s->rc);
+        if (errs[i] == BATON_OK)
+            watch[i] = queue_decide(m, rids[i], s->names, s->n, &waiting[i]);
+        nwatch += watch[i] != NULL;
+    }
+    zbatch_free(b);
+    b = zbatch_new((size_t)n);
+    b->pending = nwatch;
+    for (int32_t i = 0; i < n; i++) {
+        if (!watch[i])
+            continue;
+        int rc = zoo_awexists(zh, watch[i], baton_zk_watcher, m->zk, zbatch_exists_done,
+                              &b->slots[i]);
+        if (rc != ZOK)
+            zbatch_done(&b->slots[i], rc);
+    }
+    if (nwatch > 0 && !zbatch_wait(b, timeout)) {
+        for (int32_t i = 0; i < n; i++)
+            if (watch[i])
+                errs[i] = BATON_CONNECTION;
+        b = NULL; /* its last completion frees it */
+        goto out;
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (watch[i])
+            errs[i] = queue_settle(m, rids[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st,
+                                   waiting[i]);
+out:
+    if (b)
+        zbatch_free(b); /* every request completed */
+    for (int32_t i = 0; i < n; i++)
+        free(watch[i]);
+    free(watch);
+    free(waiting);
+}
+
+/* Brings the claims of assigned resources rids[0..n-1] in line: recover
+ * uncertain creates, create the missing claims (batched), check the queues
+ * (batched). A resource that failed is marked to retry after RETRY_MS.
+ * Returns BATON_EXPIRED if the session is gone (stop: the next poll
+ * rejoins), else BATON_OK. */
+static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t n) {
+    int *errs = xcalloc((size_t)n + 1, sizeof(int));
+    int32_t *sub = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
+    int *suberr = xcalloc((size_t)n + 1, sizeof(int));
+    int32_t nsub = 0;
+    /* Lost replies first, one by one (rare): find before creating. */
+    for (int32_t i = 0; i < n; i++) {
+        mpart_t *mp = res_st(m, rids[i]);
+        if (!mp->claim[0] && mp->uncertain)
+            errs[i] = find_own_claim(m, rids[i]);
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (errs[i] == BATON_OK && !res_st(m, rids[i])->claim[0])
+            sub[nsub++] = i;
+    if (nsub == 1) {
+        errs[sub[0]] = create_claim(m, rids[sub[0]]);
+    } else if (nsub > 1) {
+        int32_t *r = xmalloc(sizeof(int32_t) * (size_t)nsub);
+        for (int32_t j = 0; j < nsub; j++)
+            r[j] = rids[sub[j]];
+        claims_create_batch(m, r, nsub, suberr);
+        for (int32_t j = 0; j < nsub; j++)
+            errs[sub[j]] = suberr[j];
+        free(r);
+    }
+    nsub = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (errs[i] == BATON_OK && res_st(m, rids[i])->claim[0])
+            sub[nsub++] = i;
+    if (nsub == 1) {
+        errs[sub[0]] = check_queue(m, rids[sub[0]]);
+    } else if (nsub > 1) {
+        int32_t *r = xmalloc(sizeof(int32_t) * (size_t)nsub);
+        for (int32_t j = 0; j < nsub; j++)
+            r[j] = rids[sub[j]];
+        claims_check_batch(m, r, nsub, suberr);
+        for (int32_t j = 0; j < nsub; j++)
+            errs[sub[j]] = suberr[j];
+        free(r);
+    }
+    int expired = 0;
+    int64_t now = baton_now_ms();
+    for (int32_t i = 0; i < n; i++) {
+        if (errs[i] == BATON_OK)
+            continue;
+        mpart_t *mp = res_st(m, rids[i]);
+        mp->dirty = 1;
+        mp->retry_at = now + RETRY_MS;
+        expired |= errs[i] == BATON_EXPIRED;
+    }
+    free(suberr);
+    free(sub);
+    free(errs);
+    return expired ? BATON_EXPIRED : BATON_OK;
 }
 
 /* Brings partition p's claim in line with the assignment. */
 static int reconcile_partition(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = &m->parts[p];
+    mpart_t *mp = res_st(m, p);
     if (!mp->assigned) {
-        if (mp->owned && m->cbs.on_released)
-            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_REVOKED);
+        if (mp->owned)
+            cb_released(m, p, BATON_RELEASE_REVOKED);
         /* A create whose reply was lost may have left a claim of ours: find
          * and delete it, or it would block the next owner for as long as
          * our session lives. */
@@ -550,7 +1060,8 @@ static int reconcile_partition(baton_membership_t *m, int32_t p) {
             if (err != BATON_OK)
                 return err; /* still uncertain: look again */
             if (mp->claim[0])
-                BLOG_INFO("event=orphan_claim partition=%d claim=%s action=delete", p, mp->claim);
+                BLOG_INFO("event=orphan_claim %s claim=%s action=delete", res_label(m, p),
+                          mp->claim);
         }
         if (mp->claim[0]) {
             BATON_FAILPOINT("worker.before_release");
@@ -570,10 +1081,11 @@ static int reconcile_partition(baton_membership_t *m, int32_t p) {
 /* Drops everything without flushing: our session is gone, so are our
  * claims, and a successor may already be writing. */
 static void lose_all(baton_membership_t *m) {
-    for (int32_t p = 0; p < m->nparts; p++) {
-        mpart_t *mp = &m->parts[p];
-        if (mp->owned && m->cbs.on_released)
-            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_LOST);
+    for (int32_t i = 0; i < rid_count(m); i++) {
+        int32_t p = rid_at(m, i);
+        mpart_t *mp = res_st(m, p);
+        if (mp->owned)
+            cb_released(m, p, BATON_RELEASE_LOST);
         memset(mp, 0, sizeof(*mp));
     }
 }
@@ -590,6 +1102,8 @@ static void note_event(baton_membership_t *m, const char *path) {
     if (strncmp(rest, "/partitions/", 12) == 0 && sscanf(rest + 12, "%d", &p) == 1 && p >= 0 &&
         p < m->nparts)
         m->parts[p].dirty = 1;
+    else if (strncmp(rest, "/keys/", 6) == 0 && (p = key_find(m, rest + 6, strcspn(rest + 6, "/"))) < 0)
+        res_st(m, p)->dirty = 1;
     else if (strncmp(rest, "/assignment/", 12) == 0)
         m->assignment_dirty = 1;
     else if (strcmp(path, m->member_path) == 0)
@@ -634,6 +1148,23 @@ static int check_member(baton_membership_t *m) {
     return BATON_EVICTED;
 }
 
+/* How soon the owner should poll again: a dirty resource's retry time, a
+ * pending re-read, or the liveness probe. */
+static int soon_of(baton_membership_t *m, int err, int probe_ms) {
+    int soon = 1000;
+    int64_t t = baton_now_ms();
+    for (int32_t i = 0; i < rid_count(m); i++) {
+        const mpart_t *mp = res_st(m, rid_at(m, i));
+        if (mp->dirty) {
+            int64_t d = mp->retry_at - t;
+            soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
+        }
+    }
+    if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
+        soon = soon < RETRY_MS ? soon : RETRY_MS;
+    return soon < probe_ms ? soon : probe_ms;
+}
+
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
     if (m->evicted)
         return baton_seterr(errstr, n, BATON_EVICTED, "evicted: '%s' was deleted", m->member_path);
@@ -657,6 +1188,16 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         }
         baton_zk_event_release(&ev);
     }
+    if ((expired || baton_zk_expired(m->zk)) &&
+        zoo_state(baton_zk_handle(m->zk)) == ZOO_AUTH_FAILED_STATE) {
+        /* The server failed our authentication mid-session: a new session
+         * would present the same credentials. Fatal, not a rejoin loop. */
+        lose_all(m);
+        return baton_seterr(errstr, n, BATON_DENIED,
+                            "ZooKeeper authentication failed for session 0x%s (check --zk-auth); "
+                            "every partition dropped",
+                            m->session_hex);
+    }
     if (expired || baton_zk_expired(m->zk)) {
         BLOG_WARN("event=session_expired session=0x%s action=drop_all_and_rejoin", m->session_hex);
         baton_metric_inc(baton_metric_counter(BATON_M_ZK_EXPIRATIONS));
@@ -668,7 +1209,10 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             int err = connect_and_join(m, errstr, n);
             if (err == BATON_OK)
                 break;
-            if (err == BATON_EXISTS || baton_err_is_input(err))
+            /* Refused credentials (the root's ACL no longer lets our
+             * identity write, or the server failed our authentication) do
+             * not get better by retrying: fatal, like at start. */
+            if (err == BATON_EXISTS || err == BATON_DENIED || baton_err_is_input(err))
                 return err;
             BLOG_WARN("event=rejoin_failed error=\"%s\" action=retry", errstr);
             if (m->zk) {
@@ -714,8 +1258,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             goto done;
         m->all_dirty = 0;
         m->assignment_dirty = 1;
-        for (int32_t p = 0; p < m->nparts; p++)
-            m->parts[p].dirty = 1;
+        for (int32_t i = 0; i < rid_count(m); i++)
+            res_st(m, rid_at(m, i))->dirty = 1;
     }
     if (m->assignment_dirty) {
         m->assignment_dirty = 0;
@@ -727,36 +1271,51 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     int64_t now = baton_now_ms();
     /* Releases first, so partitions we give up reach their new owners before
      * we spend time claiming new ones. */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t p = 0; p < m->nparts; p++) {
-            mpart_t *mp = &m->parts[p];
-            if (!mp->dirty || mp->retry_at > now || (pass == 0) != !mp->assigned)
-                continue;
-            mp->dirty = 0;
-            int e = reconcile_partition(m, p);
-            if (e != BATON_OK) {
-                mp->dirty = 1;
-                mp->retry_at = now + RETRY_MS;
+    for (int32_t i = 0; i < rid_count(m); i++) {
+        int32_t p = rid_at(m, i);
+        mpart_t *mp = res_st(m, p);
+        if (!mp->dirty || mp->retry_at > now || mp->assigned)
+            continue;
+        mp->dirty = 0;
+        int e = reconcile_partition(m, p);
+        if (e != BATON_OK) {
+            mp->dirty = 1;
+            mp->retry_at = now + RETRY_MS;
+            if (e == BATON_EXPIRED) {
+                err = BATON_OK; /* picked up by the next poll's expiry path */
+                goto done;
+            }
+        }
+    }
+    /* Then claims, in batches of CLAIM_MULTI_MAX (claims_reconcile). */
+    {
+        int32_t *batch = xmalloc(sizeof(int32_t) * CLAIM_MULTI_MAX);
+        int32_t nb = 0, total = rid_count(m);
+        for (int32_t i = 0; i <= total; i++) {
+            if (i < total) {
+                int32_t p = rid_at(m, i);
+                mpart_t *mp = res_st(m, p);
+                if (!mp->dirty || mp->retry_at > now || !mp->assigned)
+                    continue;
+                mp->dirty = 0;
+                batch[nb++] = p;
+            }
+            if (nb > 0 && (nb == CLAIM_MULTI_MAX || i == total)) {
+                int e = claims_reconcile(m, batch, nb);
+                nb = 0;
                 if (e == BATON_EXPIRED) {
+                    free(batch);
                     err = BATON_OK; /* picked up by the next poll's expiry path */
                     goto done;
                 }
             }
         }
+        free(batch);
     }
 done:
-    if (next_ms) {
-        int soon = 1000;
-        int64_t t = baton_now_ms();
-        for (int32_t p = 0; p < m->nparts; p++)
-            if (m->parts[p].dirty) {
-                int64_t d = m->parts[p].retry_at - t;
-                soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
-            }
-        if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
-            soon = soon < RETRY_MS ? soon : RETRY_MS;
-        *next_ms = soon < probe_ms ? soon : probe_ms;
-    }
+    m->next_ms = soon_of(m, err, probe_ms);
+    if (next_ms)
+        *next_ms = m->next_ms;
     if (err != BATON_OK && !baton_err_is_fatal(err) && !baton_err_is_input(err))
         err = BATON_OK; /* retriable: try again on the next poll */
     if (err == BATON_EXPIRED)
@@ -764,32 +1323,132 @@ done:
     return err;
 }
 
+/* Whether the assignment still gives us anything. */
+static int assigned_any(baton_membership_t *m) {
+    for (int32_t i = 0; i < rid_count(m); i++)
+        if (res_st(m, rid_at(m, i))->assigned)
+            return 1;
+    return 0;
+}
+
+/* During a graceful leave: waits until the assignment without our
+ * resources arrives (the coordinator rebalances at once on our mark and
+ * names our successors, who queue their claims behind ours), at most
+ * LEAVE_WAIT_MS: without a coordinator the wait simply expires. */
+static void leave_wait(baton_membership_t *m) {
+    int64_t t0 = baton_now_ms(), deadline = t0 + LEAVE_WAIT_MS;
+    int again = 1; /* read once: the watch may have fired before we looked */
+    while (assigned_any(m)) {
+        if (again) {
+            again = 0;
+            if (read_assignment(m) != BATON_OK)
+                again = 1;
+            if (!assigned_any(m))
+                break;
+        }
+        int64_t left = deadline - baton_now_ms();
+        if (left <= 0 || baton_zk_expired(m->zk)) {
+            BLOG_INFO("event=leave_wait_expired waited_ms=%lld", (long long)(baton_now_ms() - t0));
+            return;
+        }
+        struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
+        poll(&pfd, 1, (int)(again && left > RETRY_MS ? RETRY_MS : left));
+        baton_zk_event_t ev;
+        while (baton_zk_next_event(m->zk, &ev)) {
+            if (ev.type == ZOO_SESSION_EVENT && ev.state == ZOO_CONNECTED_STATE)
+                again = 1; /* the watch may have been lost while disconnected */
+            else if (ev.type != ZOO_SESSION_EVENT && ev.type != PROBE_EVENT && ev.path &&
+                     strstr(ev.path, "/assignment/"))
+                again = 1;
+            baton_zk_event_release(&ev);
+        }
+    }
+    BLOG_INFO("event=leave_reassigned waited_ms=%lld", (long long)(baton_now_ms() - t0));
+}
+
+/* Deletes every claim we hold, in as few multis as possible (one round
+ * trip; the successors waiting behind them are woken together). A failed
+ * multi (a claim already gone, a lost connection) falls back to one delete
+ * per claim. */
+static void claims_delete_all(baton_membership_t *m) {
+    int32_t total = rid_count(m);
+    int32_t *rids = xmalloc(sizeof(int32_t) * (size_t)(total + 1));
+    for (int32_t start = 0; start < total;) {
+        int32_t n = 0;
+        for (; start < total && n < CLAIM_MULTI_MAX; start++)
+            if (res_st(m, rid_at(m, start))->claim[0])
+                rids[n++] = rid_at(m, start);
+        if (n == 0)
+            break;
+        zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
+        zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
+        char **paths = xcalloc((size_t)n, sizeof(char *));
+        for (int32_t i = 0; i < n; i++) {
+            char *dir = claims_dir(m, rids[i]);
+            paths[i] = xasprintf("%s/%s", dir, res_st(m, rids[i])->claim);
+            free(dir);
+            zoo_delete_op_init(&ops[i], paths[i], -1);
+        }
+        int rc = n > 1 ? zoo_multi(baton_zk_handle(m->zk), n, ops, res) : ZAPIERROR;
+        for (int32_t i = 0; i < n; i++) {
+            mpart_t *mp = res_st(m, rids[i]);
+            if (rc == ZOK) {
+                BLOG_INFO("event=released %s epoch=%lld", res_label(m, rids[i]),
+                          (long long)mp->czxid);
+                mp->claim[0] = 0;
+                mp->czxid = 0;
+                mp->owned = 0;
+            } else {
+                delete_claim(m, rids[i]);
+            }
+            free(paths[i]);
+        }
+        free(paths);
+        free(res);
+        free(ops);
+    }
+    free(rids);
+}
+
 void baton_membership_leave(baton_membership_t *m) {
     if (!m->zk)
         return;
     /* Say we are leaving before releasing anything, so the coordinator can
-     * tell this departure (history reason "leave") from a crash. */
-    char host[256] = "";
-    gethostname(host, sizeof(host) - 1);
-    baton_member_t me = {.pid = getpid(), .capacity = m->conf.capacity, .leaving = 1};
-    snprintf(me.id, sizeof(me.id), "%s", m->conf.id);
-    snprintf(me.host, sizeof(me.host), "%s", host);
-    snprintf(me.rack, sizeof(me.rack), "%s", m->conf.rack ? m->conf.rack : "");
-    char *data = baton_member_encode(&me);
+     * tell this departure (history reason "leave") from a crash, and
+     * reassigns our resources at once (we count as drained). */
+    char *data = member_body(m, 1);
     int serr = baton_zk_set(m->zk, m->member_path, data, strlen(data), -1, NULL);
     if (serr != BATON_OK)
         BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path, baton_err_name(serr));
     free(data);
-    for (int32_t p = 0; p < m->nparts; p++) {
-        mpart_t *mp = &m->parts[p];
-        if (mp->owned && m->cbs.on_released)
-            m->cbs.on_released(m->cbs.opaque, p, BATON_RELEASE_LEAVE);
-        if (mp->claim[0]) {
-            if (mp->owned)
-                BATON_FAILPOINT("worker.before_release");
-            delete_claim(m, p);
+    /* Stop using everything (the application flushes in on_released) while
+     * the coordinator reacts to the mark; the claims stay until it has. */
+    int owned_any = 0;
+    for (int32_t i = 0; i < rid_count(m); i++) {
+        int32_t p = rid_at(m, i);
+        mpart_t *mp = res_st(m, p);
+        if (mp->owned) {
+            cb_released(m, p, BATON_RELEASE_LEAVE);
+            mp->owned = 0;
+            owned_any = 1;
         }
     }
+    if (serr == BATON_OK && baton_zk_connected(m->zk))
+        leave_wait(m);
+    if (owned_any)
+        BATON_FAILPOINT("worker.before_release");
+    claims_delete_all(m);
     baton_zk_delete(m->zk, m->member_path, -1);
     BLOG_INFO("event=left member=%s", m->member_path);
+}
+
+int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr, size_t n) {
+    int wait = m->next_ms;
+    if (timeout_ms >= 0 && timeout_ms < wait)
+        wait = timeout_ms;
+    if (m->zk && !m->evicted) {
+        struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
+        poll(&pfd, 1, wait < 0 ? 0 : wait);
+    }
+    return baton_membership_poll(m, NULL, errstr, n);
 }

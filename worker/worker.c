@@ -13,6 +13,7 @@
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "membership.h"
+#include "processor.h"
 #include "sink.h"
 
 #include <ctype.h>
@@ -28,6 +29,17 @@
 /* The longest the loop sleeps when nothing at all is due. */
 #define WORKER_IDLE_MS 100
 
+/* One buffered input record and what the processor made of it. */
+typedef struct {
+    int64_t offset;
+    /* copy: the librdkafka message itself, whose key and value are the
+     * output (no copy); destroyed once written or dropped, and always before
+     * the consumer is destroyed. NULL for other processors: the message is
+     * destroyed as soon as it was processed. */
+    rd_kafka_message_t *msg;
+    baton_processor_result_t out; /* other processors: the outputs, owned */
+} wrec_t;
+
 typedef struct {
     int active;          /* fenced and assigned in Kafka */
     int paused;          /* Kafka fetching paused: buffer full or cannot write */
@@ -35,13 +47,21 @@ typedef struct {
     int64_t next_offset; /* the sink's next_offset after our last write */
     int64_t expect;      /* next offset we expect from Kafka */
     int fresh;           /* acquired, nothing written yet: write the first batch at once */
-    /* Buffered input, owned here: the librdkafka messages themselves, not
-     * copies (destroyed once written or dropped, and always before the
-     * consumer is destroyed). */
-    rd_kafka_message_t **recs;
+    /* Buffered input records, processed, in offset order; owned here. */
+    wrec_t *recs;
     size_t nrecs, cap;
+    /* The processor's state for this ownership (NULL for copy, or when the
+     * processor keeps none), opened after the fence, closed on release. */
+    void *pstate;
+    /* The processor failed on this partition: nothing more is consumed or
+     * written until the partition is released (see part_fail). */
+    int failed;
     int64_t first_ms;    /* when the oldest buffered record arrived */
     int64_t retry_at;    /* after a failed write */
+    /* Acquired, not fenced yet: fence_pending runs after the membership's
+     * poll and fences every such partition in one sink transaction. */
+    int fence_pending;
+    int64_t fence_epoch;
 } wpart_t;
 
 typedef struct {
@@ -53,6 +73,12 @@ typedef struct {
     wpart_t *parts;
     int32_t nparts;
     int64_t records_written;
+    const baton_processor_t *proc; /* never NULL */
+    int copy;                      /* proc is the built-in copy: store inputs as they are */
+    /* Set by kafka_error_cb (on this thread, inside rd_kafka_consumer_poll)
+     * for an error retrying cannot fix: the loop exits 1. */
+    int kafka_fatal;
+    int64_t fence_retry_at; /* pending fences failed (busy sink): not before this */
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -62,9 +88,16 @@ static int64_t mono_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static void wrec_release(wrec_t *r) {
+    if (r->msg)
+        rd_kafka_message_destroy(r->msg);
+    r->msg = NULL;
+    baton_processor_result_release(&r->out);
+}
+
 static void batch_clear(wpart_t *wp) {
     for (size_t i = 0; i < wp->nrecs; i++)
-        rd_kafka_message_destroy(wp->recs[i]);
+        wrec_release(&wp->recs[i]);
     wp->nrecs = 0;
     wp->first_ms = 0;
 }
@@ -77,7 +110,7 @@ static void batch_drop_front(wpart_t *wp, size_t n) {
         return;
     }
     for (size_t i = 0; i < n; i++)
-        rd_kafka_message_destroy(wp->recs[i]);
+        wrec_release(&wp->recs[i]);
     memmove(wp->recs, wp->recs + n, sizeof(wp->recs[0]) * (wp->nrecs - n));
     wp->nrecs -= n;
     wp->first_ms = baton_now_ms();
@@ -139,10 +172,16 @@ static void part_deactivate(worker_t *w, int32_t p) {
         return;
     kafka_assign(w, p, 0, 0);
     batch_clear(wp);
+    baton_processor_close(w->proc, wp->pstate);
+    wp->pstate = NULL;
     wp->active = 0;
     wp->paused = 0;
+    wp->failed = 0;
     metrics_owned(w, p);
 }
+
+static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
+                      const char *error);
 
 /* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
  * (p was dropped), or a retriable error with the batch kept. */
@@ -155,21 +194,32 @@ static int part_flush(worker_t *w, int32_t p) {
     /* One transaction holds at most --batch-size records, even when a slow
      * or suspended sink let the buffer grow past it. */
     size_t count = wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
-    baton_record_t *recs = xmalloc(sizeof(baton_record_t) * count);
+    baton_sink_input_t *ins = xmalloc(sizeof(*ins) * count);
+    /* copy: each record is its own single output, pointing into the message. */
+    baton_sink_output_t *copies = w->copy ? xmalloc(sizeof(*copies) * count) : NULL;
     for (size_t i = 0; i < count; i++) {
-        const rd_kafka_message_t *msg = wp->recs[i];
-        recs[i].offset = msg->offset;
-        recs[i].key = msg->key;
-        recs[i].key_len = msg->key ? msg->key_len : 0;
-        recs[i].value = msg->payload;
-        recs[i].value_len = msg->payload ? msg->len : 0;
+        const wrec_t *r = &wp->recs[i];
+        ins[i].offset = r->offset;
+        if (w->copy) {
+            const rd_kafka_message_t *msg = r->msg;
+            copies[i].key = msg->key;
+            copies[i].key_len = msg->key ? msg->key_len : 0;
+            copies[i].value = msg->payload;
+            copies[i].value_len = msg->payload ? msg->len : 0;
+            ins[i].outputs = &copies[i];
+            ins[i].noutputs = 1;
+        } else {
+            ins[i].outputs = r->out.outputs;
+            ins[i].noutputs = r->out.n;
+        }
     }
     BATON_FAILPOINT("worker.before_sink_write");
     int64_t next = 0;
     size_t applied = 0;
     int64_t t0 = mono_us();
-    int err = baton_sink_write(w->sink, p, wp->epoch, recs, count, &next, &applied);
-    free(recs);
+    int err = baton_sink_write_outputs(w->sink, p, wp->epoch, ins, count, &next, &applied);
+    free(copies);
+    free(ins);
     if (err == BATON_OK) {
         baton_metric_inc(baton_metric_counter(BATON_M_W_BATCHES));
         baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS),
@@ -181,6 +231,11 @@ static int part_flush(worker_t *w, int32_t p) {
         wp->fresh = 0;
         w->records_written += (int64_t)applied;
         batch_drop_front(wp, count);
+        /* The processor hears that its outputs so far are durable (not while
+         * part_fail writes the records before a failure). */
+        char perr[512];
+        if (!wp->failed && baton_processor_flush(w->proc, wp->pstate, perr, sizeof(perr)) != BATON_OK)
+            part_fail(w, p, next, "flush", perr);
         return BATON_OK;
     }
     if (err == BATON_STALE || err == BATON_UNFENCED) {
@@ -188,7 +243,8 @@ static int part_flush(worker_t *w, int32_t p) {
                   (long long)wp->epoch, wp->nrecs, baton_err_name(err));
         baton_metric_inc(baton_metric_counter(BATON_M_W_STALE));
         part_deactivate(w, p);
-        baton_membership_drop(w->m, p);
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
+        baton_membership_drop(w->m, &r);
         return BATON_STALE;
     }
     baton_metric_inc(baton_metric_counter(BATON_M_W_BATCH_ERRORS));
@@ -198,18 +254,31 @@ static int part_flush(worker_t *w, int32_t p) {
     return err;
 }
 
-static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
+/* on_acquired only notes the epoch: the fence itself runs in
+ * fence_pending, after the membership's poll, for every partition acquired
+ * in that poll at once (one transaction, one fsync, instead of one each:
+ * a cold start or a failover acquires many together). Deferring it is
+ * safe: nothing is read or written for p until its fence returned
+ * next_offset (the partition is not active and not assigned in Kafka), the
+ * sink refuses a write at an epoch it was not fenced with (UNFENCED), and a
+ * fence that comes back STALE drops the claim as on_acquired's STALE did.
+ * A release before the fence just forgets it (on_released). */
+static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
     worker_t *w = opaque;
+    if (r->kind != BATON_RESOURCE_PARTITION)
+        return BATON_OK; /* never assigned: the worker registers with no keys */
+    int32_t p = r->partition;
     ensure_parts(w);
+    w->parts[p].fence_pending = 1;
+    w->parts[p].fence_epoch = epoch;
+    return BATON_OK;
+}
+
+/* Starts consuming p, fenced at epoch with the sink's next_offset (the
+ * Kafka assign is done by the caller, for every partition at once). */
+static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
+    char errstr[512];
     wpart_t *wp = &w->parts[p];
-    BATON_FAILPOINT("worker.before_fence");
-    int64_t next = 0;
-    int err = baton_sink_fence(w->sink, p, epoch, &next);
-    if (err != BATON_OK) {
-        BLOG_WARN("event=fence_failed partition=%d epoch=%lld error=%s detail=\"%s\"", p,
-                  (long long)epoch, baton_err_name(err), baton_sink_errstr(w->sink));
-        return err;
-    }
     batch_clear(wp);
     wp->active = 1;
     wp->paused = 0;
@@ -217,15 +286,93 @@ static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
     wp->epoch = epoch;
     wp->next_offset = next;
     wp->expect = next;
-    kafka_assign(w, p, next, 1);
+    wp->failed = 0;
+    baton_processor_close(w->proc, wp->pstate);
+    wp->pstate = NULL;
     metrics_owned(w, p);
     BLOG_INFO("event=fenced partition=%d epoch=%lld next_offset=%lld", p, (long long)epoch,
               (long long)next);
-    return BATON_OK;
+    /* One processor state per ownership. A failed init fails the partition
+     * at next_offset, like a failed record: we keep the claim (it is ours;
+     * fenced) but consume nothing. */
+    if (!w->copy && baton_processor_open(w->proc, p, epoch, &wp->pstate, errstr,
+                                         sizeof(errstr)) != BATON_OK)
+        part_fail(w, p, next, "init", errstr);
 }
 
-static void on_released(void *opaque, int32_t p, baton_release_reason_t reason) {
+/* Fences every partition acquired since the last call, in one sink
+ * transaction, then assigns them in Kafka together. A stale fence drops the
+ * claim (a newer owner exists); a failed transaction (a busy sink) is
+ * retried after 100 ms; a partition whose epoch is no longer valid (we
+ * stopped hearing from ZooKeeper) waits until it is valid again or is
+ * released. */
+static void fence_pending(worker_t *w) {
+    if (w->fence_retry_at > baton_now_ms())
+        return;
+    int32_t n = 0;
+    for (int32_t p = 0; p < w->nparts; p++)
+        n += w->parts[p].fence_pending;
+    if (n == 0)
+        return;
+    int32_t *parts = xmalloc(sizeof(int32_t) * (size_t)n);
+    int64_t *epochs = xmalloc(sizeof(int64_t) * (size_t)n);
+    int64_t *next = xcalloc((size_t)n, sizeof(int64_t));
+    int *res = xcalloc((size_t)n, sizeof(int));
+    int32_t k = 0;
+    for (int32_t p = 0; p < w->nparts; p++) {
+        wpart_t *wp = &w->parts[p];
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
+        if (!wp->fence_pending || !baton_epoch_valid(w->m, &r, wp->fence_epoch))
+            continue;
+        parts[k] = p;
+        epochs[k++] = wp->fence_epoch;
+    }
+    if (k > 0) {
+        BATON_FAILPOINT("worker.before_fence");
+        int err = baton_sink_fence_many(w->sink, (size_t)k, parts, epochs, next, res);
+        if (err != BATON_OK) {
+            BLOG_WARN("event=fence_failed partitions=%d error=%s detail=\"%s\" action=retry", k,
+                      baton_err_name(err), baton_sink_errstr(w->sink));
+            w->fence_retry_at = baton_now_ms() + 100;
+        } else {
+            rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(k);
+            for (int32_t i = 0; i < k; i++) {
+                int32_t p = parts[i];
+                w->parts[p].fence_pending = 0;
+                if (res[i] == BATON_STALE) {
+                    BLOG_WARN("event=fence_failed partition=%d epoch=%lld error=STALE", p,
+                              (long long)epochs[i]);
+                    baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
+                    baton_membership_drop(w->m, &r);
+                    continue;
+                }
+                rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = next[i];
+                part_activate(w, p, epochs[i], next[i]);
+            }
+            if (l->cnt > 0) {
+                rd_kafka_error_t *e = rd_kafka_incremental_assign(w->rk, l);
+                if (e) {
+                    BLOG_ERROR("event=kafka_assign_failed partitions=%d error=\"%s\"", l->cnt,
+                               rd_kafka_error_string(e));
+                    rd_kafka_error_destroy(e);
+                }
+            }
+            rd_kafka_topic_partition_list_destroy(l);
+        }
+    }
+    free(res);
+    free(next);
+    free(epochs);
+    free(parts);
+}
+
+static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t reason) {
     worker_t *w = opaque;
+    if (r->kind != BATON_RESOURCE_PARTITION)
+        return;
+    int32_t p = r->partition;
+    if (p < w->nparts)
+        w->parts[p].fence_pending = 0; /* acquired and let go before its fence */
     if (p >= w->nparts || !w->parts[p].active)
         return;
     if (reason != BATON_RELEASE_LOST) {
@@ -249,13 +396,82 @@ static void on_released(void *opaque, int32_t p, baton_release_reason_t reason) 
     part_deactivate(w, p);
 }
 
-/* Applies the processor to one record and buffers the output; takes
- * ownership of msg. The built-in processor is `copy`: output key and value
- * equal the input's, so the message itself is the output (no copy). */
+/* Makes a processor's message safe inside a quoted log field. */
+static void log_clean(char *dst, size_t size, const char *src) {
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < size; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = c == '"' ? '\'' : c < 0x20 || c == 0x7f ? ' ' : (char)c;
+    }
+    dst[i] = '\0';
+}
+
+/* The processor failed on partition p at offset (stage "init", "process"
+ * or "flush"). The partition fails loudly and stops, and the record is
+ * never skipped:
+ *   - event=processor_error names the partition, the offset and the error;
+ *   - the buffered records before offset were processed fine: they are
+ *     written (bounded retries; if that fails they are dropped and read
+ *     again later), so the sink's next_offset lands exactly on the failed
+ *     record; the failed record's outputs were discarded by
+ *     baton_processor_apply;
+ *   - fetching stops and nothing more is processed or written, but the
+ *     claim is kept: releasing it would only move the poison record to
+ *     another worker that fails the same way (or, with an exit, take every
+ *     other partition of this worker down with it, fleet-wide). The
+ *     partition resumes at next_offset when it is owned again: after a
+ *     restart of this worker, or a revoke (drain, rebalance).
+ * Runs on the worker's thread; may block for the bounded flush. */
+static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
+                      const char *error) {
+    wpart_t *wp = &w->parts[p];
+    char clean[512];
+    log_clean(clean, sizeof(clean), error);
+    wp->failed = 1;
+    BLOG_ERROR("event=processor_error partition=%d offset=%lld epoch=%lld processor=%s stage=%s "
+               "error=\"%s\"",
+               p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc), stage,
+               clean);
+    /* Keep only the records before the failure, then write them. */
+    size_t keep = 0;
+    while (keep < wp->nrecs && wp->recs[keep].offset < offset)
+        keep++;
+    for (size_t i = keep; i < wp->nrecs; i++)
+        wrec_release(&wp->recs[i]);
+    wp->nrecs = keep;
+    for (int failures = 0; failures < 5 && wp->active && wp->nrecs > 0;) {
+        int err = part_flush(w, p);
+        if (err == BATON_STALE)
+            break;
+        if (err != BATON_OK) {
+            failures++;
+            baton_sleep_ms(100);
+        }
+    }
+    if (!wp->active)
+        return; /* a newer owner fenced us: it is theirs now */
+    batch_clear(wp);
+    if (!wp->paused)
+        kafka_pause(w, p, 1);
+    baton_processor_close(w->proc, wp->pstate);
+    wp->pstate = NULL;
+    BLOG_ERROR("event=partition_stopped partition=%d epoch=%lld next_offset=%lld reason=processor_error "
+               "action=\"fix the processor, its config or the record, then restart this worker; "
+               "it resumes at next_offset\"",
+               p, (long long)wp->epoch, (long long)wp->next_offset);
+}
+
+/* Applies the processor to one record and buffers its outputs; takes
+ * ownership of msg. The default processor is `copy`: output key and value
+ * equal the input's, so the message itself is the output (no copy, no
+ * call). Any other processor runs here, once per record, so a batch that
+ * must be retried is written again without being processed again. */
 static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     int32_t p = msg->partition;
-    if (p < 0 || p >= w->nparts || !w->parts[p].active || msg->offset < w->parts[p].expect) {
-        /* fetched before we let it go, or already buffered or applied */
+    if (p < 0 || p >= w->nparts || !w->parts[p].active || w->parts[p].failed ||
+        msg->offset < w->parts[p].expect) {
+        /* fetched before we let it go, or already buffered or applied, or
+         * the partition is stopped after a processor error */
         rd_kafka_message_destroy(msg);
         return;
     }
@@ -263,14 +479,36 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     if (msg->offset > wp->expect)
         BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p,
                    (long long)wp->expect, (long long)msg->offset);
+    wrec_t rec = {.offset = msg->offset};
+    if (w->copy) {
+        rec.msg = msg;
+    } else {
+        baton_processor_record_t in = {
+            .partition = p,
+            .offset = msg->offset,
+            .timestamp_ms = rd_kafka_message_timestamp(msg, NULL),
+            .key = msg->key,
+            .key_len = msg->key ? msg->key_len : 0,
+            .value = msg->payload,
+            .value_len = msg->payload ? msg->len : 0,
+        };
+        char errstr[512];
+        int err = baton_processor_apply(w->proc, wp->pstate, &in, &rec.out, errstr,
+                                        sizeof(errstr));
+        rd_kafka_message_destroy(msg);
+        if (err != BATON_OK) {
+            part_fail(w, p, rec.offset, "process", errstr);
+            return;
+        }
+    }
     if (wp->nrecs == wp->cap) {
         wp->cap = wp->cap ? wp->cap * 2 : 64;
         wp->recs = xrealloc(wp->recs, sizeof(*wp->recs) * wp->cap);
     }
-    wp->recs[wp->nrecs++] = msg;
+    wp->recs[wp->nrecs++] = rec;
     if (!wp->first_ms)
         wp->first_ms = baton_now_ms();
-    wp->expect = msg->offset + 1;
+    wp->expect = rec.offset + 1;
 }
 
 /* librdkafka accepts any bootstrap string and only fails to resolve it
@@ -308,10 +546,48 @@ static int bootstrap_check(const char *list, char *errstr, size_t n) {
     return err;
 }
 
-static rd_kafka_t *kafka_new(const baton_worker_conf_t *conf, char *errstr, size_t n) {
+/* librdkafka's error callback; runs on the worker's thread (the main queue
+ * is forwarded to the consumer queue, served by rd_kafka_consumer_poll).
+ * librdkafka retries every connection error forever, a TLS handshake or
+ * SASL failure included: a broker whose certificate does not verify (wrong
+ * ssl.ca.location, a name that does not match --brokers) or credentials it
+ * refuses will not get better by retrying, and a worker that keeps its
+ * claims while it cannot read would stall its partitions silently. So those
+ * fail closed: event=kafka_fatal and exit 1, the claims go with the session.
+ * Other errors (a broker down, a refused connection) stay retriable. The
+ * reason is librdkafka's text; it never holds a setting's value. */
+static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    worker_t *w = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char fatal[512];
+        err = rd_kafka_fatal_error(rk, fatal, sizeof(fatal));
+        reason = fatal;
+        BLOG_ERROR("event=kafka_fatal error=%s reason=\"%s\" action=exit", rd_kafka_err2name(err),
+                   reason);
+        w->kafka_fatal = 1;
+        return;
+    }
+    if (err == RD_KAFKA_RESP_ERR__SSL || err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+        if (!w->kafka_fatal)
+            BLOG_ERROR("event=kafka_fatal error=%s reason=\"%s\" hint=\"%s\" action=exit",
+                       rd_kafka_err2name(err), reason,
+                       err == RD_KAFKA_RESP_ERR__SSL
+                           ? "check kafka ssl.ca.location and that the broker certificate names "
+                             "the host in --brokers"
+                           : "check the kafka sasl.* settings");
+        w->kafka_fatal = 1;
+        return;
+    }
+    BLOG_WARN("event=kafka_error error=%s reason=\"%s\" action=retry", rd_kafka_err2name(err),
+              reason);
+}
+
+static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char *errstr, size_t n) {
     if (bootstrap_check(conf->brokers, errstr, n) != BATON_OK)
         return NULL;
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
+    rd_kafka_conf_set_error_cb(kc, kafka_error_cb);
+    rd_kafka_conf_set_opaque(kc, w);
     char group_id[300];
     snprintf(group_id, sizeof(group_id), "baton-%s", conf->group);
     const char *defaults[][2] = {
@@ -368,13 +644,15 @@ static void flush_due(worker_t *w, int force) {
     for (int32_t p = 0; p < w->nparts; p++) {
         wpart_t *wp = &w->parts[p];
         buffered += wp->nrecs; /* before this flush: good enough for a gauge */
-        if (!wp->active || wp->nrecs == 0 || wp->retry_at > now)
+        if (!wp->active || wp->failed || wp->nrecs == 0 || wp->retry_at > now)
             continue;
         if (force || wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size ||
             now - wp->first_ms >= w->conf->linger_ms)
             part_flush(w, p);
         /* Back-pressure: stop fetching while the buffer is full (a slow or
          * suspended sink); resume once it drains. */
+        if (wp->failed)
+            continue; /* stays paused */
         if (wp->active && !wp->paused && wp->nrecs >= (size_t)w->conf->batch_size * 4)
             kafka_pause(w, p, 1);
         else if (wp->active && wp->paused && wp->nrecs < (size_t)w->conf->batch_size)
@@ -422,6 +700,8 @@ static void worker_metrics_register(void) {
     baton_metric_counter(BATON_M_ZK_EXPIRATIONS);
 }
 
+static const char *const no_keys[1] = {NULL};
+
 int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     char errstr[512];
     worker_t w = {.conf = conf};
@@ -432,8 +712,18 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
      * timeout. */
     int kpipe[2] = {-1, -1};
     rd_kafka_queue_t *kq = NULL;
+    /* No processor given: the built-in copy (loading it cannot fail). */
+    baton_processor_t *own_proc = NULL;
+    if (!conf->processor && baton_processor_load("copy", NULL, &own_proc, errstr,
+                                                 sizeof(errstr)) != BATON_OK) {
+        BLOG_ERROR("event=processor_error error=\"%s\"", errstr);
+        return 1;
+    }
+    w.proc = conf->processor ? conf->processor : own_proc;
+    w.copy = baton_processor_is_copy(w.proc);
     int err = baton_sink_open(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
     if (err != BATON_OK) {
+        baton_processor_destroy(own_proc);
         BLOG_ERROR("event=sink_open_failed error=\"%s\"", errstr);
         return 1;
     }
@@ -446,10 +736,13 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         .rack = conf->rack,
         .session_timeout_ms = conf->session_timeout_ms,
         .connect_timeout_ms = conf->connect_timeout_ms,
+        /* A Kafka worker takes partitions only: an empty key filter. */
+        .keys = no_keys,
+        .nkeys = 0,
     };
     baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released,
                                   .opaque = &w};
-    if (!(w.rk = kafka_new(conf, errstr, sizeof(errstr)))) {
+    if (!(w.rk = kafka_new(&w, conf, errstr, sizeof(errstr)))) {
         BLOG_ERROR("event=kafka_config_error error=\"%s\"", errstr);
         goto out;
     }
@@ -465,18 +758,28 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     kq = rd_kafka_queue_get_consumer(w.rk);
     rd_kafka_queue_io_event_enable(kq, kpipe[1], "k", 1);
     w.topic = baton_membership_topic(w.m);
+    if (!w.topic[0]) {
+        BLOG_ERROR("event=join_failed error=\"group '%s' has named keys only, no topic: run "
+                   "its jobs with baton-run or the member library\"",
+                   conf->group);
+        goto out;
+    }
     ensure_parts(&w);
-    BLOG_INFO("event=started topic=%s partitions=%d sink=%s", w.topic, w.nparts, conf->sink_uri);
+    BLOG_INFO("event=started topic=%s partitions=%d sink=%s processor=%s", w.topic, w.nparts,
+              conf->sink_uri, baton_processor_name(w.proc));
     worker_metrics_register();
 
     int next_ms = 0;
     while (!baton_signal_stop_requested()) {
+        if (w.kafka_fatal)
+            goto out; /* logged by kafka_error_cb */
         err = baton_membership_poll(w.m, &next_ms, errstr, sizeof(errstr));
         if (err != BATON_OK) {
             BLOG_ERROR("event=membership_failed error=\"%s\"", errstr);
             goto out;
         }
         ensure_parts(&w);
+        fence_pending(&w);
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
         int more = 0;
         for (int i = 0; i < 10000; i++) {
@@ -497,6 +800,9 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         if (baton_signal_stop_requested())
             break;
         int timeout = more ? 0 : flush_due_in(&w, next_ms < WORKER_IDLE_MS ? next_ms : WORKER_IDLE_MS);
+        for (int32_t p = 0; p < w.nparts && timeout > 0; p++)
+            if (w.parts[p].fence_pending)
+                timeout = timeout < 100 ? timeout : 100; /* a fence to retry */
         struct pollfd pfds[3] = {{.fd = baton_membership_fd(w.m), .events = POLLIN},
                                  {.fd = kpipe[0], .events = POLLIN},
                                  {.fd = stop_fd, .events = POLLIN}};
@@ -507,9 +813,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         }
     }
     BLOG_INFO("event=stopping action=graceful_leave");
-    /* Write every buffered batch first, so each release below is only the
-     * claim's deletion and the next owners start sooner. */
-    flush_due(&w, 1);
+    /* The leave marks our member node first (the coordinator names our
+     * successors at once), then releases every partition (on_released
+     * writes its buffered batches) while the coordinator works, waits
+     * for the new assignment and only then deletes the claims. */
     baton_membership_leave(w.m);
     rc = 0;
 out:
@@ -527,9 +834,11 @@ out:
         for (int32_t p = 0; p < w.nparts; p++) {
             batch_clear(&w.parts[p]);
             free(w.parts[p].recs);
+            baton_processor_close(w.proc, w.parts[p].pstate);
         }
         free(w.parts);
     }
+    baton_processor_destroy(own_proc);
     baton_sink_destroy(w.sink);
     if (kpipe[0] >= 0) {
         close(kpipe[0]);

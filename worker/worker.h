@@ -20,6 +20,8 @@ typedef struct {
     int linger_ms;  /* how long a partial batch may wait */
     const char **kafka_props; /* "key=value" passed to librdkafka unchanged */
     size_t nkafka_props;
+    /* The loaded processor (processor.h), owned by the caller; NULL: copy. */
+    const struct baton_processor_s *processor;
 } baton_worker_conf_t;
 
 /* Runs until SIGTERM/SIGINT (graceful leave, returns 0) or a fatal error

@@ -55,7 +55,9 @@ static void fuzz_member(const char *buf, size_t len) {
     err = baton_member_decode(enc, strlen(enc), &m2, errstr, sizeof(errstr));
     FUZZ_CHECK(err == BATON_OK, "member round trip failed: %s (%s)", errstr, enc);
     FUZZ_CHECK(strcmp(m.id, m2.id) == 0 && strcmp(m.host, m2.host) == 0 && m.pid == m2.pid &&
-                   m.capacity == m2.capacity && strcmp(m.rack, m2.rack) == 0,
+                   m.capacity == m2.capacity && strcmp(m.rack, m2.rack) == 0 &&
+                   m.keys_filter == m2.keys_filter && strcmp(m.keys, m2.keys) == 0 &&
+                   m.no_partitions == m2.no_partitions,
                "member round trip changed %s", enc);
     free(enc);
 }
@@ -85,7 +87,8 @@ static void fuzz_worker_assignment(const char *buf, size_t len) {
     if (err != BATON_OK) {
         check_err("worker assignment", err, errstr);
         /* On error the decoder owns nothing: release must be harmless. */
-        FUZZ_CHECK(a.partitions == NULL && a.npartitions == 0, "error left partitions behind");
+        FUZZ_CHECK(a.partitions == NULL && a.npartitions == 0 && a.keys == NULL && a.nkeys == 0,
+                   "error left partitions or keys behind");
         return;
     }
     for (size_t i = 0; i < a.npartitions; i++) {
@@ -99,8 +102,13 @@ static void fuzz_worker_assignment(const char *buf, size_t len) {
     FUZZ_CHECK(err == BATON_OK, "worker assignment round trip failed: %s", errstr);
     FUZZ_CHECK(a.generation == a2.generation && a.npartitions == a2.npartitions &&
                    (a.npartitions == 0 ||
-                    memcmp(a.partitions, a2.partitions, a.npartitions * sizeof(int32_t)) == 0),
+                    memcmp(a.partitions, a2.partitions, a.npartitions * sizeof(int32_t)) == 0) &&
+                   a.nkeys == a2.nkeys,
                "worker assignment round trip changed %s", enc);
+    for (size_t i = 0; i < a.nkeys && i < a2.nkeys; i++)
+        FUZZ_CHECK(strcmp(a.keys[i], a2.keys[i]) == 0 && baton_key_valid(a.keys[i]) == 0 &&
+                       (i == 0 || strcmp(a.keys[i - 1], a.keys[i]) < 0),
+                   "keys not valid, sorted, distinct and kept at %zu", i);
     free(enc);
     baton_worker_assignment_release(&a);
     baton_worker_assignment_release(&a2);

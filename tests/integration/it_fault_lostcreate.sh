@@ -19,7 +19,8 @@ rc=0; h_wait_exit wl 60 || rc=$?
 ((rc == 0)) || h_fail "test_lost_create failed ($rc): $(tail -n 5 "$H_DIR/wl.log")"
 lost=$(grep -c 'reporting ZCONNECTIONLOSS' "$H_DIR/wl.log")
 recovered=$(grep -c 'event=claim_recovered' "$H_DIR/wl.log")
-((lost == 3)) || h_fail "lost $lost create replies, wanted 3"
+# A lost multi (claims are created in batches) loses every reply in it.
+((lost >= 3)) || h_fail "lost $lost create replies, wanted at least 3"
 ((recovered == lost)) || h_fail "recovered $recovered claims after $lost lost replies"
 h_stop c1
 

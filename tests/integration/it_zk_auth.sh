@@ -97,6 +97,41 @@ BATON_ZK_AUTH_FILE= BATON_ZK_AUTH="digest:mallory:$PW" b_ctl status >"$H_DIR/bad
 ((rc == 1)) && grep -q "writable only by digest:baton" "$H_DIR/bad-user.out" ||
     { cat "$H_DIR/bad-user.out" >&2; h_fail "batonctl as another user was not refused clearly"; }
 
+# Credentials refused on a rejoin after session expiry: fatal as well, not
+# a rejoin loop. A root that anyone may change (/rejoin, created without an
+# identity) holds a group of our identity, run by c5 and w5. The root's ACL
+# then becomes read-only for everyone (zkCli setAcl: the open ACL lets
+# anyone do it), which running sessions do not notice; both sessions expire
+# (SIGSTOP past the timeout), the new sessions' root check refuses the
+# identity, and both exit 1 with a clear message.
+R=/rejoin
+h_zk create "$R" "" >/dev/null
+B_SINK=$H_DIR/rejoin.db
+b_ctl --root "$R" init --topic "$B_TOPIC" --partitions 2 >/dev/null
+b_coord c5 --root "$R"
+b_worker w5 --root "$R"
+r_active() { b_ctl --root "$R" status --json | jq -e '(.partitions | length == 2) and all(.partitions[]; .state == "active" and .owner == "w5")' >/dev/null; }
+h_wait_for 30 "w5 owns $R's 2 partitions" r_active
+/usr/share/zookeeper/bin/zkCli.sh -server "$ZK" setAcl "$R" world:anyone:r >"$H_DIR/setacl.out" 2>&1 ||
+    { cat "$H_DIR/setacl.out" >&2; h_fail "zkCli setAcl $R failed"; }
+try_write "create under $R after its ACL became read-only" create "$R/x" ""
+h_kill w5 STOP
+h_kill c5 STOP
+r_sessions_gone() { ! h_zk exists "$R/$B_GROUP/workers/w5" && [[ -z $(h_zk ls "$R/$B_GROUP/coordinators") ]]; }
+h_wait_for 30 "w5's and c5's sessions expired" r_sessions_gone
+h_kill w5 CONT
+h_kill c5 CONT
+rc=0; h_wait_exit w5 30 || rc=$?
+((rc == 1)) || h_fail "w5, refused on its rejoin, exited $rc, not 1"
+b_log_has w5 'event=session_expired' || h_fail "w5 did not see its session expire"
+b_log_has w5 "event=membership_failed.*authentication failed: '$R' is writable only by" ||
+    h_fail "w5 did not say that its rejoin's authentication failed"
+(($(grep -c 'event=rejoin_failed' "$H_DIR/w5.log") == 0)) || h_fail "w5 retried the refused rejoin"
+rc=0; h_wait_exit c5 30 || rc=$?
+((rc == 1)) || h_fail "c5, refused on its reconnect, exited $rc, not 1"
+b_log_has c5 'event=zk_auth_failed action=exit' || h_fail "c5 did not say that its reconnect's authentication failed"
+h_log "refused credentials on a rejoin after expiry: w5 and c5 exit 1"
+
 # Secrets: in no log or help text, and not on a command line (the file was used).
 for prog in baton-coordinator baton-worker batonctl; do
     "$BATON_BIN/$prog" --help >>"$H_DIR/help.out" 2>&1 || true

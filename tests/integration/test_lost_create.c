@@ -80,12 +80,40 @@ int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int v
     return rc;
 }
 
+/* The member batches the claim creates of one poll into a zoo_multi
+ * (worker/membership.c, claims_create_batch), so that is wrapped too: the
+ * multi really commits, then reports ZCONNECTIONLOSS; every claim in it
+ * counts as a lost reply. */
+int __real_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
+int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
+
+int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
+    int rc = __real_zoo_multi(zh, count, ops, results);
+    if (rc != ZOK || lose_left <= 0 || count < 1 || ops[0].type != 1 /* ZOO_CREATE_OP */ ||
+        !strstr(ops[0].create_op.path, "/claims/claim-"))
+        return rc;
+    for (int i = 0; i < count; i++) {
+        fprintf(stderr, "test_lost_create: created %s (in a multi of %d), reporting "
+                        "ZCONNECTIONLOSS\n",
+                ops[i].create_op.buf ? ops[i].create_op.buf : ops[i].create_op.path, count);
+        lost++;
+    }
+    lose_left = lose_left > count ? lose_left - count : 0;
+    const char *pp = strstr(ops[0].create_op.path, "/partitions/");
+    if (unassign_lost && unassigned_p < 0 && pp) {
+        unassigned_p = atoi(pp + 12);
+        assignment_drop(zh, unassigned_p);
+    }
+    return ZCONNECTIONLOSS;
+}
+
 #define MAXP 64
 static int64_t epochs[MAXP];
 static int acquired;
 
-static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
+static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
     (void)opaque;
+    int32_t p = r->partition;
     if (p >= 0 && p < MAXP && !epochs[p]) {
         epochs[p] = epoch;
         acquired++;
@@ -93,8 +121,9 @@ static int on_acquired(void *opaque, int32_t p, int64_t epoch) {
     return BATON_OK;
 }
 
-static void on_released(void *opaque, int32_t p, baton_release_reason_t reason) {
+static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t reason) {
     (void)opaque;
+    int32_t p = r->partition;
     (void)reason;
     if (p >= 0 && p < MAXP && epochs[p]) {
         epochs[p] = 0;

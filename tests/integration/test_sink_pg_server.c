@@ -141,6 +141,7 @@ static baton_fence_row_t fence_row(baton_sink_t *sink, int32_t partition) {
 static int setup_group(void **state) {
     snprintf(group, sizeof(group), "%s", (const char *)*state);
     raw_exec("DELETE FROM baton_output WHERE grp LIKE '%s%%'", group);
+    raw_exec("DELETE FROM baton_output_more WHERE grp LIKE '%s%%'", group);
     raw_exec("DELETE FROM baton_fence WHERE grp LIKE '%s%%'", group);
     return 0;
 }
@@ -530,6 +531,66 @@ static void test_output_conflict_corrupt(void **state) {
     assert_int_equal(raw_outputs(group, 2), 1);
     assert_int_equal(fence_row(s, 2).next_offset, 0);
     assert_no_transaction_left();
+    baton_sink_destroy(s);
+}
+
+/* Processors' outputs (baton_sink_write_outputs): zero, one and several
+ * per input; output 0 in baton_output, the rest in baton_output_more (in
+ * several INSERT chunks for a large one), next_offset past inputs without
+ * output, a retry applies nothing twice, a stale epoch writes nothing, and
+ * a conflicting baton_output_more row is CORRUPT with everything rolled
+ * back. */
+static void test_write_outputs(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    fence_ok(s, 0, 7);
+    enum { MANY = 2500 };
+    baton_sink_output_t *many = calloc(MANY, sizeof(*many));
+    for (size_t i = 0; i < MANY; i++)
+        many[i] = (baton_sink_output_t){"k", 1, "w", 1};
+    baton_sink_output_t one[] = {{"k", 1, "a", 1}};
+    baton_sink_output_t three[] = {{"k", 1, "x", 1}, {NULL, 0, "y", 1}, {"k", 1, "", 0}};
+    baton_sink_input_t in[] = {{0, one, 1}, {1, NULL, 0}, {2, three, 3}, {3, many, MANY},
+                               {5, NULL, 0}};
+    int64_t next = -1;
+    size_t applied = 0;
+    assert_int_equal(baton_sink_write_outputs(s, 0, 7, in, 5, &next, &applied), BATON_OK);
+    assert_int_equal(applied, 5);
+    assert_int_equal(next, 6);
+    assert_int_equal(raw_outputs(group, 0), 3); /* offsets 0, 2, 3 */
+    assert_int_equal(raw_i64("SELECT count(*) FROM baton_output_more WHERE grp='%s'", group),
+                     2 + MANY - 1);
+    assert_int_equal(raw_i64("SELECT max(seq) FROM baton_output_more WHERE grp='%s' AND "
+                             "\"offset\"=3",
+                             group),
+                     MANY - 1);
+    assert_int_equal(raw_i64("SELECT count(*) FROM baton_output_more WHERE grp='%s' AND "
+                             "\"offset\"=2 AND ((seq=1 AND key IS NULL AND value='y') OR "
+                             "(seq=2 AND key='k' AND value=''))",
+                             group),
+                     2);
+    assert_int_equal(raw_i64("SELECT count(*) FROM baton_output_more WHERE grp='%s' AND epoch<>7",
+                             group),
+                     0);
+    assert_int_equal(fence_row(s, 0).next_offset, 6);
+    /* The retry after a lost COMMIT reply: nothing twice. */
+    assert_int_equal(baton_sink_write_outputs(s, 0, 7, in, 5, &next, &applied), BATON_OK);
+    assert_int_equal(applied, 0);
+    assert_int_equal(raw_i64("SELECT count(*) FROM baton_output_more WHERE grp='%s'", group),
+                     2 + MANY - 1);
+    /* A stale epoch: nothing in either table. */
+    fence_ok(s, 1, 9);
+    baton_sink_input_t in1[] = {{0, three, 3}};
+    assert_int_equal(baton_sink_write_outputs(s, 1, 8, in1, 1, NULL, NULL), BATON_STALE);
+    assert_int_equal(raw_outputs(group, 1), 0);
+    /* A conflicting row in baton_output_more: CORRUPT, nothing applied. */
+    raw_exec("INSERT INTO baton_output_more VALUES('%s', 1, 0, 2, 9, NULL, NULL)", group);
+    assert_int_equal(baton_sink_write_outputs(s, 1, 9, in1, 1, NULL, NULL), BATON_CORRUPT);
+    assert_non_null(strstr(baton_sink_errstr(s), "baton_output_more"));
+    assert_int_equal(raw_outputs(group, 1), 0);
+    assert_int_equal(fence_row(s, 1).next_offset, 0);
+    assert_no_transaction_left();
+    free(many);
     baton_sink_destroy(s);
 }
 
@@ -952,6 +1013,7 @@ int main(void) {
         T(test_key_value_roundtrip),
         T(test_fences_listing),
         T(test_output_conflict_corrupt),
+        T(test_write_outputs),
         T(test_busy),
         T(test_reconnect_after_kill),
         T(test_commit_reply_lost),

@@ -1,0 +1,366 @@
+/* ctl_keys.c: `batonctl keys add|remove|list` and the keys part of `status`
+ * (see ctl_keys.h). A key is <base>/keys/<name> with a claims/ directory;
+ * its owner is the worker of the lowest claim, its epoch that claim's czxid,
+ * exactly as for a partition. */
+#include "ctl_keys.h"
+
+#include "baton_codec.h"
+#include "baton_err.h"
+#include "baton_group.h"
+#include "baton_opts.h"
+#include "baton_util.h"
+#include "ctl_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ctl_keys_parse(const char *list, const char *flag, char ***keys, size_t *nkeys) {
+    char *copy = xstrdup(list);
+    char **out = NULL;
+    size_t n = 0;
+    char *save = NULL;
+    for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        if (baton_key_valid(k) != 0)
+            baton_usage_error(CTL_PROG, "%s: '%s' is not a key name (1-128 of [A-Za-z0-9._-])",
+                              flag, k);
+        int dup = 0;
+        for (size_t i = 0; i < n; i++)
+            dup |= strcmp(out[i], k) == 0;
+        if (dup)
+            continue;
+        out = xrealloc(out, sizeof(char *) * (n + 1));
+        out[n++] = xstrdup(k);
+    }
+    free(copy);
+    if (n == 0)
+        baton_usage_error(CTL_PROG, "%s: no key names in '%s'", flag, list);
+    *keys = out;
+    *nkeys = n;
+}
+
+static void warn(json_t *warnings, const char *path, const char *problem) {
+    json_t *w = json_object();
+    json_object_set_new(w, "path", json_string(path));
+    json_object_set_new(w, "problem", json_string(problem));
+    json_array_append_new(warnings, w);
+}
+
+/* key -> assigned worker, from every assignment/<worker> node. */
+static int assigned_keys(baton_zk_t *zk, const char *base, char **keys, size_t nkeys,
+                         char **assigned) {
+    char *dir = xasprintf("%s/assignment", base);
+    char **names = NULL;
+    size_t n = 0;
+    int err = baton_zk_children(zk, dir, 0, &names, &n);
+    if (err == BATON_NOTFOUND)
+        err = BATON_OK;
+    for (size_t i = 0; err == BATON_OK && i < n; i++) {
+        char *path = xasprintf("%s/%s", dir, names[i]);
+        char *data = NULL;
+        size_t len = 0;
+        int e = baton_zk_get(zk, path, 0, &data, &len, NULL);
+        baton_worker_assignment_t wa = {0};
+        char why[256];
+        /* A malformed node is status's warning already (gather_assignment):
+         * here it only assigns no key. */
+        if (e == BATON_OK)
+            baton_worker_assignment_decode(data, len, &wa, why, sizeof(why));
+        else if (e != BATON_NOTFOUND)
+            err = e;
+        for (size_t j = 0; j < wa.nkeys; j++) {
+            char **hit = bsearch(&wa.keys[j], keys, nkeys, sizeof(char *), baton_strcmp_p);
+            if (hit && !assigned[hit - keys])
+                assigned[hit - keys] = xstrdup(names[i]);
+        }
+        baton_worker_assignment_release(&wa);
+        free(data);
+        free(path);
+    }
+    baton_zk_strings_free(names, n);
+    free(dir);
+    return err;
+}
+
+/* Counts children of dir (0 if missing). */
+static size_t count_children(baton_zk_t *zk, const char *dir) {
+    char **names = NULL;
+    size_t n = 0;
+    if (baton_zk_children(zk, dir, 0, &names, &n) != BATON_OK)
+        return 0;
+    baton_zk_strings_free(names, n);
+    return n;
+}
+
+/* One key's row: its claims queue, owner and epoch. */
+static int key_row(baton_zk_t *zk, const char *base, const char *key, const char *assigned,
+                   int64_t now_ms, json_t *warnings, json_t **out) {
+    char *dir = baton_group_key_claims(base, key);
+    char **names = NULL;
+    size_t n = 0, nclaims = 0;
+    const char *lowest = NULL;
+    int64_t low = INT64_MAX, epoch = -1, ctime = -1;
+    char *owner = NULL;
+    int err = BATON_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        baton_zk_strings_free(names, n);
+        names = NULL;
+        n = nclaims = 0;
+        lowest = NULL;
+        low = INT64_MAX;
+        err = baton_zk_children(zk, dir, 0, &names, &n);
+        if (err == BATON_NOTFOUND) {
+            warn(warnings, dir, "missing (key removed, or created by hand without claims/)");
+            err = BATON_OK;
+            break;
+        }
+        if (err != BATON_OK)
+            break;
+        for (size_t i = 0; i < n; i++) {
+            int64_t s = strncmp(names[i], "claim-", 6) == 0 ? baton_seq_of(names[i]) : -1;
+            if (s < 0)
+                continue;
+            nclaims++;
+            if (s < low) {
+                low = s;
+                lowest = names[i];
+            }
+        }
+        if (!lowest)
+            break;
+        char *path = xasprintf("%s/%s", dir, lowest);
+        char *data = NULL;
+        size_t len = 0;
+        struct Stat st;
+        err = baton_zk_get(zk, path, 0, &data, &len, &st);
+        if (err == BATON_OK) {
+            baton_claim_t claim;
+            char why[256];
+            epoch = st.czxid;
+            ctime = st.ctime;
+            if (baton_claim_decode(data, len, &claim, why, sizeof(why)) == BATON_OK)
+                owner = xstrdup(claim.worker);
+            else
+                warn(warnings, path, why);
+        }
+        free(data);
+        free(path);
+        if (err != BATON_NOTFOUND)
+            break; /* the owner went meanwhile: list again */
+        err = BATON_OK;
+    }
+    if (err == BATON_OK) {
+        const char *state = nclaims == 0                               ? "unowned"
+                            : owner && assigned && !strcmp(owner, assigned) ? "active"
+                                                                           : "handoff";
+        char *runs = xasprintf("%s/keys/%s/runs", base, key);
+        json_t *row = json_object();
+        json_object_set_new(row, "key", json_string(key));
+        json_object_set_new(row, "assigned", assigned ? json_string(assigned) : json_null());
+        json_object_set_new(row, "owner", nclaims && owner ? json_string(owner) : json_null());
+        json_object_set_new(row, "epoch", epoch >= 0 ? json_integer(epoch) : json_null());
+        json_object_set_new(row, "state", json_string(state));
+        json_object_set_new(row, "claims", json_integer((json_int_t)nclaims));
+        json_object_set_new(row, "since_ms", ctime >= 0 ? json_integer(ctime) : json_null());
+        json_object_set_new(row, "state_age_ms",
+                            ctime >= 0 ? json_integer(now_ms > ctime ? now_ms - ctime : 0)
+                                       : json_null());
+        json_object_set_new(row, "runs", json_integer((json_int_t)count_children(zk, runs)));
+        free(runs);
+        *out = row;
+    }
+    free(owner);
+    baton_zk_strings_free(names, n);
+    free(dir);
+    return err;
+}
+
+int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *warnings,
+                    json_t **out, char *errstr, size_t n) {
+    char **keys = NULL;
+    size_t nkeys = 0;
+    int err = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
+    if (err != BATON_OK)
+        return err;
+    char **assigned = xcalloc(nkeys + 1, sizeof(char *));
+    json_t *arr = json_array();
+    err = assigned_keys(zk, base, keys, nkeys, assigned);
+    for (size_t i = 0; err == BATON_OK && i < nkeys; i++) {
+        json_t *row = NULL;
+        err = key_row(zk, base, keys[i], assigned[i], now_ms, warnings, &row);
+        if (err == BATON_OK)
+            json_array_append_new(arr, row);
+    }
+    if (err != BATON_OK) {
+        baton_seterr(errstr, n, err, "cannot read the keys of '%s': %s", base,
+                     baton_strerror(err));
+        json_decref(arr);
+    } else {
+        *out = arr;
+    }
+    for (size_t i = 0; i < nkeys; i++)
+        free(assigned[i]);
+    free(assigned);
+    baton_zk_strings_free(keys, nkeys);
+    return err;
+}
+
+static const char *cell_age(const json_t *row, const char *key, char *buf, size_t n) {
+    const json_t *v = json_object_get(row, key);
+    if (!json_is_integer(v))
+        return "-";
+    json_int_t s = json_integer_value(v) / 1000;
+    if (s < 120)
+        snprintf(buf, n, "%llds", (long long)s);
+    else if (s < 7200)
+        snprintf(buf, n, "%lldm", (long long)(s / 60));
+    else
+        snprintf(buf, n, "%lldh", (long long)(s / 3600));
+    return buf;
+}
+
+void ctl_keys_print(const json_t *status, FILE *f) {
+    static const ctl_col_t cols[] = {
+        {"KEY", "key", 8, 40, 0, ctl_cell_text},
+        {"ASSIGNED", "assigned", 8, 24, 0, ctl_cell_text},
+        {"OWNER", "owner", 8, 24, 0, ctl_cell_text},
+        {"EPOCH", "epoch", 5, 20, 1, ctl_cell_text},
+        {"STATE", "state", 7, 7, 0, ctl_cell_text},
+        {"FOR", "state_age_ms", 6, 6, 1, cell_age},
+        {"CLAIMS", "claims", 6, 6, 1, ctl_cell_text},
+        {"RUNS", "runs", 4, 6, 1, ctl_cell_text},
+    };
+    const json_t *rows = json_object_get(status, "keys");
+    if (json_array_size(rows) == 0)
+        return;
+    ctl_print_table(f, rows, cols, BATON_ARRAY_SIZE(cols));
+}
+
+/* ---- batonctl keys ---------------------------------------------------------- */
+
+void ctl_keys_usage(FILE *f) {
+    fprintf(f,
+            "usage: %s --zk HOSTS --group G keys add KEY...\n"
+            "       %s --zk HOSTS --group G keys remove KEY...\n"
+            "       %s --zk HOSTS --group G keys list [--json]\n"
+            "\n"
+            "Named keys are resources like partitions, owned by one member at a time\n"
+            "with a rising epoch (the fencing token baton-run hands its command as\n"
+            "BATON_EPOCH). Names: 1-128 of [A-Za-z0-9._-]; KEY may also be a\n"
+            "comma-separated list.\n"
+            "\n"
+            "  add      creates the keys that are missing; the coordinator assigns them\n"
+            "  remove   deletes keys with their claims: a member holding one loses it at\n"
+            "           once (whatever it still writes is fenced by the next owner's epoch)\n"
+            "  list     each key's assigned member, owner, epoch, state, claims, runs\n"
+            "\n"
+            "examples:\n"
+            "  %s --zk 127.0.0.1:2181 --group jobs keys add nightly-report compaction-a\n"
+            "  %s --zk 127.0.0.1:2181 --group jobs keys remove compaction-a\n"
+            "  %s --zk 127.0.0.1:2181 --group jobs keys list --json | jq '.[].owner'\n",
+            CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
+    enum { OPT_JSON = 1 };
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, CTL_OPT_HELP},
+        CTL_GLOBAL_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    int as_json = 0, opt;
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (ctl_global_opt(ctx, opt, optarg))
+            continue;
+        switch (opt) {
+        case OPT_JSON: as_json = 1; break;
+        case CTL_OPT_HELP: ctl_keys_usage(stdout); return BATON_EXIT_OK;
+        default: ctl_bad_option(argc, argv);
+        }
+    }
+    if (optind >= argc)
+        baton_usage_error(CTL_PROG, "keys: add, remove or list is required");
+    const char *sub = argv[optind++];
+    int is_add = strcmp(sub, "add") == 0, is_remove = strcmp(sub, "remove") == 0;
+    int is_list = strcmp(sub, "list") == 0;
+    if (!is_add && !is_remove && !is_list)
+        baton_usage_error(CTL_PROG, "keys: unknown subcommand '%s' (add, remove or list)", sub);
+    if (is_list && optind < argc)
+        baton_usage_error(CTL_PROG, "keys list: unexpected argument '%s'", argv[optind]);
+    if (!is_list && optind >= argc)
+        baton_usage_error(CTL_PROG, "keys %s: at least one KEY is required", sub);
+    char **keys = NULL;
+    size_t nkeys = 0;
+    for (int i = optind; i < argc; i++) {
+        char **part = NULL;
+        size_t np = 0;
+        ctl_keys_parse(argv[i], "KEY", &part, &np);
+        keys = xrealloc(keys, sizeof(char *) * (nkeys + np));
+        memcpy(keys + nkeys, part, sizeof(char *) * np);
+        nkeys += np;
+        free(part);
+    }
+    ctl_ctx_check(ctx);
+
+    int rc = BATON_EXIT_FAILURE;
+    char errstr[512];
+    char *base = baton_group_base(ctx->root, ctx->group);
+    baton_zk_t *zk = ctl_connect(ctx);
+    if (!zk)
+        goto out;
+    baton_config_t cfg;
+    int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        fprintf(stderr, "%s: %s\n", CTL_PROG,
+                err == BATON_NOTFOUND ? "group is not initialised (run 'batonctl init')" : errstr);
+        goto out;
+    }
+    size_t changed = 0;
+    if (is_add || is_remove) {
+        err = is_add ? baton_group_keys_add(zk, base, keys, nkeys, &changed, errstr, sizeof(errstr))
+                     : baton_group_keys_remove(zk, base, keys, nkeys, &changed, errstr,
+                                               sizeof(errstr));
+        if (err != BATON_OK) {
+            fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+            goto out;
+        }
+        printf("%s %zu key(s) %s group %s%s\n", is_add ? "added" : "removed", changed,
+               is_add ? "to" : "from", ctx->group,
+               changed < nkeys ? (is_add ? " (the others exist)" : " (the others did not exist)")
+                               : "");
+        rc = BATON_EXIT_OK;
+        goto out;
+    }
+    json_t *warnings = json_array(), *rows = NULL;
+    err = ctl_keys_gather(zk, base, baton_wall_ms(), warnings, &rows, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+        json_decref(warnings);
+        goto out;
+    }
+    size_t i;
+    json_t *w;
+    json_array_foreach(warnings, i, w) fprintf(
+        stderr, "%s: warning: %s: %s\n", CTL_PROG, json_string_value(json_object_get(w, "path")),
+        json_string_value(json_object_get(w, "problem")));
+    if (as_json) {
+        json_dumpf(rows, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fputc('\n', stdout);
+    } else if (json_array_size(rows) == 0) {
+        printf("group %s has no keys\n", ctx->group);
+    } else {
+        json_t *st = json_pack("{s:O}", "keys", rows);
+        ctl_keys_print(st, stdout);
+        json_decref(st);
+    }
+    json_decref(rows);
+    json_decref(warnings);
+    rc = BATON_EXIT_OK;
+out:
+    for (size_t k = 0; k < nkeys; k++)
+        free(keys[k]);
+    free(keys);
+    free(base);
+    baton_zk_destroy(zk);
+    return rc;
+}

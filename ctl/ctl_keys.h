@@ -1,0 +1,33 @@
+/* ctl_keys.h: named keys in batonctl: `keys add|remove|list`, the keys
+ * part of `status`, and the --keys list parser `init` shares. */
+#ifndef CTL_KEYS_H
+#define CTL_KEYS_H
+
+#include "baton_zk.h"
+#include "ctl.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* Splits a comma-separated key list into heap strings (the caller frees
+ * each and the array); exits 2 naming flag and the bad name if one is not a
+ * key name or the list is empty. Duplicates are dropped. */
+void ctl_keys_parse(const char *list, const char *flag, char ***keys, size_t *nkeys);
+
+/* The group's keys as a JSON array, sorted by name:
+ *   [{"key": "nightly", "assigned": "w1" | null, "owner": "w1" | null,
+ *     "epoch": 4294967320 | null, "state": "active" | "handoff" | "unowned",
+ *     "claims": 1, "since_ms": 1700000000000 | null,
+ *     "state_age_ms": 5000 | null, "runs": 2}]
+ * runs counts the --once runs recorded under keys/<key>/runs. Malformed
+ * data is appended to warnings ({"path", "problem"}), never an error. */
+int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *warnings,
+                    json_t **out, char *errstr, size_t errstr_size);
+
+/* The KEYS table of `status` (nothing when the group has no keys). */
+void ctl_keys_print(const json_t *status, FILE *f);
+
+int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv);
+void ctl_keys_usage(FILE *f);
+
+#endif

@@ -1,0 +1,181 @@
+/* baton/baton.h: the member library. A process joins a baton group as a
+ * member; the group's coordinator assigns it resources -- Kafka partitions
+ * of the group's topic and/or named keys -- and the library claims each
+ * assigned resource, tells the application when it owns one and with which
+ * epoch (the fencing token), and when it stops owning it.
+ *
+ *     baton_membership_t *m;
+ *     if (baton_membership_new(&conf, &cbs, &m, err, sizeof(err)) != BATON_OK) ...
+ *     for (;;) {                                  // the application's thread
+ *         if (baton_membership_wait(m, 1000, err, sizeof(err)) != BATON_OK) break;
+ *         ... write to the protected resource, stamped with the epoch that
+ *             on_acquired gave, only while baton_epoch_valid(m, &r, epoch) ...
+ *     }
+ *     baton_membership_leave(m);                  // graceful: releases everything
+ *     baton_membership_destroy(m);
+ *
+ * The epoch is the creation zxid of the member's claim znode: a later owner
+ * of the same resource always has a higher one. The library's view of
+ * ownership is a lease -- a paused process can wake up still believing it
+ * owns -- so correctness comes from the resource: it must remember the
+ * highest epoch it has seen and refuse writes with a lower one (see
+ * baton/fence.h for a file-based one and docs/sinks.md for databases).
+ * baton_epoch_valid() only saves work a fence would refuse anyway.
+ *
+ * Threading: a baton_membership_t belongs to the thread that created it.
+ * Every function must be called on that thread. Callbacks run on that
+ * thread, from inside baton_membership_poll(), baton_membership_wait() or
+ * baton_membership_leave() -- never on ZooKeeper's threads -- so a callback
+ * may block (flush a sink, stop a child process). While a callback blocks,
+ * ZooKeeper's session is still kept alive by the client's own threads.
+ *
+ * Ownership of memory: conf strings must outlive the object. A
+ * baton_resource_t passed to a callback (and its key string) is valid only
+ * during the call: copy what you keep.
+ *
+ * Errors: functions return BATON_OK (0) or a negative code (baton/err.h
+ * numbering: -1xx input errors, -2xx fatal ones, others retriable) and write
+ * a one-line message naming what was wrong into errstr. The library never
+ * exits the process and never prints except through its key=value log on
+ * stderr. */
+#ifndef BATON_BATON_H
+#define BATON_BATON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BATON_LIBRARY_VERSION 1
+
+typedef struct baton_membership_s baton_membership_t;
+
+/* What a member owns: a partition of the group's topic, or a named key
+ * (1-128 of [A-Za-z0-9._-], see batonctl keys). */
+typedef enum {
+    BATON_RESOURCE_PARTITION = 0,
+    BATON_RESOURCE_KEY = 1,
+} baton_resource_kind_t;
+
+typedef struct {
+    baton_resource_kind_t kind;
+    int32_t partition; /* PARTITION: 0..partitions-1; KEY: -1 */
+    const char *key;   /* KEY: the name; PARTITION: NULL */
+} baton_resource_t;
+
+/* Why a resource stops being ours. */
+typedef enum {
+    BATON_RELEASE_REVOKED = 0, /* the assignment moved it: flush, then it is released */
+    BATON_RELEASE_LOST = 1,    /* our claim vanished (deleted, or the session expired or
+                                * was evicted): stop at once, someone else may own it */
+    BATON_RELEASE_LEAVE = 2,   /* graceful leave: flush, then it is released */
+} baton_release_reason_t;
+
+/* "revoked", "lost", "leave". */
+const char *baton_release_reason_name(baton_release_reason_t r);
+
+typedef struct {
+    /* Our claim on r became the lowest: we own r with epoch. Return
+     * BATON_OK (0) to keep it; BATON_STALE to give the claim up (the
+     * resource already saw a higher epoch); any other error to be asked
+     * again a little later. */
+    int (*on_acquired)(void *opaque, const baton_resource_t *r, int64_t epoch);
+    /* We stop owning r. For REVOKED and LEAVE the claim is deleted right
+     * after this returns, so flush first; for LOST it is already gone. */
+    void (*on_released)(void *opaque, const baton_resource_t *r, baton_release_reason_t reason);
+    void *opaque;
+} baton_membership_cbs_t;
+
+typedef struct {
+    const char *zk_hosts;   /* "host:port[,host:port...][/chroot]" */
+    const char *root;       /* znode root of all groups, e.g. "/baton" */
+    const char *group;      /* group name (1-128 of [A-Za-z0-9._-]) */
+    const char *id;         /* member id, unique in the group, stable across restarts */
+    int capacity;           /* weight in balancing; 0 means 1 */
+    const char *rack;       /* NULL or "": none */
+    int session_timeout_ms; /* ZooKeeper session timeout (0: 10000) */
+    int connect_timeout_ms; /* give up connecting after this (0: 10000) */
+    /* Which resources this member takes. keys == NULL: every key of the
+     * group; otherwise only the nkeys keys named (a baton-run for one key).
+     * no_partitions: take no partitions (a member that is not a Kafka
+     * worker). */
+    const char *const *keys;
+    size_t nkeys;
+    int no_partitions;
+    /* ZooKeeper identity, "digest:USER:PASS", or NULL: the process's own
+     * (set by its main from --zk-auth), or none. Process-global once set. */
+    const char *zk_auth;
+} baton_membership_conf_t;
+
+/* Connects, reads the group config and registers the member. A live member
+ * with the same id is BATON_EXISTS after waiting one session timeout for a
+ * previous incarnation's node to expire; bad credentials are BATON_DENIED. */
+int baton_membership_new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
+                         baton_membership_t **out, char *errstr, size_t errstr_size);
+/* Closes the session without releasing anything gracefully (the claims go
+ * when the session closes). NULL is fine. */
+void baton_membership_destroy(baton_membership_t *m);
+
+/* The topic ("" for a keys-only group) and partition count from the group config. */
+const char *baton_membership_topic(const baton_membership_t *m);
+int32_t baton_membership_partitions(const baton_membership_t *m);
+
+/* A descriptor readable when ZooKeeper has news; poll it with your own
+ * descriptors, then call baton_membership_poll(). */
+int baton_membership_fd(const baton_membership_t *m);
+/* Processes ZooKeeper events and reconciles claims with the assignment,
+ * calling the callbacks. Never blocks on the network for long (each
+ * ZooKeeper request is bounded). Returns BATON_OK, or a fatal error with a
+ * message in errstr: the member could not rejoin after its session expired
+ * (duplicate id, bad credentials), or BATON_EVICTED ("evicted: ...") when
+ * an operator removed it (`batonctl evict`): then every resource was
+ * already released with BATON_RELEASE_LOST and the caller should exit.
+ * *next_ms (may be NULL) receives how soon it wants to be called again. */
+int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t errstr_size);
+/* Blocks until there is news or timeout_ms passed (-1: as long as the
+ * library itself needs), then polls. Same result as baton_membership_poll. */
+int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr, size_t errstr_size);
+
+/* 1 while writes are worth attempting: the session is connected, not
+ * expired, and the server answered a probe sent less than 2/3 of the
+ * session timeout ago (measured at this call, so a thread that was paused
+ * does not write on old news). */
+int baton_membership_can_write(const baton_membership_t *m);
+
+/* 1 if we own r with exactly this epoch and can write (the efficiency
+ * check before an expensive write; the fence at the resource decides). */
+int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch);
+
+/* Writes the ZooKeeper path of our claim on r into buf (e.g.
+ * "/baton/jobs/keys/nightly/claims/claim-<session>-0000000003"), so that
+ * the application can make its own ZooKeeper multi-op conditional on still
+ * holding r: a check op on this path with version -1 succeeds exactly as
+ * long as this claim (and so, once acquired, this ownership and its epoch)
+ * lives. baton-run records a --once run this way. Returns BATON_OK,
+ * BATON_NOTFOUND if we hold no claim on r right now (none yet, or it was
+ * lost), or BATON_INVALID if r is unknown or buf is too small (512 bytes
+ * always suffice). */
+int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r,
+                                char *buf, size_t size);
+
+/* 1 once we were evicted (see baton_membership_poll). */
+int baton_membership_evicted(const baton_membership_t *m);
+
+/* Gives up r at once (the resource said STALE): the claim is deleted if it
+ * still exists; on_released is NOT called. r is claimed again only if it
+ * is still assigned to us. */
+void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r);
+
+/* Graceful leave: on_released(LEAVE) for every owned resource, then every
+ * claim and the member node are deleted. */
+void baton_membership_leave(baton_membership_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

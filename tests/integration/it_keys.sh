@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# it_keys: named keys end to end through the public member library.
+# batonctl init --keys / keys add|remove|list (names validated); the
+# coordinator assigns keys with the group's strategy over the members that
+# may take each (a member's key filter); members get on_acquired(key, epoch)
+# on their own thread with epochs that rise across owners; a crashed owner's
+# key moves after its session expires, with a higher epoch; a graceful leave
+# releases with reason "leave"; removing a key takes it from its owner;
+# status and history show keys; a keys-only member takes no
+# partitions in a group that has both.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+h_init it_keys
+h_zk_start
+PROBE=$BATON_TESTS_BIN/member_probe
+
+# --- batonctl: init --keys, keys add|remove|list, validation -------------
+b_ctl init --keys nightly,compaction-a,report.x | grep -q "keys only" || h_fail "init --keys"
+b_ctl init --keys nightly,compaction-a | grep -q "no change" || h_fail "init --keys again should change nothing"
+for bad in 'bad/name' 'has space' '' "$(printf 'k%.0s' {1..129})" '..'; do
+    rc=0; b_ctl init --keys "$bad" >/dev/null 2>&1 || rc=$?
+    ((rc == 2)) || h_fail "init --keys '$bad' should exit 2, got $rc"
+    rc=0; b_ctl keys add "$bad" >/dev/null 2>&1 || rc=$?
+    ((rc == 2)) || h_fail "keys add '$bad' should exit 2, got $rc"
+done
+err=$(b_ctl keys add ok,bad/x 2>&1 >/dev/null) && h_fail "a bad name in a list should fail"
+[[ $err == *"bad/x"* ]] || h_fail "the error should name the bad key: $err"
+b_ctl keys list --json | jq -e 'map(.key) == ["compaction-a","nightly","report.x"]' >/dev/null ||
+    h_fail "keys list: $(b_ctl keys list --json)"
+b_ctl keys add extra | grep -q "added 1" || h_fail "keys add"
+b_ctl keys remove extra | grep -q "removed 1" || h_fail "keys remove"
+rc=0; b_ctl keys frobnicate >/dev/null 2>&1 || rc=$?
+((rc == 2)) || h_fail "keys with an unknown subcommand should exit 2, got $rc"
+b_ctl keys --help | grep -q '^examples:' || h_fail "keys --help has no examples"
+# init --topic on a keys-only group adopts the topic; the keys stay.
+b_ctl init --topic in --partitions 2 | grep -q "now consumes topic in" || h_fail "a keys-only group should take a topic"
+
+# --- ownership -------------------------------------------------------------
+b_coord c1
+probe() { h_spawn "$1" "$PROBE" --zk "$ZK" --group "$B_GROUP" --id "$1" --session-timeout-ms "$B_SESSION_MS" "${@:2}"; }
+probe p1 --keys-only
+probe p2 --keys-only --key nightly
+keys_json() { b_ctl keys list --json; }
+settled() { keys_json | jq -e 'length == 3 and all(.[]; .state == "active")'; }
+h_wait_for 20 "every key active" settled
+keys_json | jq -e 'map(select(.key != "nightly")) | all(.[]; .owner == "p1")' >/dev/null ||
+    h_fail "keys only p1 may take must be p1's: $(keys_json)"
+# A keys-only member gets no partitions: with no worker they stay unowned.
+b_jq '.summary.unowned == 2 and all(.partitions[]; .assigned == null)' >/dev/null ||
+    h_fail "keys-only members must not be assigned partitions: $(b_status | jq -c .partitions)"
+b_jq '.keys | length == 3' >/dev/null || h_fail "status --json has no keys"
+b_ctl status | grep -q '^KEY ' || h_fail "status has no KEY table"
+for p in p1 p2; do
+    if grep -q '^acquired' "$H_DIR/$p.log"; then
+        grep '^acquired' "$H_DIR/$p.log" | grep -qv 'own_thread=1 valid=1' &&
+            h_fail "$p: a callback off its own thread, or an epoch not valid inside on_acquired"
+    fi
+done
+# Every acquisition printed matches the claim epoch ZooKeeper shows.
+for k in nightly compaction-a report.x; do
+    owner=$(keys_json | jq -r ".[] | select(.key == \"$k\") | .owner")
+    epoch=$(keys_json | jq -r ".[] | select(.key == \"$k\") | .epoch")
+    grep -q "^acquired key=$k epoch=$epoch " "$H_DIR/$owner.log" ||
+        h_fail "$owner did not report key $k with epoch $epoch"
+done
+
+# --- a crash moves nightly (if p2 has it) or leaves p1-only keys unowned ---
+n_owner=$(keys_json | jq -r '.[] | select(.key == "nightly") | .owner')
+n_epoch=$(keys_json | jq -r '.[] | select(.key == "nightly") | .epoch')
+other=$([[ $n_owner == p1 ]] && echo p2 || echo p1)
+h_kill "$n_owner" KILL
+moved() { keys_json | jq -e ".[] | select(.key == \"nightly\") | .owner == \"$other\" and .state == \"active\" and .epoch > $n_epoch"; }
+h_wait_for 20 "nightly re-owned by $other with a higher epoch after $n_owner's session expired" moved
+if [[ $n_owner == p1 ]]; then
+    keys_json | jq -e 'map(select(.key != "nightly")) | all(.[]; .state == "unowned" and .assigned == null)' >/dev/null ||
+        h_fail "keys only p1 could take must be unowned once it died: $(keys_json)"
+fi
+b_ctl history --json | jq -e '.entries | any(.key == "nightly" and .partition == null)' >/dev/null ||
+    h_fail "history has no key entry: $(b_ctl history --json)"
+
+# --- restart the dead one; removing a key takes it from its owner ---------
+probe "$n_owner" --keys-only $([[ $n_owner == p2 ]] && echo --key nightly)
+h_wait_for 20 "every key active again" settled
+r_owner=$(keys_json | jq -r '.[] | select(.key == "report.x") | .owner')
+b_ctl keys remove report.x >/dev/null
+# Its claim goes with the key (lost) or the new assignment comes first
+# (revoked): either way the owner stops, on its own thread.
+h_wait_for 15 "report.x released by $r_owner" grep -Eq '^released key=report.x reason=(lost|revoked) own_thread=1' "$H_DIR/$r_owner.log"
+h_wait_for 15 "report.x gone from status" b_jq '(.keys | map(.key)) == ["compaction-a","nightly"]'
+
+# --- graceful leave --------------------------------------------------------
+h_stop p1
+rc=0; h_wait_exit p1 10 || rc=$?
+((rc == 0)) || h_fail "member_probe p1 should leave and exit 0, got $rc"
+grep -q '^released key=compaction-a reason=leave own_thread=1' "$H_DIR/p1.log" ||
+    h_fail "p1 did not release compaction-a with reason leave"
+h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, leave"
