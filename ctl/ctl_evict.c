@@ -32,7 +32,8 @@
 #define EVICT_ROUNDS 5
 
 typedef struct {
-    int32_t partition;
+    int32_t partition; /* -1 for a key */
+    char *key;         /* the key's name, or NULL */
     char *path;
     char *name;
     int64_t epoch; /* czxid */
@@ -56,15 +57,22 @@ static void claims_clear(claim_list_t *l) {
     for (size_t i = 0; i < l->n; i++) {
         free(l->v[i].path);
         free(l->v[i].name);
+        free(l->v[i].key);
     }
     l->n = 0;
 }
 
-/* Lists the claims of session `hex` in every partition of base (P of them):
- * names matching claim-<hex>- whose ephemeralOwner is the session. */
+/* Lists the claims of session `hex` in every partition of base (P of them)
+ * and every named key: names matching claim-<hex>- whose ephemeralOwner is
+ * the session. */
 static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_t session,
                              const char *hex, claim_list_t *out, char *errstr, size_t n) {
-    size_t np = (size_t)P;
+    char **keys = NULL;
+    size_t nkeys = 0;
+    int kerr = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
+    if (kerr != BATON_OK)
+        return kerr;
+    size_t np = (size_t)P + nkeys;
     char **dirs = xcalloc(np ? np : 1, sizeof(char *));
     ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
     char prefix[64];
@@ -72,8 +80,10 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
     size_t plen = strlen(prefix);
     claim_list_t found = {0};
     int err = BATON_OK;
-    for (size_t p = 0; p < np; p++)
+    for (size_t p = 0; p < (size_t)P; p++)
         dirs[p] = xasprintf("%s/partitions/%zu/claims", base, p);
+    for (size_t k = 0; k < nkeys; k++)
+        dirs[(size_t)P + k] = baton_group_key_claims(base, keys[k]);
     ctl_zkbatch_children(zk, dirs, np, reads);
     for (size_t p = 0; p < np; p++) {
         ctl_zkread_t *r = &reads[p];
@@ -93,8 +103,10 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
         for (size_t i = 0; i < r->count; i++) {
             if (strncmp(r->names[i], prefix, plen) != 0 || baton_seq_of(r->names[i]) < 0)
                 continue;
+            int is_key = p >= (size_t)P;
             claims_push(&found, (evict_claim_t){
-                                    .partition = (int32_t)p,
+                                    .partition = is_key ? -1 : (int32_t)p,
+                                    .key = is_key ? xstrdup(keys[p - (size_t)P]) : NULL,
                                     .path = xasprintf("%s/%s", dirs[p], r->names[i]),
                                     .name = xstrdup(r->names[i]),
                                     .owner = baton_seq_of(r->names[i]) == low,
@@ -112,7 +124,7 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
         if (stats[i].err == BATON_OK && stats[i].stat.ephemeralOwner == session) {
             c->epoch = stats[i].stat.czxid;
             claims_push(out, *c);
-            c->path = c->name = NULL; /* moved */
+            c->path = c->name = c->key = NULL; /* moved */
         } else if (stats[i].err != BATON_OK && stats[i].err != BATON_NOTFOUND && !err) {
             err = baton_seterr(errstr, n, stats[i].err, "cannot read '%s': %s", c->path,
                                baton_strerror(stats[i].err));
@@ -130,6 +142,7 @@ out:
     }
     free(reads);
     free(dirs);
+    baton_zk_strings_free(keys, nkeys);
     return err;
 }
 
@@ -275,7 +288,7 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
             member_gone = 1;
             for (size_t i = 0; i + 1 < nops; i++) {
                 claims_push(&removed, claims.v[i]);
-                claims.v[i].path = claims.v[i].name = NULL;
+                claims.v[i].path = claims.v[i].name = claims.v[i].key = NULL;
             }
             break;
         }
@@ -311,7 +324,7 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
             err = baton_zk_delete(zk, claims.v[i].path, -1);
             if (err == BATON_OK) {
                 claims_push(&removed, claims.v[i]);
-                claims.v[i].path = claims.v[i].name = NULL;
+                claims.v[i].path = claims.v[i].name = claims.v[i].key = NULL;
             } else if (err != BATON_NOTFOUND) {
                 fprintf(stderr, "%s: cannot delete '%s': %s (the member node is already removed)\n",
                         CTL_PROG, claims.v[i].path, baton_strerror(err));
@@ -331,7 +344,11 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
         json_t *arr = json_array();
         for (size_t i = 0; i < removed.n; i++) {
             json_t *c = json_object();
-            json_object_set_new(c, "partition", json_integer(removed.v[i].partition));
+            json_object_set_new(c, "partition", removed.v[i].key
+                                                    ? json_null()
+                                                    : json_integer(removed.v[i].partition));
+            if (removed.v[i].key)
+                json_object_set_new(c, "key", json_string(removed.v[i].key));
             json_object_set_new(c, "claim", json_string(removed.v[i].name));
             json_object_set_new(c, "epoch", json_integer(removed.v[i].epoch));
             json_object_set_new(c, "owner", json_boolean(removed.v[i].owner));
@@ -343,10 +360,15 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     } else {
         printf("evicted worker %s (session %s)\n", id, session_str);
         printf("removed member  %s\n", member);
-        for (size_t i = 0; i < removed.n; i++)
-            printf("removed claim   partition %-6d epoch %-20" PRId64 " %-6s %s\n",
-                   removed.v[i].partition, removed.v[i].epoch,
-                   removed.v[i].owner ? "owner" : "queued", removed.v[i].name);
+        for (size_t i = 0; i < removed.n; i++) {
+            char what[160];
+            if (removed.v[i].key)
+                snprintf(what, sizeof(what), "key %s", removed.v[i].key);
+            else
+                snprintf(what, sizeof(what), "partition %d", removed.v[i].partition);
+            printf("removed claim   %-16s epoch %-20" PRId64 " %-6s %s\n", what,
+                   removed.v[i].epoch, removed.v[i].owner ? "owner" : "queued", removed.v[i].name);
+        }
         printf("%zu claims removed (%zu owned partitions); the coordinator reassigns them now,\n"
                "and the sink rejects whatever %s still writes with its old epochs\n",
                removed.n, owned, id);

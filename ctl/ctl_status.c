@@ -993,6 +993,19 @@ void ctl_status_print_summary(const json_t *st, FILE *f) {
     fprintf(f, "states:       %s active, %s handoff, %s unowned; %s pinned\n",
             jtext(sum, "active", b1, sizeof(b1)), jtext(sum, "handoff", b2, sizeof(b2)),
             jtext(sum, "unowned", b3, sizeof(b3)), jtext(sum, "pinned", b4, sizeof(b4)));
+    const json_t *keys = json_object_get(st, "keys");
+    if (json_array_size(keys)) {
+        size_t i, act = 0, ho = 0, un = 0;
+        const json_t *k;
+        json_array_foreach(keys, i, k) {
+            const char *state = jstr(k, "state");
+            act += state && !strcmp(state, "active");
+            ho += state && !strcmp(state, "handoff");
+            un += state && !strcmp(state, "unowned");
+        }
+        fprintf(f, "keys:         %zu: %zu active, %zu handoff, %zu unowned\n",
+                json_array_size(keys), act, ho, un);
+    }
     print_not_active(st, f);
     print_lag(st, f);
     size_t nwarn = json_array_size(json_object_get(st, "warnings"));

@@ -51,6 +51,7 @@ b_jq '.summary.unowned == 2 and all(.partitions[]; .assigned == null)' >/dev/nul
     h_fail "keys-only members must not be assigned partitions: $(b_status | jq -c .partitions)"
 b_jq '.keys | length == 3' >/dev/null || h_fail "status --json has no keys"
 b_ctl status | grep -q '^KEY ' || h_fail "status has no KEY table"
+b_ctl status | grep -Eq '^keys: +3: 3 active, 0 handoff, 0 unowned' || h_fail "status summary has no keys line"
 for p in p1 p2; do
     if grep -q '^acquired' "$H_DIR/$p.log"; then
         grep '^acquired' "$H_DIR/$p.log" | grep -qv 'own_thread=1 valid=1' &&
@@ -95,4 +96,12 @@ rc=0; h_wait_exit p1 10 || rc=$?
 ((rc == 0)) || h_fail "member_probe p1 should leave and exit 0, got $rc"
 grep -q '^released key=compaction-a reason=leave own_thread=1' "$H_DIR/p1.log" ||
     h_fail "p1 did not release compaction-a with reason leave"
-h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, leave"
+# --- evict: a key-holding member's key claims go with it --------------------
+h_wait_for 20 "p2 owns nightly alone" b_jq '.keys[] | select(.key == "nightly") | .owner == "p2" and .state == "active"'
+b_ctl evict p2 --json >"$H_DIR/evict.json" || h_fail "evict p2 failed"
+jq -e '.claims | any(.key == "nightly" and .partition == null and .owner)' "$H_DIR/evict.json" >/dev/null ||
+    h_fail "evict did not remove p2's key claim: $(cat "$H_DIR/evict.json")"
+rc=0; h_wait_exit p2 15 || rc=$?
+((rc == 1)) || h_fail "an evicted member_probe should exit 1, got $rc"
+grep -q '^released key=nightly reason=lost' "$H_DIR/p2.log" || h_fail "p2 did not drop nightly when evicted"
+h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, leave, evict"
