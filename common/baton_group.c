@@ -276,6 +276,64 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
     return BATON_OK;
 }
 
+/* Children of dir as full paths appended to *paths (a missing dir adds
+ * nothing and sets *exists to 0). */
+static int child_paths(baton_zk_t *zk, const char *dir, char ***paths, size_t *n, int *exists) {
+    char **kids = NULL;
+    size_t nk = 0;
+    int err = baton_zk_children(zk, dir, 0, &kids, &nk);
+    *exists = err != BATON_NOTFOUND;
+    if (err == BATON_NOTFOUND)
+        return BATON_OK;
+    if (err != BATON_OK)
+        return err;
+    *paths = xrealloc(*paths, sizeof(char *) * (*n + nk + 1));
+    for (size_t k = 0; k < nk; k++)
+        (*paths)[(*n)++] = xasprintf("%s/%s", dir, kids[k]);
+    baton_zk_strings_free(kids, nk);
+    return BATON_OK;
+}
+
+/* One attempt at deleting a key with its claims and its --once run records
+ * (runs/), children first, in one multi. */
+static int key_remove_once(baton_zk_t *zk, const char *base, const char *name) {
+    char *key = xasprintf("%s/keys/%s", base, name);
+    char *claims = baton_group_key_claims(base, name);
+    char *runs = xasprintf("%s/runs", key);
+    char **paths = NULL;
+    size_t np = 0;
+    int have_claims = 0, have_runs = 0;
+    int err = child_paths(zk, claims, &paths, &np, &have_claims);
+    if (err == BATON_OK)
+        err = child_paths(zk, runs, &paths, &np, &have_runs);
+    if (err == BATON_OK) {
+        paths = xrealloc(paths, sizeof(char *) * (np + 3));
+        if (have_claims)
+            paths[np++] = xstrdup(claims);
+        if (have_runs)
+            paths[np++] = xstrdup(runs);
+        paths[np++] = xstrdup(key);
+        zoo_op_t *ops = xcalloc(np, sizeof(zoo_op_t));
+        zoo_op_result_t *res = xcalloc(np, sizeof(zoo_op_result_t));
+        for (size_t k = 0; k < np; k++)
+            zoo_delete_op_init(&ops[k], paths[k], -1);
+        int rc = zoo_multi(baton_zk_handle(zk), (int)np, ops, res);
+        free(ops);
+        free(res);
+        /* A claim or run created meanwhile: not empty; the caller retries. */
+        err = rc == ZOK ? BATON_OK : rc == ZNOTEMPTY ? BATON_CONFLICT : baton_zk_err(rc);
+        if (rc == ZNONODE)
+            err = BATON_CONFLICT; /* something went meanwhile: look again */
+    }
+    for (size_t k = 0; k < np; k++)
+        free(paths[k]);
+    free(paths);
+    free(runs);
+    free(claims);
+    free(key);
+    return err;
+}
+
 int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                             size_t *removed, char *errstr, size_t n) {
     if (removed)
@@ -286,41 +344,19 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
                                 "'%s' is not a key name (1-128 of [A-Za-z0-9._-])", keys[i]);
     for (size_t i = 0; i < nkeys; i++) {
         char *key = xasprintf("%s/keys/%s", base, keys[i]);
-        char *claims = baton_group_key_claims(base, keys[i]);
-        int err = BATON_OK;
+        int err = baton_zk_exists(zk, key, 0, NULL);
         /* Live claims go with the key (their holders see them vanish: LOST,
-         * and anything they still write is fenced by whoever owns next). A
-         * claim created meanwhile makes the multi fail: try again. */
-        for (int attempt = 0; attempt < 10; attempt++) {
-            char **kids = NULL;
-            size_t nk = 0;
-            err = baton_zk_children(zk, claims, 0, &kids, &nk);
-            if (err == BATON_NOTFOUND) {
-                err = baton_zk_delete(zk, key, -1);
+         * and anything they still write is fenced by whoever owns next). */
+        for (int attempt = 0; err == BATON_OK && attempt < 10; attempt++) {
+            err = key_remove_once(zk, base, keys[i]);
+            if (err != BATON_CONFLICT)
+                break;
+            int e2 = baton_zk_exists(zk, key, 0, NULL);
+            if (e2 != BATON_OK) {
+                err = e2; /* NOTFOUND: someone else removed it */
                 break;
             }
-            if (err != BATON_OK)
-                break;
-            zoo_op_t *ops = xcalloc(nk + 2, sizeof(zoo_op_t));
-            zoo_op_result_t *res = xcalloc(nk + 2, sizeof(zoo_op_result_t));
-            char **paths = xcalloc(nk + 1, sizeof(char *));
-            for (size_t k = 0; k < nk; k++) {
-                paths[k] = xasprintf("%s/%s", claims, kids[k]);
-                zoo_delete_op_init(&ops[k], paths[k], -1);
-            }
-            zoo_delete_op_init(&ops[nk], claims, -1);
-            zoo_delete_op_init(&ops[nk + 1], key, -1);
-            int rc = zoo_multi(baton_zk_handle(zk), (int)nk + 2, ops, res);
-            for (size_t k = 0; k < nk; k++)
-                free(paths[k]);
-            free(paths);
-            free(ops);
-            free(res);
-            baton_zk_strings_free(kids, nk);
-            err = rc == ZOK ? BATON_OK : baton_zk_err(rc);
-            if (rc != ZNOTEMPTY && rc != ZNONODE)
-                break;
-            err = BATON_CONFLICT;
+            err = attempt + 1 < 10 ? BATON_OK : BATON_CONFLICT;
         }
         if (err == BATON_OK) {
             if (removed)
@@ -328,7 +364,6 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
             BLOG_INFO("event=key_removed key=%s", keys[i]);
         }
         free(key);
-        free(claims);
         if (err != BATON_OK && err != BATON_NOTFOUND)
             return baton_seterr(errstr, n, err, "cannot remove key '%s': %s", keys[i],
                                 baton_strerror(err));

@@ -108,7 +108,8 @@ int main(int argc, char **argv) {
     counter_t c = {.state = state};
     const char *keys[] = {key};
     baton_membership_conf_t conf = {
-        .zk_hosts = zk, .group = group, .id = id, .session_timeout_ms = (int)session_ms,
+        .zk_hosts = zk, .root = "/baton", .group = group, .id = id,
+        .session_timeout_ms = (int)session_ms,
         .keys = keys, .nkeys = 1, .no_partitions = 1, /* a keys-only member for KEY */
     };
     baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released,

@@ -449,13 +449,13 @@ int main(int argc, char **argv) {
         usage(stdout);
         return BATON_EXIT_OK;
     }
+    if (dd >= argc)
+        baton_usage_error(prog, "missing '-- COMMAND [ARGS...]': the command to run");
     char errstr[512];
     baton_conf_t parsed;
     if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 0, dd, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
-    if (dd >= argc)
-        baton_usage_error(prog, "missing '-- COMMAND [ARGS...]': the command to run");
     if (dd + 1 >= argc)
         baton_usage_error(prog, "missing COMMAND after '--'");
     if (!zk_hosts)
@@ -494,6 +494,9 @@ int main(int argc, char **argv) {
     if (!path) {
         fprintf(stderr, "%s: command '%s' not found%s\n", prog, argv[dd + 1],
                 strchr(argv[dd + 1], '/') ? " or not executable" : " in PATH");
+        free(gen_id);
+        free(zk_connect);
+        baton_conf_release(&parsed);
         return 127;
     }
 

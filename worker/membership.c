@@ -67,6 +67,7 @@ struct baton_membership_s {
     int32_t nkeys;
     char label[BATON_ID_MAX + 16]; /* res_label's buffer */
     int next_ms;                   /* what the last poll asked for */
+    int64_t rejoin_at;             /* no session (it expired): next attempt to rejoin */
     baton_zk_t *zk;
     char *base;
     char *member_path;
@@ -422,8 +423,8 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
     baton_membership_t *m = xcalloc(1, sizeof(*m));
     m->conf = c;
     m->cbs = *cbs;
-    m->base = baton_group_base(conf->root, conf->group);
-    m->member_path = xasprintf("%s/workers/%s", m->base, conf->id);
+    m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
+    m->member_path = xasprintf("%s/workers/%s", m->base, m->conf.id);
     m->hb = xcalloc(1, sizeof(*m->hb));
     int err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
@@ -450,7 +451,9 @@ void baton_membership_destroy(baton_membership_t *m) {
 
 const char *baton_membership_topic(const baton_membership_t *m) { return m->config.topic; }
 int32_t baton_membership_partitions(const baton_membership_t *m) { return m->nparts; }
-int baton_membership_fd(const baton_membership_t *m) { return baton_zk_fd(m->zk); }
+int baton_membership_fd(const baton_membership_t *m) {
+    return m->zk ? baton_zk_fd(m->zk) : -1; /* -1 between sessions: poll ignores it */
+}
 
 int baton_membership_can_write(const baton_membership_t *m) {
     if (!m->zk || m->evicted || !baton_zk_connected(m->zk) || baton_zk_expired(m->zk))
@@ -567,8 +570,9 @@ static int read_assignment(baton_membership_t *m) {
         key_add(m, wa.keys[i]);
     for (int32_t k = 0; k < m->nkeys; k++) {
         mpart_t *mk = &m->keys[k].st;
-        int want = bsearch(&m->keys[k].name, wa.keys, wa.nkeys, sizeof(char *),
-                           baton_strcmp_p) != NULL;
+        /* wa.keys is NULL when no key is assigned: bsearch must not see it. */
+        int want = wa.nkeys > 0 && bsearch(&m->keys[k].name, wa.keys, wa.nkeys, sizeof(char *),
+                                           baton_strcmp_p) != NULL;
         if (want != mk->assigned) {
             mk->assigned = want;
             mk->dirty = 1;
@@ -924,21 +928,31 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
     free(data);
 }
 
-/* Queue checks for rids[0..n-1] (each has a claim), pipelined: every
- * listing, then every watch, each round awaited once. */
+/* Queue checks for rids[0..n-1] (each has a claim), pipelined. Round one
+ * lists every claims directory and, in the same flight, sets the watch on
+ * our own claim (its stat carries the czxid): when our claim is the lowest,
+ * which is the usual case, that is the whole check, one round trip. Round
+ * two watches the predecessor of each claim that waits. The spare watch
+ * on our own claim of a waiting one is harmless (its deletion is ours, or
+ * an operator's, which we must notice anyway). */
 static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32_t n, int *errs) {
     zhandle_t *zh = baton_zk_handle(m->zk);
     int timeout = baton_zk_session_timeout(m->zk) + 1000;
     char **watch = xcalloc((size_t)n, sizeof(char *));
     int *waiting = xcalloc((size_t)n, sizeof(int));
-    zbatch_t *b = zbatch_new((size_t)n);
-    b->pending = n;
+    zbatch_t *b = zbatch_new((size_t)n * 2);
+    b->pending = n * 2;
     for (int32_t i = 0; i < n; i++) {
         char *dir = claims_dir(m, rids[i]);
+        char *own = xasprintf("%s/%s", dir, res_st(m, rids[i])->claim);
         int rc = zoo_aget_children(zh, dir, 0, zbatch_children_done, &b->slots[i]);
-        free(dir);
         if (rc != ZOK)
             zbatch_done(&b->slots[i], rc);
+        rc = zoo_awexists(zh, own, baton_zk_watcher, m->zk, zbatch_exists_done, &b->slots[n + i]);
+        if (rc != ZOK)
+            zbatch_done(&b->slots[n + i], rc);
+        free(own);
+        free(dir);
     }
     if (!zbatch_wait(b, timeout)) {
         for (int32_t i = 0; i < n; i++)
@@ -946,17 +960,24 @@ static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32
         b = NULL; /* its last completion frees it */
         goto out;
     }
-    int nwatch = 0;
+    int nwait = 0;
     for (int32_t i = 0; i < n; i++) {
         zslot_t *s = &b->slots[i];
         errs[i] = baton_zk_err(s->rc);
         if (errs[i] == BATON_OK)
             watch[i] = queue_decide(m, rids[i], s->names, s->n, &waiting[i]);
-        nwatch += watch[i] != NULL;
+        if (watch[i] && !waiting[i]) {
+            /* Lowest: the watch we need is the one on our own claim. */
+            zslot_t *own = &b->slots[n + i];
+            errs[i] = queue_settle(m, rids[i], baton_zk_err(own->rc), &own->st, 0);
+            free(watch[i]);
+            watch[i] = NULL;
+        }
+        nwait += watch[i] != NULL;
     }
     zbatch_free(b);
     b = zbatch_new((size_t)n);
-    b->pending = nwatch;
+    b->pending = nwait;
     for (int32_t i = 0; i < n; i++) {
         if (!watch[i])
             continue;
@@ -965,7 +986,7 @@ static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32
         if (rc != ZOK)
             zbatch_done(&b->slots[i], rc);
     }
-    if (nwatch > 0 && !zbatch_wait(b, timeout)) {
+    if (nwait > 0 && !zbatch_wait(b, timeout)) {
         for (int32_t i = 0; i < n; i++)
             if (watch[i])
                 errs[i] = BATON_CONNECTION;
@@ -1019,9 +1040,7 @@ static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t 
     for (int32_t i = 0; i < n; i++)
         if (errs[i] == BATON_OK && res_st(m, rids[i])->claim[0])
             sub[nsub++] = i;
-    if (nsub == 1) {
-        errs[sub[0]] = check_queue(m, rids[sub[0]]);
-    } else if (nsub > 1) {
+    if (nsub > 0) { /* batched even for one: a single round trip when lowest */
         int32_t *r = xmalloc(sizeof(int32_t) * (size_t)nsub);
         for (int32_t j = 0; j < nsub; j++)
             r[j] = rids[sub[j]];
@@ -1165,9 +1184,42 @@ static int soon_of(baton_membership_t *m, int err, int probe_ms) {
     return soon < probe_ms ? soon : probe_ms;
 }
 
+/* Between sessions (ours expired): one attempt to connect and register
+ * again per call, at most every REJOIN_MS, so the caller's own loop keeps
+ * running (a SIGTERM is seen while ZooKeeper is down). */
+#define REJOIN_MS 1000
+static int rejoin(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
+    int64_t now = baton_now_ms();
+    if (now >= m->rejoin_at) {
+        int err = connect_and_join(m, errstr, n);
+        if (err == BATON_OK) {
+            m->next_ms = 0;
+            if (next_ms)
+                *next_ms = 0;
+            return BATON_OK;
+        }
+        /* Refused credentials (the root's ACL no longer lets our identity
+         * write, or the server failed our authentication) do not get better
+         * by retrying: fatal, like at start. */
+        if (err == BATON_EXISTS || err == BATON_DENIED || baton_err_is_input(err))
+            return err;
+        BLOG_WARN("event=rejoin_failed error=\"%s\" action=retry in_ms=%d", errstr, REJOIN_MS);
+        baton_zk_destroy(m->zk);
+        m->zk = NULL;
+        m->rejoin_at = now + REJOIN_MS;
+    }
+    int64_t left = m->rejoin_at - baton_now_ms();
+    m->next_ms = left < 0 ? 0 : (int)left;
+    if (next_ms)
+        *next_ms = m->next_ms;
+    return BATON_OK;
+}
+
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
     if (m->evicted)
         return baton_seterr(errstr, n, BATON_EVICTED, "evicted: '%s' was deleted", m->member_path);
+    if (!m->zk)
+        return rejoin(m, next_ms, errstr, n);
     int expired = 0, reconnected = 0;
     baton_zk_event_t ev;
     while (baton_zk_next_event(m->zk, &ev)) {
@@ -1205,22 +1257,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         m->disconnected = 0;
         baton_zk_destroy(m->zk);
         m->zk = NULL;
-        for (;;) {
-            int err = connect_and_join(m, errstr, n);
-            if (err == BATON_OK)
-                break;
-            /* Refused credentials (the root's ACL no longer lets our
-             * identity write, or the server failed our authentication) do
-             * not get better by retrying: fatal, like at start. */
-            if (err == BATON_EXISTS || err == BATON_DENIED || baton_err_is_input(err))
-                return err;
-            BLOG_WARN("event=rejoin_failed error=\"%s\" action=retry", errstr);
-            if (m->zk) {
-                baton_zk_destroy(m->zk);
-                m->zk = NULL;
-            }
-            baton_sleep_ms(1000);
-        }
+        m->rejoin_at = 0;
+        return rejoin(m, next_ms, errstr, n);
     }
     if (reconnected) {
         /* Writes resume once a probe on this connection is answered. */
@@ -1446,8 +1484,9 @@ int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr, s
     int wait = m->next_ms;
     if (timeout_ms >= 0 && timeout_ms < wait)
         wait = timeout_ms;
-    if (m->zk && !m->evicted) {
-        struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
+    if (!m->evicted) {
+        /* Without a session (rejoining) there is no descriptor: just wait. */
+        struct pollfd pfd = {.fd = m->zk ? baton_zk_fd(m->zk) : -1, .events = POLLIN};
         poll(&pfd, 1, wait < 0 ? 0 : wait);
     }
     return baton_membership_poll(m, NULL, errstr, n);

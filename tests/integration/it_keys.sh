@@ -30,6 +30,12 @@ b_ctl keys list --json | jq -e 'map(.key) == ["compaction-a","nightly","report.x
     h_fail "keys list: $(b_ctl keys list --json)"
 b_ctl keys add extra | grep -q "added 1" || h_fail "keys add"
 b_ctl keys remove extra | grep -q "removed 1" || h_fail "keys remove"
+# A key with --once run records (keys/K/runs/ID) goes with them.
+b_ctl keys add with-runs >/dev/null
+h_zk create /baton/g/keys/with-runs/runs '' >/dev/null
+h_zk create /baton/g/keys/with-runs/runs/2026-11-29 '{"epoch":1}' >/dev/null
+b_ctl keys remove with-runs | grep -q "removed 1" || h_fail "keys remove of a key with run records"
+! h_zk exists /baton/g/keys/with-runs >/dev/null 2>&1 || h_fail "with-runs still exists"
 rc=0; b_ctl keys frobnicate >/dev/null 2>&1 || rc=$?
 ((rc == 2)) || h_fail "keys with an unknown subcommand should exit 2, got $rc"
 b_ctl keys --help | grep -q '^examples:' || h_fail "keys --help has no examples"

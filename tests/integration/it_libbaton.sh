@@ -12,7 +12,7 @@ build=$(dirname "${BATON_BIN:?}")
 prefix=$H_DIR/prefix
 cmake --install "$build" --prefix "$prefix" >"$H_DIR/install.log" 2>&1 || h_fail "cmake --install: $(tail -5 "$H_DIR/install.log")"
 libdir=$(dirname "$(find "$prefix" -name 'libbaton.so' | head -1)")
-[[ -f $prefix/include/baton/baton.h && -f $prefix/include/baton/err.h ]] || h_fail "headers not installed"
+for h in baton err fence processor; do [[ -f $prefix/include/baton/$h.h ]] || h_fail "include/baton/$h.h not installed"; done
 [[ -f $libdir/libbaton.a && -e $libdir/libbaton.so ]] || h_fail "libbaton.a/.so not installed"
 # Only public symbols of ours: everything exported starts with baton_ (or
 # x* allocation helpers, documented as internal).
