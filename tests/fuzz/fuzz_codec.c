@@ -28,9 +28,14 @@ static void fuzz_config(const char *buf, size_t len) {
         check_err("config", err, errstr);
         return;
     }
-    FUZZ_CHECK(baton_topic_valid(c.topic) == 0, "decoded topic '%s' invalid", c.topic);
-    FUZZ_CHECK(c.partitions >= 1 && c.partitions <= BATON_PARTITIONS_MAX, "partitions %d",
-               (int)c.partitions);
+    /* A topic with 1..MAX partitions, or a keys-only group: no topic, 0. */
+    if (c.topic[0]) {
+        FUZZ_CHECK(baton_topic_valid(c.topic) == 0, "decoded topic '%s' invalid", c.topic);
+        FUZZ_CHECK(c.partitions >= 1 && c.partitions <= BATON_PARTITIONS_MAX, "partitions %d",
+                   (int)c.partitions);
+    } else {
+        FUZZ_CHECK(c.partitions == 0, "no topic but %d partitions", (int)c.partitions);
+    }
     FUZZ_CHECK(c.strategy[0] != '\0', "empty strategy");
     char *enc = baton_config_encode(&c);
     err = baton_config_decode(enc, strlen(enc), &c2, errstr, sizeof(errstr));
