@@ -188,7 +188,8 @@ int main(int argc, char **argv) {
         {"bootstrap.servers", brokers}, {"group.id", "bench-plain"},
         {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"},
         {"auto.offset.reset", "earliest"}, {"enable.partition.eof", "false"},
-        {"fetch.wait.max.ms", "50"},
+        {"fetch.wait.max.ms", "20"}, {"fetch.error.backoff.ms", "100"},
+        {"socket.nagle.disable", "true"},
     };
     for (size_t i = 0; i < BATON_ARRAY_SIZE(props); i++)
         if (rd_kafka_conf_set(kc, props[i][0], props[i][1], errstr, sizeof(errstr))) {

@@ -60,7 +60,60 @@ typedef struct {
     int32_t nho;
     int32_t ho_cursor;    /* where the next bounded check starts */
     int64_t ho_due_ms;    /* next check; 0: nothing pending */
+    /* What we last published (or found already published), kept so a
+     * rebalance does not re-read every worker's assignment node (a cost
+     * growing with the group, not with what moves). Trusted only while
+     * /assignment still has the version our publish left (every publish,
+     * ours or a rival's, bumps it) and until the next full read: a resync,
+     * a reconnection, an error or a change of leadership. */
+    struct published_s *pc;
+    size_t npc;
+    int pc_valid;
+    int32_t pc_version; /* /assignment's version that pc matches */
+    int full_read;      /* the next rebalance re-reads every assignment node */
+    /* Members' node contents as last read (sorted by id), so a rebalance
+     * reads only members that are new or whose data watch fired; dropped
+     * with pc (see pc_drop). */
+    struct mcache_s *mc;
+    size_t nmc;
 } coord_t;
+
+/* One member node as last read; valid = 0 after its watch fired. */
+typedef struct mcache_s {
+    char *id;
+    int capacity;
+    char rack[64];
+    int no_partitions;
+    int keys_filter;
+    char *keys;
+    int valid;
+} mcache_t;
+
+static void mc_clear(coord_t *c) {
+    for (size_t i = 0; i < c->nmc; i++) {
+        free(c->mc[i].id);
+        free(c->mc[i].keys);
+    }
+    free(c->mc);
+    c->mc = NULL;
+    c->nmc = 0;
+}
+
+static int mc_cmp(const void *a, const void *b) {
+    return strcmp(((const mcache_t *)a)->id, ((const mcache_t *)b)->id);
+}
+
+static mcache_t *mc_find(coord_t *c, const char *id) {
+    mcache_t key = {.id = (char *)id};
+    return c->nmc ? bsearch(&key, c->mc, c->nmc, sizeof(mcache_t), mc_cmp) : NULL;
+}
+
+/* Its data watch fired (a change or a deletion): read it again. */
+static void mc_invalidate(coord_t *c, const char *id) {
+    mcache_t *m = mc_find(c, id);
+    if (m)
+        m->valid = 0;
+}
 
 /* One partition as the stuck-handoff watchdog sees it. Leader's memory only:
  * a failover restarts every clock, so a forced revoke can come later than
@@ -83,7 +136,7 @@ static void handoffs_clear(coord_t *c) {
 }
 
 /* The published assignment as read back from ZooKeeper. */
-typedef struct {
+typedef struct published_s {
     char *id;
     int32_t *partitions;
     size_t npartitions;
@@ -112,7 +165,18 @@ static int coord_candidate_create(coord_t *c) {
     return err;
 }
 
+static void published_free(published_t *pub, size_t n);
+
+static void pc_drop(coord_t *c) {
+    mc_clear(c);
+    published_free(c->pc, c->npc);
+    c->pc = NULL;
+    c->npc = 0;
+    c->pc_valid = 0;
+}
+
 static void coord_step_down(coord_t *c, const char *why) {
+    pc_drop(c);
     if (c->leader)
         BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->epoch);
     c->leader = 0;
@@ -255,6 +319,25 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
     *out = pub;
     *nout = n;
     return BATON_OK;
+}
+
+/* A deep copy of the cache, for a rebalance that trusts it. */
+static published_t *pc_copy(const coord_t *c) {
+    published_t *pub = xcalloc(c->npc ? c->npc : 1, sizeof(*pub));
+    for (size_t i = 0; i < c->npc; i++) {
+        const published_t *o = &c->pc[i];
+        pub[i].id = xstrdup(o->id);
+        pub[i].valid = o->valid;
+        pub[i].npartitions = o->npartitions;
+        pub[i].partitions = xmalloc(sizeof(int32_t) * (o->npartitions + 1));
+        if (o->npartitions)
+            memcpy(pub[i].partitions, o->partitions, sizeof(int32_t) * o->npartitions);
+        pub[i].nkeys = o->nkeys;
+        pub[i].keys = xcalloc(o->nkeys + 1, sizeof(char *));
+        for (size_t k = 0; k < o->nkeys; k++)
+            pub[i].keys[k] = xstrdup(o->keys[k]);
+    }
+    return pub;
 }
 
 static int same_list(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
@@ -753,6 +836,31 @@ static void handoffs_check(coord_t *c) {
 }
 
 /* Computes the next assignment and publishes it if anything changed. */
+/* Remembers the assignment now published: worker k's partitions are
+ * order[start[k]..start[k+1]) and its keys those j with knext[j] == k. */
+static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *start,
+                     const int *order, char **keys, size_t nkeys, const int *knext,
+                     int32_t version) {
+    pc_drop(c);
+    c->pc = xcalloc(nw + 1, sizeof(published_t));
+    for (size_t k = 0; k < nw; k++) {
+        published_t *o = &c->pc[k];
+        o->id = xstrdup(w[k].id);
+        o->valid = 1;
+        o->npartitions = (size_t)(start[k + 1] - start[k]);
+        o->partitions = xmalloc(sizeof(int32_t) * (o->npartitions + 1));
+        for (size_t i = 0; i < o->npartitions; i++)
+            o->partitions[i] = order[start[k] + (int)i];
+        o->keys = xcalloc(nkeys + 1, sizeof(char *));
+        for (size_t j = 0; j < nkeys; j++)
+            if (knext[j] == (int)k)
+                o->keys[o->nkeys++] = xstrdup(keys[j]);
+    }
+    c->npc = nw;
+    c->pc_version = version;
+    c->pc_valid = 1;
+}
+
 static int coord_rebalance(coord_t *c) {
     char errstr[256];
     baton_config_t cfg;
@@ -815,8 +923,15 @@ static int coord_rebalance(coord_t *c) {
             meta.generation = 0;
         }
     }
-    if ((err = read_published(c, &pub, &npub)) != BATON_OK)
-        goto out;
+    int full = c->full_read || !c->pc_valid;
+    if (c->pc_valid && !c->full_read && meta_st.version == c->pc_version) {
+        pub = pc_copy(c);
+        npub = c->npc;
+    } else {
+        if ((err = read_published(c, &pub, &npub)) != BATON_OK)
+            goto out;
+        c->full_read = 0;
+    }
     if ((err = read_dir_watched(c, "drains", &drains, &ndrains)) != BATON_OK)
         goto out;
     pin_of = xcalloc(P1, sizeof(char *));
@@ -834,6 +949,17 @@ static int coord_rebalance(coord_t *c) {
     w = xcalloc(nlive + npub + 1, sizeof(*w));
     for (size_t i = 0; i < nlive; i++) {
         w[nw].id = live[i];
+        mcache_t *hit = full ? NULL : mc_find(c, live[i]);
+        if (hit && hit->valid) {
+            /* Unchanged since we read it: its data watch has not fired. */
+            w[nw].capacity = hit->capacity;
+            snprintf(w[nw].rack, sizeof(w[nw].rack), "%s", hit->rack);
+            w[nw].no_partitions = hit->no_partitions;
+            w[nw].keys_filter = hit->keys_filter;
+            w[nw].keys = hit->keys ? xstrdup(hit->keys) : NULL;
+            nw++;
+            continue;
+        }
         int rc = read_member(c, wdir, live[i], &w[nw]);
         if (rc == BATON_NOTFOUND)
             continue; /* left meanwhile: the watch brings us back */
@@ -843,6 +969,18 @@ static int coord_rebalance(coord_t *c) {
         }
         nw++;
     }
+    /* Remember them (live is sorted, so is the cache). */
+    mc_clear(c);
+    c->mc = xcalloc(nw + 1, sizeof(mcache_t));
+    for (size_t i = 0; i < nw; i++)
+        c->mc[c->nmc++] = (mcache_t){.id = xstrdup(w[i].id),
+                                     .capacity = w[i].capacity,
+                                     .no_partitions = w[i].no_partitions,
+                                     .keys_filter = w[i].keys_filter,
+                                     .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
+                                     .valid = 1};
+    for (size_t i = 0; i < nw; i++)
+        snprintf(c->mc[i].rack, sizeof(c->mc[i].rack), "%s", w[i].rack);
     for (size_t i = 0; i < npub; i++) {
         if (find_id(live, nlive, pub[i].id) >= 0 || !pub[i].valid || pub[i].npartitions == 0 ||
             c->conf->leave_grace_ms <= 0 || baton_id_valid(pub[i].id) != 0)
@@ -873,8 +1011,10 @@ static int coord_rebalance(coord_t *c) {
     }
     /* A worker that marked itself leaving is drained: it gets nothing, so
      * its successors are named while it still holds (and flushes) its
-     * claims, and they queue behind them. */
-    for (size_t i = 0; i < c->nleaving; i++) {
+     * claims, and they queue behind them. Not with --leave-grace-ms: the
+     * operator asked that a worker who goes (a rolling restart) keeps its
+     * partitions reserved until it is back or the grace runs out. */
+    for (size_t i = 0; c->conf->leave_grace_ms <= 0 && i < c->nleaving; i++) {
         int k = cw_find(w, nw, c->leaving[i]);
         if (k >= 0)
             w[k].flags |= BATON_ASSIGN_DRAINED;
@@ -1024,6 +1164,7 @@ static int coord_rebalance(coord_t *c) {
     if (nnodes == 0) {
         err = BATON_OK; /* nothing changed: publish nothing */
         handoffs_record(c, P, next, w);
+        pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version);
         goto out;
     }
     qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
@@ -1037,9 +1178,13 @@ static int coord_rebalance(coord_t *c) {
         coord_step_down(c, "publish_refused");
         goto out;
     }
-    if (err != BATON_OK)
+    if (err != BATON_OK) {
+        pc_drop(c); /* a chunk may have landed: read it all back next time */
         goto out;
+    }
     handoffs_record(c, P, next, w);
+    /* Our last chunk set /assignment once: its version went up by one. */
+    pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version + 1);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
               "multis=%zu compute_ms=%lld",
@@ -1165,8 +1310,10 @@ static int coord_step(coord_t *c) {
     int err = coord_elect(c);
     if (err != BATON_OK)
         return err;
-    if (!c->leader)
+    if (!c->leader) {
+        pc_drop(c); /* a standby keeps nothing: a new term starts by reading */
         return BATON_OK;
+    }
     /* Racks first: they only steer partitions that move, so a fresh group
      * must be placed with them, not fixed up later. */
     coord_racks_refresh(c);
@@ -1239,7 +1386,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                 if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
                     expired = 1;
                 else if (ev.state == ZOO_CONNECTED_STATE)
-                    dirty = 1; /* watches may have been missed: re-read */
+                    dirty = c.full_read = 1; /* watches may have been missed: re-read */
                 if (ev.state == ZOO_CONNECTED_STATE || ev.state == ZOO_CONNECTING_STATE)
                     baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
                 else if (expired)
@@ -1254,12 +1401,13 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                  * it comes with; an unmarked one (a crash, an expiry) is
                  * rebalanced at once too unless more churn is pending. */
                 const char *id = ev.path + strlen(wdir) + 1;
+                mc_invalidate(&c, id);
                 if (ev.type == ZOO_CHANGED_EVENT) {
                     int was = leaving_has(&c, id);
                     coord_worker_t tmp = {0};
                     read_member(&c, wdir, id, &tmp);
                     free(tmp.keys);
-                    if (!was && leaving_has(&c, id)) {
+                    if (!was && leaving_has(&c, id) && conf->leave_grace_ms <= 0) {
                         BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
                         dirty = 1;
                     }
@@ -1322,7 +1470,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         if (c.grace_due_ms && now >= c.grace_due_ms)
             dirty = 1;
         if (now >= next_resync) {
-            dirty = 1;
+            dirty = c.full_read = 1;
             next_resync = now + RESYNC_INTERVAL_MS;
         }
         if (c.leader && baton_zk_connected(c.zk) && coord_racks_refresh(&c))
@@ -1336,7 +1484,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             if (err != BATON_OK) {
                 /* Retry soon: connection loss, a vanished predecessor, a
                  * refused publish or a group not yet initialised. */
-                dirty = 1;
+                dirty = c.full_read = 1;
                 wait_ms = err == BATON_CONFLICT || err == BATON_DEPOSED ? 0 : RETRY_BACKOFF_MS;
                 if (err == BATON_NOTFOUND || err == BATON_CORRUPT)
                     wait_ms = 1000;
@@ -1367,6 +1515,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
     }
     gone_clear(&c);
     handoffs_clear(&c);
+    pc_drop(&c);
     coord_racks_destroy(c.racks);
     free(wdir);
     for (size_t i = 0; i < c.nleaving; i++)

@@ -44,7 +44,9 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
  * transaction committed; then results[i] is BATON_OK (next_offsets[i] set)
  * or BATON_STALE (counted in rejected, as fence counts it) for each i.
  * Any other error applied nothing (retriable ones may be retried whole).
- * Partitions must be distinct. A backend without its own implementation
+ * Partitions must be distinct, and ascending (backends that lock rows take
+ * them in this order, so overlapping calls cannot deadlock). A backend
+ * without its own implementation
  * gets one fence call per partition (then a failure may follow earlier
  * commits, which is harmless: a fence is idempotent at the same epoch). */
 int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,

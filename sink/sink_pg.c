@@ -495,6 +495,63 @@ static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_
     return BATON_OK;
 }
 
+/* fence_many: pg_fence's statement for every partition inside one
+ * transaction, one commit. A stale partition's rejection is counted in the
+ * same transaction. Row locks are taken in the order given, so callers
+ * pass partitions ascending (two workers fencing overlapping sets then
+ * cannot deadlock). */
+static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
+                         const int64_t *epochs, int64_t *next_offsets, int *results) {
+    int err = pg_begin(sink, "begin fence", partitions[0]);
+    if (err)
+        return err;
+    size_t stale = 0;
+    for (size_t i = 0; i < n; i++) {
+        char part_s[24], epoch_s[24];
+        snprintf(part_s, sizeof(part_s), "%d", (int)partitions[i]);
+        snprintf(epoch_s, sizeof(epoch_s), "%" PRId64, epochs[i]);
+        const char *const params[] = {sink->group, part_s, epoch_s};
+        PGresult *res = pg_run(sink,
+                               "INSERT INTO baton_fence AS f (grp, partition, epoch, next_offset, "
+                               "rejected) VALUES ($1, $2, $3, 0, 0) "
+                               "ON CONFLICT (grp, partition) DO UPDATE SET epoch = EXCLUDED.epoch "
+                               "WHERE f.epoch <= EXCLUDED.epoch RETURNING f.next_offset",
+                               3, params, PGRES_TUPLES_OK, "store fence", partitions[i], &err);
+        if (!res)
+            return err;
+        results[i] = BATON_OK;
+        if (PQntuples(res) == 0) {
+            PQclear(res);
+            res = pg_run(sink,
+                         "UPDATE baton_fence SET rejected = rejected + 1 "
+                         "WHERE grp = $1 AND partition = $2 RETURNING epoch",
+                         2, params, PGRES_TUPLES_OK, "count rejection", partitions[i], &err);
+            if (!res)
+                return err;
+            int64_t stored = 0;
+            if (PQntuples(res) != 1 || pg_get_i64(res, 0, 0, &stored))
+                return pg_corrupt(sink, res, partitions[i], "epoch");
+            PQclear(res);
+            BLOG_WARN("event=sink_stale op=fence uri=%s group=%s partition=%d epoch=%lld "
+                      "stored_epoch=%lld",
+                      sink->uri, sink->group, (int)partitions[i], (long long)epochs[i],
+                      (long long)stored);
+            results[i] = BATON_STALE;
+            stale++;
+            continue;
+        }
+        if (pg_get_i64(res, 0, 0, &next_offsets[i]))
+            return pg_corrupt(sink, res, partitions[i], "next_offset");
+        PQclear(res);
+    }
+    err = pg_commit(sink, "commit fence", partitions[0]);
+    if (err)
+        return err;
+    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
+               sink->group, n, stale);
+    return BATON_OK;
+}
+
 /* One output row to insert: output seq of input offset. */
 typedef struct {
     int64_t offset;
@@ -1018,4 +1075,5 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .fences = pg_fences,
     .set_busy_timeout = pg_set_busy_timeout,
     .redact = baton_sink__pg_redact,
+    .fence_many = pg_fence_many,
 };

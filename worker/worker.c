@@ -28,6 +28,13 @@
 
 /* The longest the loop sleeps when nothing at all is due. */
 #define WORKER_IDLE_MS 100
+/* Back-pressure: a partition with this many batches buffered is paused in
+ * librdkafka. High on purpose: librdkafka 2.0 hands over a whole fetch
+ * response at once (thousands of records per partition), and a paused
+ * partition's fetching restarts up to ~1 s after rd_kafka_resume_partitions
+ * (its broker thread's idle tick), so pausing at 4 batches stalled every
+ * catch-up about once a second (issue 5: throughput 0.56x -> see README). */
+#define WORKER_PAUSE_BATCHES 40
 
 /* One buffered input record and what the processor made of it. */
 typedef struct {
@@ -599,7 +606,17 @@ static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char 
         {"enable.auto.offset.store", "false"},
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
-        {"fetch.wait.max.ms", "50"},
+        /* Latency of the first records after an acquire (the handoff ends
+         * with the new owner's first write): a partition assigned while a
+         * fetch is in flight joins the next fetch, so the broker's long
+         * poll is kept short; a fetch error (a leader moving) is retried
+         * after 100 ms, not librdkafka's 500; small requests are not
+         * delayed by Nagle. Idle cost: a few more fetches per second.
+         * --kafka overrides any of these (it is applied after them).
+         * librdkafka 2.0 has no fetch.queue.backoff.ms (2.1+). */
+        {"fetch.wait.max.ms", "20"},
+        {"fetch.error.backoff.ms", "100"},
+        {"socket.nagle.disable", "true"},
     };
     char kerr[512];
     for (size_t i = 0; i < BATON_ARRAY_SIZE(defaults); i++)
@@ -653,7 +670,8 @@ static void flush_due(worker_t *w, int force) {
          * suspended sink); resume once it drains. */
         if (wp->failed)
             continue; /* stays paused */
-        if (wp->active && !wp->paused && wp->nrecs >= (size_t)w->conf->batch_size * 4)
+        if (wp->active && !wp->paused &&
+            wp->nrecs >= (size_t)w->conf->batch_size * WORKER_PAUSE_BATCHES)
             kafka_pause(w, p, 1);
         else if (wp->active && wp->paused && wp->nrecs < (size_t)w->conf->batch_size)
             kafka_pause(w, p, 0);
@@ -669,6 +687,11 @@ static int flush_due_in(const worker_t *w, int cap) {
         if (!wp->active || wp->nrecs == 0)
             continue;
         int64_t at = wp->first_ms + w->conf->linger_ms;
+        /* A full batch (or a fresh partition's first) is due now, not at
+         * the linger: sleeping here made the worker wait up to a linger
+         * per batch under load (issue 5, throughput). */
+        if (!wp->failed && (wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size))
+            at = now;
         if (wp->retry_at > at)
             at = wp->retry_at;
         if (at - now < soon)

@@ -170,8 +170,11 @@ int baton_membership_evicted(const baton_membership_t *m);
  * is still assigned to us. */
 void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r);
 
-/* Graceful leave: on_released(LEAVE) for every owned resource, then every
- * claim and the member node are deleted. */
+/* Graceful leave: marks the member node "leaving" (the coordinator
+ * reassigns our resources at once), calls on_released(LEAVE) for every
+ * owned resource, waits until the assignment without them arrives (so the
+ * successors already queue behind our claims; at most 2 s, e.g. when no
+ * coordinator runs), then deletes every claim and the member node. */
 void baton_membership_leave(baton_membership_t *m);
 
 #ifdef __cplusplus

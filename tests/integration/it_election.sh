@@ -13,6 +13,8 @@ b_init 4
 b_coord c1
 h_wait_for 10 "c1 leads" b_jq '.coordinator.id == "c1"'
 b_coord c2
+# c2 before c3 in the queue (started together, their creates could swap).
+h_wait_for 10 "c2 is a candidate" bash -c "[[ \$('$BATON_BIN/baton-zk' --zk $ZK ls /baton/g/coordinators | wc -l) == 2 ]]"
 b_coord c3 --log-level debug
 h_wait_for 10 "c2 and c3 are candidates" bash -c "[[ \$('$BATON_BIN/baton-zk' --zk $ZK ls /baton/g/coordinators | wc -l) == 3 ]]"
 sleep 0.5
