@@ -65,13 +65,13 @@ typedef struct {
 typedef struct {
     const baton_assign_input_t *in;
     int np, nw;
-    unsigned char *elig;   /* per worker: 1 if it may be given partitions */
-    unsigned char *cls;    /* per partition: CLS_* */
-    int *pin_cnt;          /* per worker: partitions pinned to it */
-    int *c;                /* per worker: free partitions it owned before */
-    int p_e;               /* partitions not reserved: pinned + free */
+    unsigned char *elig; /* per worker: 1 if it may be given partitions */
+    unsigned char *cls;  /* per partition: CLS_* */
+    int *pin_cnt;        /* per worker: partitions pinned to it */
+    int *c;              /* per worker: free partitions it owned before */
+    int p_e;             /* partitions not reserved: pinned + free */
     int nfree;
-    int forced;            /* pinned partitions that change owner */
+    int forced; /* pinned partitions that change owner */
     share_t *sh;
     long long den;
 } plan_t;
@@ -90,8 +90,7 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
         return baton_seterr(errstr, n, BATON_INVALID, "npartitions %d is out of range",
                             in->npartitions);
     if (in->nworkers < 0 || in->nworkers > 1000000)
-        return baton_seterr(errstr, n, BATON_INVALID, "nworkers %d is out of range",
-                            in->nworkers);
+        return baton_seterr(errstr, n, BATON_INVALID, "nworkers %d is out of range", in->nworkers);
     if (in->npartitions > 0 && !next)
         return baton_seterr(errstr, n, BATON_INVALID, "no output array for %d partitions",
                             in->npartitions);
@@ -105,9 +104,8 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
     for (int w = 0; w < in->nworkers; w++) {
         const baton_assign_worker_t *wk = &in->workers[w];
         if (wk->capacity < 1 || wk->capacity > BATON_ASSIGN_CAPACITY_MAX)
-            return baton_seterr(errstr, n, BATON_INVALID,
-                                "workers[%d].capacity %d is not in 1..%d", w, wk->capacity,
-                                BATON_ASSIGN_CAPACITY_MAX);
+            return baton_seterr(errstr, n, BATON_INVALID, "workers[%d].capacity %d is not in 1..%d",
+                                w, wk->capacity, BATON_ASSIGN_CAPACITY_MAX);
         if (wk->rack < -1 || wk->rack >= nracks)
             return baton_seterr(errstr, n, BATON_INVALID,
                                 "workers[%d].rack %d is not a rack index (0..%d) or -1", w,
@@ -129,8 +127,8 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
         for (int p = 0; p < in->npartitions; p++)
             if (arrays[k].a[p] < -1 || arrays[k].a[p] >= arrays[k].limit)
                 return baton_seterr(errstr, n, BATON_INVALID,
-                                    "%s[%d] = %d is not an index (0..%d) or -1", arrays[k].name,
-                                    p, arrays[k].a[p], arrays[k].limit - 1);
+                                    "%s[%d] = %d is not an index (0..%d) or -1", arrays[k].name, p,
+                                    arrays[k].a[p], arrays[k].limit - 1);
     }
     return BATON_OK;
 }

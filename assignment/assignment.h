@@ -43,10 +43,11 @@ int baton_strategy_parse(const char *s, baton_strategy_t *out);
 const char *baton_strategy_name(baton_strategy_t s);
 
 /* Worker flags. */
-#define BATON_ASSIGN_DRAINED 0x1 /* gets nothing and loses what it has */
-#define BATON_ASSIGN_ABSENT 0x2  /* vanished within its leave grace: keeps
-                                  * exactly its previous partitions (reserved),
-                                  * gets nothing new, takes no part in balance */
+/* DRAINED: gets nothing and loses what it has. ABSENT: vanished within its
+ * leave grace: keeps exactly its previous partitions (reserved), gets
+ * nothing new, takes no part in balance. */
+#define BATON_ASSIGN_DRAINED 0x1
+#define BATON_ASSIGN_ABSENT 0x2
 
 typedef struct {
     const char *id; /* hashed by rendezvous; may be NULL (the index is hashed) */
@@ -58,9 +59,9 @@ typedef struct {
 /* The input. Arrays are borrowed for the duration of the call only. */
 typedef struct {
     baton_strategy_t strategy;
-    int npartitions;                       /* partitions 0..npartitions-1 */
-    const int *prev;                       /* prev[p]: owner index or -1; NULL: none */
-    const baton_assign_worker_t *workers;  /* nworkers entries */
+    int npartitions;                      /* partitions 0..npartitions-1 */
+    const int *prev;                      /* prev[p]: owner index or -1; NULL: none */
+    const baton_assign_worker_t *workers; /* nworkers entries */
     int nworkers;
     const int *pins;        /* pins[p]: worker index or -1; NULL: no pins. A pin
                              * to a drained or absent worker is ignored. */

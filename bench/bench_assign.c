@@ -46,8 +46,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Removes worker k: later indices shift down, its partitions lose their
  * owner (a crash: nobody hands them over). */
-static void worker_remove(baton_assign_worker_t *w, char **ids, int *nw, int *prev, int np,
-                          int k) {
+static void worker_remove(baton_assign_worker_t *w, char **ids, int *nw, int *prev, int np, int k) {
     free(ids[k]);
     memmove(&w[k], &w[k + 1], (size_t)(*nw - k - 1) * sizeof(*w));
     memmove(&ids[k], &ids[k + 1], (size_t)(*nw - k - 1) * sizeof(*ids));
@@ -165,13 +164,14 @@ int main(int argc, char **argv) {
     if (json)
         printf("[");
     else
-        printf("%-10s %9s %7s %9s %9s %9s %9s %9s\n", "strategy", "partitions", "workers",
-               "p50_ms", "p99_ms", "moved", "minimal", "imbalance");
+        printf("%-10s %9s %7s %9s %9s %9s %9s %9s\n", "strategy", "partitions", "workers", "p50_ms",
+               "p99_ms", "moved", "minimal", "imbalance");
     int first = 1;
     for (int s = 0; s < BATON_STRATEGY_COUNT; s++)
         for (size_t i = 0; i < (quick ? 1 : BATON_ARRAY_SIZE(ps)); i++)
             for (size_t j = 0; j < BATON_ARRAY_SIZE(ws); j++) {
-                row_t row = {.strategy = (baton_strategy_t)s, .partitions = ps[i], .workers = ws[j]};
+                row_t row = {
+                    .strategy = (baton_strategy_t)s, .partitions = ps[i], .workers = ws[j]};
                 int n = nevents;
                 if (s == BATON_STRATEGY_RENDEZVOUS && (long)ps[i] * ws[j] > 1000000)
                     n = nevents / 5 > 4 ? nevents / 5 : 4;

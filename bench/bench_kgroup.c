@@ -26,7 +26,8 @@ typedef struct {
 static void usage(FILE *f) {
     fprintf(f, "usage: baton-bench-kgroup --brokers B --topic T --partitions N --group G --id NUM\n"
                "                          --sink PATH [--assignor range|cooperative-sticky]\n"
-               "                          [--session-timeout-ms 3000] [--batch-size 500] [--linger-ms 10]\n");
+               "                          [--session-timeout-ms 3000] [--batch-size 500] "
+               "[--linger-ms 10]\n");
 }
 
 static void die_usage(const char *msg, const char *what) {
@@ -98,20 +99,29 @@ int main(int argc, char **argv) {
             die_usage("missing value or unknown option", a);
         const char *v = argv[++i];
         int bad = 0;
-        if (!strcmp(a, "--brokers")) brokers = v;
-        else if (!strcmp(a, "--topic")) topic = v;
-        else if (!strcmp(a, "--group")) group = v;
-        else if (!strcmp(a, "--sink")) sink = v;
+        if (!strcmp(a, "--brokers"))
+            brokers = v;
+        else if (!strcmp(a, "--topic"))
+            topic = v;
+        else if (!strcmp(a, "--group"))
+            group = v;
+        else if (!strcmp(a, "--sink"))
+            sink = v;
         else if (!strcmp(a, "--assignor")) {
             assignor = v;
             bad = strcmp(v, "range") && strcmp(v, "cooperative-sticky") && strcmp(v, "roundrobin");
-        }
-        else if (!strcmp(a, "--id")) bad = baton_parse_i64(v, 0, 1000000, &id);
-        else if (!strcmp(a, "--partitions")) bad = baton_parse_i64(v, 1, 100000, &nparts);
-        else if (!strcmp(a, "--session-timeout-ms")) bad = baton_parse_i64(v, 1000, 600000, &session_ms);
-        else if (!strcmp(a, "--batch-size")) bad = baton_parse_i64(v, 1, 1000000, &batch);
-        else if (!strcmp(a, "--linger-ms")) bad = baton_parse_i64(v, 0, 600000, &linger);
-        else die_usage("unknown option", a);
+        } else if (!strcmp(a, "--id"))
+            bad = baton_parse_i64(v, 0, 1000000, &id);
+        else if (!strcmp(a, "--partitions"))
+            bad = baton_parse_i64(v, 1, 100000, &nparts);
+        else if (!strcmp(a, "--session-timeout-ms"))
+            bad = baton_parse_i64(v, 1000, 600000, &session_ms);
+        else if (!strcmp(a, "--batch-size"))
+            bad = baton_parse_i64(v, 1, 1000000, &batch);
+        else if (!strcmp(a, "--linger-ms"))
+            bad = baton_parse_i64(v, 0, 600000, &linger);
+        else
+            die_usage("unknown option", a);
         if (bad)
             die_usage("bad value for", a);
     }

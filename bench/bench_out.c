@@ -35,12 +35,14 @@ bench_out_t *bench_out_open(const char *path, const char *group, char *errstr, s
     bench_out_t *o = xcalloc(1, sizeof(*o));
     o->group = xstrdup(group);
     const char *step = "open";
-    if (sqlite3_open_v2(path, &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+    if (sqlite3_open_v2(path, &o->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK)
         goto err;
     sqlite3_busy_timeout(o->db, 5000);
     step = "pragmas and schema";
-    if (sqlite3_exec(o->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, NULL) ||
+    if (sqlite3_exec(o->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
+                     NULL) ||
         sqlite3_exec(o->db, schema_sql, NULL, NULL, NULL))
         goto err;
     step = "prepare";
@@ -207,7 +209,8 @@ void bench_batcher_flush_due(bench_batcher_t *b, bench_out_t *o, int64_t owner, 
     int64_t now = baton_now_ms();
     for (int32_t p = 0; p < b->nparts; p++) {
         bench_part_t *bp = &b->parts[p];
-        if (bp->n && (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms))
+        if (bp->n &&
+            (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms))
             bench_batcher_flush(b, o, p, owner);
     }
 }

@@ -64,11 +64,17 @@ static int micro(const char *dir, int64_t nb, int64_t bs) {
             int64_t off = b * bs + i;
             snprintf(key, sizeof(key), "k%lld", (long long)off);
             snprintf(val, sizeof(val), "v-%lld", (long long)off);
-            recs[i] = (baton_record_t){.offset = off, .key = xstrdup(key), .key_len = strlen(key),
-                                       .value = xstrdup(val), .value_len = strlen(val)};
-            msgs[i] = (rd_kafka_message_t){.offset = off, .partition = 0,
-                                           .key = (void *)recs[i].key, .key_len = recs[i].key_len,
-                                           .payload = (void *)recs[i].value, .len = recs[i].value_len};
+            recs[i] = (baton_record_t){.offset = off,
+                                       .key = xstrdup(key),
+                                       .key_len = strlen(key),
+                                       .value = xstrdup(val),
+                                       .value_len = strlen(val)};
+            msgs[i] = (rd_kafka_message_t){.offset = off,
+                                           .partition = 0,
+                                           .key = (void *)recs[i].key,
+                                           .key_len = recs[i].key_len,
+                                           .payload = (void *)recs[i].value,
+                                           .len = recs[i].value_len};
             mp[i] = &msgs[i];
         }
         int64_t t = now_us();
@@ -93,8 +99,10 @@ static int micro(const char *dir, int64_t nb, int64_t bs) {
     char *fpath = xasprintf("%s/micro-fenced.db", dir);
     sqlite3_open_v2(fpath, &db, SQLITE_OPEN_READONLY, NULL);
     free(fpath);
-    if (sqlite3_prepare_v2(db, "SELECT epoch, next_offset, rejected FROM baton_fence "
-                               "WHERE grp=?1 AND partition=?2", -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db,
+                           "SELECT epoch, next_offset, rejected FROM baton_fence "
+                           "WHERE grp=?1 AND partition=?2",
+                           -1, &st, NULL) != SQLITE_OK) {
         fprintf(stderr, "baton-bench-plain: %s\n", sqlite3_errmsg(db));
         return 1;
     }
@@ -145,16 +153,26 @@ int main(int argc, char **argv) {
         }
         const char *v = argv[++i];
         int bad = 0;
-        if (!strcmp(a, "--brokers")) brokers = v;
-        else if (!strcmp(a, "--topic")) topic = v;
-        else if (!strcmp(a, "--sink")) sink = v;
-        else if (!strcmp(a, "--group")) group = v;
-        else if (!strcmp(a, "--dir")) dir = v;
-        else if (!strcmp(a, "--partitions")) bad = baton_parse_i64(v, 1, 100000, &nparts);
-        else if (!strcmp(a, "--count")) bad = baton_parse_i64(v, 0, INT64_MAX, &count);
-        else if (!strcmp(a, "--batch-size")) bad = baton_parse_i64(v, 1, 1000000, &batch);
-        else if (!strcmp(a, "--linger-ms")) bad = baton_parse_i64(v, 0, 600000, &linger);
-        else if (!strcmp(a, "--batches")) bad = baton_parse_i64(v, 1, 10000000, &batches);
+        if (!strcmp(a, "--brokers"))
+            brokers = v;
+        else if (!strcmp(a, "--topic"))
+            topic = v;
+        else if (!strcmp(a, "--sink"))
+            sink = v;
+        else if (!strcmp(a, "--group"))
+            group = v;
+        else if (!strcmp(a, "--dir"))
+            dir = v;
+        else if (!strcmp(a, "--partitions"))
+            bad = baton_parse_i64(v, 1, 100000, &nparts);
+        else if (!strcmp(a, "--count"))
+            bad = baton_parse_i64(v, 0, INT64_MAX, &count);
+        else if (!strcmp(a, "--batch-size"))
+            bad = baton_parse_i64(v, 1, 1000000, &batch);
+        else if (!strcmp(a, "--linger-ms"))
+            bad = baton_parse_i64(v, 0, 600000, &linger);
+        else if (!strcmp(a, "--batches"))
+            bad = baton_parse_i64(v, 1, 10000000, &batches);
         else {
             fprintf(stderr, "baton-bench-plain: unknown option '%s'\n", a);
             usage(stderr);
@@ -173,7 +191,8 @@ int main(int argc, char **argv) {
         return micro(dir, batches, batch);
     }
     if (!brokers || !topic || !sink || !nparts || count < 0) {
-        fprintf(stderr, "baton-bench-plain: --brokers --topic --partitions --sink --count are required\n");
+        fprintf(stderr,
+                "baton-bench-plain: --brokers --topic --partitions --sink --count are required\n");
         return 2;
     }
     char errstr[512];
@@ -185,10 +204,10 @@ int main(int argc, char **argv) {
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
     /* The same consumer settings as baton-worker. */
     const char *props[][2] = {
-        {"bootstrap.servers", brokers}, {"group.id", "bench-plain"},
-        {"enable.auto.commit", "false"}, {"enable.auto.offset.store", "false"},
+        {"bootstrap.servers", brokers},    {"group.id", "bench-plain"},
+        {"enable.auto.commit", "false"},   {"enable.auto.offset.store", "false"},
         {"auto.offset.reset", "earliest"}, {"enable.partition.eof", "false"},
-        {"fetch.wait.max.ms", "20"}, {"fetch.error.backoff.ms", "100"},
+        {"fetch.wait.max.ms", "20"},       {"fetch.error.backoff.ms", "100"},
         {"socket.nagle.disable", "true"},
     };
     for (size_t i = 0; i < BATON_ARRAY_SIZE(props); i++)

@@ -69,14 +69,17 @@ static void *scale_thread(void *arg) {
     const scale_conf_t *c = t->conf;
     int n = 0;
     baton_membership_t **ms = xcalloc((size_t)c->count, sizeof(*ms));
-    char (*ids)[64] = xcalloc((size_t)c->count, sizeof(*ids));
+    char(*ids)[64] = xcalloc((size_t)c->count, sizeof(*ids));
     baton_membership_cbs_t cbs = {.on_acquired = scale_on_acquired,
                                   .on_released = scale_on_released};
     char errstr[512];
     for (int i = t->index; i < c->count; i += t->nthreads) {
         snprintf(ids[n], sizeof(ids[n]), "%s%03d", c->prefix, c->first + i);
-        baton_membership_conf_t mc = {.zk_hosts = c->zk, .root = c->root, .group = c->group,
-                                      .id = ids[n], .capacity = 1,
+        baton_membership_conf_t mc = {.zk_hosts = c->zk,
+                                      .root = c->root,
+                                      .group = c->group,
+                                      .id = ids[n],
+                                      .capacity = 1,
                                       .session_timeout_ms = c->session_ms,
                                       .connect_timeout_ms = 15000};
         if (baton_membership_new(&mc, &cbs, &ms[n], errstr, sizeof(errstr)) != BATON_OK) {
@@ -142,9 +145,10 @@ static void *scale_observer(void *arg) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: baton-bench-scale --zk HOSTS --group G --members N [--first K] [--prefix w]\n"
-               "                         [--threads 4] [--session-timeout-ms 10000] [--root /baton]\n"
-               "                         [--watch-member ID]\n");
+    fprintf(f,
+            "usage: baton-bench-scale --zk HOSTS --group G --members N [--first K] [--prefix w]\n"
+            "                         [--threads 4] [--session-timeout-ms 10000] [--root /baton]\n"
+            "                         [--watch-member ID]\n");
 }
 
 int main(int argc, char **argv) {
@@ -162,15 +166,24 @@ int main(int argc, char **argv) {
         }
         const char *v = argv[++i];
         int bad = 0;
-        if (!strcmp(a, "--zk")) c.zk = v;
-        else if (!strcmp(a, "--group")) c.group = v;
-        else if (!strcmp(a, "--root")) c.root = v;
-        else if (!strcmp(a, "--prefix")) c.prefix = v;
-        else if (!strcmp(a, "--watch-member")) c.watch_member = v;
-        else if (!strcmp(a, "--members")) bad = baton_parse_i64(v, 1, 10000, &members);
-        else if (!strcmp(a, "--first")) bad = baton_parse_i64(v, 0, 1000000, &first);
-        else if (!strcmp(a, "--threads")) bad = baton_parse_i64(v, 1, 256, &threads);
-        else if (!strcmp(a, "--session-timeout-ms")) bad = baton_parse_i64(v, 400, 600000, &session);
+        if (!strcmp(a, "--zk"))
+            c.zk = v;
+        else if (!strcmp(a, "--group"))
+            c.group = v;
+        else if (!strcmp(a, "--root"))
+            c.root = v;
+        else if (!strcmp(a, "--prefix"))
+            c.prefix = v;
+        else if (!strcmp(a, "--watch-member"))
+            c.watch_member = v;
+        else if (!strcmp(a, "--members"))
+            bad = baton_parse_i64(v, 1, 10000, &members);
+        else if (!strcmp(a, "--first"))
+            bad = baton_parse_i64(v, 0, 1000000, &first);
+        else if (!strcmp(a, "--threads"))
+            bad = baton_parse_i64(v, 1, 256, &threads);
+        else if (!strcmp(a, "--session-timeout-ms"))
+            bad = baton_parse_i64(v, 400, 600000, &session);
         else {
             fprintf(stderr, "baton-bench-scale: unknown option '%s'\n", a);
             usage(stderr);

@@ -50,11 +50,16 @@ int main(int argc, char **argv) {
         }
         const char *a = argv[i], *v = argv[++i];
         int bad = 0;
-        if (!strcmp(a, "--sink")) path = v;
-        else if (!strcmp(a, "--group")) group = v;
-        else if (!strcmp(a, "--interval-us")) bad = baton_parse_i64(v, 100, 10000000, &interval);
-        else if (!strcmp(a, "--until-total")) bad = baton_parse_i64(v, 0, INT64_MAX, &until);
-        else if (!strcmp(a, "--max-s")) bad = baton_parse_i64(v, 1, 86400, &max_s);
+        if (!strcmp(a, "--sink"))
+            path = v;
+        else if (!strcmp(a, "--group"))
+            group = v;
+        else if (!strcmp(a, "--interval-us"))
+            bad = baton_parse_i64(v, 100, 10000000, &interval);
+        else if (!strcmp(a, "--until-total"))
+            bad = baton_parse_i64(v, 0, INT64_MAX, &until);
+        else if (!strcmp(a, "--max-s"))
+            bad = baton_parse_i64(v, 1, 86400, &max_s);
         else {
             fprintf(stderr, "baton-bench-watch: unknown option '%s'\n", a);
             usage(stderr);

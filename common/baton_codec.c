@@ -37,15 +37,14 @@ static char *dump(json_t *j) {
 }
 
 /* Loads an object; on failure writes "what: reason" into errstr. */
-static json_t *load_object(const char *what, const char *buf, size_t len, char *errstr,
-                           size_t n) {
+static json_t *load_object(const char *what, const char *buf, size_t len, char *errstr, size_t n) {
     if (!buf || len == 0) {
         baton_seterr(errstr, n, BATON_CORRUPT, "%s: empty", what);
         return NULL;
     }
     if (len > BATON_ZNODE_MAX) {
-        baton_seterr(errstr, n, BATON_CORRUPT, "%s: %zu bytes is over the %d byte limit", what,
-                     len, BATON_ZNODE_MAX);
+        baton_seterr(errstr, n, BATON_CORRUPT, "%s: %zu bytes is over the %d byte limit", what, len,
+                     BATON_ZNODE_MAX);
         return NULL;
     }
     json_error_t jerr;
@@ -108,8 +107,7 @@ char *baton_config_encode(const baton_config_t *c) {
                           (int)c->partitions, "strategy", c->strategy, "version", 1));
 }
 
-int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *errstr,
-                        size_t n) {
+int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *errstr, size_t n) {
     const char *what = "group config";
     json_t *j = load_object(what, buf, len, errstr, n);
     if (!j)
@@ -133,8 +131,8 @@ int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *
         goto out;
     }
     if (out->topic[0] && baton_topic_valid(out->topic) != 0) {
-        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: topic '%s' is not a valid Kafka topic name",
-                           what, out->topic);
+        err = baton_seterr(errstr, n, BATON_CORRUPT,
+                           "%s: topic '%s' is not a valid Kafka topic name", what, out->topic);
         goto out;
     }
     out->partitions = (int32_t)parts;
@@ -146,8 +144,8 @@ out:
 }
 
 char *baton_member_encode(const baton_member_t *m) {
-    json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "id", m->id, "host", m->host,
-                          "pid", (json_int_t)m->pid, "capacity", (int)(m->capacity ? m->capacity : 1));
+    json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "id", m->id, "host", m->host, "pid",
+                          (json_int_t)m->pid, "capacity", (int)(m->capacity ? m->capacity : 1));
     json_object_set_new(j, "rack", m->rack[0] ? json_string(m->rack) : json_null());
     if (m->leaving)
         json_object_set_new(j, "leaving", json_true());
@@ -165,8 +163,7 @@ char *baton_member_encode(const baton_member_t *m) {
     return dump(j);
 }
 
-int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *errstr,
-                        size_t n) {
+int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *errstr, size_t n) {
     const char *what = "member";
     json_t *j = load_object(what, buf, len, errstr, n);
     if (!j)
@@ -192,8 +189,8 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
     json_t *only = json_object_get(j, "keys_only");
     if (only && !json_is_null(only)) {
         if (!json_is_boolean(only)) {
-            err = baton_seterr(errstr, n, BATON_CORRUPT,
-                               "%s: field 'keys_only' must be a boolean", what);
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys_only' must be a boolean",
+                               what);
             goto out;
         }
         out->no_partitions = json_is_true(only);
@@ -201,8 +198,7 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
     json_t *keys = json_object_get(j, "keys");
     if (keys && !json_is_null(keys)) {
         if (!json_is_array(keys)) {
-            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys' must be an array",
-                               what);
+            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys' must be an array", what);
             goto out;
         }
         out->keys_filter = 1;
@@ -212,15 +208,14 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
             const char *name = json_is_string(k) ? json_string_value(k) : NULL;
             if (!name || strlen(name) != json_string_length(k) || baton_key_valid(name) != 0) {
                 err = baton_seterr(errstr, n, BATON_CORRUPT,
-                                   "%s: keys[%zu] is not a key name ([A-Za-z0-9._-], 1-128)",
-                                   what, i);
+                                   "%s: keys[%zu] is not a key name ([A-Za-z0-9._-], 1-128)", what,
+                                   i);
                 goto out;
             }
             size_t l = strlen(name);
             if (used + l + 2 > sizeof(out->keys)) {
-                err = baton_seterr(errstr, n, BATON_CORRUPT,
-                                   "%s: field 'keys' is over %d bytes", what,
-                                   BATON_MEMBER_KEYS_MAX);
+                err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys' is over %d bytes",
+                                   what, BATON_MEMBER_KEYS_MAX);
                 goto out;
             }
             if (used)
@@ -297,8 +292,8 @@ int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_ass
         goto out;
     json_t *arr = json_object_get(j, "partitions");
     if (!json_is_array(arr)) {
-        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'partitions' must be an array",
-                           what);
+        err =
+            baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'partitions' must be an array", what);
         goto out;
     }
     size_t cnt = json_array_size(arr);
@@ -366,8 +361,8 @@ void baton_worker_assignment_release(baton_worker_assignment_t *a) {
 }
 
 char *baton_claim_encode(const baton_claim_t *c) {
-    return dump(json_pack("{s:s, s:I}", "worker", c->worker, "generation",
-                          (json_int_t)c->generation));
+    return dump(
+        json_pack("{s:s, s:I}", "worker", c->worker, "generation", (json_int_t)c->generation));
 }
 
 int baton_claim_decode(const char *buf, size_t len, baton_claim_t *out, char *errstr, size_t n) {
@@ -421,8 +416,8 @@ int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr
     return err;
 }
 
-static const char *const history_reasons[] = {"new",  "join", "leave",     "crash",
-                                              "drain", "pin", "rebalance", "forced"};
+static const char *const history_reasons[] = {"new",   "join", "leave",     "crash",
+                                              "drain", "pin",  "rebalance", "forced"};
 
 int baton_history_reason_valid(const char *r) {
     for (size_t i = 0; i < BATON_ARRAY_SIZE(history_reasons); i++)
@@ -433,12 +428,12 @@ int baton_history_reason_valid(const char *r) {
 
 static json_t *history_entry_json(const baton_history_entry_t *e) {
     json_t *j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "partition",
-                     e->key[0] ? json_null() : json_integer(e->partition),
-                     "from", e->from[0] ? json_string(e->from) : json_null(), "to",
-                     e->to[0] ? json_string(e->to) : json_null(), "epoch",
-                     e->epoch >= 0 ? json_integer(e->epoch) : json_null(), "generation",
-                     (json_int_t)e->generation, "time_ms", (json_int_t)e->time_ms, "reason",
-                     e->reason);
+                          e->key[0] ? json_null() : json_integer(e->partition), "from",
+                          e->from[0] ? json_string(e->from) : json_null(), "to",
+                          e->to[0] ? json_string(e->to) : json_null(), "epoch",
+                          e->epoch >= 0 ? json_integer(e->epoch) : json_null(), "generation",
+                          (json_int_t)e->generation, "time_ms", (json_int_t)e->time_ms, "reason",
+                          e->reason);
     if (e->key[0])
         json_object_set_new(j, "key", json_string(e->key));
     return j;
@@ -502,8 +497,8 @@ int baton_history_decode(const char *buf, size_t len, baton_history_t *out, char
             goto out;
         }
         if (baton_history_reason_valid(e->reason) != 0) {
-            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: unknown reason '%s'", what,
-                               e->reason);
+            err =
+                baton_seterr(errstr, n, BATON_CORRUPT, "%s: unknown reason '%s'", what, e->reason);
             goto out;
         }
         if ((e->from[0] && baton_id_valid(e->from) != 0) ||

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BATON_ID_MAX 128          /* worker and coordinator ids */
-#define BATON_TOPIC_MAX 249       /* Kafka's own topic name limit */
+#define BATON_ID_MAX 128    /* worker and coordinator ids */
+#define BATON_TOPIC_MAX 249 /* Kafka's own topic name limit */
 #define BATON_PARTITIONS_MAX 1000000
 #define BATON_ZNODE_MAX (1024 * 1024)
 /* A member's key filter, comma-joined, is at most this long (about 30 keys
@@ -117,10 +117,10 @@ int baton_pin_decode(const char *buf, size_t len, baton_pin_t *out, char *errstr
  * {"partition":7,"from":"w1"|null,"to":"w2"|null,"epoch":N|null,
  *  "generation":G,"time_ms":T,"reason":"leave"}. from/to "" mean none
  * (null in JSON); epoch -1 means unknown (null). */
-#define BATON_HISTORY_MAX 1000            /* entries kept */
+#define BATON_HISTORY_MAX 1000               /* entries kept */
 #define BATON_HISTORY_MAX_BYTES (512 * 1024) /* and at most this encoded */
 typedef struct {
-    int32_t partition; /* -1 for a key */
+    int32_t partition;          /* -1 for a key */
     char key[BATON_ID_MAX + 1]; /* "" for a partition ("key" in JSON, partition null) */
     char from[BATON_ID_MAX + 1];
     char to[BATON_ID_MAX + 1];

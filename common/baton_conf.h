@@ -27,17 +27,17 @@ typedef struct {
     const char *property; /* properties key, e.g. "session.timeout.ms"; NULL: flag only */
     const char *env;      /* environment variable, e.g. "BATON_SESSION_TIMEOUT_MS"; NULL: none */
     baton_conf_type_t type;
-    int64_t min, max;     /* for BATON_CONF_INT */
-    void *target;         /* const char **, int64_t * or int * by type; holds the default */
-    const char *metavar;  /* e.g. "MS" for help; NULL for booleans */
-    const char *help;     /* one line; "(secret)" settings are never printed with their value */
-    int secret;           /* 1: never echoed in errors or logs */
+    int64_t min, max;    /* for BATON_CONF_INT */
+    void *target;        /* const char **, int64_t * or int * by type; holds the default */
+    const char *metavar; /* e.g. "MS" for help; NULL for booleans */
+    const char *help;    /* one line; "(secret)" settings are never printed with their value */
+    int secret;          /* 1: never echoed in errors or logs */
 } baton_conf_opt_t;
 
 /* The parsed result beyond the table's targets. Heap-owned: release with
  * baton_conf_release(). */
 typedef struct {
-    char **kafka;        /* "key=value" for librdkafka, file entries first then --kafka flags */
+    char **kafka; /* "key=value" for librdkafka, file entries first then --kafka flags */
     size_t nkafka;
     int help;            /* --help was given */
     char *config_path;   /* the --config FILE read, or NULL */

@@ -22,8 +22,8 @@ void baton_daemon_check(const char *prog, const baton_daemon_opts_t *o) {
         baton_usage_error(prog, "--metrics-addr: %s", errstr);
 }
 
-int baton_daemon_start(const char *prog, const char *id, const baton_daemon_opts_t *o,
-                       int *stop_fd, baton_metrics_server_t **metrics) {
+int baton_daemon_start(const char *prog, const char *id, const baton_daemon_opts_t *o, int *stop_fd,
+                       baton_metrics_server_t **metrics) {
     baton_log_level_t level = BATON_LOG_INFO;
     baton_log_format_t format = BATON_LOG_FORMAT_TEXT;
     baton_log_level_parse(o->log_level, &level); /* checked by baton_daemon_check */

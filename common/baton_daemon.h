@@ -21,7 +21,7 @@ void baton_daemon_check(const char *prog, const baton_daemon_opts_t *o);
  * *stop_fd and *metrics (NULL without an endpoint; stop it with
  * baton_metrics_server_stop) set, or the exit code to leave with (the
  * message is on stderr). Call from the main thread, once. */
-int baton_daemon_start(const char *prog, const char *id, const baton_daemon_opts_t *o,
-                       int *stop_fd, baton_metrics_server_t **metrics);
+int baton_daemon_start(const char *prog, const char *id, const baton_daemon_opts_t *o, int *stop_fd,
+                       baton_metrics_server_t **metrics);
 
 #endif

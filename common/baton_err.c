@@ -4,9 +4,8 @@
 
 const char *baton_err_name(int err) {
     switch (err) {
-#define BATON_ERR_NAME_(name, val, msg)                                        \
-    case val:                                                                  \
-        return #name;
+#define BATON_ERR_NAME_(name, val, msg) \
+    case val: return #name;
         BATON_ERR_MAP(BATON_ERR_NAME_)
 #undef BATON_ERR_NAME_
     }
@@ -15,9 +14,8 @@ const char *baton_err_name(int err) {
 
 const char *baton_strerror(int err) {
     switch (err) {
-#define BATON_ERR_MSG_(name, val, msg)                                         \
-    case val:                                                                  \
-        return msg;
+#define BATON_ERR_MSG_(name, val, msg) \
+    case val: return msg;
         BATON_ERR_MAP(BATON_ERR_MSG_)
 #undef BATON_ERR_MSG_
     }

@@ -33,8 +33,8 @@ static pthread_mutex_t fp_lock = PTHREAD_MUTEX_INITIALIZER;
 static int parse_one(const char *entry, failpoint_t *fp, char *errstr, size_t n) {
     const char *eq = strchr(entry, '=');
     if (!eq || eq == entry || (size_t)(eq - entry) >= sizeof(fp->name))
-        return baton_seterr(errstr, n, BATON_INVALID,
-                            "failpoint '%s': expected name=[SKIP:]ACTION", entry);
+        return baton_seterr(errstr, n, BATON_INVALID, "failpoint '%s': expected name=[SKIP:]ACTION",
+                            entry);
     memset(fp, 0, sizeof(*fp));
     memcpy(fp->name, entry, (size_t)(eq - entry));
     const char *act = eq + 1;
@@ -129,12 +129,8 @@ void baton_failpoint_hit(const char *name) {
         raise(SIGSTOP);
         BLOG_WARN("event=failpoint_resumed name=%s", name);
         break;
-    case FP_ABORT:
-        BLOG_WARN("event=failpoint name=%s action=abort", name);
-        abort();
-    case FP_EXIT:
-        BLOG_WARN("event=failpoint name=%s action=exit", name);
-        _exit(99);
+    case FP_ABORT: BLOG_WARN("event=failpoint name=%s action=abort", name); abort();
+    case FP_EXIT: BLOG_WARN("event=failpoint name=%s action=exit", name); _exit(99);
     case FP_SLEEP:
         BLOG_WARN("event=failpoint name=%s action=sleep ms=%lld", name, (long long)fire.sleep_ms);
         baton_sleep_ms(fire.sleep_ms);

@@ -21,10 +21,10 @@ void baton_failpoint_hit(const char *name);
 /* Returns how many times name was hit (for tests). */
 int baton_failpoint_hits(const char *name);
 
-#define BATON_FAILPOINT(name)                                                  \
-    do {                                                                       \
-        if (__builtin_expect(baton_failpoints_armed, 0))                       \
-            baton_failpoint_hit(name);                                         \
+#define BATON_FAILPOINT(name)                            \
+    do {                                                 \
+        if (__builtin_expect(baton_failpoints_armed, 0)) \
+            baton_failpoint_hit(name);                   \
     } while (0)
 
 #endif

@@ -24,7 +24,8 @@ int baton_root_valid(const char *root) {
     for (const char *c = root; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             return -1;
-    for (const char *comp = root + 1; comp && *comp; comp = strchr(comp, '/') ? strchr(comp, '/') + 1 : NULL) {
+    for (const char *comp = root + 1; comp && *comp;
+         comp = strchr(comp, '/') ? strchr(comp, '/') + 1 : NULL) {
         size_t len = strcspn(comp, "/");
         if ((len == 1 && comp[0] == '.') || (len == 2 && comp[0] == '.' && comp[1] == '.'))
             return -1;
@@ -39,8 +40,8 @@ int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_c
     size_t len = 0;
     int err = baton_zk_get(zk, path, watch, &data, &len, NULL);
     if (err == BATON_NOTFOUND)
-        baton_seterr(errstr, n, err, "group not initialised: '%s' does not exist (run batonctl init)",
-                     path);
+        baton_seterr(errstr, n, err,
+                     "group not initialised: '%s' does not exist (run batonctl init)", path);
     else if (err != BATON_OK)
         baton_seterr(errstr, n, err, "cannot read '%s': %s", path, baton_strerror(err));
     else {
@@ -111,8 +112,8 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
                      char *errstr, size_t n) {
     /* pins and drains came later: a group initialised without them works,
      * readers treat a missing one as empty. */
-    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions", "pins",
-                                 "drains",       "keys"};
+    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions",
+                                 "pins",         "drains",  "keys"};
     if (changed)
         *changed = 0;
     int err = baton_zk_mkdirs(zk, base);
@@ -183,8 +184,8 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
     }
     have_partitions = cur.partitions;
     if (config->partitions > have_partitions || adopt_topic) {
-        if ((err = create_partition_nodes(zk, base, have_partitions, config->partitions, errstr,
-                                          n)))
+        if ((err =
+                 create_partition_nodes(zk, base, have_partitions, config->partitions, errstr, n)))
             goto out;
         /* Conditional on the version we read: a concurrent change is an error,
          * never a silent overwrite. */

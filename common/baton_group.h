@@ -21,8 +21,8 @@ int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_c
  * values; growing the partition count is allowed (new partition nodes are
  * created); any other difference is BATON_CONFLICT with a message naming the
  * field. *created (may be NULL) is set to 1 if anything was written. */
-int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config,
-                     int *changed, char *errstr, size_t errstr_size);
+int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config, int *changed,
+                     char *errstr, size_t errstr_size);
 
 /* Named keys (batonctl keys): <base>/keys/<name>/claims/claim-... */
 /* The sorted key names of the group (children of <base>/keys; none if that

@@ -17,7 +17,8 @@ void baton_log_init(const char *proc, const char *id) {
     snprintf(log_id, sizeof(log_id), "%s", id ? id : "");
     const char *f = getenv("BATON_LOG_FORMAT");
     if (f && baton_log_format_parse(f, &log_format) != 0)
-        fprintf(stderr, "%s: BATON_LOG_FORMAT: '%s' is not text or json; using text\n", log_proc, f);
+        fprintf(stderr, "%s: BATON_LOG_FORMAT: '%s' is not text or json; using text\n", log_proc,
+                f);
     const char *l = getenv("BATON_LOG_LEVEL");
     if (l && baton_log_level_parse(l, &baton_log_level) != 0)
         fprintf(stderr, "%s: BATON_LOG_LEVEL: '%s' is not debug, info, warn or error\n", log_proc,
@@ -144,8 +145,8 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
         va_end(ap);
         char json[8192];
         size_t pos = (size_t)snprintf(json, sizeof(json),
-                                      "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"proc\":\"%s\"", when,
-                                      ts.tv_nsec / 1000000, names[lvl], log_proc);
+                                      "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"proc\":\"%s\"",
+                                      when, ts.tv_nsec / 1000000, names[lvl], log_proc);
         if (log_id[0])
             pos = json_field(json, pos, sizeof(json), "id", 2, log_id, strlen(log_id), 1);
         pos = json_fields(json, pos, sizeof(json) - 2, msg);
@@ -157,9 +158,8 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
         funlockfile(stderr);
         return;
     }
-    int n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s proc=%s%s%s ",
-                     when, ts.tv_nsec / 1000000, names[lvl], log_proc,
-                     log_id[0] ? " id=" : "", log_id);
+    int n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s proc=%s%s%s ", when,
+                     ts.tv_nsec / 1000000, names[lvl], log_proc, log_id[0] ? " id=" : "", log_id);
     if (n < 0 || (size_t)n >= sizeof(line))
         n = 0;
     va_list ap;

@@ -31,11 +31,11 @@ int baton_log_level_parse(const char *s, baton_log_level_t *out);
 void baton_log_write(baton_log_level_t lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define BATON_LOG(lvl, ...)                                                    \
-    do {                                                                       \
-        if ((lvl) < baton_log_level)                                           \
-            break;                                                             \
-        baton_log_write((lvl), __VA_ARGS__);                                   \
+#define BATON_LOG(lvl, ...)                  \
+    do {                                     \
+        if ((lvl) < baton_log_level)         \
+            break;                           \
+        baton_log_write((lvl), __VA_ARGS__); \
     } while (0)
 
 #define BLOG_DEBUG(...) BATON_LOG(BATON_LOG_DEBUG, __VA_ARGS__)

@@ -28,11 +28,11 @@ typedef struct {
 struct baton_metric_s {
     mtype_t type;
     char *name, *help, *label;
-    double v;            /* counter, gauge */
-    series_t *series;    /* gauge family */
+    double v;         /* counter, gauge */
+    series_t *series; /* gauge family */
     size_t nseries, capseries;
-    double *bounds;      /* histogram */
-    uint64_t *buckets;   /* per bound, not cumulative; [nbounds] is +Inf */
+    double *bounds;    /* histogram */
+    uint64_t *buckets; /* per bound, not cumulative; [nbounds] is +Inf */
     size_t nbounds;
     uint64_t count;
     double sum;

@@ -61,46 +61,48 @@ extern const size_t baton_metrics_seconds_nbuckets;
 #define BATON_M_SECONDS_BUCKETS baton_metrics_seconds_buckets, baton_metrics_seconds_nbuckets
 
 /* The catalogue: name, help[, label | buckets]. */
-#define BATON_M_ZK_CONNECTED                                                                     \
+#define BATON_M_ZK_CONNECTED \
     "baton_zk_connected", "1 while the ZooKeeper session is connected, 0 while disconnected"
-#define BATON_M_ZK_RECONNECTS                                                                    \
+#define BATON_M_ZK_RECONNECTS \
     "baton_zk_reconnects_total", "ZooKeeper reconnections after a lost connection (same session)"
-#define BATON_M_ZK_EXPIRATIONS                                                                   \
+#define BATON_M_ZK_EXPIRATIONS \
     "baton_zk_session_expirations_total", "ZooKeeper sessions expired (followed by a new session)"
 
 #define BATON_M_W_OWNED "baton_worker_partitions_owned", "partitions this worker owns (fenced)"
-#define BATON_M_W_EPOCH                                                                          \
-    "baton_worker_partition_epoch", "epoch (claim czxid) of each partition this worker owns",    \
+#define BATON_M_W_EPOCH                                                                       \
+    "baton_worker_partition_epoch", "epoch (claim czxid) of each partition this worker owns", \
         "partition"
-#define BATON_M_W_RECORDS                                                                        \
+#define BATON_M_W_RECORDS \
     "baton_worker_records_written_total", "records written to the sink (applied, not duplicates)"
-#define BATON_M_W_BUFFERED                                                                       \
+#define BATON_M_W_BUFFERED \
     "baton_worker_records_buffered", "records read from Kafka and not yet written"
 #define BATON_M_W_BATCHES "baton_worker_sink_batches_total", "batches written to the sink"
-#define BATON_M_W_BATCH_ERRORS                                                                   \
+#define BATON_M_W_BATCH_ERRORS \
     "baton_worker_sink_batch_errors_total", "sink writes that failed and will be retried"
-#define BATON_M_W_BATCH_SECONDS                                                                  \
-    "baton_worker_sink_batch_duration_seconds", "time of one sink write (a transaction)",         \
+#define BATON_M_W_BATCH_SECONDS                                                           \
+    "baton_worker_sink_batch_duration_seconds", "time of one sink write (a transaction)", \
         BATON_M_SECONDS_BUCKETS
-#define BATON_M_W_STALE                                                                          \
-    "baton_worker_stale_batches_rejected_total",                                                 \
+#define BATON_M_W_STALE                          \
+    "baton_worker_stale_batches_rejected_total", \
         "batches the sink rejected because a newer epoch fenced the partition"
-#define BATON_M_W_HANDOFF_SECONDS                                                                \
-    "baton_worker_handoff_duration_seconds",                                                     \
-        "from our claim's creation until the sink is fenced with its epoch", BATON_M_SECONDS_BUCKETS
+#define BATON_M_W_HANDOFF_SECONDS                                            \
+    "baton_worker_handoff_duration_seconds",                                 \
+        "from our claim's creation until the sink is fenced with its epoch", \
+        BATON_M_SECONDS_BUCKETS
 
 #define BATON_M_C_LEADER "baton_coordinator_leader", "1 while this coordinator is the leader"
-#define BATON_M_C_EPOCH                                                                          \
-    "baton_coordinator_epoch", "this coordinator's epoch while leader (its candidate czxid), else 0"
-#define BATON_M_C_GENERATION                                                                     \
+#define BATON_M_C_EPOCH                                                                        \
+    "baton_coordinator_epoch", "this coordinator's epoch while leader (its candidate czxid), " \
+                               "else 0"
+#define BATON_M_C_GENERATION \
     "baton_coordinator_generation", "the last assignment generation this coordinator published"
-#define BATON_M_C_REBALANCES                                                                     \
-    "baton_coordinator_rebalances_total",                                                        \
+#define BATON_M_C_REBALANCES              \
+    "baton_coordinator_rebalances_total", \
         "assignments published (rebalances that changed something)"
-#define BATON_M_C_MOVES                                                                          \
+#define BATON_M_C_MOVES \
     "baton_coordinator_partition_moves_total", "partitions assigned to a different worker"
-#define BATON_M_C_REBALANCE_SECONDS                                                              \
-    "baton_coordinator_rebalance_duration_seconds",                                              \
+#define BATON_M_C_REBALANCE_SECONDS                 \
+    "baton_coordinator_rebalance_duration_seconds", \
         "from computing an assignment until it is published", BATON_M_SECONDS_BUCKETS
 
 #endif

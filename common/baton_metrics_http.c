@@ -26,8 +26,8 @@ struct baton_metrics_server_s {
 };
 
 /* Splits addr into host and port; 0 or BATON_INVALID. */
-static int addr_split(const char *addr, char *host, size_t hn, char *port, size_t pn,
-                      char *errstr, size_t n) {
+static int addr_split(const char *addr, char *host, size_t hn, char *port, size_t pn, char *errstr,
+                      size_t n) {
     if (!addr || !*addr)
         return baton_seterr(errstr, n, BATON_INVALID, "empty address (expected HOST:PORT)");
     const char *colon, *h = addr;
@@ -35,8 +35,7 @@ static int addr_split(const char *addr, char *host, size_t hn, char *port, size_
     if (addr[0] == '[') {
         const char *close = strchr(addr, ']');
         if (!close || close[1] != ':')
-            return baton_seterr(errstr, n, BATON_INVALID,
-                                "'%s' is not [IPV6]:PORT", addr);
+            return baton_seterr(errstr, n, BATON_INVALID, "'%s' is not [IPV6]:PORT", addr);
         h = addr + 1;
         hl = (size_t)(close - h);
         colon = close + 1;
@@ -52,8 +51,7 @@ static int addr_split(const char *addr, char *host, size_t hn, char *port, size_
     const char *p = colon + 1;
     char *end;
     long v = strtol(p, &end, 10);
-    if (!*p || *end || *p == '-' || *p == '+' || *p == ' ' || v < 0 || v > 65535 ||
-        strlen(p) >= pn)
+    if (!*p || *end || *p == '-' || *p == '+' || *p == ' ' || v < 0 || v > 65535 || strlen(p) >= pn)
         return baton_seterr(errstr, n, BATON_INVALID, "'%s': port '%s' is not in 0..65535", addr,
                             p);
     memcpy(host, h, hl);
@@ -99,7 +97,8 @@ int baton_metrics_server_start(const char *addr, baton_metrics_server_t **out, c
     int err = addr_split(addr, host, sizeof(host), port, sizeof(port), errstr, n);
     if (err != BATON_OK)
         return err;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);

@@ -41,30 +41,21 @@ static void zk_log_quiet_once(void) {
 
 int baton_zk_err(int rc) {
     switch (rc) {
-    case ZOK:
-        return BATON_OK;
-    case ZNONODE:
-        return BATON_NOTFOUND;
-    case ZNODEEXISTS:
-        return BATON_EXISTS;
+    case ZOK: return BATON_OK;
+    case ZNONODE: return BATON_NOTFOUND;
+    case ZNODEEXISTS: return BATON_EXISTS;
     case ZBADVERSION:
-    case ZNOTEMPTY:
-        return BATON_CONFLICT;
+    case ZNOTEMPTY: return BATON_CONFLICT;
     case ZCONNECTIONLOSS:
     case ZOPERATIONTIMEOUT:
-    case ZCLOSING:
-        return BATON_CONNECTION;
+    case ZCLOSING: return BATON_CONNECTION;
     case ZSESSIONEXPIRED:
     case ZINVALIDSTATE:
     case ZAUTHFAILED:
-    case ZSESSIONMOVED:
-        return BATON_EXPIRED;
-    case ZBADARGUMENTS:
-        return BATON_INVALID;
-    case ZNOAUTH:
-        return BATON_DENIED;
-    default:
-        return BATON_IO;
+    case ZSESSIONMOVED: return BATON_EXPIRED;
+    case ZBADARGUMENTS: return BATON_INVALID;
+    case ZNOAUTH: return BATON_DENIED;
+    default: return BATON_IO;
     }
 }
 
@@ -141,8 +132,8 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
                                     "ZooKeeper at '%s' refused the session or the credentials "
                                     "of digest user '%s'",
                                     hosts, baton_zk_auth_user());
-            return baton_seterr(errstr, n, BATON_EXPIRED,
-                                "ZooKeeper at '%s' refused the session", hosts);
+            return baton_seterr(errstr, n, BATON_EXPIRED, "ZooKeeper at '%s' refused the session",
+                                hosts);
         }
         int64_t left = deadline - baton_now_ms();
         if (left <= 0) {
@@ -269,8 +260,8 @@ static int cmp_str(const void *a, const void *b) {
 
 int baton_zk_children(baton_zk_t *zk, const char *path, int watch, char ***names, size_t *count) {
     struct String_vector sv = {0, NULL};
-    int rc = zoo_wget_children(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL,
-                               &sv);
+    int rc =
+        zoo_wget_children(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, &sv);
     if (rc != ZOK)
         return baton_zk_err(rc);
     char **out = xcalloc((size_t)sv.count, sizeof(char *));

@@ -134,8 +134,8 @@ static int read_first_line(const char *path, char *buf, size_t size, char *errst
     return BATON_OK;
 }
 
-int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root,
-                       int require_write, char *errstr, size_t n) {
+int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root, int require_write,
+                       char *errstr, size_t n) {
     char buf[AUTH_MAX];
     const char *what = "--zk-auth";
     memset(&auth, 0, sizeof(auth));
@@ -182,9 +182,7 @@ int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root
     return BATON_OK;
 }
 
-const struct ACL_vector *baton_zk_acl(void) {
-    return auth.set ? &auth.vec : &ZOO_OPEN_ACL_UNSAFE;
-}
+const struct ACL_vector *baton_zk_acl(void) { return auth.set ? &auth.vec : &ZOO_OPEN_ACL_UNSAFE; }
 
 const char *baton_zk_auth_user(void) { return auth.set ? auth.user : NULL; }
 

@@ -31,8 +31,8 @@
  * this identity (or, without one, anyone) may not write is an error at
  * connect; without it (read-only tools) it is not. Returns BATON_OK or
  * BATON_INVALID with a message in errstr naming what was wrong. */
-int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root,
-                       int require_write, char *errstr, size_t errstr_size);
+int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root, int require_write,
+                       char *errstr, size_t errstr_size);
 
 /* The ACL for every create: owner-all plus world-read with an identity,
  * ZOO_OPEN_ACL_UNSAFE without. Owned by this module. */

@@ -116,8 +116,7 @@ int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
         if (exists)
             zoo_set_op_init(&ops[1], path, body, (int)strlen(body), st.version, NULL);
         else
-            zoo_create_op_init(&ops[1], path, body, (int)strlen(body), baton_zk_acl(), 0,
-                               NULL, 0);
+            zoo_create_op_init(&ops[1], path, body, (int)strlen(body), baton_zk_acl(), 0, NULL, 0);
         int rc = zoo_multi(baton_zk_handle(zk), 2, ops, res);
         free(body);
         if (rc == ZOK)
@@ -132,8 +131,7 @@ int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
     if (err == BATON_OK)
         BLOG_DEBUG("event=history_appended entries=%zu", h->nadd);
     else
-        BLOG_WARN("event=history_append_failed entries=%zu error=%s", h->nadd,
-                  baton_err_name(err));
+        BLOG_WARN("event=history_append_failed entries=%zu error=%s", h->nadd, baton_err_name(err));
     free(path);
     h->nadd = 0;
     return err;

@@ -16,9 +16,9 @@
 typedef struct {
     const char *id;
     int capacity;
-    int flags;          /* BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT */
-    int keys_filter;    /* 0: every key; 1: only those in keys */
-    const char *keys;   /* comma-separated, when keys_filter */
+    int flags;        /* BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT */
+    int keys_filter;  /* 0: every key; 1: only those in keys */
+    const char *keys; /* comma-separated, when keys_filter */
 } coord_key_worker_t;
 
 /* next[k] (nkeys entries) receives the worker index owning keys[k], or -1

@@ -37,8 +37,8 @@ static int32_t rd_i32(rd_t *r) {
         r->bad = 1;
         return 0;
     }
-    uint32_t v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 |
-                 r->p[3];
+    uint32_t v =
+        (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
     r->p += 4;
     return (int32_t)v;
 }
@@ -204,8 +204,8 @@ static int parse_reply(const unsigned char *buf, size_t len, const char *topic, 
         int mine = name && strcmp(name, topic) == 0;
         free(name);
         if (mine && terr != 0) {
-            err = baton_seterr(errstr, n, BATON_NOTFOUND, "topic '%s': Kafka error code %d",
-                               topic, terr);
+            err = baton_seterr(errstr, n, BATON_NOTFOUND, "topic '%s': Kafka error code %d", topic,
+                               terr);
             break;
         }
         found |= mine;
@@ -282,8 +282,8 @@ out:
     return err;
 }
 
-int coord_racks_fetch(const char *brokers, const char *topic, int32_t npartitions,
-                      int timeout_ms, coord_racks_t **out, char *errstr, size_t n) {
+int coord_racks_fetch(const char *brokers, const char *topic, int32_t npartitions, int timeout_ms,
+                      coord_racks_t **out, char *errstr, size_t n) {
     if (!brokers || !topic || npartitions < 0)
         return baton_seterr(errstr, n, BATON_INVALID, "no brokers or topic");
     char *list = xstrdup(brokers), *save = NULL;

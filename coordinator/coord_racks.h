@@ -17,8 +17,8 @@ typedef struct coord_racks_s coord_racks_t;
  * metadata. On success *out (free with coord_racks_destroy) maps partitions
  * 0..npartitions-1 to their leader's rack. Returns BATON_OK or an error with
  * a message in errstr (unreachable brokers, unknown topic, bad reply). */
-int coord_racks_fetch(const char *brokers, const char *topic, int32_t npartitions,
-                      int timeout_ms, coord_racks_t **out, char *errstr, size_t errstr_size);
+int coord_racks_fetch(const char *brokers, const char *topic, int32_t npartitions, int timeout_ms,
+                      coord_racks_t **out, char *errstr, size_t errstr_size);
 /* The leader's rack of partition p, or NULL if unknown (r may be NULL). */
 const char *coord_racks_of(const coord_racks_t *r, int32_t p);
 /* Partitions whose leader's rack is known. */

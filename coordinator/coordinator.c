@@ -47,7 +47,7 @@ typedef struct {
     char *base;
     char my_node[512]; /* full path of our c- node; "" when we have none */
     int leader;
-    int64_t epoch; /* czxid of our c- node while leading */
+    int64_t epoch;         /* czxid of our c- node while leading */
     int64_t published_gen; /* the generation we last published (for history) */
     char **leaving;        /* ids whose member node said "leaving" (graceful) */
     size_t nleaving;
@@ -58,8 +58,8 @@ typedef struct {
     int64_t racks_due_ms; /* next metadata refresh */
     struct handoff_s *ho; /* per partition, for the stuck-handoff watchdog; NULL: none */
     int32_t nho;
-    int32_t ho_cursor;    /* where the next bounded check starts */
-    int64_t ho_due_ms;    /* next check; 0: nothing pending */
+    int32_t ho_cursor; /* where the next bounded check starts */
+    int64_t ho_due_ms; /* next check; 0: nothing pending */
     /* What we last published (or found already published), kept so a
      * rebalance does not re-read every worker's assignment node (a cost
      * growing with the group, not with what moves). Trusted only while
@@ -374,8 +374,7 @@ static void gone_clear(coord_t *c) {
 /* Keeps only the vanished ids still relevant: published and not live. A
  * returning id is logged; it keeps what it had because its partitions were
  * never reassigned. */
-static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t *pub,
-                       size_t npub) {
+static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t *pub, size_t npub) {
     size_t k = 0;
     for (size_t i = 0; i < c->ngone; i++) {
         vanished_t *g = &c->gone[i];
@@ -609,8 +608,8 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
             if (o->kind == NODE_SET)
                 zoo_set_op_init(op, o->path, o->payload, (int)strlen(o->payload), -1, NULL);
             else if (o->kind == NODE_CREATE)
-                zoo_create_op_init(op, o->path, o->payload, (int)strlen(o->payload),
-                                   baton_zk_acl(), 0, NULL, 0);
+                zoo_create_op_init(op, o->path, o->payload, (int)strlen(o->payload), baton_zk_acl(),
+                                   0, NULL, 0);
             else
                 zoo_delete_op_init(op, o->path, -1);
         }
@@ -892,7 +891,7 @@ static int coord_rebalance(coord_t *c) {
     size_t nnodes = 0;
     char *meta_data = NULL, *meta_new = NULL;
     int32_t *list = NULL;
-    char **keys = NULL;   /* the group's named keys, sorted */
+    char **keys = NULL; /* the group's named keys, sorted */
     size_t nkeys = 0;
     int *kprev = NULL, *kprev_pub = NULL, *knext = NULL;
     coord_key_worker_t *kw = NULL;
@@ -1188,8 +1187,8 @@ static int coord_rebalance(coord_t *c) {
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
               "multis=%zu compute_ms=%lld",
-              (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved,
-              st.pinned, st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)compute_ms);
+              (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved, st.pinned,
+              st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)compute_ms);
     baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
     baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), moved);
     baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);

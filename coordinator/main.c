@@ -26,8 +26,8 @@ static const char *zk_hosts, *group, *id, *root = BATON_DEFAULT_ROOT, *brokers;
 static const char *log_level = "info", *log_format = "text";
 static const char *metrics_addr;
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, leave_grace_ms = 0,
-               rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000,
-               racks_refresh_ms = 60000, max_multi_bytes = 256 * 1024;
+               rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000, racks_refresh_ms = 60000,
+               max_multi_bytes = 256 * 1024;
 static int64_t handoff_timeout_ms = 30000;
 
 /* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
@@ -51,13 +51,11 @@ static baton_conf_opt_t opts[] = {
     {"session-timeout-ms", "session.timeout.ms", "BATON_SESSION_TIMEOUT_MS", BATON_CONF_INT, 100,
      3600000, &session_timeout_ms, "MS", "ZooKeeper session timeout (default 10000)", 0},
     {"connect-timeout-ms", "connect.timeout.ms", "BATON_CONNECT_TIMEOUT_MS", BATON_CONF_INT, 100,
-     3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)",
-     0},
+     3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)", 0},
     {"leave-grace-ms", "leave.grace.ms", "BATON_LEAVE_GRACE_MS", BATON_CONF_INT, 0, 86400000,
      &leave_grace_ms, "MS", "keep a vanished worker's partitions reserved this long (0)", 0},
     {"rebalance-delay-ms", "rebalance.delay.ms", "BATON_REBALANCE_DELAY_MS", BATON_CONF_INT, 0,
-     3600000, &rebalance_delay_ms, "MS", "coalesce membership churn within this (200; 0 = now)",
-     0},
+     3600000, &rebalance_delay_ms, "MS", "coalesce membership churn within this (200; 0 = now)", 0},
     {"max-rebalance-delay-ms", "max.rebalance.delay.ms", "BATON_MAX_REBALANCE_DELAY_MS",
      BATON_CONF_INT, 0, 3600000, &max_rebalance_delay_ms, "MS",
      "but never wait longer after the first change (2000)", 0},

@@ -33,8 +33,7 @@ static const ctl_command_t commands[] = {
      ctl_status_usage},
     {"pin", "pin a partition to a worker", ctl_cmd_pin, ctl_pin_usage},
     {"unpin", "remove a partition's pin", ctl_cmd_unpin, ctl_unpin_usage},
-    {"drain", "give a worker nothing and move its partitions away", ctl_cmd_drain,
-     ctl_drain_usage},
+    {"drain", "give a worker nothing and move its partitions away", ctl_cmd_drain, ctl_drain_usage},
     {"undrain", "end a worker's drain", ctl_cmd_undrain, ctl_undrain_usage},
     {"workers", "list live workers: host, pid, capacity, partitions held, draining",
      ctl_cmd_workers, ctl_workers_usage},
@@ -42,12 +41,11 @@ static const ctl_command_t commands[] = {
      ctl_partitions_usage},
     {"fences", "the sink's fence per partition beside ZooKeeper's owner epoch", ctl_cmd_fences,
      ctl_fences_usage},
-    {"watch", "a live status view, refreshed on every change (ZooKeeper watches)",
-     ctl_cmd_watch, ctl_watch_usage},
-    {"evict", "remove a frozen worker's claims and membership now", ctl_cmd_evict,
-     ctl_evict_usage},
-    {"history", "the last ownership changes: partition, from, to, epoch, reason",
-     ctl_cmd_history, ctl_history_usage},
+    {"watch", "a live status view, refreshed on every change (ZooKeeper watches)", ctl_cmd_watch,
+     ctl_watch_usage},
+    {"evict", "remove a frozen worker's claims and membership now", ctl_cmd_evict, ctl_evict_usage},
+    {"history", "the last ownership changes: partition, from, to, epoch, reason", ctl_cmd_history,
+     ctl_history_usage},
     {"keys", "add, remove or list named keys (single-runner jobs, baton-run)", ctl_cmd_keys,
      ctl_keys_usage},
 };
@@ -151,8 +149,8 @@ baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
     if (baton_conf_zk_chroot(ctx->zk_hosts, chroot && *chroot ? chroot : NULL, &hosts, errstr,
                              sizeof(errstr)) != BATON_OK)
         baton_usage_error(CTL_PROG, "%s", errstr);
-    int err = baton_zk_connect(hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr,
-                               sizeof(errstr));
+    int err =
+        baton_zk_connect(hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr, sizeof(errstr));
     free(hosts);
     if (err != BATON_OK) {
         fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);

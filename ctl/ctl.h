@@ -42,15 +42,16 @@ enum {
 
 /* The global flags as getopt_long entries, for each command to append to its
  * own table. CTL_GLOBAL_OPTIONS_COUNT entries, no terminator. */
-#define CTL_GLOBAL_OPTIONS                                                     \
-    {"zk", required_argument, NULL, CTL_OPT_ZK},                               \
-        {"group", required_argument, NULL, CTL_OPT_GROUP},                     \
-        {"root", required_argument, NULL, CTL_OPT_ROOT},                       \
-        {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},                 \
-        {"verbose", no_argument, NULL, CTL_OPT_VERBOSE},                       \
-        {"zk-auth", required_argument, NULL, CTL_OPT_ZK_AUTH},                 \
-        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE},       \
-        {"zk-chroot", required_argument, NULL, CTL_OPT_ZK_CHROOT}
+#define CTL_GLOBAL_OPTIONS                                                 \
+    {"zk", required_argument, NULL, CTL_OPT_ZK},                           \
+        {"group", required_argument, NULL, CTL_OPT_GROUP},                 \
+        {"root", required_argument, NULL, CTL_OPT_ROOT},                   \
+        {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},             \
+        {"verbose", no_argument, NULL, CTL_OPT_VERBOSE},                   \
+        {"zk-auth", required_argument, NULL, CTL_OPT_ZK_AUTH},             \
+        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE}, { \
+        "zk-chroot", required_argument, NULL, CTL_OPT_ZK_CHROOT            \
+    }
 
 /* Applies a global flag; returns 1 if opt was one, 0 if not. Exits 2 on a
  * bad value. */

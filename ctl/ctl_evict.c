@@ -217,8 +217,8 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     if (optind + 1 < argc)
         baton_usage_error(CTL_PROG, "evict: unexpected argument '%s'", argv[optind + 1]);
     if (baton_id_valid(id) != 0)
-        baton_usage_error(CTL_PROG, "evict: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)",
-                          id);
+        baton_usage_error(CTL_PROG,
+                          "evict: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)", id);
     ctl_ctx_check(ctx);
 
     baton_zk_t *zk = ctl_connect(ctx);
@@ -245,7 +245,8 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     struct Stat mst;
     err = baton_zk_exists(zk, member, 0, &mst);
     if (err == BATON_NOTFOUND) {
-        fprintf(stderr, "%s: evict: worker '%s' is not a live member of group %s ('%s' does not exist)\n",
+        fprintf(stderr,
+                "%s: evict: worker '%s' is not a live member of group %s ('%s' does not exist)\n",
                 CTL_PROG, id, ctx->group, member);
         goto out;
     }
@@ -344,9 +345,9 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
         json_t *arr = json_array();
         for (size_t i = 0; i < removed.n; i++) {
             json_t *c = json_object();
-            json_object_set_new(c, "partition", removed.v[i].key
-                                                    ? json_null()
-                                                    : json_integer(removed.v[i].partition));
+            json_object_set_new(c, "partition",
+                                removed.v[i].key ? json_null()
+                                                 : json_integer(removed.v[i].partition));
             if (removed.v[i].key)
                 json_object_set_new(c, "key", json_string(removed.v[i].key));
             json_object_set_new(c, "claim", json_string(removed.v[i].name));
@@ -366,8 +367,8 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
                 snprintf(what, sizeof(what), "key %s", removed.v[i].key);
             else
                 snprintf(what, sizeof(what), "partition %d", removed.v[i].partition);
-            printf("removed claim   %-16s epoch %-20" PRId64 " %-6s %s\n", what,
-                   removed.v[i].epoch, removed.v[i].owner ? "owner" : "queued", removed.v[i].name);
+            printf("removed claim   %-16s epoch %-20" PRId64 " %-6s %s\n", what, removed.v[i].epoch,
+                   removed.v[i].owner ? "owner" : "queued", removed.v[i].name);
         }
         printf("%zu claims removed (%zu owned partitions); the coordinator reassigns them now,\n"
                "and the sink rejects whatever %s still writes with its old epochs\n",

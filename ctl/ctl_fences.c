@@ -104,38 +104,39 @@ static void fences_print_human(const json_t *fx, FILE *f) {
 }
 
 void ctl_fences_usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --zk HOSTS --group G fences --sink URI [--json] [--partition LIST]\n"
-            "                [--worker W]\n"
-            "\n"
-            "The sink's fence per partition -- the epoch it accepts writes from,\n"
-            "next_offset (where the next owner resumes reading Kafka) and how many\n"
-            "stale fences and writes it rejected -- beside ZooKeeper's current owner\n"
-            "and its epoch (the owner claim's czxid), with their agreement:\n"
-            "  agree        the sink fences at the owner's epoch: the owner is writing\n"
-            "  sink_behind  the owner has not fenced the sink yet (just acquired, or\n"
-            "               stuck before its fence); the previous owner's epoch still\n"
-            "               rules there\n"
-            "  sink_ahead   the sink fences at a higher epoch than the owner's: a newer\n"
-            "               owner fenced and is gone, or ZooKeeper's claims were reset;\n"
-            "               the current owner's writes are being rejected\n"
-            "  no_owner     no claim in ZooKeeper\n"
-            "Reads only (a sink that does not exist is an error, never created).\n"
-            "\n"
-            "  --sink URI         the group's fenced sink (sqlite:PATH); required\n"
-            "  --json             {\"group\", \"sink\", \"summary\": {\"agree\", \"sink_behind\",\n"
-            "                     \"sink_ahead\", \"no_owner\", \"rejected\"}, \"partitions\":\n"
-            "                     [{\"partition\", \"owner\", \"owner_epoch\", \"state\", \"epoch\",\n"
-            "                     \"next_offset\", \"rejected\", \"agreement\"}], \"warnings\"}\n"
-            "                     (epoch, next_offset: the sink's; null without a row)\n"
-            "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"
-            "  --worker W         only partitions W owns, is assigned or pinned to\n"
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders fences --sink sqlite:/var/lib/baton/out.db\n"
-            "  %s --zk 127.0.0.1:2181 --group orders fences --sink sqlite:out.db --json \\\n"
-            "      | jq '.partitions[] | select(.agreement != \"agree\")'\n",
-            CTL_PROG, CTL_PROG, CTL_PROG);
+    fprintf(
+        f,
+        "usage: %s --zk HOSTS --group G fences --sink URI [--json] [--partition LIST]\n"
+        "                [--worker W]\n"
+        "\n"
+        "The sink's fence per partition -- the epoch it accepts writes from,\n"
+        "next_offset (where the next owner resumes reading Kafka) and how many\n"
+        "stale fences and writes it rejected -- beside ZooKeeper's current owner\n"
+        "and its epoch (the owner claim's czxid), with their agreement:\n"
+        "  agree        the sink fences at the owner's epoch: the owner is writing\n"
+        "  sink_behind  the owner has not fenced the sink yet (just acquired, or\n"
+        "               stuck before its fence); the previous owner's epoch still\n"
+        "               rules there\n"
+        "  sink_ahead   the sink fences at a higher epoch than the owner's: a newer\n"
+        "               owner fenced and is gone, or ZooKeeper's claims were reset;\n"
+        "               the current owner's writes are being rejected\n"
+        "  no_owner     no claim in ZooKeeper\n"
+        "Reads only (a sink that does not exist is an error, never created).\n"
+        "\n"
+        "  --sink URI         the group's fenced sink (sqlite:PATH); required\n"
+        "  --json             {\"group\", \"sink\", \"summary\": {\"agree\", \"sink_behind\",\n"
+        "                     \"sink_ahead\", \"no_owner\", \"rejected\"}, \"partitions\":\n"
+        "                     [{\"partition\", \"owner\", \"owner_epoch\", \"state\", \"epoch\",\n"
+        "                     \"next_offset\", \"rejected\", \"agreement\"}], \"warnings\"}\n"
+        "                     (epoch, next_offset: the sink's; null without a row)\n"
+        "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"
+        "  --worker W         only partitions W owns, is assigned or pinned to\n"
+        "\n"
+        "examples:\n"
+        "  %s --zk 127.0.0.1:2181 --group orders fences --sink sqlite:/var/lib/baton/out.db\n"
+        "  %s --zk 127.0.0.1:2181 --group orders fences --sink sqlite:out.db --json \\\n"
+        "      | jq '.partitions[] | select(.agreement != \"agree\")'\n",
+        CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
 int ctl_cmd_fences(ctl_ctx_t *ctx, int argc, char **argv) {

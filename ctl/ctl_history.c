@@ -40,7 +40,8 @@ void ctl_history_usage(FILE *f) {
             "\n"
             "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"
             "  --worker W         only changes from or to W\n"
-            "  --json             {\"group\", \"entries\": [{\"partition\", \"key\", \"from\", \"to\",\n"
+            "  --json             {\"group\", \"entries\": [{\"partition\", \"key\", \"from\", "
+            "\"to\",\n"
             "                     \"epoch\", \"generation\", \"time_ms\", \"reason\"}]}\n"
             "                     (from, to, epoch: null where none or unknown)\n"
             "\n"
@@ -160,34 +161,33 @@ int ctl_cmd_history(ctl_ctx_t *ctx, int argc, char **argv) {
         if (!wanted(&o, e))
             continue;
         int64_t epoch = e->epoch;
-        const json_t *row = e->key[0]
-                                ? key_row(st, &h, i)
-                                : e->partition >= 0 && e->partition < nparts &&
-                                          latest[e->partition] == (int32_t)i
-                                      ? status_row(st, e->partition)
-                                      : NULL;
+        const json_t *row =
+            e->key[0] ? key_row(st, &h, i)
+            : e->partition >= 0 && e->partition < nparts && latest[e->partition] == (int32_t)i
+                ? status_row(st, e->partition)
+                : NULL;
         const char *owner = row ? json_string_value(json_object_get(row, "owner")) : NULL;
         if (epoch < 0 && owner && e->to[0] && strcmp(owner, e->to) == 0 &&
             json_is_integer(json_object_get(row, "epoch")))
             epoch = json_integer_value(json_object_get(row, "epoch"));
         any_key |= e->key[0] != 0;
-        json_array_append_new(
-            entries, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "partition",
-                               e->key[0] ? json_null() : json_integer(e->partition), "key",
-                               e->key[0] ? json_string(e->key) : json_null(), "from",
-                               e->from[0] ? json_string(e->from) : json_null(), "to",
-                               e->to[0] ? json_string(e->to) : json_null(), "epoch",
-                               epoch >= 0 ? json_integer(epoch) : json_null(), "generation",
-                               (json_int_t)e->generation, "time_ms", (json_int_t)e->time_ms,
-                               "reason", e->reason));
+        json_array_append_new(entries,
+                              json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:s}", "partition",
+                                        e->key[0] ? json_null() : json_integer(e->partition), "key",
+                                        e->key[0] ? json_string(e->key) : json_null(), "from",
+                                        e->from[0] ? json_string(e->from) : json_null(), "to",
+                                        e->to[0] ? json_string(e->to) : json_null(), "epoch",
+                                        epoch >= 0 ? json_integer(epoch) : json_null(),
+                                        "generation", (json_int_t)e->generation, "time_ms",
+                                        (json_int_t)e->time_ms, "reason", e->reason));
     }
     out = json_pack("{s:O, s:o}", "group", json_object_get(st, "group"), "entries", entries);
     if (o.as_json) {
         ctl_status_print_json(out, stdout);
     } else if (json_array_size(entries) == 0) {
-        printf("no ownership changes recorded%s\n",
-               h.n ? " that match the filters" : " (none published yet, or a coordinator "
-                                                 "older than the history ring)");
+        printf("no ownership changes recorded%s\n", h.n ? " that match the filters"
+                                                        : " (none published yet, or a coordinator "
+                                                          "older than the history ring)");
     } else {
         static const ctl_col_t cols[] = {
             {"TIME (UTC)", "time_ms", 24, 24, 0, cell_time},

@@ -150,8 +150,8 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         printf("initialised group %s: topic %s, %d partitions, strategy %s, at %s\n", ctx->group,
                cfg.topic, cfg.partitions, cfg.strategy, base);
     else if (!have)
-        printf("initialised group %s: keys only, strategy %s, at %s\n", ctx->group,
-               cfg.strategy, base);
+        printf("initialised group %s: keys only, strategy %s, at %s\n", ctx->group, cfg.strategy,
+               base);
     else if (changed && !cur.topic[0])
         printf("group %s now consumes topic %s (%d partitions)\n", ctx->group, cfg.topic,
                cfg.partitions);

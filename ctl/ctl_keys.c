@@ -149,9 +149,9 @@ static int key_row(baton_zk_t *zk, const char *base, const char *key, const char
         err = BATON_OK;
     }
     if (err == BATON_OK) {
-        const char *state = nclaims == 0                               ? "unowned"
+        const char *state = nclaims == 0                                    ? "unowned"
                             : owner && assigned && !strcmp(owner, assigned) ? "active"
-                                                                           : "handoff";
+                                                                            : "handoff";
         char *runs = xasprintf("%s/keys/%s/runs", base, key);
         json_t *row = json_object();
         json_object_set_new(row, "key", json_string(key));
@@ -191,8 +191,7 @@ int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *wa
             json_array_append_new(arr, row);
     }
     if (err != BATON_OK) {
-        baton_seterr(errstr, n, err, "cannot read the keys of '%s': %s", base,
-                     baton_strerror(err));
+        baton_seterr(errstr, n, err, "cannot read the keys of '%s': %s", base, baton_strerror(err));
         json_decref(arr);
     } else {
         *out = arr;
@@ -340,9 +339,9 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
     }
     size_t i;
     json_t *w;
-    json_array_foreach(warnings, i, w) fprintf(
-        stderr, "%s: warning: %s: %s\n", CTL_PROG, json_string_value(json_object_get(w, "path")),
-        json_string_value(json_object_get(w, "problem")));
+    json_array_foreach(warnings, i, w) fprintf(stderr, "%s: warning: %s: %s\n", CTL_PROG,
+                                               json_string_value(json_object_get(w, "path")),
+                                               json_string_value(json_object_get(w, "problem")));
     if (as_json) {
         json_dumpf(rows, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fputc('\n', stdout);

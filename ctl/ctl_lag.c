@@ -149,8 +149,8 @@ int ctl_sink_fences(const char *uri, const char *group, baton_fence_row_t **rows
             path += 2;
         struct stat st;
         if (*path && stat(path, &st) != 0)
-            return baton_seterr(errstr, n, BATON_NOTFOUND, "--sink '%s': '%s' does not exist",
-                                uri, path);
+            return baton_seterr(errstr, n, BATON_NOTFOUND, "--sink '%s': '%s' does not exist", uri,
+                                path);
     }
     baton_sink_t *sink = NULL;
     char why[512];
@@ -185,8 +185,8 @@ int ctl_status_add_lag(json_t *status, const ctl_kafka_conf_t *kc, const char *s
     char **warnings = xcalloc((size_t)P, sizeof(char *));
     int have_hwm = 0, have_next = 0, err = BATON_OK;
     if (kc && kc->brokers) {
-        err = ctl_kafka_high_watermarks(kc, topic, (int32_t)P, timeout_ms, hwm, warnings, errstr,
-                                        n);
+        err =
+            ctl_kafka_high_watermarks(kc, topic, (int32_t)P, timeout_ms, hwm, warnings, errstr, n);
         if (err != BATON_OK)
             goto out;
         have_hwm = 1;

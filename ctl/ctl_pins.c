@@ -30,7 +30,8 @@ static const struct {
     [OP_DRAIN] = {"drain", "WORKER",
                   "Drains WORKER: it is given nothing and hands back, gracefully, what it\n"
                   "has. It stays a member; undrain it to give it work again.\n"},
-    [OP_UNDRAIN] = {"undrain", "WORKER", "Ends WORKER's drain; the next rebalance gives it its share.\n"},
+    [OP_UNDRAIN] = {"undrain", "WORKER",
+                    "Ends WORKER's drain; the next rebalance gives it its share.\n"},
 };
 
 static void op_usage(pin_op_t op, FILE *f) {
@@ -44,7 +45,10 @@ static void op_usage(pin_op_t op, FILE *f) {
             "example:\n"
             "  %s --zk 127.0.0.1:2181 --group orders %s %s\n",
             CTL_PROG, op_help[op].name, op_help[op].args, op_help[op].text, CTL_PROG,
-            op_help[op].name, op == OP_PIN ? "3 worker-a" : op <= OP_UNPIN ? "3" : "worker-a");
+            op_help[op].name,
+            op == OP_PIN     ? "3 worker-a"
+            : op <= OP_UNPIN ? "3"
+                             : "worker-a");
 }
 
 void ctl_pin_usage(FILE *f) { op_usage(OP_PIN, f); }
@@ -110,8 +114,9 @@ static int run_op(pin_op_t op, ctl_ctx_t *ctx, int argc, char **argv) {
         worker = argv[optind];
     }
     if (worker && baton_id_valid(worker) != 0)
-        baton_usage_error(CTL_PROG, "%s: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)",
-                          name, worker);
+        baton_usage_error(CTL_PROG,
+                          "%s: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)", name,
+                          worker);
     ctl_ctx_check(ctx);
 
     baton_zk_t *zk = ctl_connect(ctx);
@@ -172,12 +177,8 @@ static int run_op(pin_op_t op, ctl_ctx_t *ctx, int argc, char **argv) {
         printf(changed ? "unpinned partition %lld\n" : "partition %lld was not pinned\n",
                (long long)partition);
         break;
-    case OP_DRAIN:
-        printf(changed ? "draining %s\n" : "%s already draining\n", worker);
-        break;
-    case OP_UNDRAIN:
-        printf(changed ? "undrained %s\n" : "%s was not draining\n", worker);
-        break;
+    case OP_DRAIN: printf(changed ? "draining %s\n" : "%s already draining\n", worker); break;
+    case OP_UNDRAIN: printf(changed ? "undrained %s\n" : "%s was not draining\n", worker); break;
     }
     rc = BATON_EXIT_OK;
 out:

@@ -196,8 +196,7 @@ static int gather_workers(gather_t *g, json_t *workers) {
             json_object_set_new(w, "rack", json_null());
         }
         char session[32];
-        snprintf(session, sizeof(session), "0x%016llx",
-                 (unsigned long long)r->stat.ephemeralOwner);
+        snprintf(session, sizeof(session), "0x%016llx", (unsigned long long)r->stat.ephemeralOwner);
         json_object_set_new(w, "session", json_string(session));
         /* The member node's ctime is when this session registered. Ages
          * compare ZooKeeper's clock with ours: keep them in sync (NTP). */
@@ -310,14 +309,14 @@ out:
 /* ---- partitions ------------------------------------------------------- */
 
 typedef struct {
-    int missing;       /* no claims node */
-    size_t nclaims;    /* valid claim nodes listed */
-    char *lowest;      /* name of the lowest-sequence claim, heap, or NULL */
-    char *owner;       /* the owner claim's worker, heap, or NULL */
-    int64_t epoch;     /* the owner claim's czxid; valid with have_epoch */
-    int64_t ctime;     /* the owner claim's ctime (ms); valid with have_epoch */
+    int missing;    /* no claims node */
+    size_t nclaims; /* valid claim nodes listed */
+    char *lowest;   /* name of the lowest-sequence claim, heap, or NULL */
+    char *owner;    /* the owner claim's worker, heap, or NULL */
+    int64_t epoch;  /* the owner claim's czxid; valid with have_epoch */
+    int64_t ctime;  /* the owner claim's ctime (ms); valid with have_epoch */
     int have_epoch;
-    char *pinned;      /* pins/<p>'s worker, heap, or NULL */
+    char *pinned; /* pins/<p>'s worker, heap, or NULL */
 } part_t;
 
 static int is_claim_name(const char *name) {
@@ -748,15 +747,15 @@ static int str_is(const json_t *v, const char *s) {
 int ctl_status_filter(json_t *status, const ctl_view_opts_t *o, char *errstr, size_t n) {
     json_t *parts = json_object_get(status, "partitions");
     json_t *workers = json_object_get(status, "workers");
-    json_int_t P = json_integer_value(json_object_get(json_object_get(status, "config"),
-                                                      "partitions"));
+    json_int_t P =
+        json_integer_value(json_object_get(json_object_get(status, "config"), "partitions"));
     for (size_t i = 0; o->partitions && i < o->npartitions; i++)
         if (o->partitions[i] >= P)
             return baton_seterr(errstr, n, BATON_INVALID,
                                 "--partition %d: group %s has %" JSON_INTEGER_FORMAT
                                 " partitions (0-%" JSON_INTEGER_FORMAT ")",
-                                o->partitions[i], json_string_value(json_object_get(status, "group")),
-                                P, P - 1);
+                                o->partitions[i],
+                                json_string_value(json_object_get(status, "group")), P, P - 1);
     /* Whole-group facts for the summary, before the filter removes rows. */
     json_t *summary = json_object_get(status, "summary");
     json_t *na = json_object(), *handoff = json_array(), *unowned = json_array();
@@ -881,8 +880,8 @@ void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t 
         w[c] = (int)strlen(cols[c].header);
         for (size_t r = 0; r < nrows; r++) {
             char buf[CTL_CELL];
-            int len = (int)strlen(cols[c].fn(json_array_get(rows, r), cols[c].key, buf,
-                                             sizeof(buf)));
+            int len =
+                (int)strlen(cols[c].fn(json_array_get(rows, r), cols[c].key, buf, sizeof(buf)));
             w[c] = len > w[c] ? len : w[c];
         }
         w[c] = w[c] < cols[c].max ? w[c] : cols[c].max;
@@ -904,9 +903,9 @@ void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t 
         size_t used = 0;
         for (size_t c = 0; c < ncols; c++) {
             char buf[CTL_CELL], cut[CTL_CELL];
-            const char *v = r < 0 ? cols[c].header
-                                  : cols[c].fn(json_array_get(rows, (size_t)r), cols[c].key, buf,
-                                               sizeof(buf));
+            const char *v =
+                r < 0 ? cols[c].header
+                      : cols[c].fn(json_array_get(rows, (size_t)r), cols[c].key, buf, sizeof(buf));
             if ((int)strlen(v) > w[c]) {
                 snprintf(cut, sizeof(cut), "%.*s..", w[c] > 2 ? w[c] - 2 : 0, v);
                 v = cut;
@@ -959,7 +958,8 @@ static void print_lag(const json_t *st, FILE *f) {
         fprintf(f, "lag:          0 (every partition is caught up)\n");
     else if (json_is_integer(total) && json_is_object(worst))
         fprintf(f,
-                "lag:          %" JSON_INTEGER_FORMAT " records in total, most %" JSON_INTEGER_FORMAT
+                "lag:          %" JSON_INTEGER_FORMAT
+                " records in total, most %" JSON_INTEGER_FORMAT
                 " on partition %" JSON_INTEGER_FORMAT "\n",
                 json_integer_value(total), json_integer_value(json_object_get(worst, "lag")),
                 json_integer_value(json_object_get(worst, "partition")));
@@ -1153,9 +1153,9 @@ void ctl_view_parse(ctl_ctx_t *ctx, ctl_view_opts_t *o, int argc, char **argv, u
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (ctl_global_opt(ctx, opt, optarg))
             continue;
-        unsigned need = opt == OPT_BROKERS || opt == OPT_KAFKA ? CTL_VIEW_KAFKA
-                        : opt == OPT_SINK                      ? CTL_VIEW_SINK
-                        : opt == OPT_PARTITION || opt == OPT_WORKER ? CTL_VIEW_FILTER
+        unsigned need = opt == OPT_BROKERS || opt == OPT_KAFKA          ? CTL_VIEW_KAFKA
+                        : opt == OPT_SINK                               ? CTL_VIEW_SINK
+                        : opt == OPT_PARTITION || opt == OPT_WORKER     ? CTL_VIEW_FILTER
                         : opt == OPT_MAX_UPDATES || opt == OPT_DURATION ? CTL_VIEW_WATCH
                                                                         : 0;
         if (need && !(flags & need)) {
@@ -1175,8 +1175,7 @@ void ctl_view_parse(ctl_ctx_t *ctx, ctl_view_opts_t *o, int argc, char **argv, u
             break;
         case OPT_SINK:
             if (!strchr(optarg, ':'))
-                baton_usage_error(CTL_PROG, "--sink: '%s' is not a sink URI (sqlite:PATH)",
-                                  optarg);
+                baton_usage_error(CTL_PROG, "--sink: '%s' is not a sink URI (sqlite:PATH)", optarg);
             o->sink = optarg;
             break;
         case OPT_KAFKA:
@@ -1196,9 +1195,7 @@ void ctl_view_parse(ctl_ctx_t *ctx, ctl_view_opts_t *o, int argc, char **argv, u
         case OPT_DURATION:
             o->duration_ms = baton_opt_int(CTL_PROG, "duration-ms", optarg, 1, INT64_MAX);
             break;
-        case CTL_OPT_HELP:
-            usage(stdout);
-            exit(BATON_EXIT_OK);
+        case CTL_OPT_HELP: usage(stdout); exit(BATON_EXIT_OK);
         default: ctl_bad_option(argc, argv);
         }
     }
@@ -1218,8 +1215,8 @@ void ctl_view_opts_release(ctl_view_opts_t *o) {
     memset(o, 0, sizeof(*o));
 }
 
-int ctl_view_gather(baton_zk_t *zk, const ctl_ctx_t *ctx, const ctl_view_opts_t *o,
-                    json_t **out, char *errstr, size_t n) {
+int ctl_view_gather(baton_zk_t *zk, const ctl_ctx_t *ctx, const ctl_view_opts_t *o, json_t **out,
+                    char *errstr, size_t n) {
     json_t *st = NULL;
     int err = ctl_status_gather(zk, ctx->root, ctx->group, &st, errstr, n);
     if (err != BATON_OK)
@@ -1276,60 +1273,60 @@ static int view_run(ctl_ctx_t *ctx, const ctl_view_opts_t *o,
 
 /* ---- the commands ----------------------------------------------------- */
 
-#define CTL_LAG_HELP                                                                   \
-    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"       \
-    "                     watermark (one ListOffsets round, bounded by --timeout)\n"   \
-    "  --sink URI         the group's fenced sink (sqlite:PATH): adds next_offset;\n"  \
-    "                     with --brokers, lag = high watermark - next_offset\n"        \
-    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"     \
+#define CTL_LAG_HELP                                                                  \
+    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"      \
+    "                     watermark (one ListOffsets round, bounded by --timeout)\n"  \
+    "  --sink URI         the group's fenced sink (sqlite:PATH): adds next_offset;\n" \
+    "                     with --brokers, lag = high watermark - next_offset\n"       \
+    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"    \
     "                     security.protocol=SASL_SSL\n"
-#define CTL_FILTER_HELP                                                                \
-    "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"                    \
-    "  --worker W         only partitions W owns, is assigned or pinned to (and\n"     \
+#define CTL_FILTER_HELP                                                            \
+    "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"                \
+    "  --worker W         only partitions W owns, is assigned or pinned to (and\n" \
     "                     only W in the workers table); exit 1 if W is unknown\n"
 
 void ctl_status_usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --zk HOSTS --group G status [--json] [--brokers B --sink URI]\n"
-            "                [--partition LIST] [--worker W]\n"
-            "\n"
-            "Shows the group's coordinator (leader and its epoch), the assignment\n"
-            "generation, the live workers, and for every partition its assigned worker,\n"
-            "its owner (the worker holding the lowest claim), the owner's epoch, a\n"
-            "state: active (owner = assigned), handoff (owner differs, or claims queued\n"
-            "without an owner) or unowned (no claim), how long it has been in it (since\n"
-            "the owner claim's creation), and with --brokers and --sink its lag. A\n"
-            "summary comes first (the partitions not active, the total and worst lag),\n"
-            "then the workers and partitions tables; lines fit 100 columns. Filters\n"
-            "narrow the tables, not the summary. Reads only; leaves no watches.\n"
-            "\n"
-            "Malformed znode data is shown as '-' (null) with a warning on stderr naming\n"
-            "the znode; the exit status is still 0. An uninitialised group, an\n"
-            "unreadable config, an unreachable Kafka or sink exit 1.\n"
-            "\n"
-            "  --json             print one JSON object instead of tables:\n"
-            "    {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\"},\n"
-            "     \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
-            "     \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\", \"draining\",\n"
-            "                 \"pinned\", \"lag\"},\n"
-            "     \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\", \"session\",\n"
-            "                  \"joined_ms\", \"session_age_ms\", \"owned\", \"assigned\",\n"
-            "                  \"draining\"}],\n"
-            "     \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\", \"state\",\n"
-            "                     \"claims\", \"since_ms\", \"state_age_ms\", \"pinned\",\n"
-            "                     \"next_offset\", \"high_watermark\", \"lag\"}],\n"
-            "     \"drains\": [ids], \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
-            "    with null where there is none (lag without --brokers and --sink).\n"
-            "    *_ms times are milliseconds since the Unix epoch (ZooKeeper's clock).\n"
-            CTL_LAG_HELP CTL_FILTER_HELP
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders status\n"
-            "  %s --zk 127.0.0.1:2181 --group orders status --partition 7\n"
-            "  %s --zk 127.0.0.1:2181 --group orders status --worker w2 --json\n"
-            "  %s --zk 127.0.0.1:2181 --group orders status \\\n"
-            "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n",
-            CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+    fprintf(
+        f,
+        "usage: %s --zk HOSTS --group G status [--json] [--brokers B --sink URI]\n"
+        "                [--partition LIST] [--worker W]\n"
+        "\n"
+        "Shows the group's coordinator (leader and its epoch), the assignment\n"
+        "generation, the live workers, and for every partition its assigned worker,\n"
+        "its owner (the worker holding the lowest claim), the owner's epoch, a\n"
+        "state: active (owner = assigned), handoff (owner differs, or claims queued\n"
+        "without an owner) or unowned (no claim), how long it has been in it (since\n"
+        "the owner claim's creation), and with --brokers and --sink its lag. A\n"
+        "summary comes first (the partitions not active, the total and worst lag),\n"
+        "then the workers and partitions tables; lines fit 100 columns. Filters\n"
+        "narrow the tables, not the summary. Reads only; leaves no watches.\n"
+        "\n"
+        "Malformed znode data is shown as '-' (null) with a warning on stderr naming\n"
+        "the znode; the exit status is still 0. An uninitialised group, an\n"
+        "unreadable config, an unreachable Kafka or sink exit 1.\n"
+        "\n"
+        "  --json             print one JSON object instead of tables:\n"
+        "    {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\"},\n"
+        "     \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
+        "     \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\", \"draining\",\n"
+        "                 \"pinned\", \"lag\"},\n"
+        "     \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\", \"session\",\n"
+        "                  \"joined_ms\", \"session_age_ms\", \"owned\", \"assigned\",\n"
+        "                  \"draining\"}],\n"
+        "     \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\", \"state\",\n"
+        "                     \"claims\", \"since_ms\", \"state_age_ms\", \"pinned\",\n"
+        "                     \"next_offset\", \"high_watermark\", \"lag\"}],\n"
+        "     \"drains\": [ids], \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
+        "    with null where there is none (lag without --brokers and --sink).\n"
+        "    *_ms times are milliseconds since the Unix epoch (ZooKeeper's clock).\n" CTL_LAG_HELP
+            CTL_FILTER_HELP "\n"
+        "examples:\n"
+        "  %s --zk 127.0.0.1:2181 --group orders status\n"
+        "  %s --zk 127.0.0.1:2181 --group orders status --partition 7\n"
+        "  %s --zk 127.0.0.1:2181 --group orders status --worker w2 --json\n"
+        "  %s --zk 127.0.0.1:2181 --group orders status \\\n"
+        "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n",
+        CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
 int ctl_cmd_status(ctl_ctx_t *ctx, int argc, char **argv) {
@@ -1342,23 +1339,24 @@ int ctl_cmd_status(ctl_ctx_t *ctx, int argc, char **argv) {
 }
 
 void ctl_workers_usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --zk HOSTS --group G workers [--json] [--worker W]\n"
-            "\n"
-            "Lists the live workers: id, host, pid, capacity, rack, how many partitions\n"
-            "each owns (holds the lowest claim of) and is assigned, whether it is being\n"
-            "drained (a node drains/<id> exists), how long its ZooKeeper session has\n"
-            "been registered, and the session id (its claims are claim-<session>-N).\n"
-            "\n"
-            "  --json        {\"group\", \"generation\", \"workers\": [{\"id\", \"host\", \"pid\",\n"
-            "                \"capacity\", \"rack\", \"session\", \"joined_ms\", \"session_age_ms\",\n"
-            "                \"owned\", \"assigned\", \"draining\"}], \"warnings\"}\n"
-            "  --worker W    only W (exit 1 if W is unknown)\n"
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders workers\n"
-            "  %s --zk 127.0.0.1:2181 --group orders workers --json | jq '.workers[].owned'\n",
-            CTL_PROG, CTL_PROG, CTL_PROG);
+    fprintf(
+        f,
+        "usage: %s --zk HOSTS --group G workers [--json] [--worker W]\n"
+        "\n"
+        "Lists the live workers: id, host, pid, capacity, rack, how many partitions\n"
+        "each owns (holds the lowest claim of) and is assigned, whether it is being\n"
+        "drained (a node drains/<id> exists), how long its ZooKeeper session has\n"
+        "been registered, and the session id (its claims are claim-<session>-N).\n"
+        "\n"
+        "  --json        {\"group\", \"generation\", \"workers\": [{\"id\", \"host\", \"pid\",\n"
+        "                \"capacity\", \"rack\", \"session\", \"joined_ms\", \"session_age_ms\",\n"
+        "                \"owned\", \"assigned\", \"draining\"}], \"warnings\"}\n"
+        "  --worker W    only W (exit 1 if W is unknown)\n"
+        "\n"
+        "examples:\n"
+        "  %s --zk 127.0.0.1:2181 --group orders workers\n"
+        "  %s --zk 127.0.0.1:2181 --group orders workers --json | jq '.workers[].owned'\n",
+        CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
 static void print_workers_only(const json_t *st, FILE *f) { ctl_status_print_workers(st, f, 1); }
@@ -1374,22 +1372,22 @@ int ctl_cmd_workers(ctl_ctx_t *ctx, int argc, char **argv) {
 }
 
 void ctl_partitions_usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --zk HOSTS --group G partitions [--json] [--brokers B --sink URI]\n"
-            "                [--partition LIST] [--worker W]\n"
-            "\n"
-            "The per-partition table of 'status' alone: assigned worker, owner, epoch,\n"
-            "state, time in that state, claims queued, lag, pin.\n"
-            "\n"
-            "  --json             {\"group\", \"generation\", \"partitions\": [...], \"warnings\"}\n"
-            "                     (the partition objects of 'status --json')\n" CTL_LAG_HELP
-                CTL_FILTER_HELP
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders partitions --partition 7\n"
-            "  %s --zk 127.0.0.1:2181 --group orders partitions --json \\\n"
-            "      | jq '.partitions[] | select(.state != \"active\")'\n",
-            CTL_PROG, CTL_PROG, CTL_PROG);
+    fprintf(
+        f,
+        "usage: %s --zk HOSTS --group G partitions [--json] [--brokers B --sink URI]\n"
+        "                [--partition LIST] [--worker W]\n"
+        "\n"
+        "The per-partition table of 'status' alone: assigned worker, owner, epoch,\n"
+        "state, time in that state, claims queued, lag, pin.\n"
+        "\n"
+        "  --json             {\"group\", \"generation\", \"partitions\": [...], \"warnings\"}\n"
+        "                     (the partition objects of 'status --json')\n" CTL_LAG_HELP
+            CTL_FILTER_HELP "\n"
+        "examples:\n"
+        "  %s --zk 127.0.0.1:2181 --group orders partitions --partition 7\n"
+        "  %s --zk 127.0.0.1:2181 --group orders partitions --json \\\n"
+        "      | jq '.partitions[] | select(.state != \"active\")'\n",
+        CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
 int ctl_cmd_partitions(ctl_ctx_t *ctx, int argc, char **argv) {

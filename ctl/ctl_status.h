@@ -92,12 +92,12 @@ typedef struct {
     int as_json;
     ctl_kafka_conf_t kafka; /* brokers NULL: no Kafka */
     const char **kafka_props;
-    const char *sink;       /* NULL: no sink */
-    int32_t *partitions;    /* --partition filter (heap), NULL for all */
+    const char *sink;    /* NULL: no sink */
+    int32_t *partitions; /* --partition filter (heap), NULL for all */
     size_t npartitions;
-    const char *worker;     /* --worker filter or NULL */
-    int64_t max_updates;    /* watch: 0 = unbounded */
-    int64_t duration_ms;    /* watch: 0 = unbounded */
+    const char *worker;  /* --worker filter or NULL */
+    int64_t max_updates; /* watch: 0 = unbounded */
+    int64_t duration_ms; /* watch: 0 = unbounded */
 } ctl_view_opts_t;
 
 /* Parses argv (argv[0] is the command) into *o, accepting the global flags
@@ -109,16 +109,15 @@ void ctl_view_opts_release(ctl_view_opts_t *o);
 
 /* ctl_status_gather, then the lag from o's Kafka and sink (if given), then
  * ctl_status_filter. *out is a new reference. */
-int ctl_view_gather(baton_zk_t *zk, const ctl_ctx_t *ctx, const ctl_view_opts_t *o,
-                    json_t **out, char *errstr, size_t errstr_size);
+int ctl_view_gather(baton_zk_t *zk, const ctl_ctx_t *ctx, const ctl_view_opts_t *o, json_t **out,
+                    char *errstr, size_t errstr_size);
 
 /* Records whole-group facts in the summary ("not_active": {"handoff": [p..],
  * "unowned": [p..]}, "max_lag": {"partition", "lag"} | null), then removes
  * the rows o's --partition and --worker filters exclude. BATON_INVALID for a
  * partition beyond the group's, BATON_NOTFOUND for a worker that appears
  * nowhere; errstr names the flag. */
-int ctl_status_filter(json_t *status, const ctl_view_opts_t *o, char *errstr,
-                      size_t errstr_size);
+int ctl_status_filter(json_t *status, const ctl_view_opts_t *o, char *errstr, size_t errstr_size);
 
 /* A column of a human table: each cell is fn(row, key, buf, n) (a string
  * that may live in buf); widths start at the widest cell (at most max) and

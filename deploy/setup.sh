@@ -19,7 +19,8 @@ pkgs=(build-essential cmake pkg-config
       libpq-dev postgresql libmicrohttpd-dev curl
       help2man systemd
       yamllint python3-kubernetes docker-compose
-      openssl) # openssl: the Kafka TLS test's throwaway CA and TLS listener
+      openssl # the Kafka TLS test's throwaway CA and TLS listener
+      clang-format) # tests/style/check_format.sh (STYLE.md: .clang-format checked)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

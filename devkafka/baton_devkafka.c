@@ -49,15 +49,14 @@ typedef struct devkafka_watch_s {
 } devkafka_watch_t;
 
 static void devkafka_usage(FILE *out) {
-    fprintf(out,
-            "usage: baton-devkafka --topic T --partitions N [--brokers B] [--racks R1,R2,..]\n"
-            "\n"
-            "Runs librdkafka's mock Kafka cluster on loopback with B brokers\n"
-            "(default 1) and one topic T of N partitions. Prints\n"
-            "\"bootstrap=HOST:PORT[,...]\" as the first line on stdout, logs\n"
-            "to stderr, and serves until SIGTERM or SIGINT (exit 0).\n"
-            "Records are kept in memory only. --racks sets the rack each broker\n"
-            "reports in Metadata (broker 1 gets R1, ...; a short list repeats).\n");
+    fprintf(out, "usage: baton-devkafka --topic T --partitions N [--brokers B] [--racks R1,R2,..]\n"
+                 "\n"
+                 "Runs librdkafka's mock Kafka cluster on loopback with B brokers\n"
+                 "(default 1) and one topic T of N partitions. Prints\n"
+                 "\"bootstrap=HOST:PORT[,...]\" as the first line on stdout, logs\n"
+                 "to stderr, and serves until SIGTERM or SIGINT (exit 0).\n"
+                 "Records are kept in memory only. --racks sets the rack each broker\n"
+                 "reports in Metadata (broker 1 gets R1, ...; a short list repeats).\n");
 }
 
 /* Reports a command-line error naming the culprit, then the usage; exit 2. */
@@ -100,8 +99,10 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
             o->partitions = (int)n;
         } else if (is_racks) {
             /* Names as baton-worker --rack accepts them, comma separated. */
-            if (!*v || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-,") !=
-                           strlen(v) || strstr(v, ",,") || v[0] == ',' || v[strlen(v) - 1] == ',')
+            if (!*v ||
+                strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-,") !=
+                    strlen(v) ||
+                strstr(v, ",,") || v[0] == ',' || v[strlen(v) - 1] == ',')
                 devkafka_bad_usage("bad value for --racks: '%s'", v);
             o->racks = v;
         } else {
@@ -117,8 +118,7 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
 }
 
 /* librdkafka's log callback; runs on librdkafka's internal threads. */
-static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-                            const char *buf) {
+static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     (void)rk;
     /* The handle is created before the mock it owns, so it has no
      * bootstrap.servers yet and warns about it: expected, not news. */
@@ -145,8 +145,7 @@ static void *devkafka_watch_main(void *arg) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += DEVKAFKA_WATCH_INTERVAL_MS / 1000;
-        while (!w->stop &&
-               pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
+        while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
             ;
         if (w->stop)
             break;
@@ -157,8 +156,8 @@ static void *devkafka_watch_main(void *arg) {
                 break;
             if (warned[p])
                 continue;
-            rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(
-                w->rk, w->topic, p, &lo, &hi, 1000);
+            rd_kafka_resp_err_t err =
+                rd_kafka_query_watermark_offsets(w->rk, w->topic, p, &lo, &hi, 1000);
             if (err)
                 break; /* shutting down or busy: try again next round */
             if (lo > 0) {
@@ -199,16 +198,14 @@ int main(int argc, char **argv) {
 
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(conf, devkafka_log_cb);
-    rd_kafka_t *rk =
-        rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
         BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", errstr);
         rd_kafka_conf_destroy(conf);
         return 1;
     }
 
-    rd_kafka_mock_cluster_t *mcluster =
-        rd_kafka_mock_cluster_new(rk, o.brokers);
+    rd_kafka_mock_cluster_t *mcluster = rd_kafka_mock_cluster_new(rk, o.brokers);
     if (!mcluster) {
         BLOG_ERROR("event=mock_cluster_failed brokers=%d", o.brokers);
         rd_kafka_destroy(rk);
@@ -231,11 +228,9 @@ int main(int argc, char **argv) {
         free(list);
     }
     int rf = o.brokers < 3 ? o.brokers : 3;
-    rd_kafka_resp_err_t err =
-        rd_kafka_mock_topic_create(mcluster, o.topic, o.partitions, rf);
+    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(mcluster, o.topic, o.partitions, rf);
     if (err) {
-        BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topic,
-                   rd_kafka_err2str(err));
+        BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topic, rd_kafka_err2str(err));
         rd_kafka_mock_cluster_destroy(mcluster);
         rd_kafka_destroy(rk);
         return 1;
@@ -257,12 +252,10 @@ int main(int argc, char **argv) {
     int watching = 0;
     rd_kafka_conf_t *wconf = rd_kafka_conf_new();
     rd_kafka_conf_set_log_cb(wconf, devkafka_log_cb);
-    if (rd_kafka_conf_set(wconf, "bootstrap.servers", bootstraps, errstr,
-                          sizeof(errstr)) == RD_KAFKA_CONF_OK &&
-        (w.rk = rd_kafka_new(RD_KAFKA_PRODUCER, wconf, errstr,
-                             sizeof(errstr))) != NULL) {
-        watching =
-            pthread_create(&watch_thread, NULL, devkafka_watch_main, &w) == 0;
+    if (rd_kafka_conf_set(wconf, "bootstrap.servers", bootstraps, errstr, sizeof(errstr)) ==
+            RD_KAFKA_CONF_OK &&
+        (w.rk = rd_kafka_new(RD_KAFKA_PRODUCER, wconf, errstr, sizeof(errstr))) != NULL) {
+        watching = pthread_create(&watch_thread, NULL, devkafka_watch_main, &w) == 0;
     } else {
         rd_kafka_conf_destroy(wconf);
     }

@@ -22,10 +22,10 @@
 #include <string.h>
 
 typedef struct {
-    const char *state;  /* the fenced state file */
-    int owned;          /* between on_acquired and on_released */
-    int64_t epoch;      /* our ownership's epoch while owned */
-    long long value;    /* the counter as we last read or wrote it */
+    const char *state; /* the fenced state file */
+    int owned;         /* between on_acquired and on_released */
+    int64_t epoch;     /* our ownership's epoch while owned */
+    long long value;   /* the counter as we last read or wrote it */
 } counter_t;
 
 static volatile sig_atomic_t stop;
@@ -76,11 +76,16 @@ int main(int argc, char **argv) {
     const char *zk = NULL, *group = NULL, *key = NULL, *id = NULL, *state = NULL;
     long count = -1, interval_ms = 100, session_ms = 4000;
     static const struct option lo[] = {
-        {"zk", required_argument, NULL, 'z'},          {"group", required_argument, NULL, 'g'},
-        {"key", required_argument, NULL, 'k'},         {"id", required_argument, NULL, 'i'},
-        {"state", required_argument, NULL, 's'},       {"count", required_argument, NULL, 'c'},
-        {"interval-ms", required_argument, NULL, 'm'}, {"session-timeout-ms", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+        {"zk", required_argument, NULL, 'z'},
+        {"group", required_argument, NULL, 'g'},
+        {"key", required_argument, NULL, 'k'},
+        {"id", required_argument, NULL, 'i'},
+        {"state", required_argument, NULL, 's'},
+        {"count", required_argument, NULL, 'c'},
+        {"interval-ms", required_argument, NULL, 'm'},
+        {"session-timeout-ms", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
     while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -108,12 +113,17 @@ int main(int argc, char **argv) {
     counter_t c = {.state = state};
     const char *keys[] = {key};
     baton_membership_conf_t conf = {
-        .zk_hosts = zk, .root = "/baton", .group = group, .id = id,
+        .zk_hosts = zk,
+        .root = "/baton",
+        .group = group,
+        .id = id,
         .session_timeout_ms = (int)session_ms,
-        .keys = keys, .nkeys = 1, .no_partitions = 1, /* a keys-only member for KEY */
+        .keys = keys,
+        .nkeys = 1,
+        .no_partitions = 1, /* a keys-only member for KEY */
     };
-    baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released,
-                                  .opaque = &c};
+    baton_membership_cbs_t cbs = {
+        .on_acquired = on_acquired, .on_released = on_released, .opaque = &c};
     baton_membership_t *m;
     char err[512];
     if (baton_membership_new(&conf, &cbs, &m, err, sizeof(err)) != BATON_OK) {

@@ -93,8 +93,7 @@ done:
 }
 
 static int words_process(void *state, const baton_processor_record_t *r,
-                         baton_processor_emit_t emit, void *ctx, char *errstr,
-                         size_t errstr_size) {
+                         baton_processor_emit_t emit, void *ctx, char *errstr, size_t errstr_size) {
     words_t *ws = state;
     ws->records++;
     const char *v = r->value;

@@ -106,10 +106,9 @@ static int state_read(const char *path, int64_t *epoch, char **data, size_t *dle
     size_t h = header_parse(buf, len, epoch);
     if (h == 0) {
         free(buf);
-        return baton_seterr(errstr, n, BATON_CORRUPT,
-                            "'%s' is not a baton fence file (its first line is not '" FENCE_MAGIC
-                            "N')",
-                            path);
+        return baton_seterr(
+            errstr, n, BATON_CORRUPT,
+            "'%s' is not a baton fence file (its first line is not '" FENCE_MAGIC "N')", path);
     }
     if (data) {
         free(*data);
@@ -124,8 +123,8 @@ static int state_read(const char *path, int64_t *epoch, char **data, size_t *dle
 
 /* Writes header + a + b to "<path>.tmp", fsyncs it, renames it over path
  * and fsyncs the directory. Called with the lock held. */
-static int state_replace(const char *path, int64_t epoch, const void *a, size_t alen,
-                         const void *b, size_t blen, char *errstr, size_t n) {
+static int state_replace(const char *path, int64_t epoch, const void *a, size_t alen, const void *b,
+                         size_t blen, char *errstr, size_t n) {
     char *tmp = xasprintf("%s.tmp", path);
     char hdr[64];
     int hlen = snprintf(hdr, sizeof(hdr), FENCE_MAGIC "%lld\n", (long long)epoch);

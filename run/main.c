@@ -73,8 +73,7 @@ static baton_conf_opt_t opts[] = {
     {"session-timeout-ms", NULL, "BATON_SESSION_TIMEOUT_MS", BATON_CONF_INT, 100, 3600000,
      &session_timeout_ms, "MS", "ZooKeeper session timeout (default 10000)", 0},
     {"connect-timeout-ms", NULL, "BATON_CONNECT_TIMEOUT_MS", BATON_CONF_INT, 100, 3600000,
-     &connect_timeout_ms, "MS", "exit 1 if ZooKeeper is unreachable this long at start (10000)",
-     0},
+     &connect_timeout_ms, "MS", "exit 1 if ZooKeeper is unreachable this long at start (10000)", 0},
     {"kill-after-ms", NULL, NULL, BATON_CONF_INT, 0, 3600000, &kill_after_ms, "MS",
      "SIGKILL the command this long after SIGTERM (default 10000)", 0},
     {"once", NULL, NULL, BATON_CONF_STR, 0, 0, &once_id, "RUN_ID",
@@ -146,21 +145,21 @@ static void usage(FILE *f) {
 
 typedef struct {
     baton_membership_t *m;
-    run_zk_t *rz;            /* --once records; NULL without --once */
-    baton_resource_t res;    /* our key */
-    const char *path;        /* the resolved command */
-    char **argv;             /* the command's argv (points into ours) */
+    run_zk_t *rz;         /* --once records; NULL without --once */
+    baton_resource_t res; /* our key */
+    const char *path;     /* the resolved command */
+    char **argv;          /* the command's argv (points into ours) */
     run_child_t child;
-    int owned;               /* on_acquired ... on_released */
-    int64_t epoch;           /* the ownership's epoch while owned */
-    int64_t child_epoch;     /* the epoch the running command got */
-    int64_t start_at;        /* don't (re)start before this */
-    int record_pending;      /* --once: the command succeeded, not yet recorded */
-    int64_t record_at;       /* next record attempt */
-    int64_t check_at;        /* next look at the --once record */
-    int finished;            /* leave and exit with exit_code */
+    int owned;           /* on_acquired ... on_released */
+    int64_t epoch;       /* the ownership's epoch while owned */
+    int64_t child_epoch; /* the epoch the running command got */
+    int64_t start_at;    /* don't (re)start before this */
+    int record_pending;  /* --once: the command succeeded, not yet recorded */
+    int64_t record_at;   /* next record attempt */
+    int64_t check_at;    /* next look at the --once record */
+    int finished;        /* leave and exit with exit_code */
     int exit_code;
-    int leave;               /* leave gracefully on the way out (not after eviction) */
+    int leave; /* leave gracefully on the way out (not after eviction) */
 } runner_t;
 
 /* Stops the command (see run_child_stop) and says why. */
@@ -322,21 +321,19 @@ static void runner_record(runner_t *rn) {
     else
         snprintf(errstr, sizeof(errstr), "ZooKeeper is silent: waiting to hear from it");
     if (err == BATON_OK || err == BATON_EXISTS) {
-        BLOG_INFO("event=%s run_id=%s path=%s epoch=%lld", err == BATON_OK ? "run_recorded"
-                                                                            : "run_already_done",
-                  once_id, run_zk_run_path(rn->rz), (long long)rn->child_epoch);
+        BLOG_INFO("event=%s run_id=%s path=%s epoch=%lld",
+                  err == BATON_OK ? "run_recorded" : "run_already_done", once_id,
+                  run_zk_run_path(rn->rz), (long long)rn->child_epoch);
         rn->record_pending = 0;
         rn->finished = 1;
         rn->exit_code = 0;
     } else if (err == BATON_STALE || err == BATON_NOTFOUND) {
         /* Deposed: whoever owns the key now runs the job again. */
-        BLOG_WARN("event=run_not_recorded run_id=%s reason=deposed error=\"%s\"", once_id,
-                  errstr);
+        BLOG_WARN("event=run_not_recorded run_id=%s reason=deposed error=\"%s\"", once_id, errstr);
         rn->record_pending = 0;
         rn->start_at = baton_now_ms() + restart_delay_ms;
     } else {
-        BLOG_WARN("event=run_record_failed run_id=%s error=\"%s\" action=retry", once_id,
-                  errstr);
+        BLOG_WARN("event=run_record_failed run_id=%s error=\"%s\" action=retry", once_id, errstr);
         rn->record_at = baton_now_ms() + RETRY_MS;
     }
 }
@@ -464,8 +461,9 @@ int main(int argc, char **argv) {
     if (baton_conf_zk_chroot(zk_hosts, zk_chroot, &zk_connect, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     if (!group || baton_id_valid(group) != 0)
-        baton_usage_error(prog, "--group: '%s' is not a valid group name (1-128 of "
-                                "[A-Za-z0-9._-])",
+        baton_usage_error(prog,
+                          "--group: '%s' is not a valid group name (1-128 of "
+                          "[A-Za-z0-9._-])",
                           group ? group : "");
     if (!key || baton_key_valid(key) != 0)
         baton_usage_error(prog, "--key: '%s' is not a key name (1-128 of [A-Za-z0-9._-])",
@@ -477,15 +475,13 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--id: '%s' is not a valid member id (1-128 of [A-Za-z0-9._-])",
                           id);
     if (once_id && baton_key_valid(once_id) != 0)
-        baton_usage_error(prog, "--once: '%s' is not a run id (1-128 of [A-Za-z0-9._-])",
-                          once_id);
+        baton_usage_error(prog, "--once: '%s' is not a run id (1-128 of [A-Za-z0-9._-])", once_id);
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
     baton_log_level_t level;
     baton_log_format_t format;
     if (baton_log_level_parse(log_level, &level) != 0)
-        baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error",
-                          log_level);
+        baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
     if (baton_log_format_parse(log_format, &format) != 0)
         baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
     if (baton_zk_auth_init(zk_auth, zk_auth_file, root, 1, errstr, sizeof(errstr)) != 0)
@@ -544,8 +540,8 @@ int main(int argc, char **argv) {
         .nkeys = 1,
         .no_partitions = 1,
     };
-    baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released,
-                                  .opaque = &rn};
+    baton_membership_cbs_t cbs = {
+        .on_acquired = on_acquired, .on_released = on_released, .opaque = &rn};
     /* The key must exist: a runner for a key nobody added would wait forever. */
     int err = run_zk_new(zk_connect, (int)session_timeout_ms, (int)connect_timeout_ms, base, key,
                          once_id, &rn.rz, errstr, sizeof(errstr));

@@ -22,9 +22,8 @@ struct run_zk_s {
     char *key;
 };
 
-int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
-               const char *base, const char *key, const char *run_id, run_zk_t **out,
-               char *errstr, size_t n) {
+int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms, const char *base,
+               const char *key, const char *run_id, run_zk_t **out, char *errstr, size_t n) {
     run_zk_t *rz = xcalloc(1, sizeof(*rz));
     rz->hosts = xstrdup(hosts);
     rz->session_timeout_ms = session_timeout_ms;
@@ -109,8 +108,7 @@ static int64_t record_epoch(const char *data) {
     return p ? strtoll(p + 8, NULL, 10) : 0;
 }
 
-int run_zk_run_done(run_zk_t *rz, int watch, int *done, int64_t *epoch, char *errstr,
-                    size_t n) {
+int run_zk_run_done(run_zk_t *rz, int watch, int *done, int64_t *epoch, char *errstr, size_t n) {
     *done = 0;
     if (!rz->run_path)
         return BATON_OK;
@@ -171,22 +169,21 @@ int run_zk_run_record(run_zk_t *rz, const char *claim_path, int64_t epoch, int e
         zoo_op_result_t res[2];
         memset(res, 0, sizeof(res));
         zoo_check_op_init(&ops[0], claim_path, -1);
-        zoo_create_op_init(&ops[1], rz->run_path, data, (int)strlen(data), baton_zk_acl(), 0,
-                           NULL, 0);
+        zoo_create_op_init(&ops[1], rz->run_path, data, (int)strlen(data), baton_zk_acl(), 0, NULL,
+                           0);
         int rc = zoo_multi(baton_zk_handle(rz->zk), 2, ops, res);
         if (rc == ZOK) {
             err = BATON_OK;
             break;
         }
         if (rc == ZNONODE && res[0].err == ZNONODE) {
-            err = baton_seterr(errstr, n, BATON_STALE,
-                               "our claim '%s' is gone: another owner runs the key now",
-                               claim_path);
+            err =
+                baton_seterr(errstr, n, BATON_STALE,
+                             "our claim '%s' is gone: another owner runs the key now", claim_path);
             break;
         }
         if (rc == ZNODEEXISTS) {
-            err = baton_seterr(errstr, n, BATON_EXISTS, "'%s' was already recorded",
-                               rz->run_path);
+            err = baton_seterr(errstr, n, BATON_EXISTS, "'%s' was already recorded", rz->run_path);
             break;
         }
         if (rc == ZNONODE) { /* the runs directory went meanwhile: once more */
@@ -204,13 +201,12 @@ int run_zk_run_record(run_zk_t *rz, const char *claim_path, int64_t epoch, int e
             if (run_zk_run_done(rz, 0, &done, &e, tmp, sizeof(tmp)) == BATON_OK && done) {
                 err = e == epoch ? BATON_OK : BATON_EXISTS;
                 if (err == BATON_EXISTS)
-                    baton_seterr(errstr, n, err, "'%s' was recorded by epoch %lld",
-                                 rz->run_path, (long long)e);
+                    baton_seterr(errstr, n, err, "'%s' was recorded by epoch %lld", rz->run_path,
+                                 (long long)e);
                 break;
             }
         }
-        baton_seterr(errstr, n, err, "cannot record '%s': %s", rz->run_path,
-                     baton_strerror(err));
+        baton_seterr(errstr, n, err, "cannot record '%s': %s", rz->run_path, baton_strerror(err));
         break;
     }
     free(data);

@@ -210,8 +210,8 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
 }
 
 int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                             const baton_sink_input_t *inputs, size_t ninputs,
-                             int64_t *next_offset, size_t *applied) {
+                             const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                             size_t *applied) {
     if (!sink)
         return BATON_INVALID;
     int err = write_check(sink, partition, epoch, applied);
@@ -264,9 +264,8 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
 const char *baton_sink_errstr(const baton_sink_t *sink) { return sink ? sink->errstr : "no sink"; }
 
 int baton_sink__check_column(const baton_sink_t *sink, const char *table,
-                             const baton_sink_col_t *cols, size_t ncols, size_t i,
-                             const char *name, const char *type, int pk, char *errstr,
-                             size_t errstr_size) {
+                             const baton_sink_col_t *cols, size_t ncols, size_t i, const char *name,
+                             const char *type, int pk, char *errstr, size_t errstr_size) {
     if (!name)
         return baton_seterr(errstr, errstr_size, BATON_CORRUPT,
                             "sink '%s': table '%s' has the wrong shape: missing column '%s' %s",
@@ -281,7 +280,7 @@ int baton_sink__check_column(const baton_sink_t *sink, const char *table,
         return baton_seterr(errstr, errstr_size, BATON_CORRUPT,
                             "sink '%s': table '%s' has the wrong shape: column %zu is '%s' "
                             "%s%s, expected '%s' %s%s",
-                            sink->uri, table, i + 1, name, type, pk ? " (key)" : "",
-                            cols[i].name, cols[i].type, cols[i].pk ? " (key)" : "");
+                            sink->uri, table, i + 1, name, type, pk ? " (key)" : "", cols[i].name,
+                            cols[i].type, cols[i].pk ? " (key)" : "");
     return BATON_OK;
 }

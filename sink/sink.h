@@ -102,8 +102,8 @@ typedef struct {
  * it. *applied counts the inputs applied (not the rows). baton_sink_write is
  * this call with exactly one output per input. */
 int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                             const baton_sink_input_t *inputs, size_t ninputs,
-                             int64_t *next_offset, size_t *applied);
+                             const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                             size_t *applied);
 
 /* Reads every fence row of the group, ordered by partition. *rows is a heap
  * array the caller frees. */

@@ -75,9 +75,8 @@ typedef struct {
  * table has only i columns) with cols[i]. Returns BATON_OK, or
  * BATON_CORRUPT with a message naming the table and the column. */
 int baton_sink__check_column(const baton_sink_t *sink, const char *table,
-                             const baton_sink_col_t *cols, size_t ncols, size_t i,
-                             const char *name, const char *type, int pk, char *errstr,
-                             size_t errstr_size);
+                             const baton_sink_col_t *cols, size_t ncols, size_t i, const char *name,
+                             const char *type, int pk, char *errstr, size_t errstr_size);
 
 extern const baton_sink_ops_t baton_sink_sqlite_ops;
 extern const baton_sink_ops_t baton_sink_pg_ops;

@@ -547,8 +547,8 @@ static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
     err = pg_commit(sink, "commit fence", partitions[0]);
     if (err)
         return err;
-    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
-               sink->group, n, stale);
+    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri, sink->group,
+               n, stale);
     return BATON_OK;
 }
 
@@ -564,8 +564,8 @@ typedef struct {
  * rows. Keys and values go as binary parameters, so any bytes pass
  * unchanged; NULL stays NULL. fixed is {group, partition, epoch, old
  * next_offset} as text. */
-static int pg_insert_rows(baton_sink_t *sink, int32_t partition, const char *const *fixed,
-                          int more, const pg_row_t *rows, size_t nrows) {
+static int pg_insert_rows(baton_sink_t *sink, int32_t partition, const char *const *fixed, int more,
+                          const pg_row_t *rows, size_t nrows) {
     pg_t *pg = sink->be;
     const char *table = more ? "baton_output_more" : "baton_output";
     const int per = more ? 4 : 3;
@@ -638,8 +638,7 @@ static int pg_insert_rows(baton_sink_t *sink, int32_t partition, const char *con
                                          "next_offset %s is already in %s",
                                          sink->uri, sink->group, (int)partition, fixed[3], table);
             } else {
-                err = pg_fail(sink, res, more ? "insert output_more" : "insert output",
-                              partition);
+                err = pg_fail(sink, res, more ? "insert output_more" : "insert output", partition);
             }
             break;
         }
@@ -839,8 +838,8 @@ static const baton_sink_col_t output_cols[] = {
     {"epoch", "bigint", 0}, {"key", "bytea", 0},        {"value", "bytea", 0},
 };
 static const baton_sink_col_t more_cols[] = {
-    {"grp", "text", 1},     {"partition", "bigint", 2}, {"offset", "bigint", 3},
-    {"seq", "bigint", 4},   {"epoch", "bigint", 0},     {"key", "bytea", 0},
+    {"grp", "text", 1},    {"partition", "bigint", 2}, {"offset", "bigint", 3},
+    {"seq", "bigint", 4},  {"epoch", "bigint", 0},     {"key", "bytea", 0},
     {"value", "bytea", 0},
 };
 
@@ -859,8 +858,8 @@ static const char *const create_sql[] = {
 /* Checks that `table` (as the search_path resolves it) is a table with
  * exactly the columns baton creates, in order, with the same types and
  * primary key. Runs inside the schema transaction. */
-static int pg_check_table(baton_sink_t *sink, const char *table, const baton_sink_col_t *cols, size_t ncols,
-                          char *errstr, size_t errstr_size) {
+static int pg_check_table(baton_sink_t *sink, const char *table, const baton_sink_col_t *cols,
+                          size_t ncols, char *errstr, size_t errstr_size) {
     pg_t *pg = sink->be;
     const char *const params[] = {table};
     PGresult *res = PQexecParams(
@@ -896,12 +895,12 @@ static int pg_check_table(baton_sink_t *sink, const char *table, const baton_sin
                            "sink '%s': '%s' is a %s, not a table", sink->uri, table, what);
     } else {
         for (int i = 0; i < n || (size_t)i < ncols; i++) {
-            err = i >= n ? baton_sink__check_column(sink, table, cols, ncols, (size_t)i, NULL,
-                                                    NULL, 0, errstr, errstr_size)
-                         : baton_sink__check_column(sink, table, cols, ncols, (size_t)i,
-                                                    PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
-                                                    atoi(PQgetvalue(res, i, 3)), errstr,
-                                                    errstr_size);
+            err = i >= n
+                      ? baton_sink__check_column(sink, table, cols, ncols, (size_t)i, NULL, NULL, 0,
+                                                 errstr, errstr_size)
+                      : baton_sink__check_column(sink, table, cols, ncols, (size_t)i,
+                                                 PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
+                                                 atoi(PQgetvalue(res, i, 3)), errstr, errstr_size);
             if (err)
                 break;
         }
@@ -968,8 +967,11 @@ pg_err:
     /* A role that may only use existing tables meets a new table here
      * (baton_output_more after an upgrade): say which one to create. */
     baton_seterr(errstr, errstr_size, err, "sink '%s': creating the schema%s%s%s: %s", sink->uri,
-                 creating ? " (table '" : "", creating ? creating : "", creating ? "' is missing; "
-                 "an owner of the schema can create it, see docs/sinks.md)" : "", msg);
+                 creating ? " (table '" : "", creating ? creating : "",
+                 creating ? "' is missing; "
+                            "an owner of the schema can create it, see docs/sinks.md)"
+                          : "",
+                 msg);
 fail:
     pg_rollback(pg);
     return err;

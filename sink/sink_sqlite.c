@@ -69,8 +69,8 @@ static const baton_sink_col_t output_cols[] = {
     {"epoch", "INTEGER", 0}, {"key", "BLOB", 0},          {"value", "BLOB", 0},
 };
 static const baton_sink_col_t more_cols[] = {
-    {"grp", "TEXT", 1},      {"partition", "INTEGER", 2}, {"offset", "INTEGER", 3},
-    {"seq", "INTEGER", 4},   {"epoch", "INTEGER", 0},     {"key", "BLOB", 0},
+    {"grp", "TEXT", 1},    {"partition", "INTEGER", 2}, {"offset", "INTEGER", 3},
+    {"seq", "INTEGER", 4}, {"epoch", "INTEGER", 0},     {"key", "BLOB", 0},
     {"value", "BLOB", 0},
 };
 
@@ -81,16 +81,12 @@ static int sq_map(int rc) {
     switch (rc & 0xff) {
     case SQLITE_OK:
     case SQLITE_DONE:
-    case SQLITE_ROW:
-        return BATON_OK;
+    case SQLITE_ROW: return BATON_OK;
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return BATON_BUSY;
+    case SQLITE_LOCKED: return BATON_BUSY;
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-        return BATON_CORRUPT;
-    default:
-        return BATON_IO;
+    case SQLITE_NOTADB: return BATON_CORRUPT;
+    default: return BATON_IO;
     }
 }
 
@@ -302,8 +298,8 @@ static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
     rc = sq_run(sq->commit);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "commit fence", partitions[0]);
-    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
-               sink->group, n, stale);
+    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri, sink->group,
+               n, stale);
     return BATON_OK;
 }
 
@@ -397,8 +393,7 @@ static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         if (!baton_sink__applies(floor, in->offset))
             continue;
         for (size_t j = 0; j < in->noutputs; j++) {
-            err = sq_insert_output(sink, partition, in->offset, j, &in->outputs[j],
-                                   f.next_offset);
+            err = sq_insert_output(sink, partition, in->offset, j, &in->outputs[j], f.next_offset);
             if (err)
                 return err;
         }
@@ -473,9 +468,9 @@ static void sq_close(baton_sink_t *sink) {
     sq_t *sq = sink->be;
     if (!sq)
         return;
-    sqlite3_stmt *stmts[] = {sq->begin,        sq->commit,         sq->rollback,
-                             sq->fence_get,    sq->fence_insert,   sq->fence_set_epoch,
-                             sq->fence_reject, sq->fence_set_next, sq->fence_list,
+    sqlite3_stmt *stmts[] = {sq->begin,         sq->commit,         sq->rollback,
+                             sq->fence_get,     sq->fence_insert,   sq->fence_set_epoch,
+                             sq->fence_reject,  sq->fence_set_next, sq->fence_list,
                              sq->output_insert, sq->more_insert};
     if (sq->db && sq->rollback)
         sq_rollback(sq);
@@ -491,8 +486,8 @@ static void sq_close(baton_sink_t *sink) {
 /* Checks that `table` is a table with exactly the columns baton created, in
  * order, with the same types and primary key. A table of the same name made
  * by another program would otherwise fail later, mid-protocol. */
-static int sq_check_table(baton_sink_t *sink, const char *table, const baton_sink_col_t *cols, size_t ncols,
-                          char *errstr, size_t errstr_size) {
+static int sq_check_table(baton_sink_t *sink, const char *table, const baton_sink_col_t *cols,
+                          size_t ncols, char *errstr, size_t errstr_size) {
     sq_t *sq = sink->be;
     sqlite3_stmt *st = NULL;
     int err = BATON_OK;

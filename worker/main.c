@@ -55,8 +55,7 @@ static baton_conf_opt_t opts[] = {
     {"session-timeout-ms", "session.timeout.ms", "BATON_SESSION_TIMEOUT_MS", BATON_CONF_INT, 100,
      3600000, &session_timeout_ms, "MS", "ZooKeeper session timeout (default 10000)", 0},
     {"connect-timeout-ms", "connect.timeout.ms", "BATON_CONNECT_TIMEOUT_MS", BATON_CONF_INT, 100,
-     3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)",
-     0},
+     3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)", 0},
     {"capacity", "capacity", "BATON_CAPACITY", BATON_CONF_INT, 1, 1000000, &capacity, "N",
      "relative capacity published with membership (default 1)", 0},
     {"rack", "rack", "BATON_RACK", BATON_CONF_STR, 0, 0, &rack, "R",
@@ -96,23 +95,24 @@ static void usage(FILE *f) {
             "\n",
             prog, prog);
     baton_conf_print_help(opts, BATON_ARRAY_SIZE(opts), f);
-    fprintf(f,
-            "  --kafka KEY=VALUE          a librdkafka setting, passed unchanged (repeatable);\n"
-            "                             in the file: kafka.KEY=VALUE\n"
-            "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
-            "  --help                     this text\n"
-            "\n"
-            "exit status: 0 after a graceful leave (SIGTERM/SIGINT), 1 on a fatal error\n"
-            "(ZooKeeper or the sink unreachable at start, duplicate id, --metrics-addr\n"
-            "in use) or when --shutdown-timeout-ms cut the leave short, 2 on bad flags.\n"
-            "SIGHUP is logged and otherwise ignored (logs go to stderr).\n"
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders --id w1 \\\n"
-            "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n"
-            "  %s --config /etc/baton/worker.properties --id w1\n"
-            "  %s ... --processor project --processor-config '{\"fields\":[\"user\",\"amount\"]}'\n",
-            prog, prog, prog);
+    fprintf(
+        f,
+        "  --kafka KEY=VALUE          a librdkafka setting, passed unchanged (repeatable);\n"
+        "                             in the file: kafka.KEY=VALUE\n"
+        "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
+        "  --help                     this text\n"
+        "\n"
+        "exit status: 0 after a graceful leave (SIGTERM/SIGINT), 1 on a fatal error\n"
+        "(ZooKeeper or the sink unreachable at start, duplicate id, --metrics-addr\n"
+        "in use) or when --shutdown-timeout-ms cut the leave short, 2 on bad flags.\n"
+        "SIGHUP is logged and otherwise ignored (logs go to stderr).\n"
+        "\n"
+        "examples:\n"
+        "  %s --zk 127.0.0.1:2181 --group orders --id w1 \\\n"
+        "      --brokers 127.0.0.1:9092 --sink sqlite:/var/lib/baton/out.db\n"
+        "  %s --config /etc/baton/worker.properties --id w1\n"
+        "  %s ... --processor project --processor-config '{\"fields\":[\"user\",\"amount\"]}'\n",
+        prog, prog, prog);
 }
 
 int main(int argc, char **argv) {

@@ -45,13 +45,13 @@ typedef struct {
 } heartbeat_t;
 
 typedef struct {
-    int assigned;    /* in our current assignment */
-    char claim[64];  /* our claim's node name, "" when we have none */
-    int64_t czxid;   /* our claim's creation zxid: the epoch once it owns */
-    int owned;       /* on_acquired accepted it */
-    int dirty;       /* re-examine this partition */
-    int uncertain;   /* a create ended in connection loss: look before creating */
-    int64_t retry_at; /* don't re-examine before this (backoff after errors) */
+    int assigned;       /* in our current assignment */
+    char claim[64];     /* our claim's node name, "" when we have none */
+    int64_t czxid;      /* our claim's creation zxid: the epoch once it owns */
+    int owned;          /* on_acquired accepted it */
+    int dirty;          /* re-examine this partition */
+    int uncertain;      /* a create ended in connection loss: look before creating */
+    int64_t retry_at;   /* don't re-examine before this (backoff after errors) */
     int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
 } mpart_t;
 
@@ -254,7 +254,8 @@ static int probe_tick(baton_membership_t *m) {
         atomic_store(&hb->wake, 0);
         BLOG_INFO("event=zk_heard session=0x%s action=resume_writes", m->session_hex);
     }
-    int64_t next = atomic_load(&hb->inflight) ? interval : atomic_load(&hb->sent_ms) + interval - now;
+    int64_t next =
+        atomic_load(&hb->inflight) ? interval : atomic_load(&hb->sent_ms) + interval - now;
     if (!m->silent && limit - silent < next)
         next = limit - silent;
     return next < 0 ? 0 : next > 1000 ? 1000 : (int)next;
@@ -276,8 +277,8 @@ static char *member_body(const baton_membership_t *m, int leaving) {
         me.keys_filter = 1;
         size_t used = 0;
         for (size_t i = 0; i < m->conf.nkeys; i++)
-            used += (size_t)snprintf(me.keys + used, sizeof(me.keys) - used, "%s%s",
-                                     i ? "," : "", m->conf.keys[i]);
+            used += (size_t)snprintf(me.keys + used, sizeof(me.keys) - used, "%s%s", i ? "," : "",
+                                     m->conf.keys[i]);
     }
     return baton_member_encode(&me);
 }
@@ -509,8 +510,8 @@ int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, in
     return mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
 }
 
-int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r,
-                                char *buf, size_t size) {
+int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
+                                size_t size) {
     int ok;
     int32_t rid = res_rid(m, r, &ok);
     if (!ok || !buf || size == 0)
@@ -580,8 +581,8 @@ static int read_assignment(baton_membership_t *m) {
     }
     for (size_t i = 0; i < wa.npartitions; i++)
         if (wa.partitions[i] >= m->nparts)
-            BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d",
-                      wa.partitions[i], m->nparts);
+            BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d", wa.partitions[i],
+                      m->nparts);
     if (wa.generation != m->generation)
         BLOG_INFO("event=assignment generation=%lld partitions=%zu keys=%zu",
                   (long long)wa.generation, wa.npartitions, wa.nkeys);
@@ -670,8 +671,7 @@ static int create_claim(baton_membership_t *m, int32_t p) {
  * directory: returns the path to watch (heap; our own claim when we are
  * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
  * is gone (then p is marked to be claimed again). */
-static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n,
-                          int *waiting) {
+static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n, int *waiting) {
     mpart_t *mp = res_st(m, p);
     int64_t my_seq = baton_seq_of(mp->claim);
     const char *pred = NULL;
@@ -786,8 +786,8 @@ typedef struct zbatch_s zbatch_t;
 
 typedef struct {
     zbatch_t *b;
-    int rc;        /* the ZooKeeper result */
-    char **names;  /* get_children: heap copies, freed with the batch */
+    int rc;       /* the ZooKeeper result */
+    char **names; /* get_children: heap copies, freed with the batch */
     size_t n;
     struct Stat st; /* exists: the watched node's stat */
 } zslot_t;
@@ -981,8 +981,8 @@ static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32
     for (int32_t i = 0; i < n; i++) {
         if (!watch[i])
             continue;
-        int rc = zoo_awexists(zh, watch[i], baton_zk_watcher, m->zk, zbatch_exists_done,
-                              &b->slots[i]);
+        int rc =
+            zoo_awexists(zh, watch[i], baton_zk_watcher, m->zk, zbatch_exists_done, &b->slots[i]);
         if (rc != ZOK)
             zbatch_done(&b->slots[i], rc);
     }
@@ -995,8 +995,8 @@ static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32
     }
     for (int32_t i = 0; i < n; i++)
         if (watch[i])
-            errs[i] = queue_settle(m, rids[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st,
-                                   waiting[i]);
+            errs[i] =
+                queue_settle(m, rids[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st, waiting[i]);
 out:
     if (b)
         zbatch_free(b); /* every request completed */
@@ -1121,7 +1121,8 @@ static void note_event(baton_membership_t *m, const char *path) {
     if (strncmp(rest, "/partitions/", 12) == 0 && sscanf(rest + 12, "%d", &p) == 1 && p >= 0 &&
         p < m->nparts)
         m->parts[p].dirty = 1;
-    else if (strncmp(rest, "/keys/", 6) == 0 && (p = key_find(m, rest + 6, strcspn(rest + 6, "/"))) < 0)
+    else if (strncmp(rest, "/keys/", 6) == 0 &&
+             (p = key_find(m, rest + 6, strcspn(rest + 6, "/"))) < 0)
         res_st(m, p)->dirty = 1;
     else if (strncmp(rest, "/assignment/", 12) == 0)
         m->assignment_dirty = 1;
@@ -1457,7 +1458,8 @@ void baton_membership_leave(baton_membership_t *m) {
     char *data = member_body(m, 1);
     int serr = baton_zk_set(m->zk, m->member_path, data, strlen(data), -1, NULL);
     if (serr != BATON_OK)
-        BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path, baton_err_name(serr));
+        BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path,
+                  baton_err_name(serr));
     free(data);
     /* Stop using everything (the application flushes in on_released) while
      * the coordinator reacts to the mark; the claims stay until it has. */

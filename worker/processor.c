@@ -122,7 +122,8 @@ static int load_shared(baton_processor_t *proc, const char *path, char *errstr,
     if (!proc->dl) {
         const char *why = dlerror();
         return baton_seterr(errstr, errstr_size, BATON_INVALID,
-                            "--processor '%s': cannot load it: %s", path, why ? why : "dlopen failed");
+                            "--processor '%s': cannot load it: %s", path,
+                            why ? why : "dlopen failed");
     }
     dlerror();
     const baton_processor_v1_t *t = dlsym(proc->dl, BATON_PROCESSOR_V1_SYMBOL);
@@ -178,7 +179,10 @@ int baton_processor_load(const char *spec, const char *config, baton_processor_t
         err = baton_seterr(errstr, errstr_size, BATON_INVALID,
                            "--processor '%s': its table has no %s (name, init and process are "
                            "required)",
-                           where, !t->name || !*t->name ? "name" : !t->init ? "init" : "process");
+                           where,
+                           !t->name || !*t->name ? "name"
+                           : !t->init            ? "init"
+                                                 : "process");
         goto fail;
     }
     err = config_resolve(config, &proc->config, errstr, errstr_size);
@@ -283,8 +287,7 @@ static int collect_emit(void *ctx, const void *key, size_t key_len, const void *
         key_len = 0;
     if (!value)
         value_len = 0;
-    if (c->n >= BATON_PROCESSOR_MAX_OUTPUTS ||
-        key_len > BATON_PROCESSOR_MAX_OUTPUT_BYTES ||
+    if (c->n >= BATON_PROCESSOR_MAX_OUTPUTS || key_len > BATON_PROCESSOR_MAX_OUTPUT_BYTES ||
         value_len > BATON_PROCESSOR_MAX_OUTPUT_BYTES ||
         c->len + key_len + value_len > BATON_PROCESSOR_MAX_OUTPUT_BYTES) {
         c->over = 1;
@@ -305,8 +308,8 @@ static int collect_emit(void *ctx, const void *key, size_t key_len, const void *
 }
 
 int baton_processor_apply(const baton_processor_t *proc, void *state,
-                          const baton_processor_record_t *record,
-                          baton_processor_result_t *result, char *errstr, size_t errstr_size) {
+                          const baton_processor_record_t *record, baton_processor_result_t *result,
+                          char *errstr, size_t errstr_size) {
     result->outputs = NULL;
     result->n = 0;
     collect_t c = {0};

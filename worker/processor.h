@@ -53,8 +53,8 @@ int baton_processor_open(const baton_processor_t *proc, int32_t partition, int64
  * or its outputs over the limits) returns BATON_INTERNAL with a message,
  * and *result is empty: outputs of a failed call are discarded. */
 int baton_processor_apply(const baton_processor_t *proc, void *state,
-                          const baton_processor_record_t *record,
-                          baton_processor_result_t *result, char *errstr, size_t errstr_size);
+                          const baton_processor_record_t *record, baton_processor_result_t *result,
+                          char *errstr, size_t errstr_size);
 void baton_processor_result_release(baton_processor_result_t *result);
 /* flush (if the processor has one): BATON_OK or BATON_INTERNAL. */
 int baton_processor_flush(const baton_processor_t *proc, void *state, char *errstr,

@@ -38,18 +38,15 @@ static int copy_init(const char *config_json, int32_t partition, int64_t epoch, 
     json_decref(j);
     if (empty)
         return BATON_PROCESSOR_OK;
-    snprintf(errstr, errstr_size,
-             "copy takes no configuration (was --processor forgotten?)");
+    snprintf(errstr, errstr_size, "copy takes no configuration (was --processor forgotten?)");
     return BATON_PROCESSOR_ERROR;
 }
 
-static int copy_process(void *state, const baton_processor_record_t *r,
-                        baton_processor_emit_t emit, void *ctx, char *errstr,
-                        size_t errstr_size) {
+static int copy_process(void *state, const baton_processor_record_t *r, baton_processor_emit_t emit,
+                        void *ctx, char *errstr, size_t errstr_size) {
     (void)state;
     if (emit(ctx, r->key, r->key_len, r->value, r->value_len) != 0) {
-        snprintf(errstr, errstr_size, "offset %lld: the output is too large",
-                 (long long)r->offset);
+        snprintf(errstr, errstr_size, "offset %lld: the output is too large", (long long)r->offset);
         return BATON_PROCESSOR_ERROR;
     }
     return BATON_PROCESSOR_OK;
@@ -86,8 +83,8 @@ static int project_init(const char *config_json, int32_t partition, int64_t epoc
     *state = NULL;
     static const char example[] = "e.g. {\"fields\": [\"user\", \"amount\"]}";
     if (!config_json) {
-        snprintf(errstr, errstr_size, "project needs --processor-config with the fields to keep, %s",
-                 example);
+        snprintf(errstr, errstr_size,
+                 "project needs --processor-config with the fields to keep, %s", example);
         return BATON_PROCESSOR_ERROR;
     }
     json_error_t jerr;
@@ -109,8 +106,9 @@ static int project_init(const char *config_json, int32_t partition, int64_t epoc
     }
     json_t *fields = json_object_get(cfg, "fields");
     if (!fields || !json_is_array(fields) || json_array_size(fields) == 0) {
-        snprintf(errstr, errstr_size, "project: 'fields' must be a non-empty array of field "
-                                      "names, %s",
+        snprintf(errstr, errstr_size,
+                 "project: 'fields' must be a non-empty array of field "
+                 "names, %s",
                  example);
         goto fail;
     }
@@ -146,20 +144,14 @@ fail:
 
 static const char *json_kind(const json_t *j) {
     switch (json_typeof(j)) {
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
     case JSON_INTEGER:
-    case JSON_REAL:
-        return "a number";
+    case JSON_REAL: return "a number";
     case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    default:
-        return "an object";
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    default: return "an object";
     }
 }
 

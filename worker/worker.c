@@ -48,8 +48,8 @@ typedef struct {
 } wrec_t;
 
 typedef struct {
-    int active;          /* fenced and assigned in Kafka */
-    int paused;          /* Kafka fetching paused: buffer full or cannot write */
+    int active; /* fenced and assigned in Kafka */
+    int paused; /* Kafka fetching paused: buffer full or cannot write */
     int64_t epoch;
     int64_t next_offset; /* the sink's next_offset after our last write */
     int64_t expect;      /* next offset we expect from Kafka */
@@ -63,8 +63,8 @@ typedef struct {
     /* The processor failed on this partition: nothing more is consumed or
      * written until the partition is released (see part_fail). */
     int failed;
-    int64_t first_ms;    /* when the oldest buffered record arrived */
-    int64_t retry_at;    /* after a failed write */
+    int64_t first_ms; /* when the oldest buffered record arrived */
+    int64_t retry_at; /* after a failed write */
     /* Acquired, not fenced yet: fence_pending runs after the membership's
      * poll and fences every such partition in one sink transaction. */
     int fence_pending;
@@ -150,8 +150,8 @@ static void metrics_owned(worker_t *w, int32_t p) {
 static void kafka_assign(worker_t *w, int32_t p, int64_t offset, int add) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = offset;
-    rd_kafka_error_t *e = add ? rd_kafka_incremental_assign(w->rk, l)
-                              : rd_kafka_incremental_unassign(w->rk, l);
+    rd_kafka_error_t *e =
+        add ? rd_kafka_incremental_assign(w->rk, l) : rd_kafka_incremental_unassign(w->rk, l);
     if (e) {
         BLOG_ERROR("event=kafka_%s_failed partition=%d error=\"%s\"", add ? "assign" : "unassign",
                    p, rd_kafka_error_string(e));
@@ -187,8 +187,7 @@ static void part_deactivate(worker_t *w, int32_t p) {
     metrics_owned(w, p);
 }
 
-static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
-                      const char *error);
+static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage, const char *error);
 
 /* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
  * (p was dropped), or a retriable error with the batch kept. */
@@ -200,7 +199,8 @@ static int part_flush(worker_t *w, int32_t p) {
         return BATON_CONNECTION; /* suspended: the session may be gone */
     /* One transaction holds at most --batch-size records, even when a slow
      * or suspended sink let the buffer grow past it. */
-    size_t count = wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
+    size_t count =
+        wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
     baton_sink_input_t *ins = xmalloc(sizeof(*ins) * count);
     /* copy: each record is its own single output, pointing into the message. */
     baton_sink_output_t *copies = w->copy ? xmalloc(sizeof(*copies) * count) : NULL;
@@ -241,7 +241,8 @@ static int part_flush(worker_t *w, int32_t p) {
         /* The processor hears that its outputs so far are durable (not while
          * part_fail writes the records before a failure). */
         char perr[512];
-        if (!wp->failed && baton_processor_flush(w->proc, wp->pstate, perr, sizeof(perr)) != BATON_OK)
+        if (!wp->failed &&
+            baton_processor_flush(w->proc, wp->pstate, perr, sizeof(perr)) != BATON_OK)
             part_fail(w, p, next, "flush", perr);
         return BATON_OK;
     }
@@ -302,8 +303,8 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
     /* One processor state per ownership. A failed init fails the partition
      * at next_offset, like a failed record: we keep the claim (it is ours;
      * fenced) but consume nothing. */
-    if (!w->copy && baton_processor_open(w->proc, p, epoch, &wp->pstate, errstr,
-                                         sizeof(errstr)) != BATON_OK)
+    if (!w->copy &&
+        baton_processor_open(w->proc, p, epoch, &wp->pstate, errstr, sizeof(errstr)) != BATON_OK)
         part_fail(w, p, next, "init", errstr);
 }
 
@@ -398,7 +399,9 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     }
     BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld", p,
               (long long)w->parts[p].epoch,
-              reason == BATON_RELEASE_LOST ? "lost" : reason == BATON_RELEASE_LEAVE ? "leave" : "revoked",
+              reason == BATON_RELEASE_LOST    ? "lost"
+              : reason == BATON_RELEASE_LEAVE ? "leave"
+                                              : "revoked",
               (long long)w->parts[p].next_offset);
     part_deactivate(w, p);
 }
@@ -462,10 +465,11 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
         kafka_pause(w, p, 1);
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
-    BLOG_ERROR("event=partition_stopped partition=%d epoch=%lld next_offset=%lld reason=processor_error "
-               "action=\"fix the processor, its config or the record, then restart this worker; "
-               "it resumes at next_offset\"",
-               p, (long long)wp->epoch, (long long)wp->next_offset);
+    BLOG_ERROR(
+        "event=partition_stopped partition=%d epoch=%lld next_offset=%lld reason=processor_error "
+        "action=\"fix the processor, its config or the record, then restart this worker; "
+        "it resumes at next_offset\"",
+        p, (long long)wp->epoch, (long long)wp->next_offset);
 }
 
 /* Applies the processor to one record and buffers its outputs; takes
@@ -484,8 +488,8 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     }
     wpart_t *wp = &w->parts[p];
     if (msg->offset > wp->expect)
-        BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p,
-                   (long long)wp->expect, (long long)msg->offset);
+        BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p, (long long)wp->expect,
+                   (long long)msg->offset);
     wrec_t rec = {.offset = msg->offset};
     if (w->copy) {
         rec.msg = msg;
@@ -500,8 +504,7 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
             .value_len = msg->payload ? msg->len : 0,
         };
         char errstr[512];
-        int err = baton_processor_apply(w->proc, wp->pstate, &in, &rec.out, errstr,
-                                        sizeof(errstr));
+        int err = baton_processor_apply(w->proc, wp->pstate, &in, &rec.out, errstr, sizeof(errstr));
         rd_kafka_message_destroy(msg);
         if (err != BATON_OK) {
             part_fail(w, p, rec.offset, "process", errstr);
@@ -737,8 +740,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     rd_kafka_queue_t *kq = NULL;
     /* No processor given: the built-in copy (loading it cannot fail). */
     baton_processor_t *own_proc = NULL;
-    if (!conf->processor && baton_processor_load("copy", NULL, &own_proc, errstr,
-                                                 sizeof(errstr)) != BATON_OK) {
+    if (!conf->processor &&
+        baton_processor_load("copy", NULL, &own_proc, errstr, sizeof(errstr)) != BATON_OK) {
         BLOG_ERROR("event=processor_error error=\"%s\"", errstr);
         return 1;
     }
@@ -763,8 +766,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         .keys = no_keys,
         .nkeys = 0,
     };
-    baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released,
-                                  .opaque = &w};
+    baton_membership_cbs_t cbs = {
+        .on_acquired = on_acquired, .on_released = on_released, .opaque = &w};
     if (!(w.rk = kafka_new(&w, conf, errstr, sizeof(errstr)))) {
         BLOG_ERROR("event=kafka_config_error error=\"%s\"", errstr);
         goto out;
@@ -822,7 +825,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         flush_due(&w, 0);
         if (baton_signal_stop_requested())
             break;
-        int timeout = more ? 0 : flush_due_in(&w, next_ms < WORKER_IDLE_MS ? next_ms : WORKER_IDLE_MS);
+        int timeout =
+            more ? 0 : flush_due_in(&w, next_ms < WORKER_IDLE_MS ? next_ms : WORKER_IDLE_MS);
         for (int32_t p = 0; p < w.nparts && timeout > 0; p++)
             if (w.parts[p].fence_pending)
                 timeout = timeout < 100 ? timeout : 100; /* a fence to retry */

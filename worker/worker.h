@@ -16,8 +16,8 @@ typedef struct {
     int capacity;
     int session_timeout_ms;
     int connect_timeout_ms;
-    int batch_size; /* records per sink transaction, at most */
-    int linger_ms;  /* how long a partial batch may wait */
+    int batch_size;           /* records per sink transaction, at most */
+    int linger_ms;            /* how long a partial batch may wait */
     const char **kafka_props; /* "key=value" passed to librdkafka unchanged */
     size_t nkafka_props;
     /* The loaded processor (processor.h), owned by the caller; NULL: copy. */

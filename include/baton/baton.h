@@ -159,8 +159,8 @@ int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, in
  * BATON_NOTFOUND if we hold no claim on r right now (none yet, or it was
  * lost), or BATON_INVALID if r is unknown or buf is too small (512 bytes
  * always suffice). */
-int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r,
-                                char *buf, size_t size);
+int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
+                                size_t size);
 
 /* 1 once we were evicted (see baton_membership_poll). */
 int baton_membership_evicted(const baton_membership_t *m);

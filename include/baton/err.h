@@ -6,23 +6,23 @@
 #ifndef BATON_ERR_H
 #define BATON_ERR_H
 
-#define BATON_ERR_MAP(X)                                                       \
-    X(OK, 0, "success")                                                        \
-    X(INVALID, -1, "invalid argument")                                         \
-    X(CORRUPT, -2, "stored data is malformed")                                 \
-    X(CONFLICT, -3, "exists with different values")                            \
-    X(NOTFOUND, -4, "not found")                                               \
-    X(EXISTS, -5, "already exists")                                            \
-    X(CONNECTION, -100, "connection lost or server unreachable")               \
-    X(BUSY, -101, "resource busy")                                             \
-    X(TIMEOUT, -102, "timed out")                                              \
-    X(STALE, -200, "fenced: a higher epoch owns the partition")                \
-    X(EXPIRED, -201, "session expired")                                        \
-    X(DEPOSED, -202, "no longer the leader")                                   \
-    X(UNFENCED, -203, "write without a fence for this epoch")                  \
-    X(IO, -204, "backend failure")                                             \
-    X(INTERNAL, -205, "internal error")                                        \
-    X(EVICTED, -206, "evicted by an operator")                                 \
+#define BATON_ERR_MAP(X)                                         \
+    X(OK, 0, "success")                                          \
+    X(INVALID, -1, "invalid argument")                           \
+    X(CORRUPT, -2, "stored data is malformed")                   \
+    X(CONFLICT, -3, "exists with different values")              \
+    X(NOTFOUND, -4, "not found")                                 \
+    X(EXISTS, -5, "already exists")                              \
+    X(CONNECTION, -100, "connection lost or server unreachable") \
+    X(BUSY, -101, "resource busy")                               \
+    X(TIMEOUT, -102, "timed out")                                \
+    X(STALE, -200, "fenced: a higher epoch owns the partition")  \
+    X(EXPIRED, -201, "session expired")                          \
+    X(DEPOSED, -202, "no longer the leader")                     \
+    X(UNFENCED, -203, "write without a fence for this epoch")    \
+    X(IO, -204, "backend failure")                               \
+    X(INTERNAL, -205, "internal error")                          \
+    X(EVICTED, -206, "evicted by an operator")                   \
     X(DENIED, -207, "not authorised by ZooKeeper ACLs")
 
 typedef enum {

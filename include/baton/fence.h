@@ -53,8 +53,7 @@ int baton_fence_file_append(const char *state_path, int64_t epoch, const void *d
  * that from then on the previous owner's writes are refused, and only then
  * reads the state it continues from. Creates an empty fence file if there
  * is none. */
-int baton_fence_file_fence(const char *state_path, int64_t epoch, char *errstr,
-                           size_t errstr_size);
+int baton_fence_file_fence(const char *state_path, int64_t epoch, char *errstr, size_t errstr_size);
 
 /* Reads the stored epoch (0 if the file does not exist yet) and, if data
  * is not NULL, a heap copy of the data, NUL-terminated for convenience

@@ -122,10 +122,10 @@ extern "C" {
 typedef struct {
     int32_t partition;
     int64_t offset;
-    int64_t timestamp_ms;  /* the Kafka timestamp, -1 if none */
-    const void *key;       /* NULL: the record has no key */
+    int64_t timestamp_ms; /* the Kafka timestamp, -1 if none */
+    const void *key;      /* NULL: the record has no key */
     size_t key_len;
-    const void *value;     /* NULL: the record has no value (a tombstone) */
+    const void *value; /* NULL: the record has no value (a tombstone) */
     size_t value_len;
 } baton_processor_record_t;
 
@@ -155,9 +155,8 @@ typedef struct {
                 char *errstr, size_t errstr_size);
     /* Processes one record: calls emit(emit_ctx, ...) zero or more times.
      * Required. */
-    int (*process)(void *state, const baton_processor_record_t *record,
-                   baton_processor_emit_t emit, void *emit_ctx, char *errstr,
-                   size_t errstr_size);
+    int (*process)(void *state, const baton_processor_record_t *record, baton_processor_emit_t emit,
+                   void *emit_ctx, char *errstr, size_t errstr_size);
     /* After each committed batch of the partition. Optional (NULL). */
     int (*flush)(void *state, char *errstr, size_t errstr_size);
     /* Frees the state. Optional (NULL: nothing to free). Never fails. Not

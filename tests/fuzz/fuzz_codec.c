@@ -149,16 +149,16 @@ static void fuzz_history(const char *buf, size_t len) {
     for (size_t i = 0; i < h.n; i++)
         /* A partition's entry, or a named key's (partition -1). */
         FUZZ_CHECK(baton_history_reason_valid(h.entries[i].reason) == 0 &&
-                       (h.entries[i].key[0] ? h.entries[i].partition == -1 &&
-                                                  baton_key_valid(h.entries[i].key) == 0
-                                            : h.entries[i].partition >= 0),
+                       (h.entries[i].key[0]
+                            ? h.entries[i].partition == -1 && baton_key_valid(h.entries[i].key) == 0
+                            : h.entries[i].partition >= 0),
                    "history entry %zu invalid", i);
     char *enc = baton_history_encode(h.entries, h.n);
     err = baton_history_decode(enc, strlen(enc), &h2, errstr, sizeof(errstr));
     FUZZ_CHECK(err == BATON_OK, "history round trip failed: %s", errstr);
     FUZZ_CHECK(h2.n <= h.n && h2.n <= BATON_HISTORY_MAX &&
-                   (h2.n == 0 || memcmp(h2.entries, h.entries + (h.n - h2.n),
-                                        h2.n * sizeof(*h.entries)) == 0),
+                   (h2.n == 0 ||
+                    memcmp(h2.entries, h.entries + (h.n - h2.n), h2.n * sizeof(*h.entries)) == 0),
                "history round trip changed the newest entries");
     free(enc);
     baton_history_release(&h);

@@ -41,11 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(entries > 0, "empty spec '%s' refused", spec);
         FUZZ_CHECK(baton_failpoints_armed == 1, "a refused spec disarmed the sentinel");
     } else {
-        FUZZ_CHECK(baton_failpoints_armed == (entries > 0),
-                   "armed=%d with %d entries in '%s'", baton_failpoints_armed, entries, spec);
+        FUZZ_CHECK(baton_failpoints_armed == (entries > 0), "armed=%d with %d entries in '%s'",
+                   baton_failpoints_armed, entries, spec);
         FUZZ_CHECK(entries <= 32, "%d entries accepted", entries);
     }
-    FUZZ_CHECK(baton_failpoints_parse("", errstr, sizeof(errstr)) == BATON_OK && !baton_failpoints_armed,
+    FUZZ_CHECK(baton_failpoints_parse("", errstr, sizeof(errstr)) == BATON_OK &&
+                   !baton_failpoints_armed,
                "cannot disarm");
     free(spec);
     return 0;

@@ -51,9 +51,8 @@ static int ref_name_valid(const char *s, size_t max) {
     size_t n = strlen(s);
     if (n == 0 || n > max || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
         return -1;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n
-               ? 0
-               : -1;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n ? 0
+                                                                                               : -1;
 }
 
 /* Reference root check (baton_group.h): starts with '/', is not "/" alone,
@@ -85,8 +84,14 @@ static int ref_root_valid(const char *s) {
 }
 
 static const int64_t ranges[][2] = {
-    {INT64_MIN, INT64_MAX}, {0, INT64_MAX}, {1, 1000000}, {0, 86400000},
-    {-5, 5},                {1, 65535},     {100, 100},   {INT64_MIN, -1},
+    {INT64_MIN, INT64_MAX},
+    {0, INT64_MAX},
+    {1, 1000000},
+    {0, 86400000},
+    {-5, 5},
+    {1, 65535},
+    {100, 100},
+    {INT64_MIN, -1},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -105,8 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(rc == ref, "baton_parse_i64('%s', %lld, %lld) = %d, reference %d", val,
                (long long)range[0], (long long)range[1], rc, ref);
     if (rc == 0)
-        FUZZ_CHECK(got == want, "baton_parse_i64('%s') = %lld, reference %lld", val,
-                   (long long)got, (long long)want);
+        FUZZ_CHECK(got == want, "baton_parse_i64('%s') = %lld, reference %lld", val, (long long)got,
+                   (long long)want);
 
     FUZZ_CHECK(baton_id_valid(val) == ref_name_valid(val, BATON_ID_MAX), "baton_id_valid('%s')",
                val);

@@ -84,8 +84,8 @@ int main(int argc, char **argv) {
     signal(SIGINT, on_signal);
     owner = pthread_self();
     baton_membership_t *m = NULL;
-    baton_membership_cbs_t cbs = {.on_acquired = on_acquired, .on_released = on_released,
-                                  .opaque = &m};
+    baton_membership_cbs_t cbs = {
+        .on_acquired = on_acquired, .on_released = on_released, .opaque = &m};
     char err[512];
     int rc = baton_membership_new(&conf, &cbs, &m, err, sizeof(err));
     if (rc != BATON_OK) {

@@ -63,8 +63,8 @@ static void assignment_drop(zhandle_t *zh, int drop) {
 int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
                        const struct ACL_vector *acl, int mode, char *path_buffer,
                        int path_buffer_len, struct Stat *stat) {
-    int rc = __real_zoo_create2(zh, path, value, valuelen, acl, mode, path_buffer,
-                                path_buffer_len, stat);
+    int rc = __real_zoo_create2(zh, path, value, valuelen, acl, mode, path_buffer, path_buffer_len,
+                                stat);
     if (rc == ZOK && lose_left > 0 && strstr(path, "/claims/claim-")) {
         lose_left--;
         lost++;
@@ -93,8 +93,9 @@ int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resul
         !strstr(ops[0].create_op.path, "/claims/claim-"))
         return rc;
     for (int i = 0; i < count; i++) {
-        fprintf(stderr, "test_lost_create: created %s (in a multi of %d), reporting "
-                        "ZCONNECTIONLOSS\n",
+        fprintf(stderr,
+                "test_lost_create: created %s (in a multi of %d), reporting "
+                "ZCONNECTIONLOSS\n",
                 ops[i].create_op.buf ? ops[i].create_op.buf : ops[i].create_op.path, count);
         lost++;
     }
@@ -193,8 +194,9 @@ int main(int argc, char **argv) {
         }
     }
     if (!zk || !group || !id || nparts <= 0 || nparts > MAXP) {
-        fprintf(stderr, "test_lost_create: --zk, --group, --id and --partitions (1-%d) are "
-                        "required\n",
+        fprintf(stderr,
+                "test_lost_create: --zk, --group, --id and --partitions (1-%d) are "
+                "required\n",
                 MAXP);
         return 2;
     }

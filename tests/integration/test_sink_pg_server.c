@@ -550,8 +550,8 @@ static void test_write_outputs(void **state) {
         many[i] = (baton_sink_output_t){"k", 1, "w", 1};
     baton_sink_output_t one[] = {{"k", 1, "a", 1}};
     baton_sink_output_t three[] = {{"k", 1, "x", 1}, {NULL, 0, "y", 1}, {"k", 1, "", 0}};
-    baton_sink_input_t in[] = {{0, one, 1}, {1, NULL, 0}, {2, three, 3}, {3, many, MANY},
-                               {5, NULL, 0}};
+    baton_sink_input_t in[] = {
+        {0, one, 1}, {1, NULL, 0}, {2, three, 3}, {3, many, MANY}, {5, NULL, 0}};
     int64_t next = -1;
     size_t applied = 0;
     assert_int_equal(baton_sink_write_outputs(s, 0, 7, in, 5, &next, &applied), BATON_OK);
@@ -569,9 +569,8 @@ static void test_write_outputs(void **state) {
                              "(seq=2 AND key='k' AND value=''))",
                              group),
                      2);
-    assert_int_equal(raw_i64("SELECT count(*) FROM baton_output_more WHERE grp='%s' AND epoch<>7",
-                             group),
-                     0);
+    assert_int_equal(
+        raw_i64("SELECT count(*) FROM baton_output_more WHERE grp='%s' AND epoch<>7", group), 0);
     assert_int_equal(fence_row(s, 0).next_offset, 6);
     /* The retry after a lost COMMIT reply: nothing twice. */
     assert_int_equal(baton_sink_write_outputs(s, 0, 7, in, 5, &next, &applied), BATON_OK);
@@ -971,7 +970,7 @@ static void test_concurrent_open(void **state) {
     raw_exec("DROP SCHEMA race CASCADE");
 }
 
-#define T(fn)                                                                                      \
+#define T(fn) \
     { #fn, fn, setup_group, NULL, (void *)#fn }
 
 int main(void) {

@@ -36,18 +36,17 @@ typedef struct produce_stats_s {
 } produce_stats_t;
 
 static void produce_usage(FILE *out) {
-    fprintf(out,
-            "usage: baton-produce --brokers B --topic T --partitions N "
-            "--count C\n"
-            "                     [--rate R] [--prefix S] [--timeout-ms MS]\n"
-            "\n"
-            "Produces C records round-robin over partitions 0..N-1: record i\n"
-            "has key \"k<i>\" and value \"<S>-<i>\" (S defaults to \"v\").\n"
-            "R is records per second, 0 (default) for as fast as possible.\n"
-            "Waits for all deliveries (acks=all, idempotent), prints\n"
-            "\"produced=C\" and exits 0; exits 1 if any delivery fails.\n"
-            "MS bounds each record's delivery (default 30000), so the run\n"
-            "always ends.\n");
+    fprintf(out, "usage: baton-produce --brokers B --topic T --partitions N "
+                 "--count C\n"
+                 "                     [--rate R] [--prefix S] [--timeout-ms MS]\n"
+                 "\n"
+                 "Produces C records round-robin over partitions 0..N-1: record i\n"
+                 "has key \"k<i>\" and value \"<S>-<i>\" (S defaults to \"v\").\n"
+                 "R is records per second, 0 (default) for as fast as possible.\n"
+                 "Waits for all deliveries (acks=all, idempotent), prints\n"
+                 "\"produced=C\" and exits 0; exits 1 if any delivery fails.\n"
+                 "MS bounds each record's delivery (default 30000), so the run\n"
+                 "always ends.\n");
 }
 
 static void produce_bad_usage(const char *fmt, const char *what) {
@@ -69,9 +68,8 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
             produce_usage(stdout);
             exit(0);
         }
-        static const char *const known[] = {
-            "--brokers", "--topic",  "--partitions", "--count",
-            "--rate",    "--prefix", "--timeout-ms"};
+        static const char *const known[] = {"--brokers", "--topic",  "--partitions", "--count",
+                                            "--rate",    "--prefix", "--timeout-ms"};
         size_t k = 0;
         while (k < BATON_ARRAY_SIZE(known) && strcmp(a, known[k]) != 0)
             k++;
@@ -82,12 +80,8 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
         const char *v = argv[++i];
         int64_t n = 0;
         switch (k) {
-        case 0:
-            o->brokers = v;
-            break;
-        case 1:
-            o->topic = v;
-            break;
+        case 0: o->brokers = v; break;
+        case 1: o->topic = v; break;
         case 2:
             if (baton_parse_i64(v, 1, 100000, &n) != 0)
                 produce_bad_usage("bad value for --partitions: '%s'", v);
@@ -103,9 +97,7 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
                 produce_bad_usage("bad value for --rate: '%s'", v);
             o->rate = n;
             break;
-        case 5:
-            o->prefix = v;
-            break;
+        case 5: o->prefix = v; break;
         default:
             if (baton_parse_i64(v, 1, 3600000, &n) != 0)
                 produce_bad_usage("bad value for --timeout-ms: '%s'", v);
@@ -125,8 +117,7 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
 
 /* Delivery report callback; runs inside rd_kafka_poll()/rd_kafka_flush() on
  * the main thread. The first few failures are logged, all are counted. */
-static void produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
-                          void *opaque) {
+static void produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk;
     produce_stats_t *st = opaque;
     if (!m->err) {
@@ -134,14 +125,11 @@ static void produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
         return;
     }
     if (st->failed++ < 10)
-        BLOG_ERROR("event=delivery_failed partition=%" PRId32
-                   " key=%.*s err=\"%s\"",
-                   m->partition, (int)m->key_len, (const char *)m->key,
-                   rd_kafka_err2str(m->err));
+        BLOG_ERROR("event=delivery_failed partition=%" PRId32 " key=%.*s err=\"%s\"", m->partition,
+                   (int)m->key_len, (const char *)m->key, rd_kafka_err2str(m->err));
 }
 
-static void produce_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-                           const char *buf) {
+static void produce_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     (void)rk;
     baton_log_level_t lvl = level <= 3   ? BATON_LOG_ERROR
                             : level <= 4 ? BATON_LOG_WARN
@@ -150,11 +138,9 @@ static void produce_log_cb(const rd_kafka_t *rk, int level, const char *fac,
     BATON_LOG(lvl, "event=rdkafka fac=%s msg=\"%s\"", fac, buf);
 }
 
-static int produce_conf_set(rd_kafka_conf_t *conf, const char *name,
-                            const char *value) {
+static int produce_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value) {
     char errstr[256];
-    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) ==
-        RD_KAFKA_CONF_OK)
+    if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK)
         return 0;
     BLOG_ERROR("event=config_failed name=%s err=\"%s\"", name, errstr);
     return -1;
@@ -183,8 +169,7 @@ int main(int argc, char **argv) {
     rd_kafka_conf_set_dr_msg_cb(conf, produce_dr_cb);
     rd_kafka_conf_set_log_cb(conf, produce_log_cb);
     rd_kafka_conf_set_opaque(conf, &st);
-    rd_kafka_t *rk =
-        rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
         BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", errstr);
         rd_kafka_conf_destroy(conf);
@@ -211,15 +196,13 @@ int main(int argc, char **argv) {
         for (;;) {
             rd_kafka_resp_err_t err = rd_kafka_producev(
                 rk, RD_KAFKA_V_TOPIC(o.topic), RD_KAFKA_V_PARTITION(partition),
-                RD_KAFKA_V_KEY(key, strlen(key)),
-                RD_KAFKA_V_VALUE(value, strlen(value)),
+                RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(value, strlen(value)),
                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
             if (!err)
                 break;
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
                 baton_now_ms() - stalled_since > o.timeout_ms) {
-                BLOG_ERROR("event=produce_failed partition=%" PRId32
-                           " key=%s err=\"%s\"",
+                BLOG_ERROR("event=produce_failed partition=%" PRId32 " key=%s err=\"%s\"",
                            partition, key, rd_kafka_err2str(err));
                 enqueue_failed = 1;
                 break;
@@ -246,15 +229,13 @@ int main(int argc, char **argv) {
 
     if (enqueue_failed || ferr || st.failed || st.delivered != o.count) {
         fprintf(stderr,
-                "baton-produce: FAILED topic=%s delivered=%" PRId64
-                " failed=%" PRId64 " outstanding=%" PRId64 " wanted=%" PRId64
-                "%s\n",
+                "baton-produce: FAILED topic=%s delivered=%" PRId64 " failed=%" PRId64
+                " outstanding=%" PRId64 " wanted=%" PRId64 "%s\n",
                 o.topic, st.delivered, st.failed, outstanding, o.count,
                 ferr ? " (flush timed out)" : "");
         return 1;
     }
     printf("produced=%" PRId64 "\n", st.delivered);
-    BLOG_INFO("event=done produced=%" PRId64 " ms=%" PRId64, st.delivered,
-              baton_now_ms() - start);
+    BLOG_INFO("event=done produced=%" PRId64 " ms=%" PRId64, st.delivered, baton_now_ms() - start);
     return 0;
 }

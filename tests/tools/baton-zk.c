@@ -30,32 +30,30 @@ typedef struct zkcli_conn_s {
     int changed; /* a node watch fired (wait-exists) */
 } zkcli_conn_t;
 
-static zkcli_conn_t zkcli_conn = {PTHREAD_MUTEX_INITIALIZER,
-                                  PTHREAD_COND_INITIALIZER, 0, 0, 0};
+static zkcli_conn_t zkcli_conn = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
 
 static void zkcli_usage(FILE *out) {
-    fprintf(
-        out,
-        "usage: baton-zk --zk HOSTS [--timeout-ms N] CMD ARGS\n"
-        "\n"
-        "commands:\n"
-        "  get PATH              print the node's data and a newline\n"
-        "  set PATH DATA         replace the node's data (any version)\n"
-        "  create PATH DATA      create a persistent node\n"
-        "  delete PATH           delete a node without children\n"
-        "  rmr PATH              delete a node and everything below it\n"
-        "                        (a missing PATH is not an error)\n"
-        "  ls PATH               print the children, sorted, one a line\n"
-        "  stat PATH             print czxid= mzxid= pzxid= version=\n"
-        "                        cversion= ephemeralOwner=0x.. numChildren=\n"
-        "                        dataLength= on one line (zxids decimal)\n"
-        "  exists PATH           exit 0 if the node exists, 1 if not\n"
-        "  wait-exists PATH MS   wait up to MS ms for the node to exist\n"
-        "\n"
-        "N bounds the connection wait and is the session timeout\n"
-        "(default %d). Exit: 0 ok, 1 error or no node, 2 usage,\n"
-        "3 cannot connect.\n",
-        ZKCLI_DEFAULT_TIMEOUT_MS);
+    fprintf(out,
+            "usage: baton-zk --zk HOSTS [--timeout-ms N] CMD ARGS\n"
+            "\n"
+            "commands:\n"
+            "  get PATH              print the node's data and a newline\n"
+            "  set PATH DATA         replace the node's data (any version)\n"
+            "  create PATH DATA      create a persistent node\n"
+            "  delete PATH           delete a node without children\n"
+            "  rmr PATH              delete a node and everything below it\n"
+            "                        (a missing PATH is not an error)\n"
+            "  ls PATH               print the children, sorted, one a line\n"
+            "  stat PATH             print czxid= mzxid= pzxid= version=\n"
+            "                        cversion= ephemeralOwner=0x.. numChildren=\n"
+            "                        dataLength= on one line (zxids decimal)\n"
+            "  exists PATH           exit 0 if the node exists, 1 if not\n"
+            "  wait-exists PATH MS   wait up to MS ms for the node to exist\n"
+            "\n"
+            "N bounds the connection wait and is the session timeout\n"
+            "(default %d). Exit: 0 ok, 1 error or no node, 2 usage,\n"
+            "3 cannot connect.\n",
+            ZKCLI_DEFAULT_TIMEOUT_MS);
 }
 
 static void zkcli_bad_usage(const char *fmt, const char *what) {
@@ -68,8 +66,7 @@ static void zkcli_bad_usage(const char *fmt, const char *what) {
 
 /* The session watcher and the wait-exists node watcher; runs on the
  * ZooKeeper completion thread and only records what happened. */
-static void zkcli_watcher(zhandle_t *zh, int type, int state, const char *path,
-                          void *ctx) {
+static void zkcli_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx) {
     (void)zh;
     (void)path;
     (void)ctx;
@@ -77,8 +74,7 @@ static void zkcli_watcher(zhandle_t *zh, int type, int state, const char *path,
     if (type == ZOO_SESSION_EVENT) {
         if (state == ZOO_CONNECTED_STATE)
             zkcli_conn.connected = 1;
-        else if (state == ZOO_EXPIRED_SESSION_STATE ||
-                 state == ZOO_AUTH_FAILED_STATE)
+        else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
             zkcli_conn.fatal = 1;
         else
             zkcli_conn.connected = 0;
@@ -176,9 +172,8 @@ static int zkcli_rmr_rec(zhandle_t *zh, const char *path, int depth) {
         if (rc != ZOK)
             return rc;
         for (int i = 0; i < kids.count && rc == ZOK; i++) {
-            char *child = strcmp(path, "/") == 0
-                              ? xasprintf("/%s", kids.data[i])
-                              : xasprintf("%s/%s", path, kids.data[i]);
+            char *child = strcmp(path, "/") == 0 ? xasprintf("/%s", kids.data[i])
+                                                 : xasprintf("%s/%s", path, kids.data[i]);
             if (strcmp(child, "/zookeeper") != 0)
                 rc = zkcli_rmr_rec(zh, child, depth + 1);
             free(child);
@@ -200,8 +195,7 @@ static int zkcli_rmr_rec(zhandle_t *zh, const char *path, int depth) {
 /* Polls for path in slices of at most 100 ms; an exists watch cuts each
  * slice short when the node appears. The polling keeps the wait correct when
  * a watch is lost with a disconnection. */
-static int zkcli_wait_exists(zhandle_t *zh, const char *path,
-                             int64_t timeout_ms) {
+static int zkcli_wait_exists(zhandle_t *zh, const char *path, int64_t timeout_ms) {
     int64_t deadline = baton_now_ms() + timeout_ms;
     for (;;) {
         pthread_mutex_lock(&zkcli_conn.lock);
@@ -222,10 +216,8 @@ static int zkcli_wait_exists(zhandle_t *zh, const char *path,
         if (fatal)
             return zkcli_fail("wait-exists", path, ZSESSIONEXPIRED);
         if (timed_out) {
-            fprintf(stderr,
-                    "baton-zk: wait-exists '%s': timed out after %" PRId64
-                    " ms\n",
-                    path, timeout_ms);
+            fprintf(stderr, "baton-zk: wait-exists '%s': timed out after %" PRId64 " ms\n", path,
+                    timeout_ms);
             return 1;
         }
     }
@@ -245,8 +237,8 @@ static int zkcli_run(zhandle_t *zh, const char *cmd, char **args) {
     }
     if (strcmp(cmd, "create") == 0) {
         char created[1024];
-        rc = zoo_create(zh, path, args[1], (int)strlen(args[1]),
-                        &ZOO_OPEN_ACL_UNSAFE, 0, created, sizeof(created));
+        rc = zoo_create(zh, path, args[1], (int)strlen(args[1]), &ZOO_OPEN_ACL_UNSAFE, 0, created,
+                        sizeof(created));
         return rc == ZOK ? 0 : zkcli_fail("create", path, rc);
     }
     if (strcmp(cmd, "delete") == 0) {
@@ -262,12 +254,11 @@ static int zkcli_run(zhandle_t *zh, const char *cmd, char **args) {
         rc = zoo_exists(zh, path, 0, &st);
         if (rc != ZOK)
             return zkcli_fail("stat", path, rc);
-        printf("czxid=%" PRId64 " mzxid=%" PRId64 " pzxid=%" PRId64
-               " version=%" PRId32 " cversion=%" PRId32
-               " ephemeralOwner=0x%" PRIx64 " numChildren=%" PRId32
+        printf("czxid=%" PRId64 " mzxid=%" PRId64 " pzxid=%" PRId64 " version=%" PRId32
+               " cversion=%" PRId32 " ephemeralOwner=0x%" PRIx64 " numChildren=%" PRId32
                " dataLength=%" PRId32 "\n",
-               st.czxid, st.mzxid, st.pzxid, st.version, st.cversion,
-               (uint64_t)st.ephemeralOwner, st.numChildren, st.dataLength);
+               st.czxid, st.mzxid, st.pzxid, st.version, st.cversion, (uint64_t)st.ephemeralOwner,
+               st.numChildren, st.dataLength);
         return 0;
     }
     if (strcmp(cmd, "exists") == 0) {
@@ -290,9 +281,8 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int nargs;
-    } cmds[] = {{"get", 1},    {"set", 2},    {"create", 2},
-                {"delete", 1}, {"rmr", 1},    {"ls", 1},
-                {"stat", 1},   {"exists", 1}, {"wait-exists", 2}};
+    } cmds[] = {{"get", 1}, {"set", 2},  {"create", 2}, {"delete", 1},     {"rmr", 1},
+                {"ls", 1},  {"stat", 1}, {"exists", 1}, {"wait-exists", 2}};
     const char *hosts = NULL;
     int64_t timeout_ms = ZKCLI_DEFAULT_TIMEOUT_MS;
     int i = 1;
@@ -335,23 +325,19 @@ int main(int argc, char **argv) {
         zoo_set_log_stream(devnull);
 
     int64_t deadline = baton_now_ms() + timeout_ms;
-    zhandle_t *zh =
-        zookeeper_init(hosts, zkcli_watcher, (int)timeout_ms, NULL, NULL, 0);
+    zhandle_t *zh = zookeeper_init(hosts, zkcli_watcher, (int)timeout_ms, NULL, NULL, 0);
     if (!zh) {
-        fprintf(stderr, "baton-zk: cannot connect to '%s': %s\n", hosts,
-                strerror(errno));
+        fprintf(stderr, "baton-zk: cannot connect to '%s': %s\n", hosts, strerror(errno));
         return 3;
     }
     pthread_mutex_lock(&zkcli_conn.lock);
-    while (!zkcli_conn.connected && !zkcli_conn.fatal &&
-           zkcli_wait_until(deadline) == 0)
+    while (!zkcli_conn.connected && !zkcli_conn.fatal && zkcli_wait_until(deadline) == 0)
         ;
     int connected = zkcli_conn.connected;
     pthread_mutex_unlock(&zkcli_conn.lock);
     if (!connected) {
-        fprintf(stderr,
-                "baton-zk: cannot connect to '%s' within %" PRId64 " ms\n",
-                hosts, timeout_ms);
+        fprintf(stderr, "baton-zk: cannot connect to '%s' within %" PRId64 " ms\n", hosts,
+                timeout_ms);
         zookeeper_close(zh);
         if (devnull)
             fclose(devnull);

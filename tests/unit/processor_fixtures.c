@@ -28,8 +28,8 @@ static int fx_init(const char *config_json, int32_t partition, int64_t epoch, vo
 }
 
 __attribute__((unused)) static int fx_process(void *state, const baton_processor_record_t *r,
-                                              baton_processor_emit_t emit, void *ctx,
-                                              char *errstr, size_t errstr_size) {
+                                              baton_processor_emit_t emit, void *ctx, char *errstr,
+                                              size_t errstr_size) {
     (void)state;
     (void)errstr;
     (void)errstr_size;
@@ -72,8 +72,7 @@ BATON_PROCESSOR_EXPORT const baton_processor_v1_t baton_processor_v1 = {
 };
 #elif defined(FIXTURE_CRASH)
 static int crash_process(void *state, const baton_processor_record_t *r,
-                         baton_processor_emit_t emit, void *ctx, char *errstr,
-                         size_t errstr_size) {
+                         baton_processor_emit_t emit, void *ctx, char *errstr, size_t errstr_size) {
     (void)state;
     (void)errstr;
     (void)errstr_size;

@@ -143,8 +143,16 @@ static void test_strategy_parse_name_roundtrip(void **state) {
 
 static void test_strategy_parse_rejects_bad_names(void **state) {
     (void)state;
-    const char *bad[] = {"", "Sticky", "STICKY", "sticky ", " range", "round-robin",
-                         "round_robin", "rr", "cooperative-sticky", "unknown"};
+    const char *bad[] = {"",
+                         "Sticky",
+                         "STICKY",
+                         "sticky ",
+                         " range",
+                         "round-robin",
+                         "round_robin",
+                         "rr",
+                         "cooperative-sticky",
+                         "unknown"};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(bad); i++) {
         baton_strategy_t s = BATON_STRATEGY_RANGE;
         assert_int_equal(baton_strategy_parse(bad[i], &s), BATON_INVALID);
@@ -213,7 +221,8 @@ static void test_invalid_arguments(void **state) {
     assert_int_equal(baton_assign(BATON_STRATEGY_STICKY, -1, NULL, 3, next), BATON_INVALID);
     assert_int_equal(baton_assign(BATON_STRATEGY_STICKY, 4, NULL, -1, next), BATON_INVALID);
     assert_int_equal(baton_assign(BATON_STRATEGY_STICKY, 4, NULL, 3, NULL), BATON_INVALID);
-    assert_int_equal(baton_assign((baton_strategy_t)BATON_STRATEGY_COUNT, 4, NULL, 3, next), BATON_INVALID);
+    assert_int_equal(baton_assign((baton_strategy_t)BATON_STRATEGY_COUNT, 4, NULL, 3, next),
+                     BATON_INVALID);
     assert_int_equal(baton_assign((baton_strategy_t)-1, 4, NULL, 3, next), BATON_INVALID);
 }
 
@@ -397,9 +406,7 @@ static void test_sticky_property_random(void **state) {
             case 0: /* uniform, with unowned partitions */
                 prev[p] = rng_below(&seed, nw + 1) - 1;
                 break;
-            case 1: /* piled onto the first few workers */
-                prev[p] = rng_below(&seed, hot);
-                break;
+            case 1: /* piled onto the first few workers */ prev[p] = rng_below(&seed, hot); break;
             case 2: /* mostly unowned */
                 prev[p] = rng_below(&seed, 5) == 0 ? rng_below(&seed, nw) : -1;
                 break;
@@ -588,7 +595,8 @@ static void ch_shares(const baton_assign_input_t *in, ch_shares_t *sh) {
         sh->den = cap ? cap : 1;
         int fixed_one = 0;
         for (int w = 0; w < in->nworkers; w++) {
-            sh->num[w] = ch_eligible(in, w) && sh->fixed_at[w] < 0 ? rem * in->workers[w].capacity : 0;
+            sh->num[w] =
+                ch_eligible(in, w) && sh->fixed_at[w] < 0 ? rem * in->workers[w].capacity : 0;
             if (ch_eligible(in, w) && sh->fixed_at[w] < 0 && pins[w] * sh->den > sh->num[w]) {
                 sh->fixed_at[w] = pins[w];
                 fixed_one = 1;
@@ -882,7 +890,8 @@ static void test_racks(void **state) {
         w[i] = (baton_assign_worker_t){.capacity = 1, .rack = i % 3};
     for (int p = 0; p < NP; p++)
         rack[p] = (p * 7) % 3;
-    baton_assign_input_t in = {.npartitions = NP, .workers = w, .nworkers = NW, .leader_rack = rack};
+    baton_assign_input_t in = {
+        .npartitions = NP, .workers = w, .nworkers = NW, .leader_rack = rack};
     baton_assign_stats_t st;
     char errstr[128];
     assert_int_equal(baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)), NP);

@@ -48,8 +48,8 @@ static void test_id_valid(void **state) {
     assert_int_not_equal(baton_id_valid("a b"), 0);
     assert_int_not_equal(baton_id_valid("a\tb"), 0);
     assert_int_not_equal(baton_id_valid("a:b"), 0);
-    assert_int_not_equal(baton_id_valid("w\xc3\xa9"), 0);     /* "wé" in UTF-8 */
-    assert_int_not_equal(baton_id_valid("\xe2\x98\x83"), 0);  /* snowman */
+    assert_int_not_equal(baton_id_valid("w\xc3\xa9"), 0);    /* "wé" in UTF-8 */
+    assert_int_not_equal(baton_id_valid("\xe2\x98\x83"), 0); /* snowman */
     char *over = repeat('w', BATON_ID_MAX + 1);
     assert_int_not_equal(baton_id_valid(over), 0);
     free(over);
@@ -93,8 +93,8 @@ static void test_seq_of(void **state) {
     assert_int_equal(baton_seq_of(""), -1);
     assert_int_equal(baton_seq_of("c-"), -1);
     assert_int_equal(baton_seq_of("c-3"), -1);
-    assert_int_equal(baton_seq_of("000000003"), -1);     /* 9 digits */
-    assert_int_equal(baton_seq_of("c-000000003"), -1);   /* 9 digits after '-' */
+    assert_int_equal(baton_seq_of("000000003"), -1);   /* 9 digits */
+    assert_int_equal(baton_seq_of("c-000000003"), -1); /* 9 digits after '-' */
     assert_int_equal(baton_seq_of("c-00000000a3"), -1);
     assert_int_equal(baton_seq_of("c-000000000x"), -1);
     assert_int_equal(baton_seq_of("c-0000000003x"), -1);
@@ -137,14 +137,14 @@ static void test_config_defaults(void **state) {
     (void)state;
     baton_config_t out;
     char err[256] = "";
-    assert_int_equal(baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":3}"), &out, err,
-                                         sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(
+        baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":3}"), &out, err, sizeof(err)),
+        BATON_OK);
     assert_string_equal(out.strategy, "sticky");
-    assert_int_equal(baton_config_decode(
-                         LIT("{\"topic\":\"t\",\"partitions\":3,\"strategy\":null}"), &out, err,
-                         sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(
+        baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":3,\"strategy\":null}"), &out, err,
+                            sizeof(err)),
+        BATON_OK);
     assert_string_equal(out.strategy, "sticky");
 }
 
@@ -185,8 +185,7 @@ static void test_member_defaults(void **state) {
     baton_member_t out;
     memset(&out, 0x55, sizeof(out));
     char err[256] = "";
-    assert_int_equal(baton_member_decode(LIT("{\"id\":\"w1\"}"), &out, err, sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(baton_member_decode(LIT("{\"id\":\"w1\"}"), &out, err, sizeof(err)), BATON_OK);
     assert_string_equal(out.id, "w1");
     assert_string_equal(out.host, "");
     assert_int_equal(out.pid, 0);
@@ -200,8 +199,7 @@ static void test_assignment_meta_round_trip(void **state) {
     strcpy(in.strategy, "sticky");
     char *s = baton_assignment_meta_encode(&in);
     char err[256] = "";
-    assert_int_equal(baton_assignment_meta_decode(s, strlen(s), &out, err, sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(baton_assignment_meta_decode(s, strlen(s), &out, err, sizeof(err)), BATON_OK);
     assert_int_equal(out.generation, 7);
     assert_int_equal(out.coordinator_epoch, 3);
     assert_string_equal(out.strategy, "sticky");
@@ -210,16 +208,14 @@ static void test_assignment_meta_round_trip(void **state) {
     in.generation = INT64_MAX;
     in.coordinator_epoch = 0;
     s = baton_assignment_meta_encode(&in);
-    assert_int_equal(baton_assignment_meta_decode(s, strlen(s), &out, err, sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(baton_assignment_meta_decode(s, strlen(s), &out, err, sizeof(err)), BATON_OK);
     assert_int_equal(out.generation, INT64_MAX);
     assert_int_equal(out.coordinator_epoch, 0);
     free(s);
 
     /* Only the generation is required. */
-    assert_int_equal(baton_assignment_meta_decode(LIT("{\"generation\":0}"), &out, err,
-                                                  sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(
+        baton_assignment_meta_decode(LIT("{\"generation\":0}"), &out, err, sizeof(err)), BATON_OK);
     assert_int_equal(out.generation, 0);
     assert_int_equal(out.coordinator_epoch, 0);
     assert_string_equal(out.strategy, "");
@@ -228,8 +224,8 @@ static void test_assignment_meta_round_trip(void **state) {
 static void test_worker_assignment_round_trip(void **state) {
     (void)state;
     int32_t parts[] = {0, 5, 17, BATON_PARTITIONS_MAX - 1};
-    baton_worker_assignment_t in = {.generation = 9, .partitions = parts,
-                                    .npartitions = BATON_ARRAY_SIZE(parts)};
+    baton_worker_assignment_t in = {
+        .generation = 9, .partitions = parts, .npartitions = BATON_ARRAY_SIZE(parts)};
     char *s = baton_worker_assignment_encode(&in);
     baton_worker_assignment_t out;
     char err[256] = "";
@@ -259,10 +255,10 @@ static void test_worker_assignment_sorts(void **state) {
     (void)state;
     baton_worker_assignment_t out;
     char err[256] = "";
-    assert_int_equal(baton_worker_assignment_decode(
-                         LIT("{\"generation\":4,\"partitions\":[9,2,7,0,3]}"), &out, err,
-                         sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(
+        baton_worker_assignment_decode(LIT("{\"generation\":4,\"partitions\":[9,2,7,0,3]}"), &out,
+                                       err, sizeof(err)),
+        BATON_OK);
     int32_t want[] = {0, 2, 3, 7, 9};
     assert_int_equal(out.npartitions, BATON_ARRAY_SIZE(want));
     assert_memory_equal(out.partitions, want, sizeof(want));
@@ -312,15 +308,15 @@ static void test_unknown_fields_accepted(void **state) {
                      BATON_OK);
     assert_string_equal(m.id, "w");
     baton_assignment_meta_t a;
-    assert_int_equal(baton_assignment_meta_decode(LIT("{\"generation\":5,\"note\":null}"), &a,
-                                                  err, sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(
+        baton_assignment_meta_decode(LIT("{\"generation\":5,\"note\":null}"), &a, err, sizeof(err)),
+        BATON_OK);
     assert_int_equal(a.generation, 5);
     baton_worker_assignment_t wa;
-    assert_int_equal(baton_worker_assignment_decode(
-                         LIT("{\"generation\":5,\"partitions\":[1],\"weights\":[0.5]}"), &wa, err,
-                         sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(
+        baton_worker_assignment_decode(
+            LIT("{\"generation\":5,\"partitions\":[1],\"weights\":[0.5]}"), &wa, err, sizeof(err)),
+        BATON_OK);
     assert_int_equal(wa.npartitions, 1);
     baton_worker_assignment_release(&wa);
     baton_claim_t cl;
@@ -370,7 +366,7 @@ typedef struct {
 } decoder_t;
 
 static const decoder_t decoders[] = {
-    {"group config", dec_config},     {"member", dec_member}, {"assignment", dec_meta},
+    {"group config", dec_config},      {"member", dec_member}, {"assignment", dec_meta},
     {"worker assignment", dec_worker}, {"claim", dec_claim},
 };
 
@@ -653,9 +649,9 @@ static void test_decode_errstr_sizes(void **state) {
     baton_config_t c;
     char small[8];
     memset(small, 'X', sizeof(small));
-    assert_int_equal(baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":0}"), &c, small,
-                                         sizeof(small)),
-                     BATON_CORRUPT);
+    assert_int_equal(
+        baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":0}"), &c, small, sizeof(small)),
+        BATON_CORRUPT);
     assert_int_equal(strlen(small), sizeof(small) - 1);
     assert_memory_equal(small, "group c", 7);
     assert_int_equal(baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":0}"), &c, NULL, 0),

@@ -86,12 +86,28 @@ typedef struct {
 } settings_t;
 
 static size_t table(settings_t *s, baton_conf_opt_t *o) {
-    o[0] = (baton_conf_opt_t){"zk", "zookeeper.connect", "BATON_TEST_ZK", BATON_CONF_STR, 0, 0,
-                              &s->zk, "HOSTS", "ZooKeeper", 0};
-    o[1] = (baton_conf_opt_t){"session-timeout-ms", "session.timeout.ms", "BATON_TEST_TIMEOUT",
-                              BATON_CONF_INT, 100, 60000, &s->timeout, "MS", "timeout", 0};
-    o[2] = (baton_conf_opt_t){"verbose", "verbose", NULL, BATON_CONF_BOOL, 0, 0, &s->verbose, NULL,
-                              "chatty", 0};
+    o[0] = (baton_conf_opt_t){"zk",
+                              "zookeeper.connect",
+                              "BATON_TEST_ZK",
+                              BATON_CONF_STR,
+                              0,
+                              0,
+                              &s->zk,
+                              "HOSTS",
+                              "ZooKeeper",
+                              0};
+    o[1] = (baton_conf_opt_t){"session-timeout-ms",
+                              "session.timeout.ms",
+                              "BATON_TEST_TIMEOUT",
+                              BATON_CONF_INT,
+                              100,
+                              60000,
+                              &s->timeout,
+                              "MS",
+                              "timeout",
+                              0};
+    o[2] = (baton_conf_opt_t){"verbose", "verbose",   NULL, BATON_CONF_BOOL, 0,
+                              0,         &s->verbose, NULL, "chatty",        0};
     return 3;
 }
 
@@ -136,8 +152,9 @@ static void test_precedence(void **state) {
     setenv("BATON_TEST_ZK", "env:2", 1);
     setenv("BATON_TEST_TIMEOUT", "4000", 1);
     s = (settings_t){.zk = "default", .timeout = 10000};
-    char *a2[] = {"prog", "--config", cfg, "--session-timeout-ms", "5000", "--kafka",
-                  "client.id=from-flag", NULL};
+    char *a2[] = {
+        "prog", "--config", cfg, "--session-timeout-ms", "5000", "--kafka", "client.id=from-flag",
+        NULL};
     assert_int_equal(run(&s, &c, err, 7, a2), BATON_OK);
     assert_string_equal(s.zk, "env:2");
     assert_int_equal(s.timeout, 5000);
@@ -209,8 +226,8 @@ static void test_flag_errors(void **state) {
 static void test_secret_not_echoed(void **state) {
     (void)state;
     const char *pass = NULL;
-    baton_conf_opt_t o[1] = {{"zk-auth", "zookeeper.auth", NULL, BATON_CONF_STR, 0, 0, &pass,
-                              "SCHEME:CRED", "auth", 1}};
+    baton_conf_opt_t o[1] = {
+        {"zk-auth", "zookeeper.auth", NULL, BATON_CONF_STR, 0, 0, &pass, "SCHEME:CRED", "auth", 1}};
     int64_t dummy = 0;
     baton_conf_opt_t oi[1] = {{"pin", "pin", NULL, BATON_CONF_INT, 0, 9, &dummy, "N", "x", 1}};
     char err[256];
@@ -243,9 +260,9 @@ static void test_positionals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_props_forms),  cmocka_unit_test(test_props_errors),
-        cmocka_unit_test(test_precedence),   cmocka_unit_test(test_file_errors),
-        cmocka_unit_test(test_flag_errors),  cmocka_unit_test(test_secret_not_echoed),
+        cmocka_unit_test(test_props_forms), cmocka_unit_test(test_props_errors),
+        cmocka_unit_test(test_precedence),  cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_flag_errors), cmocka_unit_test(test_secret_not_echoed),
         cmocka_unit_test(test_positionals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,29 +28,27 @@ static int count_of(const int *next, size_t n, int w) {
 
 static void test_unfiltered_balanced_and_sticky(void **state) {
     (void)state;
-    coord_key_worker_t w[3] = {{.id = "w1", .capacity = 1}, {.id = "w2", .capacity = 1},
-                               {.id = "w3", .capacity = 1}};
+    coord_key_worker_t w[3] = {
+        {.id = "w1", .capacity = 1}, {.id = "w2", .capacity = 1}, {.id = "w3", .capacity = 1}};
     int prev[8], next[8], again[8];
     for (int k = 0; k < 8; k++)
         prev[k] = -1;
     char err[256];
-    int moved = coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, w, 3, prev, next, err,
-                                  sizeof(err));
+    int moved =
+        coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, w, 3, prev, next, err, sizeof(err));
     assert_int_equal(moved, 8);
     for (int i = 0; i < 3; i++) {
         int c = count_of(next, 8, i);
         assert_true(c == 2 || c == 3);
     }
     /* Same input, same output, nothing moves. */
-    assert_int_equal(coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, w, 3, next, again, err,
-                                       sizeof(err)),
-                     0);
+    assert_int_equal(
+        coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, w, 3, next, again, err, sizeof(err)), 0);
     assert_memory_equal(next, again, sizeof(next));
     /* w2 drained: only its keys move, to the others, balanced. */
     w[1].flags = BATON_ASSIGN_DRAINED;
     int had = count_of(next, 8, 1);
-    moved = coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, w, 3, next, again, err,
-                              sizeof(err));
+    moved = coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, w, 3, next, again, err, sizeof(err));
     assert_int_equal(moved, had);
     assert_int_equal(count_of(again, 8, 1), 0);
     assert_int_equal(count_of(again, 8, 0), 4);
@@ -85,9 +83,9 @@ static void test_filters(void **state) {
         assert_int_equal(next[k], 2); /* only w may take c..h */
     /* A filter naming only keys that do not exist: nothing. */
     coord_key_worker_t lone[1] = {{.id = "x", .capacity = 1, .keys_filter = 1, .keys = "zz"}};
-    assert_int_equal(coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, lone, 1, prev, next, err,
-                                       sizeof(err)),
-                     0);
+    assert_int_equal(
+        coord_keys_assign(BATON_STRATEGY_STICKY, keys8, 8, lone, 1, prev, next, err, sizeof(err)),
+        0);
     for (int k = 0; k < 8; k++)
         assert_int_equal(next[k], -1);
     /* An empty filter (a Kafka worker) takes no key. */
@@ -142,8 +140,7 @@ static void test_codecs(void **state) {
     baton_worker_assignment_t wa = {.generation = 3, .keys = ks, .nkeys = 2};
     s = baton_worker_assignment_encode(&wa);
     baton_worker_assignment_t wb;
-    assert_int_equal(baton_worker_assignment_decode(s, strlen(s), &wb, err, sizeof(err)),
-                     BATON_OK);
+    assert_int_equal(baton_worker_assignment_decode(s, strlen(s), &wb, err, sizeof(err)), BATON_OK);
     assert_int_equal(wb.nkeys, 2);
     assert_string_equal(wb.keys[1], "y");
     baton_worker_assignment_release(&wb);

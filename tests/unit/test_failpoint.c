@@ -33,8 +33,12 @@ static int disarm(void **state) {
 
 static void test_parse_valid(void **state) {
     (void)state;
-    const char *specs[] = {"a=stop",         "a=3:abort;b=sleep-10", "x=exit",
-                           "y=0:exit",       "z=sleep-0",            ";a=abort;;b=stop;",
+    const char *specs[] = {"a=stop",
+                           "a=3:abort;b=sleep-10",
+                           "x=exit",
+                           "y=0:exit",
+                           "z=sleep-0",
+                           ";a=abort;;b=stop;",
                            "long.name_1-x=1000000000:stop",
                            "n23456789012345678901234567890123456789012345678901234567890123=stop"};
     assert_int_equal(strlen(specs[BATON_ARRAY_SIZE(specs) - 1]), 63 + strlen("=stop"));
@@ -66,10 +70,23 @@ static void test_parse_invalid(void **state) {
     (void)state;
     /* Each bad entry, alone and after a good one: the message quotes it. */
     const char *bad[] = {
-        "a",          "=stop",       "a=bogus",        "a=x:stop",   "a=sleep-",
-        "a=sleep-abc", "a=",         "a=:stop",        "a=3:",       "a=-1:stop",
-        "a=sleep--5", "a=sleep-1x", "a=STOP",         "a=stop:3",   "a=1:2:stop",
-        "a=sleep-86400001",         "a=1000000001:stop",
+        "a",
+        "=stop",
+        "a=bogus",
+        "a=x:stop",
+        "a=sleep-",
+        "a=sleep-abc",
+        "a=",
+        "a=:stop",
+        "a=3:",
+        "a=-1:stop",
+        "a=sleep--5",
+        "a=sleep-1x",
+        "a=STOP",
+        "a=stop:3",
+        "a=1:2:stop",
+        "a=sleep-86400001",
+        "a=1000000001:stop",
         /* A 64-byte name; 63 is the longest that fits. */
         "n234567890123456789012345678901234567890123456789012345678901234=stop",
     };
@@ -97,8 +114,7 @@ static void test_parse_invalid_keeps_previous(void **state) {
     char err[256] = "";
     assert_int_equal(baton_failpoints_parse("keep=sleep-0", err, sizeof(err)), BATON_OK);
     baton_failpoint_hit("keep");
-    assert_int_equal(baton_failpoints_parse("keep=exit;x=bogus", err, sizeof(err)),
-                     BATON_INVALID);
+    assert_int_equal(baton_failpoints_parse("keep=exit;x=bogus", err, sizeof(err)), BATON_INVALID);
     assert_int_equal(baton_failpoints_armed, 1);
     baton_failpoint_hit("keep"); /* would _exit(99) had the bad spec replaced it */
     assert_int_equal(baton_failpoint_hits("keep"), 2);
@@ -143,8 +159,7 @@ static void test_sleep_fires_once(void **state) {
         int64_t took = baton_now_ms() - t0;
         if (hit == skip + 1) {
             if (took < ms)
-                fail_msg("hit %d took %lld ms, want >= %lld", hit, (long long)took,
-                         (long long)ms);
+                fail_msg("hit %d took %lld ms, want >= %lld", hit, (long long)took, (long long)ms);
         } else if (took >= ms / 2) {
             fail_msg("hit %d took %lld ms, want no sleep", hit, (long long)took);
         }
@@ -156,8 +171,7 @@ static void test_sleep_fires_once(void **state) {
 /* Runs body in a child with stdout/stderr quiet and no core dump. The child
  * writes one byte to the pipe before each hit so the parent knows which hit
  * fired. Returns the wait status; *before is how many hits were announced. */
-static int run_child(const char *spec, const char *name, int nhits, int want_hits,
-                     int *before) {
+static int run_child(const char *spec, const char *name, int nhits, int want_hits, int *before) {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     fflush(NULL);

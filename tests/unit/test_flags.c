@@ -180,15 +180,14 @@ static void test_opt_int_exits_2(void **state) {
 
 static void test_root_valid(void **state) {
     (void)state;
-    const char *good[] = {"/baton", "/a/b", "/a", "/a/b/c", "/baton-prod.eu_1", "/a/.b",
-                          "/zookeeper2", "/x/zookeeper"};
+    const char *good[] = {"/baton",           "/a/b",  "/a",          "/a/b/c",
+                          "/baton-prod.eu_1", "/a/.b", "/zookeeper2", "/x/zookeeper"};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(good); i++)
         if (baton_root_valid(good[i]) != 0)
             fail_msg("root '%s' rejected", good[i]);
-    const char *bad[] = {"",      "baton",        "a/b",           "/",     "//",
-                         "/a/",   "//a",          "/a//b",         "/a/b/", "/a///b",
-                         "/a/./b", "/a/../b",     "/.",            "/..",   "/a/.",
-                         "/zookeeper", "/zookeeper/x", "/a\tb", "/a\nb", "/a\x7f"};
+    const char *bad[] = {"",      "baton",      "a/b",          "/",      "//",      "/a/",   "//a",
+                         "/a//b", "/a/b/",      "/a///b",       "/a/./b", "/a/../b", "/.",    "/..",
+                         "/a/.",  "/zookeeper", "/zookeeper/x", "/a\tb",  "/a\nb",   "/a\x7f"};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(bad); i++)
         if (baton_root_valid(bad[i]) == 0)
             fail_msg("root '%s' accepted", bad[i]);
@@ -198,8 +197,8 @@ static void test_root_valid(void **state) {
 
 typedef struct {
     int code;
-    const char *name;  /* compared case-insensitively */
-    int band;          /* 0 ok, 1 input, 2 retriable, 3 fatal */
+    const char *name; /* compared case-insensitively */
+    int band;         /* 0 ok, 1 input, 2 retriable, 3 fatal */
 } err_case_t;
 
 static const err_case_t err_cases[] = {
@@ -273,8 +272,8 @@ static void test_err_bands(void **state) {
         int in = baton_err_is_input(c->code), re = baton_err_is_retriable(c->code),
             fa = baton_err_is_fatal(c->code);
         if (in != (c->band == 1) || re != (c->band == 2) || fa != (c->band == 3))
-            fail_msg("%s (%d): input=%d retriable=%d fatal=%d, want band %d", c->name, c->code,
-                     in, re, fa, c->band);
+            fail_msg("%s (%d): input=%d retriable=%d fatal=%d, want band %d", c->name, c->code, in,
+                     re, fa, c->band);
     }
 
     /* Band edges. */

@@ -99,9 +99,8 @@ static void test_decode_bad(void **state) {
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         baton_history_t h;
         char e[256] = "";
-        assert_int_equal(
-            baton_history_decode(bad[i].json, strlen(bad[i].json), &h, e, sizeof(e)),
-            BATON_CORRUPT);
+        assert_int_equal(baton_history_decode(bad[i].json, strlen(bad[i].json), &h, e, sizeof(e)),
+                         BATON_CORRUPT);
         if (!strstr(e, bad[i].msg))
             fail_msg("'%s': message '%s' lacks '%s'", bad[i].json, e, bad[i].msg);
         assert_null(h.entries);

@@ -113,8 +113,8 @@ static void test_addr_check(void **state) {
     assert_int_equal(baton_metrics_addr_check("127.0.0.1:9100", e, sizeof(e)), BATON_OK);
     assert_int_equal(baton_metrics_addr_check("localhost:0", e, sizeof(e)), BATON_OK);
     assert_int_equal(baton_metrics_addr_check("[::1]:9100", e, sizeof(e)), BATON_OK);
-    const char *bad[] = {"", "9100", ":9100", "h:", "h:-1", "h:65536", "h:12x", "::1:9100",
-                         "[::1]9100", "h: 1"};
+    const char *bad[] = {"",        "9100",  ":9100",    "h:",        "h:-1",
+                         "h:65536", "h:12x", "::1:9100", "[::1]9100", "h: 1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e[0] = 0;
         assert_int_equal(baton_metrics_addr_check(bad[i], e, sizeof(e)), BATON_INVALID);

@@ -177,8 +177,7 @@ static void test_config(void **state) {
     load("project", "{\"fields\":[]}", BATON_INVALID, "'fields' must be a non-empty array");
     load("project", "{\"fields\":[\"a\",\"\"]}", BATON_INVALID, "fields[1] is not a non-empty");
     load("project", "{\"fields\":[\"a\",\"a\"]}", BATON_INVALID, "field 'a' is listed twice");
-    load("project", "{\"fields\":[\"a\"],\"filds\":1}", BATON_INVALID,
-         "unknown setting 'filds'");
+    load("project", "{\"fields\":[\"a\"],\"filds\":1}", BATON_INVALID, "unknown setting 'filds'");
     load("project", "{\"fields\":[\"a\"],\"where\":[1]}", BATON_INVALID,
          "'where' must be an object");
     load("project", "@", BATON_INVALID, "needs a file name");
@@ -203,17 +202,16 @@ static void test_config(void **state) {
 
 static void test_project(void **state) {
     (void)state;
-    baton_processor_t *p = load("project", "{\"fields\":[\"user\",\"amount\",\"missing\"]}",
-                                BATON_OK, NULL);
+    baton_processor_t *p =
+        load("project", "{\"fields\":[\"user\",\"amount\",\"missing\"]}", BATON_OK, NULL);
     void *st = NULL;
     assert_int_equal(baton_processor_open(p, 0, 5, &st, errstr, sizeof(errstr)), BATON_OK);
     baton_processor_result_t res;
     /* Only the fields, in the configured order, compact; the key unchanged;
      * a field the value lacks is left out. */
-    assert_int_equal(
-        apply(p, st, "key1", "{\"x\": [1, 2], \"amount\": 12, \"user\": \"ann\", \"y\": null}",
-              &res),
-        BATON_OK);
+    assert_int_equal(apply(p, st, "key1",
+                           "{\"x\": [1, 2], \"amount\": 12, \"user\": \"ann\", \"y\": null}", &res),
+                     BATON_OK);
     assert_int_equal(res.n, 1);
     assert_output(&res, 0, "key1", "{\"user\":\"ann\",\"amount\":12}");
     baton_processor_result_release(&res);

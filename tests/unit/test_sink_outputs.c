@@ -139,8 +139,7 @@ static void test_outputs_stale(void **state) {
     baton_sink_output_t o[] = {OUT("k", "a"), OUT("k", "b")};
     baton_sink_input_t in[] = {{0, o, 2}};
     assert_int_equal(baton_sink_write_outputs(fx->sink, 1, 9, in, 1, &next, NULL), BATON_STALE);
-    assert_int_equal(baton_sink_write_outputs(fx->sink, 1, 11, in, 1, &next, NULL),
-                     BATON_UNFENCED);
+    assert_int_equal(baton_sink_write_outputs(fx->sink, 1, 11, in, 1, &next, NULL), BATON_UNFENCED);
     assert_string_equal(query(fx, "SELECT count(*) FROM baton_output"), "0;");
     assert_string_equal(query(fx, "SELECT count(*) FROM baton_output_more"), "0;");
     assert_string_equal(query(fx, "SELECT next_offset, rejected FROM baton_fence WHERE "

@@ -22,7 +22,8 @@ static void test_digest_id(void **state) {
     /* Expected values: base64(sha1(s)) computed independently. */
     baton_zk__digest_id("abc", out, sizeof(out));
     assert_string_equal(out, "abc:qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
-    baton_zk__digest_id("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", out, sizeof(out));
+    baton_zk__digest_id("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", out,
+                        sizeof(out));
     assert_string_equal(out, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq:"
                              "hJg+RBw70m66rkqh+VEp5eVGcPE=");
     baton_zk__digest_id("u:p", out, sizeof(out));
@@ -38,7 +39,8 @@ static void test_digest_id(void **state) {
 static void test_spec_errors(void **state) {
     (void)state;
     char err[512];
-    const char *bad[] = {"sasl:u:hunter2", "digest:hunter2", "digest::hunter2", "digest:u:", "hunter2"};
+    const char *bad[] = {"sasl:u:hunter2", "digest:hunter2", "digest::hunter2",
+                         "digest:u:", "hunter2"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
         assert_int_equal(baton_zk_auth_init(bad[i], NULL, "/baton", 1, err, sizeof(err)),
