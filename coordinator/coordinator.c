@@ -57,6 +57,9 @@ typedef struct {
     coord_racks_t *racks; /* partition leader racks from Kafka; NULL without --brokers */
     int64_t racks_due_ms; /* next metadata refresh */
     struct handoff_s *ho; /* per partition, for the stuck-handoff watchdog; NULL: none */
+    char **hok_names;     /* the keys the watchdog knows, sorted, with their state: */
+    struct handoff_s *hok;
+    size_t nhok;
     int32_t nho;
     int32_t ho_cursor; /* where the next bounded check starts */
     int64_t ho_due_ms; /* next check; 0: nothing pending */
@@ -128,6 +131,15 @@ typedef struct handoff_s {
 static void handoffs_clear(coord_t *c) {
     for (int32_t p = 0; p < c->nho; p++)
         free(c->ho[p].owner);
+    for (size_t k = 0; k < c->nhok; k++) {
+        free(c->hok[k].owner);
+        free(c->hok_names[k]);
+    }
+    free(c->hok);
+    free(c->hok_names);
+    c->hok = NULL;
+    c->hok_names = NULL;
+    c->nhok = 0;
     free(c->ho);
     c->ho = NULL;
     c->nho = 0;
@@ -707,12 +719,60 @@ static void handoffs_record(coord_t *c, int32_t P, const int *next, const coord_
         c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
 }
 
+/* The same for named keys: keys[0..nkeys) (sorted) with their new owners
+ * knext; a key whose owner changed, or new to the watchdog, is pending. */
+static void handoffs_record_keys(coord_t *c, char **keys, size_t nkeys, const int *knext,
+                                 const coord_worker_t *w) {
+    if (c->conf->handoff_timeout_ms <= 0)
+        return;
+    handoff_t *hk = xcalloc(nkeys + 1, sizeof(handoff_t));
+    char **names = xcalloc(nkeys + 1, sizeof(char *));
+    int any = 0;
+    size_t o = 0;
+    for (size_t k = 0; k < nkeys; k++) {
+        while (o < c->nhok && strcmp(c->hok_names[o], keys[k]) < 0)
+            o++;
+        names[k] = xstrdup(keys[k]);
+        handoff_t *h = &hk[k];
+        if (o < c->nhok && strcmp(c->hok_names[o], keys[k]) == 0) {
+            *h = c->hok[o]; /* carried over: the old array gives up its owner */
+            c->hok[o].owner = NULL;
+        }
+        const char *id = knext[k] >= 0 ? w[knext[k]].id : NULL;
+        int known = o < c->nhok && strcmp(c->hok_names[o], keys[k]) == 0;
+        if (!known || (id == NULL) != (h->owner == NULL) || (id && strcmp(id, h->owner) != 0)) {
+            free(h->owner);
+            h->owner = id ? xstrdup(id) : NULL;
+            h->pending = 1;
+            h->claim[0] = 0;
+        }
+        any |= h->pending;
+    }
+    for (size_t k = 0; k < c->nhok; k++) {
+        free(c->hok[k].owner);
+        free(c->hok_names[k]);
+    }
+    free(c->hok);
+    free(c->hok_names);
+    c->hok = hk;
+    c->hok_names = names;
+    c->nhok = nkeys;
+    if (any && !c->ho_due_ms)
+        c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
+}
+
 /* One pending partition: finds its lowest claim and, if it is not held by
  * the owner's current session for longer than --handoff-timeout-ms,
  * deletes it. Safe: the sink fences whatever its holder still writes, and
  * the holder learns of the deletion from the watch on its own claim. */
-static int handoff_check_one(coord_t *c, int32_t p, handoff_t *h, int64_t now) {
-    char *dir = xasprintf("%s/partitions/%d/claims", c->base, p);
+static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *h, int64_t now) {
+    char *dir = key ? baton_group_key_claims(c->base, key)
+                    : xasprintf("%s/partitions/%d/claims", c->base, p);
+    char what[BATON_ID_MAX + 16]; /* the log's resource field */
+    if (key)
+        snprintf(what, sizeof(what), "key=%s", key);
+    else
+        snprintf(what, sizeof(what), "partition=%d", p);
     char **names = NULL;
     size_t n = 0;
     char *path = NULL, *data = NULL, *mpath = NULL;
@@ -773,7 +833,7 @@ static int handoff_check_one(coord_t *c, int32_t p, handoff_t *h, int64_t now) {
     if (strcmp(h->claim, lowest) != 0) {
         snprintf(h->claim, sizeof(h->claim), "%s", lowest);
         h->claim_since_ms = now;
-        BLOG_DEBUG("event=handoff_waiting partition=%d owner=%s held_by=%s claim=%s", p, h->owner,
+        BLOG_DEBUG("event=handoff_waiting %s owner=%s held_by=%s claim=%s", what, h->owner,
                    claim.worker, lowest);
         goto out;
     }
@@ -782,14 +842,14 @@ static int handoff_check_one(coord_t *c, int32_t p, handoff_t *h, int64_t now) {
     err = baton_zk_delete(c->zk, path, st.version);
     if (err == BATON_OK || err == BATON_NOTFOUND || err == BATON_CONFLICT) {
         if (err == BATON_OK) {
-            BLOG_WARN("event=forced_revoke partition=%d worker=%s claim=%s session=0x%llx "
+            BLOG_WARN("event=forced_revoke %s worker=%s claim=%s session=0x%llx "
                       "owner=%s held_ms=%lld reason=handoff_timeout",
-                      p, claim.worker, lowest, (unsigned long long)st.ephemeralOwner, h->owner,
+                      what, claim.worker, lowest, (unsigned long long)st.ephemeralOwner, h->owner,
                       (long long)(now - h->claim_since_ms));
             /* The history says who lost the partition by force; a failure
              * to record it loses only the entry. */
             coord_history_t *fh = coord_history_new();
-            coord_history_add(fh, p, NULL, claim.worker, h->owner, c->published_gen, "forced");
+            coord_history_add(fh, p, key, claim.worker, h->owner, c->published_gen, "forced");
             coord_history_flush(fh, c->zk, c->base, c->my_node);
             coord_history_destroy(fh);
         }
@@ -809,10 +869,10 @@ out:
  * leader only (the state is cleared when it steps down). */
 static void handoffs_check(coord_t *c) {
     int64_t now = baton_now_ms();
-    if (!c->ho || !c->nho || !c->ho_due_ms || now < c->ho_due_ms)
+    if ((!c->nho && !c->nhok) || !c->ho_due_ms || now < c->ho_due_ms)
         return;
     int checked = 0, any = 0;
-    int32_t p = c->ho_cursor % c->nho;
+    int32_t p = c->nho ? c->ho_cursor % c->nho : 0;
     for (int32_t i = 0; i < c->nho; i++, p = (p + 1) % c->nho) {
         handoff_t *h = &c->ho[p];
         if (!h->pending)
@@ -822,7 +882,7 @@ static void handoffs_check(coord_t *c) {
             break;
         }
         checked++;
-        if (handoff_check_one(c, p, h, now) != BATON_OK) {
+        if (handoff_check_one(c, p, NULL, h, now) != BATON_OK) {
             any = 1; /* connection trouble: try again at the next tick */
             break;
         }
@@ -831,6 +891,18 @@ static void handoffs_check(coord_t *c) {
     c->ho_cursor = p;
     for (int32_t q = 0; !any && q < c->nho; q++)
         any = c->ho[q].pending;
+    /* Keys: few, all pending ones each time (bounded like partitions). */
+    for (size_t k = 0, kchecked = 0; k < c->nhok; k++) {
+        handoff_t *h = &c->hok[k];
+        if (!h->pending)
+            continue;
+        if (kchecked++ == HANDOFF_CHECK_MAX ||
+            handoff_check_one(c, -1, c->hok_names[k], h, now) != BATON_OK) {
+            any = 1;
+            break;
+        }
+        any |= h->pending;
+    }
     c->ho_due_ms = any ? now + handoff_check_ms(c) : 0;
 }
 
@@ -1163,6 +1235,7 @@ static int coord_rebalance(coord_t *c) {
     if (nnodes == 0) {
         err = BATON_OK; /* nothing changed: publish nothing */
         handoffs_record(c, P, next, w);
+        handoffs_record_keys(c, keys, nkeys, knext, w);
         pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version);
         goto out;
     }
@@ -1182,6 +1255,7 @@ static int coord_rebalance(coord_t *c) {
         goto out;
     }
     handoffs_record(c, P, next, w);
+    handoffs_record_keys(c, keys, nkeys, knext, w);
     /* Our last chunk set /assignment once: its version went up by one. */
     pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version + 1);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
