@@ -1052,8 +1052,12 @@ static int coord_rebalance(coord_t *c) {
                                      .valid = 1};
     for (size_t i = 0; i < nw; i++)
         snprintf(c->mc[i].rack, sizeof(c->mc[i].rack), "%s", w[i].rack);
+    /* Live means read here: a member listed but gone by the time we read
+     * its node (a leaver deleting it right now) is absent, so its grace
+     * applies. w[0..nread) is sorted (live is). */
+    size_t nread = nw;
     for (size_t i = 0; i < npub; i++) {
-        if (find_id(live, nlive, pub[i].id) >= 0 || !pub[i].valid || pub[i].npartitions == 0 ||
+        if (cw_find(w, nread, pub[i].id) >= 0 || !pub[i].valid || pub[i].npartitions == 0 ||
             c->conf->leave_grace_ms <= 0 || baton_id_valid(pub[i].id) != 0)
             continue;
         vanished_t *g = gone_find(c, pub[i].id);
