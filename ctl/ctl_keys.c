@@ -203,20 +203,6 @@ int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *wa
     return err;
 }
 
-static const char *cell_age(const json_t *row, const char *key, char *buf, size_t n) {
-    const json_t *v = json_object_get(row, key);
-    if (!json_is_integer(v))
-        return "-";
-    json_int_t s = json_integer_value(v) / 1000;
-    if (s < 120)
-        snprintf(buf, n, "%llds", (long long)s);
-    else if (s < 7200)
-        snprintf(buf, n, "%lldm", (long long)(s / 60));
-    else
-        snprintf(buf, n, "%lldh", (long long)(s / 3600));
-    return buf;
-}
-
 void ctl_keys_print(const json_t *status, FILE *f) {
     static const ctl_col_t cols[] = {
         {"KEY", "key", 8, 40, 0, ctl_cell_text},
@@ -224,7 +210,7 @@ void ctl_keys_print(const json_t *status, FILE *f) {
         {"OWNER", "owner", 8, 24, 0, ctl_cell_text},
         {"EPOCH", "epoch", 5, 20, 1, ctl_cell_text},
         {"STATE", "state", 7, 7, 0, ctl_cell_text},
-        {"FOR", "state_age_ms", 6, 6, 1, cell_age},
+        {"FOR", "state_age_ms", 6, 6, 1, ctl_cell_age},
         {"CLAIMS", "claims", 6, 6, 1, ctl_cell_text},
         {"RUNS", "runs", 4, 6, 1, ctl_cell_text},
     };

@@ -859,6 +859,10 @@ static const char *cell_age(const json_t *row, const char *key, char *buf, size_
     return json_is_integer(v) ? fmt_age(json_integer_value(v), buf, n) : "-";
 }
 
+const char *ctl_cell_age(const json_t *row, const char *key, char *buf, size_t n) {
+    return cell_age(row, key, buf, n);
+}
+
 static const char *cell_text(const json_t *row, const char *key, char *buf, size_t n) {
     return jtext(row, key, buf, n);
 }

@@ -137,6 +137,8 @@ typedef struct {
 void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t ncols);
 /* A string, integer or boolean ("yes"/"no") field as text; "-" for null. */
 const char *ctl_cell_text(const json_t *row, const char *key, char *buf, size_t n);
+/* A duration in ms ("850ms", "12s", "3m05s", "2h10m") as text; "-" for null. */
+const char *ctl_cell_age(const json_t *row, const char *key, char *buf, size_t n);
 
 /* The three parts of the human rendering. */
 void ctl_status_print_summary(const json_t *status, FILE *f);
