@@ -28,7 +28,10 @@ cc -std=c17 -Wall -Wextra -Werror "${san[@]}" -I"$prefix/include" "$src" -o "$H_
     -L"$libdir" -lbaton -Wl,-rpath,"$libdir" -lpthread || h_fail "building against libbaton.so failed"
 cc -std=c17 -Wall -Wextra -Werror "${san[@]}" -I"$prefix/include" "$src" -o "$H_DIR/probe-static" \
     "$libdir/libbaton.a" -lzookeeper_mt -ljansson -lpthread -lm || h_fail "building against libbaton.a failed"
-ldd "$H_DIR/probe-shared" | grep -q "$libdir/libbaton.so" || h_fail "probe-shared does not load the installed libbaton.so"
+# ldd's loader writes line by line: with pipefail, `ldd | grep -q` fails
+# whenever grep exits before ldd's last write (SIGPIPE). Read it whole.
+deps=$(ldd "$H_DIR/probe-shared") || h_fail "ldd probe-shared failed"
+grep -qF "$libdir/libbaton.so" <<<"$deps" || h_fail "probe-shared does not load the installed libbaton.so: $deps"
 
 h_zk_start
 b_ctl init --keys job-a,job-b >/dev/null
