@@ -13,13 +13,15 @@ char *xstrdup(const char *s);
 /* printf into a fresh heap string; the caller frees it. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Monotonic milliseconds, for timeouts and durations. */
+/* Monotonic milliseconds (and microseconds), for timeouts and durations. */
 int64_t baton_now_ms(void);
+int64_t baton_now_us(void);
 /* qsort/bsearch comparator for an array of char * (strcmp order). */
 int baton_strcmp_p(const void *a, const void *b);
 /* Wall-clock milliseconds since the epoch, for logs and records. */
 int64_t baton_wall_ms(void);
 void baton_sleep_ms(int64_t ms);
+void baton_sleep_us(int64_t us);
 
 /* Writes an error message into errstr (always NUL-terminated) and returns err. */
 int baton_seterr(char *errstr, size_t errstr_size, int err, const char *fmt, ...)

@@ -54,12 +54,17 @@ static int was_published(coord_history_t *h, const char *id) {
     return bsearch(&id, h->prev, h->nprev, sizeof(char *), str_cmp) != NULL;
 }
 
+static void add_reserve(coord_history_t *h, size_t more) {
+    if (h->nadd + more <= h->capadd)
+        return;
+    while (h->capadd < h->nadd + more)
+        h->capadd = h->capadd ? h->capadd * 2 : 64;
+    h->add = xrealloc(h->add, sizeof(*h->add) * h->capadd);
+}
+
 void coord_history_add(coord_history_t *h, int32_t p, const char *key, const char *from,
                        const char *to, int64_t gen, const char *reason) {
-    if (h->nadd == h->capadd) {
-        h->capadd = h->capadd ? h->capadd * 2 : 64;
-        h->add = xrealloc(h->add, sizeof(*h->add) * h->capadd);
-    }
+    add_reserve(h, 1);
     baton_history_entry_t *e = &h->add[h->nadd];
     memset(e, 0, sizeof(*e));
     e->partition = key ? -1 : p;
@@ -79,6 +84,15 @@ void coord_history_add(coord_history_t *h, int32_t p, const char *key, const cha
              baton_history_reason_valid(reason) == 0 ? reason : "rebalance");
     h->nadd++;
 }
+
+void coord_history_merge(coord_history_t *into, coord_history_t *from) {
+    add_reserve(into, from->nadd);
+    memcpy(into->add + into->nadd, from->add, sizeof(*from->add) * from->nadd);
+    into->nadd += from->nadd;
+    from->nadd = 0;
+}
+
+size_t coord_history_pending(const coord_history_t *h) { return h ? h->nadd : 0; }
 
 int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
                         const char *fence_node) {

@@ -1,6 +1,7 @@
 /* coord_history.h: the leader's record of ownership changes, appended to
- * the bounded ring <base>/history (baton_codec.h) right after each publish,
- * for `batonctl history`.
+ * the bounded ring <base>/history (baton_codec.h) shortly after each publish
+ * (the coordinator defers the write so it does not compete with the claims
+ * the publish sets off), for `batonctl history`.
  *
  * Reasons: the publish path's move_reason() gives new, leave, rebalance,
  * pin and drain; a partition that goes to a worker absent from the
@@ -29,6 +30,10 @@ void coord_history_prev_worker(coord_history_t *h, const char *id);
  * with the publish path's reason. */
 void coord_history_add(coord_history_t *h, int32_t p, const char *key, const char *from,
                        const char *to, int64_t gen, const char *reason);
+/* Moves from's moves to the end of into (from keeps its workers). */
+void coord_history_merge(coord_history_t *into, coord_history_t *from);
+/* How many moves wait to be flushed. */
+size_t coord_history_pending(const coord_history_t *h);
 /* Appends the moves to <base>/history, dropping the oldest beyond the
  * bound, in a multi that also checks fence_node (our candidate node) still
  * exists: a deposed leader records nothing. Retries a concurrent update a

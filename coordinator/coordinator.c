@@ -33,6 +33,10 @@
 /* Per-partition "event=assign" lines per rebalance; a summary line says how
  * many more moved, so a 100,000-partition reshuffle does not flood the log. */
 #define ASSIGN_LOG_MAX 1000
+/* A publish's history entries are written this long after it (coalescing
+ * bursts): the history read-modify-write (up to 512 KB) must not compete
+ * with the claims the new owners are creating right then. */
+#define HISTORY_DELAY_MS 250
 
 /* A worker id that left workers/ while it still had a published assignment:
  * its partitions stay reserved until since_ms + leave grace. */
@@ -79,6 +83,24 @@ typedef struct {
      * with pc (see pc_drop). */
     struct mcache_s *mc;
     size_t nmc;
+    /* The group's settings as the last full rebalance read them, each read
+     * leaving a watch: config, drains, pins, keys, our leadership (the
+     * exists watch on our own node) and the member list (the workers/
+     * children watch). Trusted until one of those watches fires (gs_valid
+     * or live_valid = 0), a reconnection, the resync, an error or a change
+     * of leadership; ZooKeeper delivers the watch event before we can read
+     * the change, and the loop handles events before it rebalances. So a
+     * leave mark or a crash costs the reads of what changed, not ten round
+     * trips. (/assignment's version and generation are kept with pc: only
+     * coordinators write it, and a publish checks the version anyway.) */
+    int gs_valid, live_valid;
+    baton_config_t gs_cfg;
+    char **gs_drains, **gs_pin_of, **gs_keys, **gs_live;
+    size_t gs_ndrains, gs_nkeys, gs_nlive;
+    int32_t gs_npins;
+    int64_t pc_gen;        /* /assignment's generation when pc matches it */
+    coord_history_t *hist; /* moves published, not yet in <base>/history */
+    int64_t hist_due_ms;   /* when to write them; 0: nothing pending */
 } coord_t;
 
 /* One member node as last read; valid = 0 after its watch fired. */
@@ -179,15 +201,56 @@ static int coord_candidate_create(coord_t *c) {
 
 static void published_free(published_t *pub, size_t n);
 
-static void pc_drop(coord_t *c) {
-    mc_clear(c);
+static void pc_free(coord_t *c) {
     published_free(c->pc, c->npc);
     c->pc = NULL;
     c->npc = 0;
     c->pc_valid = 0;
 }
 
+static void gs_clear(coord_t *c) {
+    baton_zk_strings_free(c->gs_drains, c->gs_ndrains);
+    baton_zk_strings_free(c->gs_keys, c->gs_nkeys);
+    baton_zk_strings_free(c->gs_live, c->gs_nlive);
+    for (int32_t p = 0; c->gs_pin_of && p < c->gs_npins; p++)
+        free(c->gs_pin_of[p]);
+    free(c->gs_pin_of);
+    c->gs_drains = c->gs_keys = c->gs_live = c->gs_pin_of = NULL;
+    c->gs_ndrains = c->gs_nkeys = c->gs_nlive = 0;
+    c->gs_npins = 0;
+    c->gs_valid = c->live_valid = 0;
+}
+
+/* Forgets everything cached: the next rebalance reads it all. */
+static void pc_drop(coord_t *c) {
+    mc_clear(c);
+    pc_free(c);
+    gs_clear(c);
+}
+
+/* A copy of n strings (entries may be NULL), as baton_zk_strings_free frees. */
+static char **strings_dup(char *const *v, size_t n) {
+    char **out = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        out[i] = v[i] ? xstrdup(v[i]) : NULL;
+    return out;
+}
+
+/* Writes the pending history entries (now, whatever hist_due_ms says). */
+static void hist_flush(coord_t *c) {
+    if (c->hist && c->zk && c->my_node[0])
+        coord_history_flush(c->hist, c->zk, c->base, c->my_node);
+    coord_history_destroy(c->hist);
+    c->hist = NULL;
+    c->hist_due_ms = 0;
+}
+
 static void coord_step_down(coord_t *c, const char *why) {
+    /* A deposed leader's pending entries are lost (its write would fail
+     * the fence anyway); the assignment they describe is published. */
+    coord_history_destroy(c->hist);
+    c->hist = NULL;
+    c->hist_due_ms = 0;
     pc_drop(c);
     if (c->leader)
         BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->epoch);
@@ -501,6 +564,20 @@ static int read_member(coord_t *c, const char *wdir, const char *id, coord_worke
     free(data);
     free(path);
     return err;
+}
+
+/* Refreshes a cached member from a read that re-armed its data watch. */
+static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
+    mcache_t *m = mc_find(c, id);
+    if (!m)
+        return; /* new to us: the rebalance reads it */
+    m->capacity = w->capacity;
+    snprintf(m->rack, sizeof(m->rack), "%s", w->rack);
+    m->no_partitions = w->no_partitions;
+    m->keys_filter = w->keys_filter;
+    free(m->keys);
+    m->keys = w->keys ? xstrdup(w->keys) : NULL;
+    m->valid = 1;
 }
 
 /* Lists <base>/<leaf> with a children watch. A missing directory (a group
@@ -910,9 +987,9 @@ static void handoffs_check(coord_t *c) {
 /* Remembers the assignment now published: worker k's partitions are
  * order[start[k]..start[k+1]) and its keys those j with knext[j] == k. */
 static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *start,
-                     const int *order, char **keys, size_t nkeys, const int *knext,
-                     int32_t version) {
-    pc_drop(c);
+                     const int *order, char **keys, size_t nkeys, const int *knext, int32_t version,
+                     int64_t gen) {
+    pc_free(c);
     c->pc = xcalloc(nw + 1, sizeof(published_t));
     for (size_t k = 0; k < nw; k++) {
         published_t *o = &c->pc[k];
@@ -929,14 +1006,20 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *
     }
     c->npc = nw;
     c->pc_version = version;
+    c->pc_gen = gen;
     c->pc_valid = 1;
 }
 
 static int coord_rebalance(coord_t *c) {
     char errstr[256];
     baton_config_t cfg;
-    int err = baton_group_config_read(c->zk, c->base, 1, &cfg, errstr, sizeof(errstr));
-    if (err != BATON_OK) {
+    int64_t t_read = baton_now_ms();
+    /* cached: the settings as last read are still current (see gs_valid). */
+    int cached = c->gs_valid && !c->full_read, err = BATON_OK;
+    if (cached) {
+        cfg = c->gs_cfg;
+    } else if ((err = baton_group_config_read(c->zk, c->base, 1, &cfg, errstr, sizeof(errstr))) !=
+               BATON_OK) {
         BLOG_ERROR("event=config_error error=\"%s\"", errstr);
         return err;
     }
@@ -970,8 +1053,12 @@ static int coord_rebalance(coord_t *c) {
     char **klist = NULL;
     int kmoved = 0;
 
-    if ((err = baton_zk_children(c->zk, wdir, 1, &raw, &nraw)) != BATON_OK)
+    if (cached && c->live_valid) {
+        raw = strings_dup(c->gs_live, c->gs_nlive);
+        nraw = c->gs_nlive;
+    } else if ((err = baton_zk_children(c->zk, wdir, 1, &raw, &nraw)) != BATON_OK) {
         goto out;
+    }
     /* children come sorted, so live is sorted */
     live = xcalloc(nraw ? nraw : 1, sizeof(char *));
     for (size_t i = 0; i < nraw; i++) {
@@ -982,11 +1069,18 @@ static int coord_rebalance(coord_t *c) {
         live[nlive++] = raw[i];
     }
 
-    struct Stat meta_st;
+    struct Stat meta_st = {0};
     size_t meta_len = 0;
     baton_assignment_meta_t meta = {0};
-    if ((err = baton_zk_get(c->zk, adir, 0, &meta_data, &meta_len, &meta_st)) != BATON_OK)
+    if (cached && c->pc_valid) {
+        /* What we published last is what is there: only coordinators write
+         * /assignment, and if a rival did, our publish's version check
+         * fails and we step down. */
+        meta.generation = c->pc_gen;
+        meta_st.version = c->pc_version;
+    } else if ((err = baton_zk_get(c->zk, adir, 0, &meta_data, &meta_len, &meta_st)) != BATON_OK) {
         goto out;
+    }
     if (meta_len > 0) {
         char why[256];
         if (baton_assignment_meta_decode(meta_data, meta_len, &meta, why, sizeof(why)) != 0) {
@@ -1003,14 +1097,38 @@ static int coord_rebalance(coord_t *c) {
             goto out;
         c->full_read = 0;
     }
-    if ((err = read_dir_watched(c, "drains", &drains, &ndrains)) != BATON_OK)
-        goto out;
-    pin_of = xcalloc(P1, sizeof(char *));
-    if ((err = read_pins(c, P, pin_of)) != BATON_OK)
-        goto out;
-    if ((err = baton_group_keys(c->zk, c->base, 1, &keys, &nkeys, errstr, sizeof(errstr))) !=
-        BATON_OK)
-        goto out;
+    if (cached) {
+        drains = strings_dup(c->gs_drains, c->gs_ndrains);
+        ndrains = c->gs_ndrains;
+        pin_of = strings_dup(c->gs_pin_of, (size_t)P);
+        keys = strings_dup(c->gs_keys, c->gs_nkeys);
+        nkeys = c->gs_nkeys;
+    } else {
+        if ((err = read_dir_watched(c, "drains", &drains, &ndrains)) != BATON_OK)
+            goto out;
+        pin_of = xcalloc(P1, sizeof(char *));
+        if ((err = read_pins(c, P, pin_of)) != BATON_OK)
+            goto out;
+        if ((err = baton_group_keys(c->zk, c->base, 1, &keys, &nkeys, errstr, sizeof(errstr))) !=
+            BATON_OK)
+            goto out;
+        /* All read, each with its watch: keep them until one fires. */
+        gs_clear(c);
+        c->gs_cfg = cfg;
+        c->gs_drains = strings_dup(drains, ndrains);
+        c->gs_ndrains = ndrains;
+        c->gs_pin_of = strings_dup(pin_of, (size_t)P);
+        c->gs_npins = P;
+        c->gs_keys = strings_dup(keys, nkeys);
+        c->gs_nkeys = nkeys;
+        c->gs_valid = 1;
+    }
+    if (!c->live_valid || !cached) {
+        baton_zk_strings_free(c->gs_live, c->gs_nlive);
+        c->gs_live = strings_dup(raw, nraw);
+        c->gs_nlive = nraw;
+        c->live_valid = 1;
+    }
 
     /* The workers: every live one, plus every published one that vanished
      * less than --leave-grace-ms ago (absent: its partitions stay put). */
@@ -1240,7 +1358,7 @@ static int coord_rebalance(coord_t *c) {
         err = BATON_OK; /* nothing changed: publish nothing */
         handoffs_record(c, P, next, w);
         handoffs_record_keys(c, keys, nkeys, knext, w);
-        pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version);
+        pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version, meta.generation);
         goto out;
     }
     qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
@@ -1249,6 +1367,7 @@ static int coord_rebalance(coord_t *c) {
     snprintf(new_meta.strategy, sizeof(new_meta.strategy), "%s", baton_strategy_name(strategy));
     meta_new = baton_assignment_meta_encode(&new_meta);
     size_t nmulti = 0;
+    int64_t t_publish = baton_now_ms();
     err = publish_chunks(c, adir, meta_st.version, meta_new, nodes, nnodes, gen, &nmulti);
     if (err == BATON_DEPOSED) {
         coord_step_down(c, "publish_refused");
@@ -1261,12 +1380,13 @@ static int coord_rebalance(coord_t *c) {
     handoffs_record(c, P, next, w);
     handoffs_record_keys(c, keys, nkeys, knext, w);
     /* Our last chunk set /assignment once: its version went up by one. */
-    pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version + 1);
+    pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version + 1, gen);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
-              "multis=%zu compute_ms=%lld",
+              "multis=%zu read_ms=%lld compute_ms=%lld publish_ms=%lld",
               (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved, st.pinned,
-              st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)compute_ms);
+              st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)(t0 - t_read),
+              (long long)compute_ms, (long long)(baton_now_ms() - t_publish));
     baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
     baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), moved);
     baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
@@ -1307,8 +1427,13 @@ static int coord_rebalance(coord_t *c) {
     }
     if (logged > ASSIGN_LOG_MAX)
         BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
-    coord_history_flush(hist, c->zk, c->base, c->my_node);
-    coord_history_destroy(hist);
+    if (!c->hist) {
+        c->hist = hist;
+        c->hist_due_ms = baton_now_ms() + HISTORY_DELAY_MS;
+    } else {
+        coord_history_merge(c->hist, hist);
+        coord_history_destroy(hist);
+    }
     c->published_gen = gen;
     leaving_prune(c, w, nw);
 out:
@@ -1384,7 +1509,9 @@ static int coord_racks_refresh(coord_t *c) {
 }
 
 static int coord_step(coord_t *c) {
-    int err = coord_elect(c);
+    /* A leader whose settings are cached still leads: its own node's
+     * exists watch (set by coord_elect) has not fired. */
+    int err = c->leader && c->gs_valid && !c->full_read ? BATON_OK : coord_elect(c);
     if (err != BATON_OK)
         return err;
     if (!c->leader) {
@@ -1482,7 +1609,8 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                 if (ev.type == ZOO_CHANGED_EVENT) {
                     int was = leaving_has(&c, id);
                     coord_worker_t tmp = {0};
-                    read_member(&c, wdir, id, &tmp);
+                    if (read_member(&c, wdir, id, &tmp) == BATON_OK)
+                        mc_update(&c, id, &tmp); /* the rebalance need not read it again */
                     free(tmp.keys);
                     if (!was && leaving_has(&c, id) && conf->leave_grace_ms <= 0) {
                         BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
@@ -1490,16 +1618,20 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                     }
                 } else {
                     churn = 1;
+                    c.live_valid = 0;
                     if (ev.type == ZOO_DELETED_EVENT && !leaving_has(&c, id))
                         crash = 1;
                 }
             } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, wdir) == 0) {
                 BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
                 churn = 1;
+                c.live_valid = 0;
             } else {
-                /* Election, config, pins, drains: act at once. */
+                /* Election, config, pins, drains, keys: act at once, on
+                 * everything read afresh. */
                 BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
                 dirty = 1;
+                c.gs_valid = c.live_valid = 0;
             }
             baton_zk_event_release(&ev);
         }
@@ -1570,7 +1702,10 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         now = baton_now_ms();
         if (c.leader && baton_zk_connected(c.zk))
             handoffs_check(&c);
+        if (c.hist_due_ms && now >= c.hist_due_ms && baton_zk_connected(c.zk))
+            hist_flush(&c);
         int64_t due = min_due(rebal_due, c.leader ? c.grace_due_ms : 0);
+        due = min_due(due, c.hist_due_ms);
         if (c.leader)
             due = min_due(due, c.ho_due_ms);
         if (c.leader && conf->brokers && c.racks_due_ms)
@@ -1585,6 +1720,9 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         poll(pfds, 2, (int)wait_ms);
     }
     BLOG_INFO("event=stopping leader=%d", c.leader);
+    if (c.leader && c.zk && baton_zk_connected(c.zk))
+        hist_flush(&c); /* what was published is recorded before we go */
+    coord_history_destroy(c.hist);
     if (c.zk) {
         if (c.my_node[0])
             baton_zk_delete(c.zk, c.my_node, -1);
