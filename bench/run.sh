@@ -81,8 +81,12 @@ rb_loss() {
     local sys=$1 name=$2 sig=$3 ev=$4 w=$H_DIR/watch-$1.log parts t0 tend v
     parts=$(rb_parts_of "$sys" "$name")
     [[ -n ${parts// /} ]] || h_fail "$sys: $name owns no partition before $ev"
-    t0=$(bench_now_us)
-    h_kill "$name" "$sig"
+    # The clock starts right at the kill: no subshell or liveness check
+    # (a few ms of bash on these machines) in between.
+    local pid=${H_PIDS[$name]}
+    _h_alive "$pid" || h_fail "$sys: $name is not running before $ev"
+    t0=${EPOCHREALTIME/./}
+    kill -s "$sig" "$pid"
     bench_settle "$w" $RB_PARTS "$(rb_min_ms "$sys" "$ev")" 30 || h_fail "$sys: no steady flow after $ev of $name"
     tend=$(bench_now_us)
     v=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts")

@@ -209,6 +209,10 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
     return err;
 }
 
+/* write_outputs's checks of one batch's inputs. */
+static int inputs_check(baton_sink_t *sink, int32_t partition, const baton_sink_input_t *inputs,
+                        size_t ninputs);
+
 int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoch,
                              const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
                              size_t *applied) {
@@ -217,6 +221,50 @@ int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoc
     int err = write_check(sink, partition, epoch, applied);
     if (err)
         return err;
+    if ((err = inputs_check(sink, partition, inputs, ninputs)) != BATON_OK)
+        return err;
+    return sink->ops->write(sink, partition, epoch, inputs, ninputs, next_offset, applied);
+}
+
+int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (n && !batches)
+        return baton_sink__seterr(sink, BATON_INVALID, "write_many: %zu batches but NULL", n);
+    for (size_t i = 0; i < n; i++) {
+        baton_sink_batch_t *b = &batches[i];
+        b->result = BATON_INVALID;
+        b->applied = 0;
+        int err = write_check(sink, b->partition, b->epoch, NULL);
+        if (err == BATON_OK && i > 0 && b->partition <= batches[i - 1].partition)
+            err = baton_sink__seterr(sink, BATON_INVALID,
+                                     "write_many: partition %d after %d: partitions must be "
+                                     "distinct and ascending",
+                                     (int)b->partition, (int)batches[i - 1].partition);
+        if (err == BATON_OK)
+            err = inputs_check(sink, b->partition, b->inputs, b->ninputs);
+        if (err != BATON_OK)
+            return err;
+    }
+    if (n == 0)
+        return BATON_OK;
+    if (sink->ops->write_many)
+        return sink->ops->write_many(sink, batches, n);
+    for (size_t i = 0; i < n; i++) {
+        baton_sink_batch_t *b = &batches[i];
+        int err = sink->ops->write(sink, b->partition, b->epoch, b->inputs, b->ninputs,
+                                   &b->next_offset, &b->applied);
+        if (err != BATON_OK && err != BATON_STALE && err != BATON_UNFENCED)
+            return err;
+        b->result = err;
+    }
+    sink->errstr[0] = '\0';
+    return BATON_OK;
+}
+
+static int inputs_check(baton_sink_t *sink, int32_t partition, const baton_sink_input_t *inputs,
+                        size_t ninputs) {
     if (ninputs && !inputs)
         return baton_sink__seterr(sink, BATON_INVALID, "write: %zu inputs but inputs is NULL",
                                   ninputs);
@@ -240,7 +288,7 @@ int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoc
                                           (int)partition, (long long)in->offset, j);
         }
     }
-    return sink->ops->write(sink, partition, epoch, inputs, ninputs, next_offset, applied);
+    return BATON_OK;
 }
 
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
@@ -252,6 +300,22 @@ int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrow
     *rows = NULL;
     *nrows = 0;
     return sink->ops->fences(sink, rows, nrows);
+}
+
+int baton_sink__unfenced(baton_sink_t *sink, int32_t partition, int64_t epoch, int found,
+                         int64_t stored_epoch) {
+    BLOG_WARN("event=sink_unfenced uri=%s group=%s partition=%d epoch=%lld", sink->uri, sink->group,
+              (int)partition, (long long)epoch);
+    if (!found)
+        return baton_sink__seterr(sink, BATON_UNFENCED,
+                                  "sink '%s' group '%s' partition %d: write with epoch %lld "
+                                  "before any fence",
+                                  sink->uri, sink->group, (int)partition, (long long)epoch);
+    return baton_sink__seterr(sink, BATON_UNFENCED,
+                              "sink '%s' group '%s' partition %d: write with epoch %lld but "
+                              "the fence holds epoch %lld (fence first)",
+                              sink->uri, sink->group, (int)partition, (long long)epoch,
+                              (long long)stored_epoch);
 }
 
 int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {

@@ -105,6 +105,33 @@ int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoc
                              const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
                              size_t *applied);
 
+/* One partition's batch for baton_sink_write_many: the arguments of
+ * baton_sink_write_outputs, and its results. */
+typedef struct {
+    int32_t partition;
+    int64_t epoch;
+    const baton_sink_input_t *inputs;
+    size_t ninputs;
+    int result;          /* out: BATON_OK, BATON_STALE (counted in rejected) or BATON_UNFENCED */
+    int64_t next_offset; /* out, when result is BATON_OK */
+    size_t applied;      /* out, when result is BATON_OK */
+} baton_sink_batch_t;
+
+/* write_outputs for n batches of distinct partitions, ascending, in ONE
+ * transaction (one commit, one fsync instead of n: a worker writes every
+ * partition that is due at once). Returns BATON_OK when the transaction
+ * committed; then batches[i].result says what happened to each: BATON_OK
+ * (applied, next_offset and applied set), BATON_STALE (refused and counted
+ * in rejected, as write counts it) or BATON_UNFENCED (refused, nothing
+ * stored). One partition's refusal does not affect the others: each is
+ * checked against its own fence row inside the transaction. Any other
+ * error applied nothing to any partition; retriable ones may be retried
+ * whole. A backend without its own implementation gets one write per batch
+ * (then a failure may follow earlier commits, which the retry handles by
+ * skipping offsets below next_offset). Input validation is
+ * baton_sink_write_outputs's, for every batch, before anything is written. */
+int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
+
 /* Reads every fence row of the group, ordered by partition. *rows is a heap
  * array the caller frees. */
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);

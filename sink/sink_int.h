@@ -52,6 +52,9 @@ typedef struct baton_sink_ops_s {
      * in one transaction. */
     int (*fence_many)(baton_sink_t *sink, size_t n, const int32_t *partitions,
                       const int64_t *epochs, int64_t *next_offsets, int *results);
+    /* Optional (NULL: one write call per batch): baton_sink_write_many in
+     * one transaction. */
+    int (*write_many)(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
 } baton_sink_ops_t;
 
 struct baton_sink_s {
@@ -95,6 +98,11 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms);
 /* Writes a message into sink->errstr and returns err. */
 int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Logs a write refused as unfenced (no fence row: found 0; or one at a lower
+ * stored_epoch) and sets the message; returns BATON_UNFENCED. */
+int baton_sink__unfenced(baton_sink_t *sink, int32_t partition, int64_t epoch, int found,
+                         int64_t stored_epoch);
 
 /* The fence rules, pure so every backend applies the same ones.
  *

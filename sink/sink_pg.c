@@ -723,18 +723,7 @@ static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         return pg_reject(sink, "write", partition, epoch, params);
     if (err == BATON_UNFENCED) {
         pg_rollback(sink->be);
-        BLOG_WARN("event=sink_unfenced uri=%s group=%s partition=%d epoch=%lld", sink->uri,
-                  sink->group, (int)partition, (long long)epoch);
-        if (!found)
-            return baton_sink__seterr(sink, err,
-                                      "sink '%s' group '%s' partition %d: write with epoch %lld "
-                                      "before any fence",
-                                      sink->uri, sink->group, (int)partition, (long long)epoch);
-        return baton_sink__seterr(sink, err,
-                                  "sink '%s' group '%s' partition %d: write with epoch %lld but "
-                                  "the fence holds epoch %lld (fence first)",
-                                  sink->uri, sink->group, (int)partition, (long long)epoch,
-                                  (long long)stored);
+        return baton_sink__unfenced(sink, partition, epoch, found, stored);
     }
 
     const int64_t old = floor;

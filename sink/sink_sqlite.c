@@ -375,39 +375,23 @@ static int sq_insert_output(baton_sink_t *sink, int32_t partition, int64_t offse
     return sq_fail(sink, rc, seq ? "insert output_more" : "insert output", partition);
 }
 
-static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
-                    size_t *applied) {
+/* One batch's steps inside an open transaction: read the fence row, apply
+ * the write rule, insert the outputs of the inputs not yet applied, move
+ * next_offset. Returns BATON_OK (*next_offset, *applied set), BATON_STALE
+ * or BATON_UNFENCED (nothing written; *f and *found say why), or an error
+ * with the transaction rolled back (sq_fail). */
+static int sq_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                         const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                         size_t *applied, sq_fence_t *f, int *found) {
     sq_t *sq = sink->be;
-    int rc = sq_begin(sq);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "begin write", partition);
-
-    sq_fence_t f;
-    int found;
-    int err = sq_fence_get(sink, partition, &f, &found);
+    int err = sq_fence_get(sink, partition, f, found);
     if (err)
         return err;
-    err = found ? baton_sink__write_rule(f.epoch, epoch) : BATON_UNFENCED;
-    if (err == BATON_STALE)
-        return sq_reject(sink, "write", partition, epoch, f.epoch);
-    if (err == BATON_UNFENCED) {
-        sq_rollback(sq);
-        BLOG_WARN("event=sink_unfenced uri=%s group=%s partition=%d epoch=%lld", sink->uri,
-                  sink->group, (int)partition, (long long)epoch);
-        if (!found)
-            return baton_sink__seterr(sink, err,
-                                      "sink '%s' group '%s' partition %d: write with epoch %lld "
-                                      "before any fence",
-                                      sink->uri, sink->group, (int)partition, (long long)epoch);
-        return baton_sink__seterr(sink, err,
-                                  "sink '%s' group '%s' partition %d: write with epoch %lld but "
-                                  "the fence holds epoch %lld (fence first)",
-                                  sink->uri, sink->group, (int)partition, (long long)epoch,
-                                  (long long)f.epoch);
-    }
+    err = *found ? baton_sink__write_rule(f->epoch, epoch) : BATON_UNFENCED;
+    if (err)
+        return err;
 
-    int64_t floor = f.next_offset;
+    int64_t floor = f->next_offset;
     size_t n = 0;
     sqlite3_bind_int(sq->output_insert, 2, partition);
     sqlite3_bind_int64(sq->output_insert, 4, epoch);
@@ -418,7 +402,7 @@ static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         if (!baton_sink__applies(floor, in->offset))
             continue;
         for (size_t j = 0; j < in->noutputs; j++) {
-            err = sq_insert_output(sink, partition, in->offset, j, &in->outputs[j], f.next_offset);
+            err = sq_insert_output(sink, partition, in->offset, j, &in->outputs[j], f->next_offset);
             if (err)
                 return err;
         }
@@ -426,14 +410,38 @@ static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         floor = in->offset + 1;
         n++;
     }
-
     if (n) {
         sqlite3_bind_int(sq->fence_set_next, 2, partition);
         sqlite3_bind_int64(sq->fence_set_next, 3, floor);
-        rc = sq_run(sq->fence_set_next);
+        int rc = sq_run(sq->fence_set_next);
         if (rc != SQLITE_OK)
             return sq_fail(sink, rc, "store next_offset", partition);
     }
+    *next_offset = floor;
+    *applied = n;
+    return BATON_OK;
+}
+
+static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                    size_t *applied) {
+    sq_t *sq = sink->be;
+    int rc = sq_begin(sq);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "begin write", partition);
+    sq_fence_t f;
+    int found;
+    int64_t floor = 0;
+    size_t n = 0;
+    int err = sq_write_body(sink, partition, epoch, inputs, ninputs, &floor, &n, &f, &found);
+    if (err == BATON_STALE)
+        return sq_reject(sink, "write", partition, epoch, f.epoch);
+    if (err == BATON_UNFENCED) {
+        sq_rollback(sq);
+        return baton_sink__unfenced(sink, partition, epoch, found, f.epoch);
+    }
+    if (err)
+        return err;
     rc = sq_run(sq->commit);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "commit write", partition);
@@ -441,6 +449,46 @@ static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         *next_offset = floor;
     if (applied)
         *applied = n;
+    return BATON_OK;
+}
+
+/* write_many: sq_write's steps for every batch inside one BEGIN IMMEDIATE
+ * transaction, one commit. A stale batch is counted in rejected in the same
+ * transaction; an unfenced one writes nothing; both are reported in their
+ * result and leave the other batches alone. */
+static int sq_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n) {
+    sq_t *sq = sink->be;
+    int rc = sq_begin(sq);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "begin write", batches[0].partition);
+    for (size_t i = 0; i < n; i++) {
+        baton_sink_batch_t *b = &batches[i];
+        sq_fence_t f;
+        int found;
+        int err = sq_write_body(sink, b->partition, b->epoch, b->inputs, b->ninputs,
+                                &b->next_offset, &b->applied, &f, &found);
+        if (err == BATON_STALE) {
+            sqlite3_bind_int(sq->fence_reject, 2, b->partition);
+            if ((rc = sq_run(sq->fence_reject)) != SQLITE_OK)
+                return sq_fail(sink, rc, "count rejection", b->partition);
+            BLOG_WARN("event=sink_stale op=write uri=%s group=%s partition=%d epoch=%lld "
+                      "stored_epoch=%lld",
+                      sink->uri, sink->group, (int)b->partition, (long long)b->epoch,
+                      (long long)f.epoch);
+        } else if (err == BATON_UNFENCED) {
+            baton_sink__unfenced(sink, b->partition, b->epoch, found, f.epoch);
+        } else if (err) {
+            return err; /* rolled back: nothing of any batch applied */
+        }
+        b->result = err;
+    }
+    rc = sq_run(sq->commit);
+    if (rc != SQLITE_OK) {
+        for (size_t i = 0; i < n; i++)
+            batches[i].applied = 0;
+        return sq_fail(sink, rc, "commit write", batches[0].partition);
+    }
+    sink->errstr[0] = '\0';
     return BATON_OK;
 }
 
@@ -814,5 +862,6 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .write = sq_write,
     .fences = sq_fences,
     .set_busy_timeout = sq_set_busy_timeout,
+    .write_many = sq_write_many,
     .fence_many = sq_fence_many,
 };

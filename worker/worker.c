@@ -48,8 +48,9 @@ typedef struct {
 } wrec_t;
 
 typedef struct {
-    int active; /* fenced and assigned in Kafka */
-    int paused; /* Kafka fetching paused: buffer full or cannot write */
+    int active;   /* fenced and assigned in Kafka */
+    int paused;   /* Kafka fetching paused: buffer full or cannot write */
+    int unassign; /* let go: still to be unassigned in Kafka (kafka_unassign_pending) */
     int64_t epoch;
     int64_t next_offset; /* the sink's next_offset after our last write */
     int64_t expect;      /* next offset we expect from Kafka */
@@ -63,8 +64,9 @@ typedef struct {
     /* The processor failed on this partition: nothing more is consumed or
      * written until the partition is released (see part_fail). */
     int failed;
-    int64_t first_ms; /* when the oldest buffered record arrived */
-    int64_t retry_at; /* after a failed write */
+    int64_t first_ms;  /* when the oldest buffered record arrived */
+    int64_t fenced_ms; /* when the fence returned; 0 once the first record came */
+    int64_t retry_at;  /* after a failed write */
     /* Acquired, not fenced yet: fence_pending runs after the membership's
      * poll and fences every such partition in one sink transaction. */
     int fence_pending;
@@ -147,19 +149,6 @@ static void metrics_owned(worker_t *w, int32_t p) {
     baton_metric_set(baton_metric_gauge(BATON_M_W_OWNED), owned);
 }
 
-static void kafka_assign(worker_t *w, int32_t p, int64_t offset, int add) {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = offset;
-    rd_kafka_error_t *e =
-        add ? rd_kafka_incremental_assign(w->rk, l) : rd_kafka_incremental_unassign(w->rk, l);
-    if (e) {
-        BLOG_ERROR("event=kafka_%s_failed partition=%d error=\"%s\"", add ? "assign" : "unassign",
-                   p, rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-    }
-    rd_kafka_topic_partition_list_destroy(l);
-}
-
 static void kafka_pause(worker_t *w, int32_t p, int pause) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, w->topic, p);
@@ -171,13 +160,41 @@ static void kafka_pause(worker_t *w, int32_t p, int pause) {
     w->parts[p].paused = pause;
 }
 
+/* Unassigns in Kafka, in one call, every partition let go since the last
+ * call. Runs before fence_pending, so a partition released and acquired
+ * again in one poll is unassigned before it is assigned again. */
+static void kafka_unassign_pending(worker_t *w) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    for (int32_t p = 0; p < w->nparts; p++) {
+        if (!w->parts[p].unassign)
+            continue;
+        w->parts[p].unassign = 0;
+        if (!l)
+            l = rd_kafka_topic_partition_list_new(4);
+        rd_kafka_topic_partition_list_add(l, w->topic, p);
+    }
+    if (!l)
+        return;
+    rd_kafka_error_t *e = rd_kafka_incremental_unassign(w->rk, l);
+    if (e) {
+        BLOG_ERROR("event=kafka_unassign_failed partitions=%d error=\"%s\"", l->cnt,
+                   rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 /* Drops partition p locally: no more fetching, buffered records discarded
  * (the next owner reads them again from the sink's next_offset). */
 static void part_deactivate(worker_t *w, int32_t p) {
     wpart_t *wp = &w->parts[p];
     if (!wp->active)
         return;
-    kafka_assign(w, p, 0, 0);
+    /* Unassigned in Kafka after the poll, with every other partition let go
+     * in it: each rd_kafka_incremental_unassign is a round trip to
+     * librdkafka's main thread, and the partitions we keep wait for them.
+     * Meanwhile part_append drops what still arrives (not active). */
+    wp->unassign = 1;
     batch_clear(wp);
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
@@ -189,48 +206,53 @@ static void part_deactivate(worker_t *w, int32_t p) {
 
 static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage, const char *error);
 
-/* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
- * (p was dropped), or a retriable error with the batch kept. */
-static int part_flush(worker_t *w, int32_t p) {
-    wpart_t *wp = &w->parts[p];
-    if (!wp->active || wp->nrecs == 0)
-        return BATON_OK;
-    if (!baton_membership_can_write(w->m))
-        return BATON_CONNECTION; /* suspended: the session may be gone */
-    /* One transaction holds at most --batch-size records, even when a slow
-     * or suspended sink let the buffer grow past it. */
-    size_t count =
-        wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
-    baton_sink_input_t *ins = xmalloc(sizeof(*ins) * count);
-    /* copy: each record is its own single output, pointing into the message. */
-    baton_sink_output_t *copies = w->copy ? xmalloc(sizeof(*copies) * count) : NULL;
-    for (size_t i = 0; i < count; i++) {
+/* One partition's batch on its way to the sink: inputs pointing into the
+ * buffered records (valid until the records are dropped). */
+typedef struct {
+    baton_sink_input_t *ins;
+    baton_sink_output_t *copies; /* copy: each record is its own single output */
+    size_t count;
+} wbatch_t;
+
+/* Takes the first records of p's buffer: one transaction holds at most
+ * --batch-size records, even when a slow or suspended sink let the buffer
+ * grow past it. */
+static void wbatch_take(const worker_t *w, const wpart_t *wp, wbatch_t *b) {
+    b->count = wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
+    b->ins = xmalloc(sizeof(*b->ins) * (b->count + 1));
+    b->copies = w->copy ? xmalloc(sizeof(*b->copies) * (b->count + 1)) : NULL;
+    for (size_t i = 0; i < b->count; i++) {
         const wrec_t *r = &wp->recs[i];
-        ins[i].offset = r->offset;
+        b->ins[i].offset = r->offset;
         if (w->copy) {
             const rd_kafka_message_t *msg = r->msg;
-            copies[i].key = msg->key;
-            copies[i].key_len = msg->key ? msg->key_len : 0;
-            copies[i].value = msg->payload;
-            copies[i].value_len = msg->payload ? msg->len : 0;
-            ins[i].outputs = &copies[i];
-            ins[i].noutputs = 1;
+            b->copies[i].key = msg->key;
+            b->copies[i].key_len = msg->key ? msg->key_len : 0;
+            b->copies[i].value = msg->payload;
+            b->copies[i].value_len = msg->payload ? msg->len : 0;
+            b->ins[i].outputs = &b->copies[i];
+            b->ins[i].noutputs = 1;
         } else {
-            ins[i].outputs = r->out.outputs;
-            ins[i].noutputs = r->out.n;
+            b->ins[i].outputs = r->out.outputs;
+            b->ins[i].noutputs = r->out.n;
         }
     }
-    BATON_FAILPOINT("worker.before_sink_write");
-    int64_t next = 0;
-    size_t applied = 0;
-    int64_t t0 = mono_us();
-    int err = baton_sink_write_outputs(w->sink, p, wp->epoch, ins, count, &next, &applied);
-    free(copies);
-    free(ins);
+}
+
+static void wbatch_free(wbatch_t *b) {
+    free(b->copies);
+    free(b->ins);
+}
+
+/* The sink's answer for p's batch of count records (err: the batch's own
+ * result, or the call's error), us the call's duration. Returns err as
+ * part_flush does. */
+static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_t next,
+                           size_t applied, int64_t us) {
+    wpart_t *wp = &w->parts[p];
     if (err == BATON_OK) {
         baton_metric_inc(baton_metric_counter(BATON_M_W_BATCHES));
-        baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS),
-                             (double)(mono_us() - t0) / 1e6);
+        baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS), (double)us / 1e6);
         baton_metric_add(baton_metric_counter(BATON_M_W_RECORDS), (double)applied);
         BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu next_offset=%lld",
                    p, (long long)wp->epoch, count, applied, (long long)next);
@@ -260,6 +282,59 @@ static int part_flush(worker_t *w, int32_t p) {
               baton_err_name(err), baton_sink_errstr(w->sink));
     wp->retry_at = baton_now_ms() + 200;
     return err;
+}
+
+/* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
+ * (p was dropped), or a retriable error with the batch kept. */
+static int part_flush(worker_t *w, int32_t p) {
+    wpart_t *wp = &w->parts[p];
+    if (!wp->active || wp->nrecs == 0)
+        return BATON_OK;
+    if (!baton_membership_can_write(w->m))
+        return BATON_CONNECTION; /* suspended: the session may be gone */
+    wbatch_t b;
+    wbatch_take(w, wp, &b);
+    BATON_FAILPOINT("worker.before_sink_write");
+    int64_t next = 0;
+    size_t applied = 0;
+    int64_t t0 = mono_us();
+    int err = baton_sink_write_outputs(w->sink, p, wp->epoch, b.ins, b.count, &next, &applied);
+    wbatch_free(&b);
+    return part_flush_done(w, p, b.count, err, next, applied, mono_us() - t0);
+}
+
+/* Writes the batches of partitions parts[0..n) (ascending) in one sink
+ * transaction (baton_sink_write_many: one commit, one fsync, instead of
+ * one per partition). */
+static void parts_flush(worker_t *w, const int32_t *parts, size_t n) {
+    if (n == 1) {
+        part_flush(w, parts[0]);
+        return;
+    }
+    if (!baton_membership_can_write(w->m))
+        return; /* suspended: the session may be gone */
+    wbatch_t *wb = xcalloc(n, sizeof(*wb));
+    baton_sink_batch_t *sb = xcalloc(n, sizeof(*sb));
+    for (size_t i = 0; i < n; i++) {
+        wpart_t *wp = &w->parts[parts[i]];
+        wbatch_take(w, wp, &wb[i]);
+        sb[i] = (baton_sink_batch_t){
+            .partition = parts[i], .epoch = wp->epoch, .inputs = wb[i].ins, .ninputs = wb[i].count};
+    }
+    /* One hit per partition's batch, as when each was its own write (so
+     * "=N:stop" still stops before the (N+1)th batch, with it in hand). */
+    for (size_t i = 0; i < n; i++)
+        BATON_FAILPOINT("worker.before_sink_write");
+    int64_t t0 = mono_us();
+    int err = baton_sink_write_many(w->sink, sb, n);
+    int64_t us = mono_us() - t0;
+    for (size_t i = 0; i < n; i++) {
+        wbatch_free(&wb[i]);
+        part_flush_done(w, parts[i], wb[i].count, err == BATON_OK ? sb[i].result : err,
+                        sb[i].next_offset, sb[i].applied, us);
+    }
+    free(sb);
+    free(wb);
 }
 
 /* on_acquired only notes the epoch: the fence itself runs in
@@ -294,6 +369,7 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
     wp->epoch = epoch;
     wp->next_offset = next;
     wp->expect = next;
+    wp->fenced_ms = baton_now_ms();
     wp->failed = 0;
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
@@ -487,6 +563,12 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
         return;
     }
     wpart_t *wp = &w->parts[p];
+    if (wp->fenced_ms) {
+        /* The handoff's last leg: Kafka's first fetch for the partition. */
+        BLOG_DEBUG("event=first_record partition=%d offset=%lld since_fence_ms=%lld", p,
+                   (long long)msg->offset, (long long)(baton_now_ms() - wp->fenced_ms));
+        wp->fenced_ms = 0;
+    }
     if (msg->offset > wp->expect)
         BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p, (long long)wp->expect,
                    (long long)msg->offset);
@@ -660,7 +742,8 @@ static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char 
  * when the new owner's first write lands, without waiting a linger). */
 static void flush_due(worker_t *w, int force) {
     int64_t now = baton_now_ms();
-    size_t buffered = 0;
+    size_t buffered = 0, ndue = 0;
+    int32_t *due = xmalloc(sizeof(int32_t) * ((size_t)w->nparts + 1));
     for (int32_t p = 0; p < w->nparts; p++) {
         wpart_t *wp = &w->parts[p];
         buffered += wp->nrecs; /* before this flush: good enough for a gauge */
@@ -668,7 +751,14 @@ static void flush_due(worker_t *w, int force) {
             continue;
         if (force || wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size ||
             now - wp->first_ms >= w->conf->linger_ms)
-            part_flush(w, p);
+            due[ndue++] = p;
+    }
+    /* Every partition that is due, in one transaction. */
+    if (ndue)
+        parts_flush(w, due, ndue);
+    free(due);
+    for (int32_t p = 0; p < w->nparts; p++) {
+        wpart_t *wp = &w->parts[p];
         /* Back-pressure: stop fetching while the buffer is full (a slow or
          * suspended sink); resume once it drains. */
         if (wp->failed)
@@ -805,6 +895,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             goto out;
         }
         ensure_parts(&w);
+        kafka_unassign_pending(&w);
         fence_pending(&w);
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
         int more = 0;
