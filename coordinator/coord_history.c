@@ -86,6 +86,8 @@ void coord_history_add(coord_history_t *h, int32_t p, const char *key, const cha
 }
 
 void coord_history_merge(coord_history_t *into, coord_history_t *from) {
+    if (from->nadd == 0)
+        return; /* from->add may be NULL: memcpy must not see it */
     add_reserve(into, from->nadd);
     memcpy(into->add + into->nadd, from->add, sizeof(*from->add) * from->nadd);
     into->nadd += from->nadd;
