@@ -691,17 +691,20 @@ static int pg_insert_outputs(baton_sink_t *sink, int32_t partition, const char *
     return err;
 }
 
-static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
-                    size_t *applied) {
+/* One batch's steps inside an open transaction: lock and read the fence
+ * row, apply the write rule, insert the outputs not yet applied, move
+ * next_offset conditionally. Returns BATON_OK (*next_offset, *applied
+ * set), BATON_STALE or BATON_UNFENCED (nothing written; *found and *stored
+ * say why), or an error (the connection's transaction is then failed or
+ * rolled back by pg_fail). */
+static int pg_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                         const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                         size_t *applied, int *found, int64_t *stored) {
     char part_s[24], epoch_s[24], old_s[24], next_s[24];
     snprintf(part_s, sizeof(part_s), "%d", (int)partition);
     snprintf(epoch_s, sizeof(epoch_s), "%" PRId64, epoch);
     const char *params[] = {sink->group, part_s, epoch_s, old_s, next_s};
-
-    int err = pg_begin(sink, "begin write", partition);
-    if (err)
-        return err;
+    int err;
     /* Lock the fence row: a concurrent fence by a new owner waits until this
      * transaction ends, or this one sees its higher epoch. */
     PGresult *res = pg_run(sink,
@@ -710,21 +713,17 @@ static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                            2, params, PGRES_TUPLES_OK, "read fence", partition, &err);
     if (!res)
         return err;
-    int found = PQntuples(res) == 1;
-    int64_t stored = 0, floor = 0;
-    if (found && pg_get_i64(res, 0, 0, &stored))
+    *found = PQntuples(res) == 1;
+    int64_t floor = 0;
+    *stored = 0;
+    if (*found && pg_get_i64(res, 0, 0, stored))
         return pg_corrupt(sink, res, partition, "epoch");
-    if (found && pg_get_i64(res, 0, 1, &floor))
+    if (*found && pg_get_i64(res, 0, 1, &floor))
         return pg_corrupt(sink, res, partition, "next_offset");
     PQclear(res);
-
-    err = found ? baton_sink__write_rule(stored, epoch) : BATON_UNFENCED;
-    if (err == BATON_STALE)
-        return pg_reject(sink, "write", partition, epoch, params);
-    if (err == BATON_UNFENCED) {
-        pg_rollback(sink->be);
-        return baton_sink__unfenced(sink, partition, epoch, found, stored);
-    }
+    err = *found ? baton_sink__write_rule(*stored, epoch) : BATON_UNFENCED;
+    if (err)
+        return err;
 
     const int64_t old = floor;
     snprintf(old_s, sizeof(old_s), "%" PRId64, old);
@@ -752,6 +751,33 @@ static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                                       sink->uri, sink->group, (int)partition);
         }
     }
+    *next_offset = floor;
+    *applied = n;
+    return BATON_OK;
+}
+
+static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                    size_t *applied) {
+    int err = pg_begin(sink, "begin write", partition);
+    if (err)
+        return err;
+    int found = 0;
+    int64_t stored = 0, floor = 0;
+    size_t n = 0;
+    err = pg_write_body(sink, partition, epoch, inputs, ninputs, &floor, &n, &found, &stored);
+    if (err == BATON_STALE) {
+        char part_s[24];
+        snprintf(part_s, sizeof(part_s), "%d", (int)partition);
+        const char *params[] = {sink->group, part_s};
+        return pg_reject(sink, "write", partition, epoch, params);
+    }
+    if (err == BATON_UNFENCED) {
+        pg_rollback(sink->be);
+        return baton_sink__unfenced(sink, partition, epoch, found, stored);
+    }
+    if (err)
+        return err;
     err = pg_commit(sink, "commit write", partition);
     if (err)
         return err;
@@ -759,6 +785,58 @@ static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
         *next_offset = floor;
     if (applied)
         *applied = n;
+    return BATON_OK;
+}
+
+/* write_many: pg_write's steps for every batch in one transaction, one
+ * commit. Batches come in ascending partition order, so the row locks are
+ * taken in that order and two workers' overlapping calls cannot deadlock.
+ * A stale batch is counted in rejected in the same transaction; an
+ * unfenced one writes nothing; neither stops the others. A lost COMMIT
+ * reply is BATON_CONNECTION like a single write's: the retry skips what
+ * committed. */
+static int pg_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n) {
+    int err = pg_begin(sink, "begin write", batches[0].partition);
+    if (err)
+        return err;
+    for (size_t i = 0; i < n; i++) {
+        baton_sink_batch_t *b = &batches[i];
+        int found = 0;
+        int64_t stored = 0;
+        err = pg_write_body(sink, b->partition, b->epoch, b->inputs, b->ninputs, &b->next_offset,
+                            &b->applied, &found, &stored);
+        if (err == BATON_STALE) {
+            char part_s[24];
+            snprintf(part_s, sizeof(part_s), "%d", (int)b->partition);
+            const char *const params[] = {sink->group, part_s};
+            PGresult *res =
+                pg_run(sink,
+                       "UPDATE baton_fence SET rejected = rejected + 1 "
+                       "WHERE grp = $1 AND partition = $2",
+                       2, params, PGRES_COMMAND_OK, "count rejection", b->partition, &err);
+            if (!res)
+                return err;
+            PQclear(res);
+            BLOG_WARN("event=sink_stale op=write uri=%s group=%s partition=%d epoch=%lld "
+                      "stored_epoch=%lld",
+                      sink->uri, sink->group, (int)b->partition, (long long)b->epoch,
+                      (long long)stored);
+            err = BATON_STALE;
+        } else if (err == BATON_UNFENCED) {
+            baton_sink__unfenced(sink, b->partition, b->epoch, found, stored);
+        } else if (err) {
+            pg_rollback(sink->be); /* nothing of any batch applied */
+            return err;
+        }
+        b->result = err;
+    }
+    err = pg_commit(sink, "commit write", batches[0].partition);
+    if (err) {
+        for (size_t i = 0; i < n; i++)
+            batches[i].applied = 0;
+        return err;
+    }
+    sink->errstr[0] = '\0';
     return BATON_OK;
 }
 
@@ -1067,4 +1145,5 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .set_busy_timeout = pg_set_busy_timeout,
     .redact = baton_sink__pg_redact,
     .fence_many = pg_fence_many,
+    .write_many = pg_write_many,
 };

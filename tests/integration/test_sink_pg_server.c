@@ -338,6 +338,49 @@ static void test_stale_write_rejected_whole(void **state) {
     baton_sink_destroy(s);
 }
 
+/* write_many: one transaction over several partitions; a stale one (a
+ * newer owner fenced it) is counted and refused, an unfenced one refused,
+ * the others applied; a second call applies nothing twice. */
+static void test_write_many(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    fence_ok(s, 0, 5);
+    fence_ok(s, 1, 5);
+    fence_ok(s, 2, 5);
+    fence_ok(s, 1, 9); /* the newer owner of partition 1 */
+    baton_sink_output_t outs[3] = {{.value = "a", .value_len = 1},
+                                   {.value = "b", .value_len = 1},
+                                   {.value = "c", .value_len = 1}};
+    baton_sink_input_t ins[3] = {{0, &outs[0], 1}, {1, &outs[1], 1}, {2, &outs[2], 1}};
+    baton_sink_batch_t b[4] = {
+        {.partition = 0, .epoch = 5, .inputs = ins, .ninputs = 3},
+        {.partition = 1, .epoch = 5, .inputs = ins, .ninputs = 3},
+        {.partition = 2, .epoch = 5, .inputs = ins, .ninputs = 2},
+        {.partition = 3, .epoch = 5, .inputs = ins, .ninputs = 1},
+    };
+    assert_int_equal(baton_sink_write_many(s, b, 4), BATON_OK);
+    assert_int_equal(b[0].result, BATON_OK);
+    assert_int_equal(b[0].applied, 3);
+    assert_int_equal(b[0].next_offset, 3);
+    assert_int_equal(b[1].result, BATON_STALE);
+    assert_int_equal(b[2].result, BATON_OK);
+    assert_int_equal(b[2].next_offset, 2);
+    assert_int_equal(b[3].result, BATON_UNFENCED);
+    assert_no_transaction_left();
+    assert_int_equal(raw_outputs(group, 0), 3);
+    assert_int_equal(raw_outputs(group, 1), 0);
+    assert_int_equal(raw_outputs(group, 2), 2);
+    baton_fence_row_t r = fence_row(s, 1);
+    assert_int_equal(r.rejected, 1);
+    assert_int_equal(r.epoch, 9);
+    assert_int_equal(baton_sink_write_many(s, b, 3), BATON_OK); /* a retry */
+    assert_int_equal(b[0].applied, 0);
+    assert_int_equal(b[2].applied, 0);
+    assert_int_equal(raw_outputs(group, 0), 3);
+    assert_int_equal(fence_row(s, 1).rejected, 2);
+    baton_sink_destroy(s);
+}
+
 static void test_new_owner_resumes(void **state) {
     (void)state;
     baton_sink_t *old = sink_open();
@@ -998,6 +1041,7 @@ int main(void) {
     baton_sink_destroy(s);
     const struct CMUnitTest tests[] = {
         T(test_fence_new_partition),
+        T(test_write_many),
         T(test_fence_epochs),
         T(test_write_requires_fence),
         T(test_write_applies),
