@@ -103,12 +103,9 @@ int bench_out_take(bench_out_t *o, int32_t p, int64_t owner, int64_t *next) {
     return 0;
 }
 
-int bench_out_write(bench_out_t *o, int32_t p, int64_t owner, rd_kafka_message_t *const *msgs,
-                    size_t n) {
-    if (n == 0)
-        return 0;
-    if (run(o->begin))
-        return fail(o, "begin write"), -1;
+/* Inserts msgs and stores next_offset, inside an open transaction. */
+static int write_rows(bench_out_t *o, int32_t p, int64_t owner, rd_kafka_message_t *const *msgs,
+                      size_t n) {
     sqlite3_bind_int(o->ins, 2, p);
     sqlite3_bind_int64(o->ins, 4, owner);
     for (size_t i = 0; i < n; i++) {
@@ -129,7 +126,20 @@ int bench_out_write(bench_out_t *o, int32_t p, int64_t owner, rd_kafka_message_t
     sqlite3_bind_null(o->ins, 6);
     sqlite3_bind_int(o->next, 2, p);
     sqlite3_bind_int64(o->next, 3, msgs[n - 1]->offset + 1);
-    if (run(o->next) || run(o->commit))
+    if (run(o->next))
+        return fail(o, "store next_offset"), -1;
+    return 0;
+}
+
+int bench_out_write(bench_out_t *o, int32_t p, int64_t owner, rd_kafka_message_t *const *msgs,
+                    size_t n) {
+    if (n == 0)
+        return 0;
+    if (run(o->begin))
+        return fail(o, "begin write"), -1;
+    if (write_rows(o, p, owner, msgs, n))
+        return -1;
+    if (run(o->commit))
         return fail(o, "commit write"), -1;
     return 0;
 }
@@ -190,27 +200,49 @@ void bench_batcher_add(bench_batcher_t *b, rd_kafka_message_t *m) {
         bp->first_ms = baton_now_ms();
 }
 
+/* Forgets p's written batch. */
+static void batch_done(bench_batcher_t *b, bench_part_t *bp) {
+    b->written += (int64_t)bp->n;
+    for (size_t i = 0; i < bp->n; i++)
+        rd_kafka_message_destroy(bp->msgs[i]);
+    bp->n = 0;
+    bp->first_ms = 0;
+}
+
 int bench_batcher_flush(bench_batcher_t *b, bench_out_t *o, int32_t p, int64_t owner) {
     bench_part_t *bp = &b->parts[p];
     if (!bp->active || bp->n == 0)
         return 0;
     int rc = bench_out_write(o, p, owner, bp->msgs, bp->n);
-    if (rc == 0) {
-        b->written += (int64_t)bp->n;
-        for (size_t i = 0; i < bp->n; i++)
-            rd_kafka_message_destroy(bp->msgs[i]);
-        bp->n = 0;
-        bp->first_ms = 0;
-    }
+    if (rc == 0)
+        batch_done(b, bp);
     return rc;
 }
 
 void bench_batcher_flush_due(bench_batcher_t *b, bench_out_t *o, int64_t owner, int force) {
+    /* Every due partition in one transaction, as baton-worker writes them
+     * (baton_sink_write_many): the same batching for both. */
     int64_t now = baton_now_ms();
+    int32_t *due = xmalloc(sizeof(int32_t) * ((size_t)b->nparts + 1));
+    size_t ndue = 0;
     for (int32_t p = 0; p < b->nparts; p++) {
         bench_part_t *bp = &b->parts[p];
-        if (bp->n &&
+        if (bp->active && bp->n &&
             (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms))
-            bench_batcher_flush(b, o, p, owner);
+            due[ndue++] = p;
     }
+    int ok = ndue > 0 && run(o->begin) == 0;
+    if (ndue > 0 && !ok)
+        fail(o, "begin write");
+    for (size_t i = 0; ok && i < ndue; i++) {
+        bench_part_t *bp = &b->parts[due[i]];
+        ok = write_rows(o, due[i], owner, bp->msgs, bp->n) == 0;
+    }
+    if (ok && run(o->commit)) {
+        fail(o, "commit write");
+        ok = 0;
+    }
+    for (size_t i = 0; ok && i < ndue; i++)
+        batch_done(b, &b->parts[due[i]]);
+    free(due);
 }

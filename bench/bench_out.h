@@ -1,8 +1,8 @@
 /* bench_out.h: the comparators' sink. It writes the same SQLite schema as
  * baton's sink (baton_output, baton_fence) with the same pragmas (WAL,
- * synchronous=FULL) and the same one-transaction-per-batch shape, but with
- * no fence check: what a plain librdkafka consumer storing its progress
- * with its output would do. Only the benchmarks use it.
+ * synchronous=FULL) and the same transactions (every due partition's batch
+ * in one, as baton-worker writes them), but with no fence check: what a plain librdkafka consumer
+ * storing its progress with its output would do. Only the benchmarks use it.
  *
  * Threading: one bench_out_t per thread. */
 #ifndef BATON_BENCH_OUT_H
@@ -59,7 +59,8 @@ void bench_batcher_drop(bench_batcher_t *b, int32_t p);
 void bench_batcher_add(bench_batcher_t *b, rd_kafka_message_t *m);
 /* Writes p's batch now; 0 on success (or nothing to write). */
 int bench_batcher_flush(bench_batcher_t *b, bench_out_t *o, int32_t p, int64_t owner);
-/* Writes every batch that is full or old (all of them with force). */
+/* Writes every batch that is full or old (all of them with force), in one
+ * transaction, as baton-worker does. */
 void bench_batcher_flush_due(bench_batcher_t *b, bench_out_t *o, int64_t owner, int force);
 
 #endif

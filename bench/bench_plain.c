@@ -1,8 +1,8 @@
 /* bench_plain.c: baton-bench-plain, the throughput benchmark's baseline: a
  * plain librdkafka consumer (manual assign of every partition, no group, no
  * ZooKeeper) that writes what it consumes to the same SQLite schema, batched
- * like baton-worker (--batch-size, --linger-ms), one transaction per batch,
- * but without a fence check. It exits once --count records are written.
+ * like baton-worker (--batch-size, --linger-ms; every due partition's batch
+ * in one transaction), but without a fence check. It exits once --count records are written.
  *
  * --micro instead times the sinks alone, without Kafka: N batches through
  * baton's fenced sink (baton_sink_write: BEGIN, read the fence row, insert,
