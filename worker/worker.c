@@ -450,6 +450,8 @@ static void fence_pending(worker_t *w) {
     free(parts);
 }
 
+static void flush_due(worker_t *w, int force);
+
 static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t reason) {
     worker_t *w = opaque;
     if (r->kind != BATON_RESOURCE_PARTITION)
@@ -459,6 +461,8 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
         w->parts[p].fence_pending = 0; /* acquired and let go before its fence */
     if (p >= w->nparts || !w->parts[p].active)
         return;
+    if (reason == BATON_RELEASE_LEAVE)
+        flush_due(w, 1); /* a leave releases them all: write every batch in one transaction */
     if (reason != BATON_RELEASE_LOST) {
         /* Hand over cleanly: what we read is written before the claim goes,
          * so the next owner starts exactly where we stopped. A failure here
