@@ -126,6 +126,20 @@ void ctl_bad_option(int argc, char **argv) {
     baton_usage_error(CTL_PROG, "unknown option '%s'", word);
 }
 
+int ctl_config_read(baton_zk_t *zk, const char *group, const char *base, baton_config_t *cfg,
+                    char *errstr, size_t errstr_size) {
+    char why[512];
+    int err = baton_group_config_read(zk, base, 0, cfg, why, sizeof(why));
+    if (err == BATON_NOTFOUND)
+        return baton_seterr(errstr, errstr_size, err,
+                            "group %s is not initialised: '%s/config' does not exist (run '%s "
+                            "init')",
+                            group, base, CTL_PROG);
+    if (err != BATON_OK)
+        return baton_seterr(errstr, errstr_size, err, "cannot read the group config: %s", why);
+    return BATON_OK;
+}
+
 baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
     baton_zk_t *zk = NULL;
     char errstr[512];

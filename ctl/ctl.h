@@ -8,6 +8,7 @@
 #ifndef CTL_H
 #define CTL_H
 
+#include "baton_codec.h"
 #include "baton_zk.h"
 
 #include <getopt.h>
@@ -65,6 +66,13 @@ void ctl_bad_option(int argc, char **argv) __attribute__((noreturn));
 /* Connects within ctx->timeout_ms. On failure prints the reason and returns
  * NULL. The caller destroys the handle with baton_zk_destroy. */
 baton_zk_t *ctl_connect(const ctl_ctx_t *ctx);
+
+/* Reads the group's config at base. On failure writes the message every
+ * command gives into errstr ("group G is not initialised: 'BASE/config'
+ * does not exist (run 'batonctl init')", or "cannot read the group config:
+ * ...") and returns the error. */
+int ctl_config_read(baton_zk_t *zk, const char *group, const char *base, baton_config_t *cfg,
+                    char *errstr, size_t errstr_size);
 
 /* Prints "batonctl: warning: PATH: PROBLEM" on stderr. */
 void ctl_warn(const char *path, const char *problem);

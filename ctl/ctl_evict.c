@@ -232,14 +232,9 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     json_t *out = NULL;
 
     baton_config_t cfg;
-    int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
-    if (err == BATON_NOTFOUND) {
-        fprintf(stderr, "%s: group %s is not initialised: '%s/config' does not exist\n", CTL_PROG,
-                ctx->group, base);
-        goto out;
-    }
+    int err = ctl_config_read(zk, ctx->group, base, &cfg, errstr, sizeof(errstr));
     if (err != BATON_OK) {
-        fprintf(stderr, "%s: cannot read the group config: %s\n", CTL_PROG, errstr);
+        fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
         goto out;
     }
     struct Stat mst;

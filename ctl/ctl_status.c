@@ -582,18 +582,9 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     int32_t P = 0;
 
     baton_config_t cfg;
-    char why[512];
-    int err = baton_group_config_read(zk, base, 0, &cfg, why, sizeof(why));
-    if (err == BATON_NOTFOUND) {
-        baton_seterr(errstr, errstr_size, err,
-                     "group %s is not initialised: '%s/config' does not exist (run '%s init')",
-                     group, base, CTL_PROG);
+    int err = ctl_config_read(zk, group, base, &cfg, errstr, errstr_size);
+    if (err != BATON_OK)
         goto out;
-    }
-    if (err != BATON_OK) {
-        baton_seterr(errstr, errstr_size, err, "cannot read the group config: %s", why);
-        goto out;
-    }
     baton_strategy_t strategy;
     if (baton_strategy_parse(cfg.strategy, &strategy) != 0) {
         char *path = xasprintf("%s/config", base);

@@ -257,10 +257,9 @@ int ctl_cmd_watch(ctl_ctx_t *ctx, int argc, char **argv) {
     if (!zk)
         goto out;
     baton_config_t cfg;
-    int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
+    int err = ctl_config_read(zk, ctx->group, base, &cfg, errstr, sizeof(errstr));
     if (err != BATON_OK) {
-        fprintf(stderr, "%s: %s\n", CTL_PROG,
-                err == BATON_NOTFOUND ? "group is not initialised (run 'batonctl init')" : errstr);
+        fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
         goto out;
     }
     int32_t P = cfg.partitions;
