@@ -74,7 +74,7 @@ static int create_partition_batch(baton_zk_t *zk, const char *base, int32_t from
         zoo_create_op_init(&ops[i], paths[i], NULL, -1, baton_zk_acl(), 0, NULL, 0);
         zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, baton_zk_acl(), 0, NULL, 0);
     }
-    int rc = zoo_multi(baton_zk_handle(zk), count, ops, results);
+    int rc = baton_zk_multi(zk, count, ops, results);
     for (int i = 0; i < count; i++)
         free(paths[i]);
     free(paths);
@@ -262,7 +262,7 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
         zoo_op_result_t res[2];
         zoo_create_op_init(&ops[0], key, NULL, -1, baton_zk_acl(), 0, NULL, 0);
         zoo_create_op_init(&ops[1], claims, NULL, -1, baton_zk_acl(), 0, NULL, 0);
-        int rc = zoo_multi(baton_zk_handle(zk), 2, ops, res);
+        int rc = baton_zk_multi(zk, 2, ops, res);
         free(key);
         free(claims);
         if (rc == ZOK) {
@@ -318,7 +318,7 @@ static int key_remove_once(baton_zk_t *zk, const char *base, const char *name) {
         zoo_op_result_t *res = xcalloc(np, sizeof(zoo_op_result_t));
         for (size_t k = 0; k < np; k++)
             zoo_delete_op_init(&ops[k], paths[k], -1);
-        int rc = zoo_multi(baton_zk_handle(zk), (int)np, ops, res);
+        int rc = baton_zk_multi(zk, (int)np, ops, res);
         free(ops);
         free(res);
         /* A claim or run created meanwhile: not empty; the caller retries. */

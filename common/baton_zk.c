@@ -214,6 +214,12 @@ int baton_zk_connected(const baton_zk_t *zk) {
     return c;
 }
 
+int baton_zk_multi(baton_zk_t *zk, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
+    if (zoo_state(zk->zh) < 0) /* the client's is_unrecoverable() */
+        return ZINVALIDSTATE;
+    return zoo_multi(zk->zh, count, ops, results);
+}
+
 int baton_zk_expired(const baton_zk_t *zk) {
     baton_zk_t *m = (baton_zk_t *)zk;
     pthread_mutex_lock(&m->lock);

@@ -70,6 +70,15 @@ int baton_zk_get(baton_zk_t *zk, const char *path, int watch, char **data, size_
  * free with baton_zk_strings_free. */
 int baton_zk_children(baton_zk_t *zk, const char *path, int watch, char ***names, size_t *count);
 void baton_zk_strings_free(char **names, size_t count);
+
+/* zoo_multi, except on a handle whose session is gone (expired, auth
+ * failed): then ZINVALIDSTATE without calling it. The 3.8 C client's
+ * zoo_amulti frees an uninitialised pointer when an op after the first
+ * fails its path check, which an unrecoverable handle makes every op do
+ * (seen as a bad free under AddressSanitizer in a coordinator resumed past
+ * its session). The state can still turn between this check and the call;
+ * the window is a few instructions wide. Returns a ZooKeeper code. */
+int baton_zk_multi(baton_zk_t *zk, int count, const zoo_op_t *ops, zoo_op_result_t *results);
 /* Exists with an optional watch (left even if the node does not exist). */
 int baton_zk_exists(baton_zk_t *zk, const char *path, int watch, struct Stat *stat);
 /* Creates a node; with a sequential mode the created path is copied into

@@ -702,7 +702,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
             else
                 zoo_delete_op_init(op, o->path, -1);
         }
-        int rc = zoo_multi(baton_zk_handle(c->zk), (int)nops, ops, results);
+        int rc = baton_zk_multi(c->zk, (int)nops, ops, results);
         if (rc != ZOK) {
             if (results[0].err == ZNONODE || results[1].err == ZBADVERSION ||
                 results[1].err == ZNONODE) {

@@ -154,7 +154,7 @@ static int multi_delete(baton_zk_t *zk, char **paths, const int *versions, size_
     zoo_op_result_t *res = xcalloc(n ? n : 1, sizeof(*res));
     for (size_t i = 0; i < n; i++)
         zoo_delete_op_init(&ops[i], paths[i], versions[i]);
-    int rc = zoo_multi(baton_zk_handle(zk), (int)n, ops, res);
+    int rc = baton_zk_multi(zk, (int)n, ops, res);
     *failed = n;
     for (size_t i = 0; rc != ZOK && i < n; i++)
         if (res[i].err != ZOK && res[i].err != ZRUNTIMEINCONSISTENCY) {

@@ -171,7 +171,7 @@ int run_zk_run_record(run_zk_t *rz, const char *claim_path, int64_t epoch, int e
         zoo_check_op_init(&ops[0], claim_path, -1);
         zoo_create_op_init(&ops[1], rz->run_path, data, (int)strlen(data), baton_zk_acl(), 0, NULL,
                            0);
-        int rc = zoo_multi(baton_zk_handle(rz->zk), 2, ops, res);
+        int rc = baton_zk_multi(rz->zk, 2, ops, res);
         if (rc == ZOK) {
             err = BATON_OK;
             break;

@@ -899,7 +899,7 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
         zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(),
                            ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
     }
-    int rc = zoo_multi(baton_zk_handle(m->zk), n, ops, res);
+    int rc = baton_zk_multi(m->zk, n, ops, res);
     int err = baton_zk_err(rc);
     int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {
@@ -1428,7 +1428,7 @@ static void claims_delete_all(baton_membership_t *m) {
             free(dir);
             zoo_delete_op_init(&ops[i], paths[i], -1);
         }
-        int rc = n > 1 ? zoo_multi(baton_zk_handle(m->zk), n, ops, res) : ZAPIERROR;
+        int rc = n > 1 ? baton_zk_multi(m->zk, n, ops, res) : ZAPIERROR;
         for (int32_t i = 0; i < n; i++) {
             mpart_t *mp = res_st(m, rids[i]);
             if (rc == ZOK) {
