@@ -429,27 +429,51 @@ static int pg_corrupt(baton_sink_t *sink, PGresult *res, int32_t partition, cons
                               sink->uri, sink->group, (int)partition, column);
 }
 
-/* Counts a rejected fence or write in the caller's transaction and commits,
- * so operators see zombies in baton_fence.rejected. Returns STALE unless
- * that failed. */
-static int pg_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
-                     const char *const *params) {
+/* The stored epoch is not known yet: pg_count_stale reads it back. */
+#define PG_EPOCH_UNREAD (-1)
+
+/* Counts a rejected fence or write of partition in baton_fence.rejected,
+ * inside the caller's open transaction, so operators see zombies there, and
+ * logs it. *stored is the epoch that owns the partition: the caller passes
+ * the one it read under the row lock (a write's SELECT ... FOR UPDATE), or
+ * PG_EPOCH_UNREAD when it has none (a refused fence's INSERT ... ON CONFLICT
+ * returns no row) and the count's UPDATE then returns it. Returns BATON_OK,
+ * or an error with the transaction rolled back. */
+static int pg_count_stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                          int64_t *stored) {
+    char part_s[24];
+    snprintf(part_s, sizeof(part_s), "%d", (int)partition);
+    const char *const params[] = {sink->group, part_s};
+    int unread = *stored == PG_EPOCH_UNREAD;
     int err;
     PGresult *res = pg_run(sink,
-                           "UPDATE baton_fence SET rejected = rejected + 1 "
-                           "WHERE grp = $1 AND partition = $2 RETURNING epoch",
-                           2, params, PGRES_TUPLES_OK, "count rejection", partition, &err);
+                           unread ? "UPDATE baton_fence SET rejected = rejected + 1 "
+                                    "WHERE grp = $1 AND partition = $2 RETURNING epoch"
+                                  : "UPDATE baton_fence SET rejected = rejected + 1 "
+                                    "WHERE grp = $1 AND partition = $2",
+                           2, params, unread ? PGRES_TUPLES_OK : PGRES_COMMAND_OK,
+                           "count rejection", partition, &err);
     if (!res)
         return err;
-    int64_t stored = 0;
-    if (PQntuples(res) != 1 || pg_get_i64(res, 0, 0, &stored))
+    if (unread && (PQntuples(res) != 1 || pg_get_i64(res, 0, 0, stored)))
         return pg_corrupt(sink, res, partition, "epoch");
     PQclear(res);
+    BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
+              op, sink->uri, sink->group, (int)partition, (long long)epoch, (long long)*stored);
+    return BATON_OK;
+}
+
+/* Counts a rejected fence or write (pg_count_stale) and commits, so
+ * operators see zombies in baton_fence.rejected. Returns STALE unless that
+ * failed. */
+static int pg_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                     int64_t stored) {
+    int err = pg_count_stale(sink, op, partition, epoch, &stored);
+    if (err)
+        return err;
     err = pg_commit(sink, "commit rejection", partition);
     if (err)
         return err;
-    BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
-              op, sink->uri, sink->group, (int)partition, (long long)epoch, (long long)stored);
     return baton_sink__seterr(sink, BATON_STALE,
                               "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
                               "epoch %lld owns it",
@@ -480,7 +504,7 @@ static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_
         return err;
     if (PQntuples(res) == 0) {
         PQclear(res);
-        return pg_reject(sink, "fence", partition, epoch, params);
+        return pg_reject(sink, "fence", partition, epoch, PG_EPOCH_UNREAD);
     }
     int64_t next = 0;
     if (pg_get_i64(res, 0, 0, &next))
@@ -522,20 +546,9 @@ static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
         results[i] = BATON_OK;
         if (PQntuples(res) == 0) {
             PQclear(res);
-            res = pg_run(sink,
-                         "UPDATE baton_fence SET rejected = rejected + 1 "
-                         "WHERE grp = $1 AND partition = $2 RETURNING epoch",
-                         2, params, PGRES_TUPLES_OK, "count rejection", partitions[i], &err);
-            if (!res)
+            int64_t stored = PG_EPOCH_UNREAD;
+            if ((err = pg_count_stale(sink, "fence", partitions[i], epochs[i], &stored)))
                 return err;
-            int64_t stored = 0;
-            if (PQntuples(res) != 1 || pg_get_i64(res, 0, 0, &stored))
-                return pg_corrupt(sink, res, partitions[i], "epoch");
-            PQclear(res);
-            BLOG_WARN("event=sink_stale op=fence uri=%s group=%s partition=%d epoch=%lld "
-                      "stored_epoch=%lld",
-                      sink->uri, sink->group, (int)partitions[i], (long long)epochs[i],
-                      (long long)stored);
             results[i] = BATON_STALE;
             stale++;
             continue;
@@ -766,12 +779,8 @@ static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
     int64_t stored = 0, floor = 0;
     size_t n = 0;
     err = pg_write_body(sink, partition, epoch, inputs, ninputs, &floor, &n, &found, &stored);
-    if (err == BATON_STALE) {
-        char part_s[24];
-        snprintf(part_s, sizeof(part_s), "%d", (int)partition);
-        const char *params[] = {sink->group, part_s};
-        return pg_reject(sink, "write", partition, epoch, params);
-    }
+    if (err == BATON_STALE)
+        return pg_reject(sink, "write", partition, epoch, stored);
     if (err == BATON_UNFENCED) {
         pg_rollback(sink->be);
         return baton_sink__unfenced(sink, partition, epoch, found, stored);
@@ -806,22 +815,9 @@ static int pg_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         err = pg_write_body(sink, b->partition, b->epoch, b->inputs, b->ninputs, &b->next_offset,
                             &b->applied, &found, &stored);
         if (err == BATON_STALE) {
-            char part_s[24];
-            snprintf(part_s, sizeof(part_s), "%d", (int)b->partition);
-            const char *const params[] = {sink->group, part_s};
-            PGresult *res =
-                pg_run(sink,
-                       "UPDATE baton_fence SET rejected = rejected + 1 "
-                       "WHERE grp = $1 AND partition = $2",
-                       2, params, PGRES_COMMAND_OK, "count rejection", b->partition, &err);
-            if (!res)
-                return err;
-            PQclear(res);
-            BLOG_WARN("event=sink_stale op=write uri=%s group=%s partition=%d epoch=%lld "
-                      "stored_epoch=%lld",
-                      sink->uri, sink->group, (int)b->partition, (long long)b->epoch,
-                      (long long)stored);
-            err = BATON_STALE;
+            int cerr = pg_count_stale(sink, "write", b->partition, b->epoch, &stored);
+            if (cerr)
+                return cerr;
         } else if (err == BATON_UNFENCED) {
             baton_sink__unfenced(sink, b->partition, b->epoch, found, stored);
         } else if (err) {

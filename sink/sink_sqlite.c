@@ -220,21 +220,34 @@ static int sq_fence_get(baton_sink_t *sink, int32_t partition, sq_fence_t *f, in
     return BATON_OK;
 }
 
-/* Counts a rejected fence or write and commits that count, so operators see
- * zombies in baton_fence.rejected. Returns STALE unless committing failed. */
-static int sq_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
-                     int64_t stored_epoch) {
+/* Counts a rejected fence or write of partition in baton_fence.rejected,
+ * inside the caller's open transaction, so operators see zombies there, and
+ * logs it. stored_epoch is the epoch that owns the partition. Returns
+ * BATON_OK, or an SQLite failure with the transaction rolled back. */
+static int sq_count_stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                          int64_t stored_epoch) {
     sq_t *sq = sink->be;
     sqlite3_bind_int(sq->fence_reject, 2, partition);
     int rc = sq_run(sq->fence_reject);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "count rejection", partition);
-    rc = sq_run(sq->commit);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "commit rejection", partition);
     BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
               op, sink->uri, sink->group, (int)partition, (long long)epoch,
               (long long)stored_epoch);
+    return BATON_OK;
+}
+
+/* Counts a rejected fence or write (sq_count_stale) and commits that count.
+ * Returns STALE unless counting or committing failed. */
+static int sq_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                     int64_t stored_epoch) {
+    sq_t *sq = sink->be;
+    int err = sq_count_stale(sink, op, partition, epoch, stored_epoch);
+    if (err)
+        return err;
+    int rc = sq_run(sq->commit);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "commit rejection", partition);
     return baton_sink__seterr(sink, BATON_STALE,
                               "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
                               "epoch %lld owns it",
@@ -303,12 +316,8 @@ static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
                 return sq_fail(sink, rc, "insert fence", p);
             f.next_offset = 0;
         } else if (baton_sink__fence_rule(f.epoch, epochs[i]) == BATON_STALE) {
-            sqlite3_bind_int(sq->fence_reject, 2, p);
-            if ((rc = sq_run(sq->fence_reject)) != SQLITE_OK)
-                return sq_fail(sink, rc, "count rejection", p);
-            BLOG_WARN("event=sink_stale op=fence uri=%s group=%s partition=%d epoch=%lld "
-                      "stored_epoch=%lld",
-                      sink->uri, sink->group, (int)p, (long long)epochs[i], (long long)f.epoch);
+            if ((err = sq_count_stale(sink, "fence", p, epochs[i], f.epoch)))
+                return err;
             results[i] = BATON_STALE;
             stale++;
             continue;
@@ -468,13 +477,9 @@ static int sq_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         int err = sq_write_body(sink, b->partition, b->epoch, b->inputs, b->ninputs,
                                 &b->next_offset, &b->applied, &f, &found);
         if (err == BATON_STALE) {
-            sqlite3_bind_int(sq->fence_reject, 2, b->partition);
-            if ((rc = sq_run(sq->fence_reject)) != SQLITE_OK)
-                return sq_fail(sink, rc, "count rejection", b->partition);
-            BLOG_WARN("event=sink_stale op=write uri=%s group=%s partition=%d epoch=%lld "
-                      "stored_epoch=%lld",
-                      sink->uri, sink->group, (int)b->partition, (long long)b->epoch,
-                      (long long)f.epoch);
+            int cerr = sq_count_stale(sink, "write", b->partition, b->epoch, f.epoch);
+            if (cerr)
+                return cerr;
         } else if (err == BATON_UNFENCED) {
             baton_sink__unfenced(sink, b->partition, b->epoch, found, f.epoch);
         } else if (err) {

@@ -3,7 +3,6 @@
  * directory per test. Several handles on one file stand in for several
  * processes; one test forks real ones. Stored rows are read back with raw
  * SQLite, as the external tools that rely on the schema would. */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -17,63 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <sqlite3.h>
 
 #include "baton_err.h"
 #include "baton_log.h"
 #include "sink.h"
 #include "sink_int.h"
-
-typedef struct {
-    char dir[64];
-    char path[128];
-    char uri[160];
-} fx_t;
-
-static int fx_setup(void **state) {
-    fx_t *fx = calloc(1, sizeof(*fx));
-    snprintf(fx->dir, sizeof(fx->dir), "/tmp/baton-test-sink-XXXXXX");
-    if (!mkdtemp(fx->dir)) {
-        free(fx);
-        return -1;
-    }
-    snprintf(fx->path, sizeof(fx->path), "%s/sink.db", fx->dir);
-    snprintf(fx->uri, sizeof(fx->uri), "sqlite:%s", fx->path);
-    *state = fx;
-    return 0;
-}
-
-/* The directory holds only files (the database, its -wal and -shm, and
- * whatever a test wrote), so one level of unlink is enough. */
-static int fx_teardown(void **state) {
-    fx_t *fx = *state;
-    DIR *d = opendir(fx->dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            char p[512];
-            snprintf(p, sizeof(p), "%s/%s", fx->dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    int rc = rmdir(fx->dir);
-    free(fx);
-    return rc;
-}
-
-static baton_sink_t *sink_open(const fx_t *fx, const char *group) {
-    char err[512];
-    baton_sink_t *sink = NULL;
-    int rc = baton_sink_open(fx->uri, group, &sink, err, sizeof(err));
-    if (rc != BATON_OK)
-        fail_msg("open %s: %s (%s)", fx->uri, err, baton_err_name(rc));
-    assert_non_null(sink);
-    return sink;
-}
+#include "sink_fixture.h"
 
 static int64_t fence_ok(baton_sink_t *sink, int32_t partition, int64_t epoch) {
     int64_t next = -1;
@@ -102,22 +51,7 @@ static int write_offsets(baton_sink_t *sink, int32_t partition, int64_t epoch,
     return baton_sink_write(sink, partition, epoch, recs, n, next, applied);
 }
 
-/* The fence row of one partition as baton_sink_fences reports it. */
-static baton_fence_row_t fence_row(baton_sink_t *sink, int32_t partition) {
-    baton_fence_row_t *rows = NULL;
-    size_t n = 0;
-    assert_int_equal(baton_sink_fences(sink, &rows, &n), BATON_OK);
-    baton_fence_row_t out = {.partition = -1};
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].partition == partition)
-            out = rows[i];
-    free(rows);
-    if (out.partition != partition)
-        fail_msg("no fence row for partition %d", (int)partition);
-    return out;
-}
-
-static sqlite3 *raw_open(const fx_t *fx) {
+static sqlite3 *raw_open(const sink_fx_t *fx) {
     sqlite3 *db = NULL;
     assert_int_equal(
         sqlite3_open_v2(fx->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
@@ -125,7 +59,7 @@ static sqlite3 *raw_open(const fx_t *fx) {
     return db;
 }
 
-static void raw_exec(const fx_t *fx, const char *sql) {
+static void raw_exec(const sink_fx_t *fx, const char *sql) {
     sqlite3 *db = raw_open(fx);
     char *msg = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
@@ -134,7 +68,7 @@ static void raw_exec(const fx_t *fx, const char *sql) {
 }
 
 /* One integer from a query; -1 if it returned no row or NULL. */
-static int64_t raw_i64(const fx_t *fx, const char *fmt, ...) {
+static int64_t raw_i64(const sink_fx_t *fx, const char *fmt, ...) {
     char sql[512];
     va_list ap;
     va_start(ap, fmt);
@@ -152,14 +86,14 @@ static int64_t raw_i64(const fx_t *fx, const char *fmt, ...) {
     return v;
 }
 
-static int64_t raw_outputs(const fx_t *fx, const char *group, int partition) {
+static int64_t raw_outputs(const sink_fx_t *fx, const char *group, int partition) {
     return raw_i64(fx, "SELECT count(*) FROM baton_output WHERE grp='%s' AND partition=%d", group,
                    partition);
 }
 
 /* No handle may keep a transaction open after a call returns: another
  * connection that does not wait at all must get the write lock at once. */
-static void assert_no_lock_held(const fx_t *fx) {
+static void assert_no_lock_held(const sink_fx_t *fx) {
     sqlite3 *db = raw_open(fx);
     sqlite3_busy_timeout(db, 0);
     assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
@@ -187,10 +121,10 @@ static void test_rules(void **state) {
 /* ---- fence ---------------------------------------------------------------- */
 
 static void test_fence_new_partition(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     assert_int_equal(fence_ok(s, 3, 10), 0);
-    baton_fence_row_t r = fence_row(s, 3);
+    baton_fence_row_t r = sink_fx_fence_row(s, 3);
     assert_int_equal(r.epoch, 10);
     assert_int_equal(r.next_offset, 0);
     assert_int_equal(r.rejected, 0);
@@ -200,8 +134,8 @@ static void test_fence_new_partition(void **state) {
 }
 
 static void test_fence_epochs(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     assert_int_equal(fence_ok(s, 0, 5), 0);
     assert_int_equal(fence_ok(s, 0, 7), 0);
     assert_int_equal(fence_ok(s, 0, 7), 0); /* a retried fence is harmless */
@@ -212,7 +146,7 @@ static void test_fence_epochs(void **state) {
     assert_non_null(strstr(baton_sink_errstr(s), "epoch 7"));
     assert_int_equal(baton_sink_fence(s, 0, 5, &next), BATON_STALE);
 
-    baton_fence_row_t r = fence_row(s, 0);
+    baton_fence_row_t r = sink_fx_fence_row(s, 0);
     assert_int_equal(r.epoch, 7);
     assert_int_equal(r.rejected, 2);
     assert_no_lock_held(fx);
@@ -222,8 +156,8 @@ static void test_fence_epochs(void **state) {
 /* ---- write ---------------------------------------------------------------- */
 
 static void test_write_requires_fence(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     const int64_t offs[] = {0, 1};
     size_t applied = 99;
     int64_t next = 99;
@@ -239,7 +173,7 @@ static void test_write_requires_fence(void **state) {
     assert_int_equal(write_offsets(s, 0, 6, offs, 2, &next, &applied), BATON_UNFENCED);
     assert_int_equal(applied, 0);
     assert_int_equal(raw_outputs(fx, "g", 0), 0);
-    baton_fence_row_t r = fence_row(s, 0);
+    baton_fence_row_t r = sink_fx_fence_row(s, 0);
     assert_int_equal(r.epoch, 5);
     assert_int_equal(r.next_offset, 0);
     assert_int_equal(r.rejected, 0);
@@ -248,8 +182,8 @@ static void test_write_requires_fence(void **state) {
 }
 
 static void test_write_applies(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     assert_int_equal(fence_ok(s, 1, 5), 0);
 
     const int64_t a[] = {0, 1, 2};
@@ -258,7 +192,7 @@ static void test_write_applies(void **state) {
     assert_int_equal(write_offsets(s, 1, 5, a, 3, &next, &applied), BATON_OK);
     assert_int_equal(applied, 3);
     assert_int_equal(next, 3);
-    assert_int_equal(fence_row(s, 1).next_offset, 3);
+    assert_int_equal(sink_fx_fence_row(s, 1).next_offset, 3);
     assert_int_equal(raw_outputs(fx, "g", 1), 3);
     assert_int_equal(raw_i64(fx,
                              "SELECT count(*) FROM baton_output WHERE partition=1 AND epoch=5 AND "
@@ -278,8 +212,8 @@ static void test_write_applies(void **state) {
 }
 
 static void test_write_skips_duplicates(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     int64_t next;
     size_t applied;
@@ -312,8 +246,8 @@ static void test_write_skips_duplicates(void **state) {
 }
 
 static void test_write_allows_gaps(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     int64_t next;
     size_t applied;
@@ -332,8 +266,8 @@ static void test_write_allows_gaps(void **state) {
 }
 
 static void test_stale_write_rejected_whole(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     const int64_t a[] = {0, 1};
     int64_t next;
@@ -352,7 +286,7 @@ static void test_stale_write_rejected_whole(void **state) {
     /* Even an empty batch from the old epoch is refused. */
     assert_int_equal(baton_sink_write(s, 0, 5, NULL, 0, NULL, NULL), BATON_STALE);
 
-    baton_fence_row_t r = fence_row(s, 0);
+    baton_fence_row_t r = sink_fx_fence_row(s, 0);
     assert_int_equal(r.rejected, 2);
     assert_int_equal(r.next_offset, 2);
     assert_int_equal(r.epoch, 7);
@@ -364,15 +298,15 @@ static void test_stale_write_rejected_whole(void **state) {
 }
 
 static void test_new_owner_resumes(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *old = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *old = sink_fx_open(fx, "g");
     fence_ok(old, 0, 5);
     const int64_t a[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
     assert_int_equal(write_offsets(old, 0, 5, a, 10, NULL, NULL), BATON_OK);
     baton_sink_destroy(old);
 
     /* A fresh connection: the progress lives in the file. */
-    baton_sink_t *s = sink_open(fx, "g");
+    baton_sink_t *s = sink_fx_open(fx, "g");
     assert_int_equal(fence_ok(s, 0, 9), 10);
     /* The new owner's consumer may hand it a few already-applied records. */
     const int64_t b[] = {8, 9, 10, 11, 12};
@@ -391,9 +325,9 @@ static void test_new_owner_resumes(void **state) {
  * zombie) wakes up after a new owner fenced, and every write it tries is
  * refused while the new owner's go through. */
 static void test_zombie_refused(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *zombie = sink_open(fx, "g");
-    baton_sink_t *owner = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *zombie = sink_fx_open(fx, "g");
+    baton_sink_t *owner = sink_fx_open(fx, "g");
     int64_t next;
     size_t applied;
 
@@ -413,16 +347,16 @@ static void test_zombie_refused(void **state) {
 
     assert_int_equal(raw_i64(fx, "SELECT count(*) FROM baton_output WHERE epoch=100"), 2);
     assert_int_equal(raw_i64(fx, "SELECT count(*) FROM baton_output WHERE epoch=200"), 2);
-    assert_int_equal(fence_row(zombie, 2).rejected, 2);
+    assert_int_equal(sink_fx_fence_row(zombie, 2).rejected, 2);
     assert_no_lock_held(fx);
     baton_sink_destroy(zombie);
     baton_sink_destroy(owner);
 }
 
 static void test_group_isolation(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *g1 = sink_open(fx, "g1");
-    baton_sink_t *g2 = sink_open(fx, "g2");
+    sink_fx_t *fx = *state;
+    baton_sink_t *g1 = sink_fx_open(fx, "g1");
+    baton_sink_t *g2 = sink_fx_open(fx, "g2");
     fence_ok(g1, 0, 5);
     /* A lower epoch in another group is not stale. */
     assert_int_equal(fence_ok(g2, 0, 3), 0);
@@ -439,10 +373,10 @@ static void test_group_isolation(void **state) {
     assert_int_equal(write_offsets(g2, 0, 5, a, 1, NULL, NULL), BATON_UNFENCED);
     assert_int_equal(write_offsets(g1, 0, 3, a, 1, NULL, NULL), BATON_STALE);
 
-    assert_int_equal(fence_row(g1, 0).epoch, 5);
-    assert_int_equal(fence_row(g1, 0).next_offset, 3);
-    assert_int_equal(fence_row(g2, 0).epoch, 3);
-    assert_int_equal(fence_row(g2, 0).next_offset, 1);
+    assert_int_equal(sink_fx_fence_row(g1, 0).epoch, 5);
+    assert_int_equal(sink_fx_fence_row(g1, 0).next_offset, 3);
+    assert_int_equal(sink_fx_fence_row(g2, 0).epoch, 3);
+    assert_int_equal(sink_fx_fence_row(g2, 0).next_offset, 1);
     assert_int_equal(raw_outputs(fx, "g1", 0), 3);
     assert_int_equal(raw_outputs(fx, "g2", 0), 1);
     baton_sink_destroy(g1);
@@ -450,8 +384,8 @@ static void test_group_isolation(void **state) {
 }
 
 static void test_key_value_roundtrip(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     static const char k1[] = {'a', '\0', 'b'};
     static const unsigned char v1[] = {0x00, 0x00, 0xff, 0x7f};
@@ -491,8 +425,8 @@ static void test_key_value_roundtrip(void **state) {
 }
 
 static void test_invalid_records(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     /* A bad record anywhere rejects the batch before anything is applied. */
     baton_record_t neg[] = {rec(0, "a"), rec(-1, "b")};
@@ -508,7 +442,7 @@ static void test_invalid_records(void **state) {
     assert_int_equal(baton_sink_fence(s, 0, -5, &next), BATON_INVALID);
     assert_int_equal(baton_sink_fence(s, 0, 5, NULL), BATON_INVALID);
     assert_int_equal(raw_outputs(fx, "g", 0), 0);
-    assert_int_equal(fence_row(s, 0).next_offset, 0);
+    assert_int_equal(sink_fx_fence_row(s, 0).next_offset, 0);
     baton_sink_destroy(s);
 }
 
@@ -522,7 +456,7 @@ static int open_err(const char *uri, const char *group, char *err, size_t n) {
 }
 
 static void test_open_bad_uri(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     char err[512];
     char uri[256];
 
@@ -554,14 +488,14 @@ static void test_open_bad_uri(void **state) {
     baton_sink_destroy(s);
     snprintf(uri, sizeof(uri), "SQLite:%s", fx->path);
     assert_int_equal(baton_sink_open(uri, "g", &s, err, sizeof(err)), BATON_OK);
-    assert_int_equal(fence_row(s, 0).epoch, 1);
+    assert_int_equal(sink_fx_fence_row(s, 0).epoch, 1);
     baton_sink_destroy(s);
 }
 
 /* A relative PATH is relative to the working directory, and a PATH that
  * looks like an SQLite URI ("file:...?nolock=1") is still a plain file name. */
 static void test_open_relative_path(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     char cwd[PATH_MAX];
     assert_non_null(getcwd(cwd, sizeof(cwd)));
     assert_int_equal(chdir(fx->dir), 0);
@@ -584,7 +518,7 @@ static void test_open_relative_path(void **state) {
 }
 
 static void test_open_not_a_database(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     FILE *f = fopen(fx->path, "w");
     assert_non_null(f);
     for (int i = 0; i < 200; i++)
@@ -598,7 +532,7 @@ static void test_open_not_a_database(void **state) {
 }
 
 static void test_open_wrong_shape(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     char err[512];
 
     /* Missing column. */
@@ -629,8 +563,8 @@ static void test_open_wrong_shape(void **state) {
 /* ---- corrupt rows, busy, listing ----------------------------------------- */
 
 static void test_corrupt_rows(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     fence_ok(s, 1, 5);
     raw_exec(fx, "UPDATE baton_fence SET epoch = NULL WHERE partition = 0;"
@@ -665,8 +599,8 @@ static void test_corrupt_rows(void **state) {
 /* Another process holding the write lock past the busy timeout is
  * retriable: BUSY, nothing applied, and the call works once it is gone. */
 static void test_busy(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
     fence_ok(s, 0, 5);
     assert_int_equal(baton_sink__set_busy_timeout(s, 50), BATON_OK);
 
@@ -685,16 +619,16 @@ static void test_busy(void **state) {
 
     assert_no_lock_held(fx);
     assert_int_equal(raw_outputs(fx, "g", 0), 0);
-    assert_int_equal(fence_row(s, 0).epoch, 5);
+    assert_int_equal(sink_fx_fence_row(s, 0).epoch, 5);
     assert_int_equal(write_offsets(s, 0, 5, (const int64_t[]){0, 1}, 2, &next, &applied), BATON_OK);
     assert_int_equal(next, 2);
     baton_sink_destroy(s);
 }
 
 static void test_fences_listing(void **state) {
-    fx_t *fx = *state;
-    baton_sink_t *s = sink_open(fx, "g1");
-    baton_sink_t *other = sink_open(fx, "g2");
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g1");
+    baton_sink_t *other = sink_fx_open(fx, "g2");
     baton_fence_row_t *rows = NULL;
     size_t n = 9;
     assert_int_equal(baton_sink_fences(s, &rows, &n), BATON_OK);
@@ -726,7 +660,7 @@ static void test_fences_listing(void **state) {
 /* Real processes opening a brand-new file at the same moment: schema
  * creation and the switch to WAL must not fail for any of them. */
 static void test_concurrent_open(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     enum { NPROC = 8, ROUNDS = 3 };
     for (int round = 0; round < ROUNDS; round++) {
         char uri[320], path[256];
@@ -788,7 +722,7 @@ static void test_concurrent_open(void **state) {
     }
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, sink_fx_setup, sink_fx_teardown)
 
 int main(void) {
     /* The tests provoke stale, busy and corrupt on purpose; keep the

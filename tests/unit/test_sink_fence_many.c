@@ -8,7 +8,6 @@
  * rejected, without stopping the others), a write before its fence is
  * UNFENCED (nothing stored, the others go through), an equal epoch is a
  * retry, offsets below next_offset are duplicates. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,54 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "baton_err.h"
 #include "baton_log.h"
 #include "sink.h"
-
-typedef struct {
-    char dir[64];
-    char uri[160];
-    baton_sink_t *sink;
-} fx_t;
-
-static int fx_setup(void **state) {
-    fx_t *fx = calloc(1, sizeof(*fx));
-    snprintf(fx->dir, sizeof(fx->dir), "/tmp/baton-test-fmany-XXXXXX");
-    if (!mkdtemp(fx->dir)) {
-        free(fx);
-        return -1;
-    }
-    snprintf(fx->uri, sizeof(fx->uri), "sqlite:%s/sink.db", fx->dir);
-    char err[512];
-    if (baton_sink_open(fx->uri, "g", &fx->sink, err, sizeof(err)) != BATON_OK) {
-        fprintf(stderr, "open: %s\n", err);
-        return -1;
-    }
-    *state = fx;
-    return 0;
-}
-
-static int fx_teardown(void **state) {
-    fx_t *fx = *state;
-    baton_sink_destroy(fx->sink);
-    DIR *d = opendir(fx->dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            char p[512];
-            snprintf(p, sizeof(p), "%s/%s", fx->dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    int rc = rmdir(fx->dir);
-    free(fx);
-    return rc;
-}
+#include "sink_fixture.h"
 
 static void write_one(baton_sink_t *s, int32_t p, int64_t epoch, int64_t offset, int want) {
     baton_record_t r = {.offset = offset, .value = "v", .value_len = 1};
@@ -75,7 +30,7 @@ static void write_one(baton_sink_t *s, int32_t p, int64_t epoch, int64_t offset,
 
 /* New partitions: every one fenced, next_offset 0, writable at its epoch. */
 static void test_new_partitions(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int32_t parts[] = {0, 1, 2, 5};
     int64_t epochs[] = {10, 10, 11, 12};
     int64_t next[4] = {-1, -1, -1, -1};
@@ -92,7 +47,7 @@ static void test_new_partitions(void **state) {
 /* Mixed: a stale one is refused and counted, the others are fenced and
  * return their stored next_offset. */
 static void test_stale_among_others(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t next = 0;
     assert_int_equal(baton_sink_fence(fx->sink, 1, 50, &next), BATON_OK);
     write_one(fx->sink, 1, 50, 41, BATON_OK);
@@ -126,7 +81,7 @@ static void test_stale_among_others(void **state) {
 
 /* The same call again (a retry after a lost reply) changes nothing. */
 static void test_retry_is_idempotent(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int32_t parts[] = {0, 1};
     int64_t epochs[] = {7, 8};
     int64_t nx[2];
@@ -143,7 +98,7 @@ static void test_retry_is_idempotent(void **state) {
 
 /* Bad arguments are refused with a message, nothing is stored. */
 static void test_bad_input(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int32_t parts[] = {0, -1};
     int64_t epochs[] = {1, 1};
     int64_t nx[2];
@@ -159,21 +114,6 @@ static void test_bad_input(void **state) {
     free(rows);
 }
 
-/* The fence row of partition p (found: 1), from baton_sink_fences. */
-static int fence_row(baton_sink_t *s, int32_t p, baton_fence_row_t *out) {
-    baton_fence_row_t *rows = NULL;
-    size_t n = 0;
-    assert_int_equal(baton_sink_fences(s, &rows, &n), BATON_OK);
-    int found = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].partition == p) {
-            *out = rows[i];
-            found = 1;
-        }
-    free(rows);
-    return found;
-}
-
 static void inputs_of(baton_sink_input_t *ins, baton_sink_output_t *outs, int64_t first, size_t n) {
     for (size_t i = 0; i < n; i++) {
         outs[i] = (baton_sink_output_t){.value = "v", .value_len = 1};
@@ -186,7 +126,7 @@ static void inputs_of(baton_sink_input_t *ins, baton_sink_output_t *outs, int64_
  * owner fenced it: counted in rejected), one was never fenced; the refusals
  * do not stop the others. */
 static void test_write_many_mixed(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int32_t parts[] = {0, 1, 2};
     int64_t epochs[] = {10, 10, 10};
     int64_t next[3];
@@ -213,15 +153,15 @@ static void test_write_many_mixed(void **state) {
     assert_int_equal(b[2].next_offset, 2);
     assert_int_equal(b[3].result, BATON_UNFENCED);
     baton_fence_row_t r;
-    assert_true(fence_row(fx->sink, 0, &r));
+    assert_true(sink_fx_fence_find(fx->sink, 0, &r));
     assert_int_equal(r.next_offset, 3);
-    assert_true(fence_row(fx->sink, 1, &r));
+    assert_true(sink_fx_fence_find(fx->sink, 1, &r));
     assert_int_equal(r.epoch, 20);
     assert_int_equal(r.next_offset, 0); /* the stale batch stored nothing */
     assert_int_equal(r.rejected, 1);
-    assert_true(fence_row(fx->sink, 2, &r));
+    assert_true(sink_fx_fence_find(fx->sink, 2, &r));
     assert_int_equal(r.next_offset, 2);
-    assert_false(fence_row(fx->sink, 3, &r)); /* unfenced: no row made */
+    assert_false(sink_fx_fence_find(fx->sink, 3, &r)); /* unfenced: no row made */
     /* The newer owner of partition 1 writes from where the sink says. */
     write_one(fx->sink, 1, 20, 0, BATON_OK);
 }
@@ -229,7 +169,7 @@ static void test_write_many_mixed(void **state) {
 /* A batch written again (a retry after an unknown outcome) applies nothing
  * twice; a batch that overlaps applies only its new offsets. */
 static void test_write_many_retry(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int32_t parts[] = {4, 7};
     int64_t epochs[] = {3, 3};
     int64_t next[2];
@@ -262,7 +202,7 @@ static void test_write_many_retry(void **state) {
 /* Bad input is refused before anything is written: partitions out of
  * order or repeated, a bad offset in a later batch. */
 static void test_write_many_bad_input(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t n0 = -1, n1 = -1;
     assert_int_equal(baton_sink_fence(fx->sink, 0, 1, &n0), BATON_OK);
     assert_int_equal(baton_sink_fence(fx->sink, 1, 1, &n1), BATON_OK);
@@ -281,13 +221,13 @@ static void test_write_many_bad_input(void **state) {
     ins[1][0].offset = -5;
     assert_int_equal(baton_sink_write_many(fx->sink, b, 2), BATON_INVALID);
     baton_fence_row_t r;
-    assert_true(fence_row(fx->sink, 0, &r));
+    assert_true(sink_fx_fence_find(fx->sink, 0, &r));
     assert_int_equal(r.next_offset, 0); /* the good first batch was not written either */
     assert_int_equal(baton_sink_write_many(fx->sink, NULL, 0), BATON_OK);
     assert_int_equal(baton_sink_write_many(fx->sink, NULL, 2), BATON_INVALID);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, sink_fx_setup_open, sink_fx_teardown)
 
 int main(void) {
     /* The tests provoke stale fences on purpose. */

@@ -4,7 +4,6 @@
  * rows are read back with raw SQLite, as external tools would: output 0 in
  * baton_output, outputs 1..n-1 in baton_output_more, next_offset past every
  * consumed input, outputs or not. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,61 +13,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cmocka.h>
 #include <sqlite3.h>
 
 #include "baton_err.h"
 #include "baton_log.h"
 #include "sink.h"
-
-typedef struct {
-    char dir[64];
-    char path[128];
-    char uri[160];
-    baton_sink_t *sink;
-} fx_t;
-
-static int fx_setup(void **state) {
-    fx_t *fx = calloc(1, sizeof(*fx));
-    snprintf(fx->dir, sizeof(fx->dir), "/tmp/baton-test-outs-XXXXXX");
-    if (!mkdtemp(fx->dir)) {
-        free(fx);
-        return -1;
-    }
-    snprintf(fx->path, sizeof(fx->path), "%s/sink.db", fx->dir);
-    snprintf(fx->uri, sizeof(fx->uri), "sqlite:%s", fx->path);
-    char err[512];
-    if (baton_sink_open(fx->uri, "g", &fx->sink, err, sizeof(err)) != BATON_OK) {
-        fprintf(stderr, "open: %s\n", err);
-        return -1;
-    }
-    *state = fx;
-    return 0;
-}
-
-static int fx_teardown(void **state) {
-    fx_t *fx = *state;
-    baton_sink_destroy(fx->sink);
-    DIR *d = opendir(fx->dir);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-                continue;
-            char p[512];
-            snprintf(p, sizeof(p), "%s/%s", fx->dir, de->d_name);
-            unlink(p);
-        }
-        closedir(d);
-    }
-    int rc = rmdir(fx->dir);
-    free(fx);
-    return rc;
-}
+#include "sink_fixture.h"
 
 /* Runs a query on the file with raw SQLite and returns its rows as
  * "a|b|c;" concatenated (NULL printed as "NULL"). */
-static char *query(const fx_t *fx, const char *sql) {
+static char *query(const sink_fx_t *fx, const char *sql) {
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open_v2(fx->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st = NULL;
@@ -90,7 +44,7 @@ static char *query(const fx_t *fx, const char *sql) {
     return out;
 }
 
-static void exec(const fx_t *fx, const char *sql) {
+static void exec(const sink_fx_t *fx, const char *sql) {
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
@@ -102,7 +56,7 @@ static size_t len_of(const char *s) { return s ? strlen(s) : 0; }
 
 /* Zero, one and several outputs per input: rows, seqs, next_offset. */
 static void test_outputs_layout(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t next = -1;
     assert_int_equal(baton_sink_fence(fx->sink, 0, 7, &next), BATON_OK);
     assert_int_equal(next, 0);
@@ -133,7 +87,7 @@ static void test_outputs_layout(void **state) {
 
 /* Fencing is unchanged: a stale epoch writes nothing in either table. */
 static void test_outputs_stale(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t next = -1;
     assert_int_equal(baton_sink_fence(fx->sink, 1, 10, &next), BATON_OK);
     baton_sink_output_t o[] = {OUT("k", "a"), OUT("k", "b")};
@@ -150,7 +104,7 @@ static void test_outputs_stale(void **state) {
 /* A batch of inputs that all have zero outputs still moves next_offset
  * (a filter that drops everything must not make the worker re-read). */
 static void test_outputs_all_filtered(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t next = -1;
     assert_int_equal(baton_sink_fence(fx->sink, 2, 3, &next), BATON_OK);
     baton_sink_input_t in[] = {{0, NULL, 0}, {1, NULL, 0}, {2, NULL, 0}};
@@ -165,7 +119,7 @@ static void test_outputs_all_filtered(void **state) {
 /* baton_output_more disagreeing with baton_fence is CORRUPT, and the whole
  * batch is rolled back. */
 static void test_outputs_corrupt_more(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t next = -1;
     assert_int_equal(baton_sink_fence(fx->sink, 3, 1, &next), BATON_OK);
     exec(fx, "INSERT INTO baton_output_more VALUES ('g', 3, 1, 1, 1, NULL, 'old')");
@@ -180,7 +134,7 @@ static void test_outputs_corrupt_more(void **state) {
 
 /* Malformed batches are refused before any transaction. */
 static void test_outputs_invalid(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     int64_t next = -1;
     assert_int_equal(baton_sink_fence(fx->sink, 4, 1, &next), BATON_OK);
     baton_sink_input_t no_outs[] = {{0, NULL, 2}};
@@ -201,7 +155,7 @@ static void test_outputs_invalid(void **state) {
 /* An old sink file (made before baton_output_more existed) gets the table
  * on open, and its rows are untouched. */
 static void test_outputs_old_file(void **state) {
-    fx_t *fx = *state;
+    sink_fx_t *fx = *state;
     baton_sink_destroy(fx->sink);
     fx->sink = NULL;
     exec(fx, "DROP TABLE baton_output_more");
@@ -212,7 +166,7 @@ static void test_outputs_old_file(void **state) {
     assert_string_equal(query(fx, "SELECT count(*) FROM baton_output_more"), "0;");
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, sink_fx_setup_open, sink_fx_teardown)
 
 int main(void) {
     /* The tests provoke stale and corrupt on purpose. */
