@@ -22,7 +22,8 @@ usage() {
     sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     echo
     echo "environment: BENCH_RUNS (rebalance repetitions, default 5), BENCH_RATE (records/s"
-    echo "  produced during rebalance, default 1200), BENCH_RECORDS (throughput, default 300000),"
+    echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
+    echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
     echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100), BENCH_SYSTEMS"
     echo "  (rebalance, default \"baton range coop\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags)"
@@ -214,7 +215,7 @@ tp_run() {
 }
 
 bench_throughput() {
-    local n=${BENCH_RECORDS:-300000} runs=${BENCH_TP_RUNS:-3} i
+    local n=${BENCH_RECORDS:-1000000} runs=${BENCH_TP_RUNS:-5} i
     h_init bench_throughput
     h_zk_start
     B_PARTITIONS=12

@@ -29,6 +29,7 @@
 /* A safety net: even if a watch were lost, the leader re-reads everything
  * this often. Watches do the real work. */
 #define RESYNC_INTERVAL_MS 10000
+#define RESYNC_DEFER_MS 500
 #define RETRY_BACKOFF_MS 250
 /* Per-partition "event=assign" lines per rebalance; a summary line says how
  * many more moved, so a 100,000-partition reshuffle does not flood the log. */
@@ -1678,9 +1679,16 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             dirty = 1;
         if (c.grace_due_ms && now >= c.grace_due_ms)
             dirty = 1;
+        /* The resync reads everything (tens of ms on a busy server): never
+         * in the rebalance an event asked for (a leave mark, a crash): half
+         * a second later, when the successors' claims are done. */
         if (now >= next_resync) {
-            dirty = c.full_read = 1;
-            next_resync = now + RESYNC_INTERVAL_MS;
+            if (dirty) {
+                next_resync = now + RESYNC_DEFER_MS;
+            } else {
+                dirty = c.full_read = 1;
+                next_resync = now + RESYNC_INTERVAL_MS;
+            }
         }
         if (c.leader && baton_zk_connected(c.zk) && coord_racks_refresh(&c))
             dirty = 1;
@@ -1706,6 +1714,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             hist_flush(&c);
         int64_t due = min_due(rebal_due, c.leader ? c.grace_due_ms : 0);
         due = min_due(due, c.hist_due_ms);
+        due = min_due(due, next_resync); /* on time, not up to wait_ms late */
         if (c.leader)
             due = min_due(due, c.ho_due_ms);
         if (c.leader && conf->brokers && c.racks_due_ms)

@@ -31,6 +31,9 @@
 #define LEAVE_WAIT_MS 2000
 /* Claim creates or deletes per multi (well under jute.maxbuffer). */
 #define CLAIM_MULTI_MAX 500
+/* New claims created one by one, pipelined with their queue checks, so a
+ * handoff's claim costs one round trip; more than this go in a multi. */
+#define CLAIM_PIPELINE_MAX 16
 
 /* The liveness probe's state, shared with ZooKeeper's completion thread:
  * the completion only stores into these atomics (no I/O, no locks), the
@@ -83,6 +86,10 @@ struct baton_membership_s {
     int evicted;      /* our member node went while our session lived: fatal */
     heartbeat_t *hb;  /* liveness probe (see probe_send) */
     int silent;       /* self-suspended: heard nothing for 2/3 of the timeout */
+    /* Newly assigned resources not yet told to on_assigned (assigned_flush):
+     * told while their claims are in flight. */
+    int32_t *added;
+    size_t nadded, addedcap;
 };
 
 static void session_hex(baton_membership_t *m) {
@@ -441,6 +448,7 @@ void baton_membership_destroy(baton_membership_t *m) {
         return;
     baton_zk_destroy(m->zk); /* joins the completion thread: no probe_done after this */
     free(m->hb);
+    free(m->added);
     free(m->parts);
     for (int32_t k = 0; k < m->nkeys; k++)
         free(m->keys[k].name);
@@ -510,6 +518,14 @@ int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, in
     return mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
 }
 
+int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r) {
+    int ok;
+    int32_t rid = res_rid(m, r, &ok);
+    if (!ok)
+        return 0;
+    return rid >= 0 ? m->parts[rid].assigned : m->keys[-rid - 1].st.assigned;
+}
+
 int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
                                 size_t size) {
     int ok;
@@ -526,6 +542,34 @@ int baton_membership_claim_path(const baton_membership_t *m, const baton_resourc
 }
 
 /* Reads assignment/<id> (leaving a watch) and marks changed partitions. */
+/* Notes rid as newly assigned, for on_assigned. */
+static void assigned_note(baton_membership_t *m, int32_t rid) {
+    if (!m->cbs.on_assigned)
+        return;
+    if (m->nadded == m->addedcap) {
+        m->addedcap = m->addedcap ? m->addedcap * 2 : 16;
+        m->added = xrealloc(m->added, sizeof(*m->added) * m->addedcap);
+    }
+    m->added[m->nadded++] = rid;
+}
+
+/* Tells on_assigned what was noted and is still assigned and not owned. */
+static void assigned_flush(baton_membership_t *m) {
+    if (m->nadded == 0)
+        return;
+    baton_resource_t *rs = xmalloc(sizeof(*rs) * m->nadded);
+    size_t n = 0;
+    for (size_t i = 0; i < m->nadded; i++) {
+        const mpart_t *mp = res_st(m, m->added[i]);
+        if (mp->assigned && !mp->owned)
+            rs[n++] = res_public(m, m->added[i]);
+    }
+    m->nadded = 0;
+    if (n)
+        m->cbs.on_assigned(m->cbs.opaque, rs, n);
+    free(rs);
+}
+
 static int read_assignment(baton_membership_t *m) {
     char *path = xasprintf("%s/assignment/%s", m->base, m->conf.id);
     char *data = NULL;
@@ -564,6 +608,8 @@ static int read_assignment(baton_membership_t *m) {
         if (want != m->parts[p].assigned) {
             m->parts[p].assigned = want;
             m->parts[p].dirty = 1;
+            if (want && !m->parts[p].owned)
+                assigned_note(m, p);
         }
     }
     /* Keys: every key listed is ours; every key we know and is not, is not. */
@@ -577,6 +623,8 @@ static int read_assignment(baton_membership_t *m) {
         if (want != mk->assigned) {
             mk->assigned = want;
             mk->dirty = 1;
+            if (want && !mk->owned)
+                assigned_note(m, -(k + 1));
         }
     }
     for (size_t i = 0; i < wa.npartitions; i++)
@@ -752,27 +800,6 @@ static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct 
     return BATON_OK;
 }
 
-/* Our claim exists: is it the lowest? If so we own p; if not, watch the
- * claim just ahead of ours. Synchronous: two round trips. */
-static int check_queue(baton_membership_t *m, int32_t p) {
-    char *dir = claims_dir(m, p);
-    char **names = NULL;
-    size_t n = 0;
-    int err = baton_zk_children(m->zk, dir, 0, &names, &n);
-    free(dir);
-    if (err != BATON_OK)
-        return err;
-    int waiting = 0;
-    char *watch_path = queue_decide(m, p, names, n, &waiting);
-    baton_zk_strings_free(names, n);
-    if (!watch_path)
-        return BATON_OK;
-    struct Stat st = {0};
-    err = baton_zk_exists(m->zk, watch_path, 1, &st);
-    free(watch_path);
-    return queue_settle(m, p, err, &st, waiting);
-}
-
 /* ---- batched claims --------------------------------------------------------
  * One poll may have many resources to claim (a cold start, a failover, a
  * join): their creates go out in multis of up to CLAIM_MULTI_MAX, and their
@@ -789,7 +816,8 @@ typedef struct {
     int rc;       /* the ZooKeeper result */
     char **names; /* get_children: heap copies, freed with the batch */
     size_t n;
-    struct Stat st; /* exists: the watched node's stat */
+    char *created;  /* create: the new node's path (heap), freed with the batch */
+    struct Stat st; /* exists: the watched node's stat; create: the new node's */
 } zslot_t;
 
 struct zbatch_s {
@@ -813,8 +841,10 @@ static zbatch_t *zbatch_new(size_t n) {
 }
 
 static void zbatch_free(zbatch_t *b) {
-    for (size_t i = 0; i < b->nslots; i++)
+    for (size_t i = 0; i < b->nslots; i++) {
         baton_zk_strings_free(b->slots[i].names, b->slots[i].n);
+        free(b->slots[i].created);
+    }
     free(b->slots);
     pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);
@@ -852,6 +882,46 @@ static void zbatch_exists_done(int rc, const struct Stat *st, const void *data) 
     if (rc == ZOK && st)
         s->st = *st;
     zbatch_done(s, rc);
+}
+
+static void zbatch_create_done(int rc, const char *path, const struct Stat *st, const void *data) {
+    zslot_t *s = (zslot_t *)data;
+    if (rc == ZOK && path && st) {
+        s->created = xstrdup(path);
+        s->st = *st;
+    }
+    zbatch_done(s, rc);
+}
+
+/* ZooKeeper's completion thread: the answer to the watch set on a claim
+ * taken in one round trip (claims_queue_batch; the create's reply named
+ * the claim only then). A claim already gone (ZNONODE), or an answer lost
+ * with the connection, is queued as that claim's deletion, so the owner's
+ * next poll checks the queue again; a watch that was set reports a later
+ * deletion itself. Queues, nothing else. */
+typedef struct {
+    baton_zk_t *zk;
+    char path[];
+} own_watch_t;
+
+static void own_watch_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc != ZOK && rc != ZCLOSING)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    free(ow);
+}
+
+/* Sets the watch on our claim at path without waiting for the answer. */
+static void own_watch_send(baton_membership_t *m, const char *path) {
+    size_t len = strlen(path) + 1;
+    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+    ow->zk = m->zk;
+    memcpy(ow->path, path, len);
+    int rc =
+        zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, own_watch_done, ow);
+    if (rc != ZOK)
+        own_watch_done(rc, NULL, ow);
 }
 
 /* Owner thread: waits for every request of b. The ZooKeeper client
@@ -928,48 +998,104 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
     free(data);
 }
 
-/* Queue checks for rids[0..n-1] (each has a claim), pipelined. Round one
- * lists every claims directory and, in the same flight, sets the watch on
- * our own claim (its stat carries the czxid): when our claim is the lowest,
- * which is the usual case, that is the whole check, one round trip. Round
- * two watches the predecessor of each claim that waits. The spare watch
- * on our own claim of a waiting one is harmless (its deletion is ours, or
- * an operator's, which we must notice anyway). */
-static void claims_check_batch(baton_membership_t *m, const int32_t *rids, int32_t n, int *errs) {
+/* Claims and queue checks for rids[0..n-1], pipelined; create[i] says
+ * rid i has no claim yet. Round one sends, per resource, either a create
+ * (its reply carries the claim's name and czxid, the epoch) and then a
+ * list of the claims directory, or, for a claim we hold, the list and a
+ * watch on that claim (its stat carries the czxid). ZooKeeper answers a
+ * session's requests in order, so the list already shows our create. When
+ * our claim is the lowest, the usual case, that is the whole check: one
+ * round trip, and a claim created here gets its watch without waiting for
+ * the answer (own_watch_send). Round two watches the predecessor of each
+ * claim that waits. The spare watch on our own claim of a waiting one is
+ * harmless (its deletion is ours, or an operator's, which we must notice
+ * anyway). A create whose reply is lost makes its resource uncertain
+ * (claims_reconcile looks for the claim by our session id before creating
+ * again). */
+static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32_t n,
+                               const int *create, int *errs) {
     zhandle_t *zh = baton_zk_handle(m->zk);
     int timeout = baton_zk_session_timeout(m->zk) + 1000;
     char **watch = xcalloc((size_t)n, sizeof(char *));
     int *waiting = xcalloc((size_t)n, sizeof(int));
+    baton_claim_t claim = {.generation = m->generation};
+    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
+    char *data = baton_claim_encode(&claim);
     zbatch_t *b = zbatch_new((size_t)n * 2);
     b->pending = n * 2;
+    int64_t t0 = baton_now_us();
     for (int32_t i = 0; i < n; i++) {
         char *dir = claims_dir(m, rids[i]);
-        char *own = xasprintf("%s/%s", dir, res_st(m, rids[i])->claim);
-        int rc = zoo_aget_children(zh, dir, 0, zbatch_children_done, &b->slots[i]);
+        zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
+        int rc;
+        if (create[i]) {
+            char *prefix = xasprintf("%s/claim-%s-", dir, m->session_hex);
+            rc = zoo_acreate2(zh, prefix, data, (int)strlen(data), baton_zk_acl(),
+                              ZOO_EPHEMERAL_SEQUENTIAL, zbatch_create_done, own);
+            if (rc != ZOK)
+                zbatch_done(own, rc);
+            free(prefix);
+        }
+        rc = zoo_aget_children(zh, dir, 0, zbatch_children_done, list);
         if (rc != ZOK)
-            zbatch_done(&b->slots[i], rc);
-        rc = zoo_awexists(zh, own, baton_zk_watcher, m->zk, zbatch_exists_done, &b->slots[n + i]);
-        if (rc != ZOK)
-            zbatch_done(&b->slots[n + i], rc);
-        free(own);
+            zbatch_done(list, rc);
+        if (!create[i]) {
+            char *path = xasprintf("%s/%s", dir, res_st(m, rids[i])->claim);
+            rc = zoo_awexists(zh, path, baton_zk_watcher, m->zk, zbatch_exists_done, own);
+            if (rc != ZOK)
+                zbatch_done(own, rc);
+            free(path);
+        }
         free(dir);
     }
+    /* While the claims are in flight: the application prepares. */
+    assigned_flush(m);
     if (!zbatch_wait(b, timeout)) {
-        for (int32_t i = 0; i < n; i++)
+        for (int32_t i = 0; i < n; i++) {
             errs[i] = BATON_CONNECTION;
+            if (create[i])
+                res_st(m, rids[i])->uncertain = 1;
+        }
         b = NULL; /* its last completion frees it */
         goto out;
     }
+    BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n,
+               (long long)(baton_now_us() - t0));
     int nwait = 0;
+    int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {
-        zslot_t *s = &b->slots[i];
-        errs[i] = baton_zk_err(s->rc);
-        if (errs[i] == BATON_OK)
-            watch[i] = queue_decide(m, rids[i], s->names, s->n, &waiting[i]);
+        mpart_t *mp = res_st(m, rids[i]);
+        zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
+        errs[i] = BATON_OK;
+        if (create[i]) {
+            int e = baton_zk_err(own->rc);
+            if (e == BATON_OK) {
+                const char *slash = strrchr(own->created, '/');
+                snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : own->created);
+                mp->czxid = own->st.czxid;
+                mp->claimed_ms = now;
+                BLOG_INFO("event=claimed %s claim=%s czxid=%lld", res_label(m, rids[i]), mp->claim,
+                          (long long)mp->czxid);
+            } else {
+                if (e == BATON_CONNECTION)
+                    mp->uncertain = 1;
+                else if (e == BATON_NOTFOUND)
+                    BLOG_ERROR("event=claim_failed %s error=\"its claims directory does not "
+                               "exist\"",
+                               res_label(m, rids[i]));
+                errs[i] = e;
+                continue;
+            }
+        }
+        if ((errs[i] = baton_zk_err(list->rc)) == BATON_OK)
+            watch[i] = queue_decide(m, rids[i], list->names, list->n, &waiting[i]);
         if (watch[i] && !waiting[i]) {
-            /* Lowest: the watch we need is the one on our own claim. */
-            zslot_t *own = &b->slots[n + i];
-            errs[i] = queue_settle(m, rids[i], baton_zk_err(own->rc), &own->st, 0);
+            /* Lowest: our own claim's stat (the create's or the watch's)
+             * settles it; a claim created here still needs its watch. */
+            errs[i] =
+                queue_settle(m, rids[i], create[i] ? BATON_OK : baton_zk_err(own->rc), &own->st, 0);
+            if (create[i])
+                own_watch_send(m, watch[i]);
             free(watch[i]);
             watch[i] = NULL;
         }
@@ -1004,17 +1130,23 @@ out:
         free(watch[i]);
     free(watch);
     free(waiting);
+    free(data);
 }
 
 /* Brings the claims of assigned resources rids[0..n-1] in line: recover
- * uncertain creates, create the missing claims (batched), check the queues
- * (batched). A resource that failed is marked to retry after RETRY_MS.
- * Returns BATON_EXPIRED if the session is gone (stop: the next poll
- * rejoins), else BATON_OK. */
+ * uncertain creates, then claim and check the queues. Up to
+ * CLAIM_PIPELINE_MAX new claims are created in the queue check's own round
+ * trip, one create each (a handoff's few partitions: one round trip in
+ * all); more go first in multis (a cold start's hundreds: one write
+ * transaction per multi, not per claim), then the check. A resource that
+ * failed is marked to retry after RETRY_MS. Returns BATON_EXPIRED if the
+ * session is gone (stop: the next poll rejoins), else BATON_OK. */
 static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t n) {
     int *errs = xcalloc((size_t)n + 1, sizeof(int));
     int32_t *sub = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
+    int32_t *r = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
     int *suberr = xcalloc((size_t)n + 1, sizeof(int));
+    int *create = xcalloc((size_t)n + 1, sizeof(int));
     int32_t nsub = 0;
     /* Lost replies first, one by one (rare): find before creating. */
     for (int32_t i = 0; i < n; i++) {
@@ -1025,29 +1157,25 @@ static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t 
     for (int32_t i = 0; i < n; i++)
         if (errs[i] == BATON_OK && !res_st(m, rids[i])->claim[0])
             sub[nsub++] = i;
-    if (nsub == 1) {
-        errs[sub[0]] = create_claim(m, rids[sub[0]]);
-    } else if (nsub > 1) {
-        int32_t *r = xmalloc(sizeof(int32_t) * (size_t)nsub);
+    if (nsub > CLAIM_PIPELINE_MAX) {
         for (int32_t j = 0; j < nsub; j++)
             r[j] = rids[sub[j]];
         claims_create_batch(m, r, nsub, suberr);
         for (int32_t j = 0; j < nsub; j++)
             errs[sub[j]] = suberr[j];
-        free(r);
     }
     nsub = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (errs[i] == BATON_OK && res_st(m, rids[i])->claim[0])
-            sub[nsub++] = i;
-    if (nsub > 0) { /* batched even for one: a single round trip when lowest */
-        int32_t *r = xmalloc(sizeof(int32_t) * (size_t)nsub);
-        for (int32_t j = 0; j < nsub; j++)
-            r[j] = rids[sub[j]];
-        claims_check_batch(m, r, nsub, suberr);
+    for (int32_t i = 0; i < n; i++) {
+        if (errs[i] != BATON_OK)
+            continue;
+        create[nsub] = !res_st(m, rids[i])->claim[0];
+        r[nsub] = rids[i];
+        sub[nsub++] = i;
+    }
+    if (nsub > 0) {
+        claims_queue_batch(m, r, nsub, create, suberr);
         for (int32_t j = 0; j < nsub; j++)
             errs[sub[j]] = suberr[j];
-        free(r);
     }
     int expired = 0;
     int64_t now = baton_now_ms();
@@ -1059,7 +1187,9 @@ static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t 
         mp->retry_at = now + RETRY_MS;
         expired |= errs[i] == BATON_EXPIRED;
     }
+    free(create);
     free(suberr);
+    free(r);
     free(sub);
     free(errs);
     return expired ? BATON_EXPIRED : BATON_OK;
@@ -1089,12 +1219,7 @@ static int reconcile_partition(baton_membership_t *m, int32_t p) {
         mp->uncertain = 0;
         return BATON_OK;
     }
-    if (!mp->claim[0]) {
-        int err = create_claim(m, p);
-        if (err != BATON_OK)
-            return err;
-    }
-    return check_queue(m, p);
+    return BATON_OK; /* an assigned one is claimed by claims_reconcile */
 }
 
 /* Drops everything without flushing: our session is gone, so are our
@@ -1352,6 +1477,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         free(batch);
     }
 done:
+    assigned_flush(m); /* if no claim was sent this time */
     m->next_ms = soon_of(m, err, probe_ms);
     if (next_ms)
         *next_ms = m->next_ms;

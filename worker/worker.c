@@ -71,6 +71,14 @@ typedef struct {
      * poll and fences every such partition in one sink transaction. */
     int fence_pending;
     int64_t fence_epoch;
+    /* Assigned to us, not fenced yet: fetched ahead from pre_offset (the
+     * sink's next_offset when the assignment came), the messages held in
+     * pre, unprocessed, until the fence says where to start (see
+     * on_assigned). */
+    int prefetch;
+    int64_t pre_offset, pre_expect;
+    rd_kafka_message_t **pre;
+    size_t npre, precap;
 } wpart_t;
 
 typedef struct {
@@ -88,6 +96,7 @@ typedef struct {
      * for an error retrying cannot fix: the loop exits 1. */
     int kafka_fatal;
     int64_t fence_retry_at; /* pending fences failed (busy sink): not before this */
+    int32_t nprefetch;      /* partitions with prefetch set */
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -109,6 +118,13 @@ static void batch_clear(wpart_t *wp) {
         wrec_release(&wp->recs[i]);
     wp->nrecs = 0;
     wp->first_ms = 0;
+}
+
+/* Forgets what was fetched ahead of the fence (pre). */
+static void pre_clear(wpart_t *wp) {
+    for (size_t i = 0; i < wp->npre; i++)
+        rd_kafka_message_destroy(wp->pre[i]);
+    wp->npre = 0;
 }
 
 /* Drops the first n buffered records (written). The rest keep their order;
@@ -160,6 +176,19 @@ static void kafka_pause(worker_t *w, int32_t p, int pause) {
     w->parts[p].paused = pause;
 }
 
+/* rd_kafka_incremental_assign (assign) or _unassign of l; a failure is
+ * logged as event (with l's size) and returned. */
+static int kafka_incremental(worker_t *w, rd_kafka_topic_partition_list_t *l, int assign,
+                             const char *event) {
+    rd_kafka_error_t *e =
+        assign ? rd_kafka_incremental_assign(w->rk, l) : rd_kafka_incremental_unassign(w->rk, l);
+    if (!e)
+        return 0;
+    BLOG_ERROR("event=%s partitions=%d error=\"%s\"", event, l->cnt, rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return -1;
+}
+
 /* Unassigns in Kafka, in one call, every partition let go since the last
  * call. Runs before fence_pending, so a partition released and acquired
  * again in one poll is unassigned before it is assigned again. */
@@ -175,12 +204,7 @@ static void kafka_unassign_pending(worker_t *w) {
     }
     if (!l)
         return;
-    rd_kafka_error_t *e = rd_kafka_incremental_unassign(w->rk, l);
-    if (e) {
-        BLOG_ERROR("event=kafka_unassign_failed partitions=%d error=\"%s\"", l->cnt,
-                   rd_kafka_error_string(e));
-        rd_kafka_error_destroy(e);
-    }
+    kafka_incremental(w, l, 0, "kafka_unassign_failed");
     rd_kafka_topic_partition_list_destroy(l);
 }
 
@@ -337,6 +361,116 @@ static void parts_flush(worker_t *w, const int32_t *parts, size_t n) {
     free(wb);
 }
 
+/* ---- fetching ahead of the fence -------------------------------------------
+ * A handoff's new owner learns its partitions from the assignment, then
+ * claims them (a ZooKeeper round trip), fences the sink, and only then
+ * could it ask Kafka, whose broker may be holding a fetch for the
+ * partitions it already has (up to fetch.wait.max.ms) before the new one
+ * joins. So on_assigned starts fetching at once, from the sink's
+ * next_offset as it stands, and holds the messages, unprocessed, until
+ * the fence: a fence at or past that offset keeps them (part_append drops
+ * what is below the fence's next_offset), one below it (an operator set
+ * the sink back) starts over there. Nothing is processed or written
+ * before the fence; the fence stays the only gate. */
+
+static void prefetch_stop(worker_t *w, int32_t p) {
+    wpart_t *wp = &w->parts[p];
+    if (!wp->prefetch)
+        return;
+    pre_clear(wp);
+    wp->prefetch = 0;
+    wp->paused = 0;
+    wp->unassign = 1; /* kafka_unassign_pending */
+    w->nprefetch--;
+}
+
+/* Holds a message of a partition fetched ahead (takes ownership). Past
+ * WORKER_PAUSE_BATCHES batches (a claim that waits behind a slow
+ * predecessor), fetching pauses until the fence. */
+static void pre_hold(worker_t *w, int32_t p, rd_kafka_message_t *msg) {
+    wpart_t *wp = &w->parts[p];
+    if (msg->offset < wp->pre_expect) {
+        rd_kafka_message_destroy(msg);
+        return;
+    }
+    if (wp->npre == wp->precap) {
+        wp->precap = wp->precap ? wp->precap * 2 : 64;
+        wp->pre = xrealloc(wp->pre, sizeof(*wp->pre) * wp->precap);
+    }
+    wp->pre[wp->npre++] = msg;
+    wp->pre_expect = msg->offset + 1;
+    if (!wp->paused && wp->npre >= (size_t)w->conf->batch_size * WORKER_PAUSE_BATCHES)
+        kafka_pause(w, p, 1);
+}
+
+static int fence_row_cmp(const void *key, const void *elem) {
+    int32_t p = *(const int32_t *)key, q = ((const baton_fence_row_t *)elem)->partition;
+    return p < q ? -1 : p > q;
+}
+
+/* The membership's on_assigned, called before it claims rs: fetch ahead
+ * every partition the sink has a row for (a partition never written
+ * starts where its fence says). Best effort: a failed read fetches
+ * nothing ahead. */
+static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
+    worker_t *w = opaque;
+    int64_t t0 = mono_us();
+    ensure_parts(w);
+    baton_fence_row_t *rows = NULL;
+    size_t nrows = 0;
+    int err = baton_sink_fences(w->sink, &rows, &nrows);
+    if (err != BATON_OK) {
+        BLOG_DEBUG("event=prefetch_skipped error=%s detail=\"%s\"", baton_err_name(err),
+                   baton_sink_errstr(w->sink));
+        return;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++) {
+        if (rs[i].kind != BATON_RESOURCE_PARTITION || rs[i].partition >= w->nparts)
+            continue;
+        int32_t p = rs[i].partition;
+        wpart_t *wp = &w->parts[p];
+        /* unassign: let go in this very poll, not unassigned in Kafka yet */
+        if (wp->active || wp->fence_pending || wp->prefetch || wp->unassign)
+            continue;
+        const baton_fence_row_t *row =
+            nrows ? bsearch(&p, rows, nrows, sizeof(*rows), fence_row_cmp) : NULL;
+        if (!row)
+            continue;
+        wp->prefetch = 1;
+        wp->pre_offset = wp->pre_expect = row->next_offset;
+        w->nprefetch++;
+        rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = row->next_offset;
+    }
+    if (l->cnt > 0) {
+        if (kafka_incremental(w, l, 1, "prefetch_failed") != 0) {
+            for (int i = 0; i < l->cnt; i++) {
+                wpart_t *wp = &w->parts[l->elems[i].partition];
+                wp->prefetch = 0;
+                w->nprefetch--;
+            }
+        } else {
+            BLOG_DEBUG("event=prefetch partitions=%d took_us=%lld", l->cnt,
+                       (long long)(mono_us() - t0));
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    free(rows);
+}
+
+/* Stops fetching ahead what is no longer assigned to us (and was not
+ * acquired: on_released clears fence_pending then). */
+static void prefetch_check(worker_t *w) {
+    if (w->nprefetch == 0)
+        return;
+    for (int32_t p = 0; p < w->nparts; p++) {
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
+        if (w->parts[p].prefetch && !w->parts[p].fence_pending &&
+            !baton_membership_assigned(w->m, &r))
+            prefetch_stop(w, p);
+    }
+}
+
 /* on_acquired only notes the epoch: the fence itself runs in
  * fence_pending, after the membership's poll, for every partition acquired
  * in that poll at once (one transaction, one fsync, instead of one each:
@@ -384,6 +518,8 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
         part_fail(w, p, next, "init", errstr);
 }
 
+static void part_append(worker_t *w, rd_kafka_message_t *msg);
+
 /* Fences every partition acquired since the last call, in one sink
  * transaction, then assigns them in Kafka together. A stale fence drops the
  * claim (a newer owner exists); a failed transaction (a busy sink) is
@@ -420,27 +556,55 @@ static void fence_pending(worker_t *w) {
             w->fence_retry_at = baton_now_ms() + 100;
         } else {
             rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(k);
+            rd_kafka_topic_partition_list_t *ul = NULL;
             for (int32_t i = 0; i < k; i++) {
                 int32_t p = parts[i];
-                w->parts[p].fence_pending = 0;
+                wpart_t *wp = &w->parts[p];
+                wp->fence_pending = 0;
                 if (res[i] == BATON_STALE) {
                     BLOG_WARN("event=fence_failed partition=%d epoch=%lld error=STALE", p,
                               (long long)epochs[i]);
                     baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
                     baton_membership_drop(w->m, &r);
+                    prefetch_stop(w, p);
                     continue;
+                }
+                if (wp->prefetch && next[i] >= wp->pre_offset) {
+                    /* Fetched ahead from where the fence starts, or before:
+                     * keep fetching; what was held goes through part_append
+                     * now, which drops what is below next_offset. */
+                    wp->prefetch = 0;
+                    w->nprefetch--;
+                    if (wp->paused)
+                        kafka_pause(w, p, 0);
+                    part_activate(w, p, epochs[i], next[i]);
+                    size_t npre = wp->npre;
+                    wp->npre = 0;
+                    for (size_t j = 0; j < npre; j++)
+                        part_append(w, wp->pre[j]);
+                    continue;
+                }
+                if (wp->prefetch) {
+                    /* The sink went back below where we fetched from. */
+                    BLOG_INFO("event=prefetch_discarded partition=%d from=%lld next_offset=%lld", p,
+                              (long long)wp->pre_offset, (long long)next[i]);
+                    pre_clear(wp);
+                    wp->prefetch = 0;
+                    wp->paused = 0;
+                    w->nprefetch--;
+                    if (!ul)
+                        ul = rd_kafka_topic_partition_list_new(4);
+                    rd_kafka_topic_partition_list_add(ul, w->topic, p);
                 }
                 rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = next[i];
                 part_activate(w, p, epochs[i], next[i]);
             }
-            if (l->cnt > 0) {
-                rd_kafka_error_t *e = rd_kafka_incremental_assign(w->rk, l);
-                if (e) {
-                    BLOG_ERROR("event=kafka_assign_failed partitions=%d error=\"%s\"", l->cnt,
-                               rd_kafka_error_string(e));
-                    rd_kafka_error_destroy(e);
-                }
+            if (ul) {
+                kafka_incremental(w, ul, 0, "kafka_unassign_failed");
+                rd_kafka_topic_partition_list_destroy(ul);
             }
+            if (l->cnt > 0)
+                kafka_incremental(w, l, 1, "kafka_assign_failed");
             rd_kafka_topic_partition_list_destroy(l);
         }
     }
@@ -559,6 +723,10 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
  * must be retried is written again without being processed again. */
 static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     int32_t p = msg->partition;
+    if (p >= 0 && p < w->nparts && !w->parts[p].active && w->parts[p].prefetch) {
+        pre_hold(w, p, msg);
+        return;
+    }
     if (p < 0 || p >= w->nparts || !w->parts[p].active || w->parts[p].failed ||
         msg->offset < w->parts[p].expect) {
         /* fetched before we let it go, or already buffered or applied, or
@@ -800,8 +968,10 @@ static int flush_due_in(const worker_t *w, int cap) {
 /* Destroys every buffered message: librdkafka must get its messages back
  * before the consumer is closed. */
 static void parts_clear(worker_t *w) {
-    for (int32_t p = 0; p < w->nparts; p++)
+    for (int32_t p = 0; p < w->nparts; p++) {
         batch_clear(&w->parts[p]);
+        pre_clear(&w->parts[p]);
+    }
 }
 
 /* Creates every worker metric, so a scrape shows zeros rather than gaps. */
@@ -860,8 +1030,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         .keys = no_keys,
         .nkeys = 0,
     };
-    baton_membership_cbs_t cbs = {
-        .on_acquired = on_acquired, .on_released = on_released, .opaque = &w};
+    baton_membership_cbs_t cbs = {.on_acquired = on_acquired,
+                                  .on_released = on_released,
+                                  .opaque = &w,
+                                  .on_assigned = on_assigned};
     if (!(w.rk = kafka_new(&w, conf, errstr, sizeof(errstr)))) {
         BLOG_ERROR("event=kafka_config_error error=\"%s\"", errstr);
         goto out;
@@ -899,6 +1071,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             goto out;
         }
         ensure_parts(&w);
+        prefetch_check(&w);
         kafka_unassign_pending(&w);
         fence_pending(&w);
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
@@ -955,7 +1128,9 @@ out:
     if (w.parts) {
         for (int32_t p = 0; p < w.nparts; p++) {
             batch_clear(&w.parts[p]);
+            pre_clear(&w.parts[p]);
             free(w.parts[p].recs);
+            free(w.parts[p].pre);
             baton_processor_close(w.proc, w.parts[p].pstate);
         }
         free(w.parts);

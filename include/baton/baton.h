@@ -88,6 +88,13 @@ typedef struct {
      * after this returns, so flush first; for LOST it is already gone. */
     void (*on_released)(void *opaque, const baton_resource_t *r, baton_release_reason_t reason);
     void *opaque;
+    /* Optional (NULL: none). The assignment just read gives us rs[0..n-1],
+     * which it did not before; called before they are claimed, so work
+     * that needs no ownership can start while the claims are made (the
+     * worker starts fetching from Kafka). It grants nothing: write only
+     * after on_acquired. Whether r is still assigned later:
+     * baton_membership_assigned(). */
+    void (*on_assigned)(void *opaque, const baton_resource_t *rs, size_t n);
 } baton_membership_cbs_t;
 
 typedef struct {
@@ -161,6 +168,9 @@ int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, in
  * always suffice). */
 int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
                                 size_t size);
+
+/* 1 if the assignment we last read gives r to us (owned or not yet). */
+int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r);
 
 /* 1 once we were evicted (see baton_membership_poll). */
 int baton_membership_evicted(const baton_membership_t *m);

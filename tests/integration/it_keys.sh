@@ -2,7 +2,8 @@
 # it_keys: named keys end to end through the public member library.
 # batonctl init --keys / keys add|remove|list (names validated); the
 # coordinator assigns keys with the group's strategy over the members that
-# may take each (a member's key filter); members get on_acquired(key, epoch)
+# may take each (a member's key filter); members get on_assigned(key) and
+# then on_acquired(key, epoch)
 # on their own thread with epochs that rise across owners; a crashed owner's
 # key moves after its session expires, with a higher epoch; a graceful leave
 # releases with reason "leave"; removing a key takes it from its owner;
@@ -63,6 +64,16 @@ for p in p1 p2; do
         grep '^acquired' "$H_DIR/$p.log" | grep -qv 'own_thread=1 valid=1' &&
             h_fail "$p: a callback off its own thread, or an epoch not valid inside on_acquired"
     fi
+done
+# on_assigned named every key before its first on_acquired, on the owner's
+# thread, with baton_membership_assigned() saying 1.
+for p in p1 p2; do
+    awk '$1 == "assigned" && $3 != "assigned=1" { bad = 1 }
+         $1 == "assigned" && $4 != "own_thread=1" { bad = 1 }
+         $1 == "assigned" { seen[$2] = 1 }
+         $1 == "acquired" && !($2 in seen) { bad = 1 }
+         END { exit bad }' "$H_DIR/$p.log" ||
+        h_fail "$p: an acquire without on_assigned before it, or a bad assigned line: $(cat "$H_DIR/$p.log")"
 done
 # Every acquisition printed matches the claim epoch ZooKeeper shows.
 for k in nightly compaction-a report.x; do

@@ -2,6 +2,7 @@
  * joins a group through the public header only (include/baton/baton.h) and
  * prints one line per callback on stdout:
  *
+ *   assigned key=K assigned=1 own_thread=1    (on_assigned, before the claim)
  *   acquired key=K epoch=E own_thread=1      (or partition=P)
  *   released key=K reason=revoked own_thread=1
  *
@@ -44,6 +45,17 @@ static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
     return BATON_OK;
 }
 
+static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
+    baton_membership_t **m = opaque;
+    for (size_t i = 0; i < n; i++) {
+        printf("assigned ");
+        print_res(&rs[i]);
+        printf(" assigned=%d own_thread=%d\n", *m ? baton_membership_assigned(*m, &rs[i]) : -1,
+               pthread_equal(owner, pthread_self()) != 0);
+    }
+    fflush(stdout);
+}
+
 static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t why) {
     (void)opaque;
     printf("released ");
@@ -84,8 +96,10 @@ int main(int argc, char **argv) {
     signal(SIGINT, on_signal);
     owner = pthread_self();
     baton_membership_t *m = NULL;
-    baton_membership_cbs_t cbs = {
-        .on_acquired = on_acquired, .on_released = on_released, .opaque = &m};
+    baton_membership_cbs_t cbs = {.on_acquired = on_acquired,
+                                  .on_released = on_released,
+                                  .opaque = &m,
+                                  .on_assigned = on_assigned};
     char err[512];
     int rc = baton_membership_new(&conf, &cbs, &m, err, sizeof(err));
     if (rc != BATON_OK) {

@@ -1,9 +1,10 @@
 /* test_lost_create.c: a member whose claim creates "lose their reply".
  *
  * A real server cannot drop one reply on demand, so this program is linked
- * with -Wl,--wrap=zoo_create2 (as the ZooKeeper C client's own tests wrap
- * calls): the first --lose claim creates really happen on the server, then
- * report ZCONNECTIONLOSS, as if the connection had dropped before the reply.
+ * with -Wl,--wrap=zoo_create2, zoo_acreate2 and zoo_multi (as the ZooKeeper
+ * C client's own tests wrap calls): the first --lose claim creates really
+ * happen on the server, then report ZCONNECTIONLOSS, as if the connection
+ * had dropped before the reply.
  * The member must find the claim it created by its session id instead of
  * creating a second one. Run by it_fault_lostcreate.sh against a real
  * ZooKeeper, with a coordinator assigning every partition to --id.
@@ -42,7 +43,13 @@ static int unassigned_p = -1; /* the partition taken away (--unassign-lost) */
 static const char *g_group, *g_id;
 static int g_nparts;
 
-/* Rewrites assignment/<id> without partition `drop` (owner thread). */
+static void assignment_set_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    (void)data;
+    fprintf(stderr, "test_lost_create: assignment set: %s\n", zerror(rc));
+}
+
+/* Rewrites assignment/<id> without partition `drop`. */
 static void assignment_drop(zhandle_t *zh, int drop) {
     char buf[1024];
     int off = snprintf(buf, sizeof(buf), "{\"generation\":2,\"partitions\":[");
@@ -54,8 +61,12 @@ static void assignment_drop(zhandle_t *zh, int drop) {
     }
     snprintf(buf + off, sizeof(buf) - (size_t)off, "]}");
     char *path = xasprintf("/baton/%s/assignment/%s", g_group, g_id);
-    int rc = zoo_set(zh, path, buf, (int)strlen(buf), -1);
-    fprintf(stderr, "test_lost_create: set %s to %s: %s\n", path, buf, zerror(rc));
+    /* Asynchronous: this may run on ZooKeeper's completion thread (the
+     * zoo_acreate2 wrapper), where a synchronous call would wait for
+     * itself. The member's own session sends it before anything else it
+     * asks, so its next read of the assignment sees it. */
+    int rc = zoo_aset(zh, path, buf, (int)strlen(buf), -1, assignment_set_done, NULL);
+    fprintf(stderr, "test_lost_create: setting %s to %s: %s\n", path, buf, zerror(rc));
     free(path);
 }
 
@@ -77,6 +88,56 @@ int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int v
         }
         return ZCONNECTIONLOSS;
     }
+    return rc;
+}
+
+/* A handoff's few claims are created asynchronously, pipelined with their
+ * queue checks (worker/membership.c, claims_queue_batch): zoo_acreate2 is
+ * wrapped too. The create really happens; its completion, on ZooKeeper's
+ * completion thread, reports ZCONNECTIONLOSS instead. */
+int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data);
+int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data);
+
+typedef struct {
+    zhandle_t *zh;
+    string_stat_completion_t done;
+    const void *data;
+} lost_ctx_t;
+
+static void lost_done(int rc, const char *value, const struct Stat *st, const void *data) {
+    lost_ctx_t *c = (lost_ctx_t *)data;
+    if (rc == ZOK && lose_left > 0 && value && strstr(value, "/claims/claim-")) {
+        lose_left--;
+        lost++;
+        fprintf(stderr,
+                "test_lost_create: created %s (asynchronously), reporting ZCONNECTIONLOSS\n",
+                value);
+        const char *pp = strstr(value, "/partitions/");
+        if (unassign_lost && unassigned_p < 0 && pp) {
+            unassigned_p = atoi(pp + 12);
+            assignment_drop(c->zh, unassigned_p);
+        }
+        c->done(ZCONNECTIONLOSS, NULL, NULL, c->data);
+    } else {
+        c->done(rc, value, st, c->data);
+    }
+    free(c);
+}
+
+int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data) {
+    lost_ctx_t *c = malloc(sizeof(*c));
+    if (!c)
+        abort();
+    *c = (lost_ctx_t){.zh = zh, .done = completion, .data = data};
+    int rc = __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, lost_done, c);
+    if (rc != ZOK)
+        free(c); /* the completion is never called then */
     return rc;
 }
 
