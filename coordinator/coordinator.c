@@ -30,6 +30,8 @@
  * this often. Watches do the real work. */
 #define RESYNC_INTERVAL_MS 10000
 #define RESYNC_DEFER_MS 500
+/* A leave mark acted on from its event alone is read 100 ms after. */
+#define VERIFY_DELAY_MS 100
 #define RETRY_BACKOFF_MS 250
 /* Per-partition "event=assign" lines per rebalance; a summary line says how
  * many more moved, so a 100,000-partition reshuffle does not flood the log. */
@@ -102,6 +104,12 @@ typedef struct {
     int64_t pc_gen;        /* /assignment's generation when pc matches it */
     coord_history_t *hist; /* moves published, not yet in <base>/history */
     int64_t hist_due_ms;   /* when to write them; 0: nothing pending */
+    /* Members whose leave mark was acted on from the data event alone
+     * (see the event loop): read again once the publish is out, which
+     * re-arms their watch and confirms the mark. */
+    char **verify;
+    size_t nverify;
+    int64_t verify_due_ms; /* 0: nothing to verify */
 } coord_t;
 
 /* One member node as last read; valid = 0 after its watch fired. */
@@ -534,6 +542,15 @@ static void leaving_prune(coord_t *c, const coord_worker_t *w, size_t nw) {
     c->nleaving = k;
 }
 
+static void verify_clear(coord_t *c) {
+    for (size_t i = 0; i < c->nverify; i++)
+        free(c->verify[i]);
+    free(c->verify);
+    c->verify = NULL;
+    c->nverify = 0;
+    c->verify_due_ms = 0;
+}
+
 /* Reads a member's capacity and rack. A member that left meanwhile is
  * BATON_NOTFOUND; a malformed one counts with capacity 1 and no rack. */
 static int read_member(coord_t *c, const char *wdir, const char *id, coord_worker_t *out) {
@@ -579,6 +596,30 @@ static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
     free(m->keys);
     m->keys = w->keys ? xstrdup(w->keys) : NULL;
     m->valid = 1;
+}
+
+/* Reads the members in c->verify again (re-arming their data watches).
+ * Returns 1 if one of them turns out not to be leaving after all (its
+ * data changed for another reason): the caller rebalances again. */
+static int verify_flush(coord_t *c, const char *wdir) {
+    int again = 0;
+    for (size_t i = 0; i < c->nverify; i++) {
+        const char *id = c->verify[i];
+        coord_worker_t tmp = {0};
+        int err = read_member(c, wdir, id, &tmp);
+        if (err == BATON_OK) {
+            mc_update(c, id, &tmp);
+            if (!leaving_has(c, id)) {
+                BLOG_WARN("event=leave_mark_unconfirmed worker=%s action=rebalance", id);
+                again = 1;
+            }
+        } else if (err != BATON_NOTFOUND) {
+            mc_invalidate(c, id); /* the next rebalance reads it, re-arming the watch */
+        }
+        free(tmp.keys);
+    }
+    verify_clear(c);
+    return again;
 }
 
 /* Lists <base>/<leaf> with a children watch. A missing directory (a group
@@ -1606,6 +1647,24 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
                  * it comes with; an unmarked one (a crash, an expiry) is
                  * rebalanced at once too unless more churn is pending. */
                 const char *id = ev.path + strlen(wdir) + 1;
+                if (ev.type == ZOO_CHANGED_EVENT && c.leader && conf->leave_grace_ms <= 0 &&
+                    !leaving_has(&c, id) && mc_find(&c, id)) {
+                    /* A member changes its node's data only to mark its
+                     * leave (baton_membership_leave): act on the event
+                     * itself, a read less on the handoff's critical path.
+                     * Its other fields are cached and unchanged; the read
+                     * that re-arms the watch and confirms the mark comes
+                     * after the publish (verify_flush). */
+                    leaving_note(&c, id);
+                    c.verify = xrealloc(c.verify, sizeof(char *) * (c.nverify + 1));
+                    c.verify[c.nverify++] = xstrdup(id);
+                    if (!c.verify_due_ms)
+                        c.verify_due_ms = baton_now_ms() + VERIFY_DELAY_MS;
+                    BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
+                    dirty = 1;
+                    baton_zk_event_release(&ev);
+                    continue;
+                }
                 mc_invalidate(&c, id);
                 if (ev.type == ZOO_CHANGED_EVENT) {
                     int was = leaving_has(&c, id);
@@ -1712,8 +1771,14 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             handoffs_check(&c);
         if (c.hist_due_ms && now >= c.hist_due_ms && baton_zk_connected(c.zk))
             hist_flush(&c);
+        if (c.verify_due_ms && now >= c.verify_due_ms && baton_zk_connected(c.zk) &&
+            verify_flush(&c, wdir)) {
+            dirty = 1;
+            wait_ms = 0;
+        }
         int64_t due = min_due(rebal_due, c.leader ? c.grace_due_ms : 0);
         due = min_due(due, c.hist_due_ms);
+        due = min_due(due, c.verify_due_ms);
         due = min_due(due, next_resync); /* on time, not up to wait_ms late */
         if (c.leader)
             due = min_due(due, c.ho_due_ms);
@@ -1738,6 +1803,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         baton_zk_destroy(c.zk);
     }
     gone_clear(&c);
+    verify_clear(&c);
     handoffs_clear(&c);
     pc_drop(&c);
     coord_racks_destroy(c.racks);
