@@ -149,10 +149,11 @@ out:
 
 static int gather_workers(gather_t *g, json_t *workers) {
     char *dir = xasprintf("%s/workers", g->base);
-    char **names = NULL, **paths = NULL;
-    size_t n = 0;
-    ctl_zkread_t *reads = NULL;
-    int err = baton_zk_children(g->zk, dir, 0, &names, &n);
+    ctl_zkdir_t d;
+    int err = ctl_zkdir_read(g->zk, dir, &d);
+    char **names = d.names, **paths = d.paths;
+    size_t n = d.n;
+    ctl_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         gather_warn(g, dir, "missing (the group layout is incomplete)");
         err = BATON_OK;
@@ -162,11 +163,6 @@ static int gather_workers(gather_t *g, json_t *workers) {
         gather_fail(g, err, dir);
         goto out;
     }
-    paths = xcalloc(n ? n : 1, sizeof(char *));
-    reads = xcalloc(n ? n : 1, sizeof(*reads));
-    for (size_t i = 0; i < n; i++)
-        paths[i] = xasprintf("%s/%s", dir, names[i]);
-    ctl_zkbatch_get(g->zk, paths, n, reads);
     for (size_t i = 0; i < n; i++) {
         ctl_zkread_t *r = &reads[i];
         if (r->err == BATON_NOTFOUND)
@@ -211,13 +207,7 @@ static int gather_workers(gather_t *g, json_t *workers) {
         json_array_append_new(workers, w);
     }
 out:
-    for (size_t i = 0; reads && i < n; i++)
-        ctl_zkread_release(&reads[i]);
-    free(reads);
-    for (size_t i = 0; paths && i < n; i++)
-        free(paths[i]);
-    free(paths);
-    baton_zk_strings_free(names, n);
+    ctl_zkdir_release(&d);
     free(dir);
     return err;
 }
@@ -229,9 +219,9 @@ out:
 static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const char **assigned,
                              char ***anames, size_t *nanames) {
     char *dir = xasprintf("%s/assignment", g->base);
-    char **names = NULL, **paths = NULL, *data = NULL;
-    size_t n = 0, len = 0;
-    ctl_zkread_t *reads = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    ctl_zkdir_t d = {0};
     *generation = json_null();
     int err = baton_zk_get(g->zk, dir, 0, &data, &len, NULL);
     if (err == BATON_NOTFOUND) {
@@ -252,7 +242,9 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
             gather_warn(g, dir, "%s", why);
     }
 
-    err = baton_zk_children(g->zk, dir, 0, &names, &n);
+    err = ctl_zkdir_read(g->zk, dir, &d);
+    char **names = d.names, **paths = d.paths;
+    ctl_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         err = BATON_OK; /* removed since the read above */
         goto out;
@@ -261,12 +253,7 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
         gather_fail(g, err, dir);
         goto out;
     }
-    paths = xcalloc(n ? n : 1, sizeof(char *));
-    reads = xcalloc(n ? n : 1, sizeof(*reads));
-    for (size_t i = 0; i < n; i++)
-        paths[i] = xasprintf("%s/%s", dir, names[i]);
-    ctl_zkbatch_get(g->zk, paths, n, reads);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < d.n; i++) {
         ctl_zkread_t *r = &reads[i];
         if (r->err == BATON_NOTFOUND)
             continue;
@@ -293,16 +280,13 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
         baton_worker_assignment_release(&wa);
     }
 out:
-    for (size_t i = 0; reads && i < n; i++)
-        ctl_zkread_release(&reads[i]);
-    free(reads);
-    for (size_t i = 0; paths && i < n; i++)
-        free(paths[i]);
-    free(paths);
+    /* The names stay with the caller: assigned[] points into them. */
+    *anames = d.names;
+    *nanames = d.n;
+    d.names = NULL;
+    ctl_zkdir_release(&d);
     free(data);
     free(dir);
-    *anames = names;
-    *nanames = n;
     return err;
 }
 
@@ -515,10 +499,11 @@ static char *pin_decode(const char *data, size_t len, char *why, size_t whylen) 
 
 static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
     char *dir = xasprintf("%s/pins", g->base);
-    char **names = NULL, **paths = NULL;
-    size_t n = 0;
-    ctl_zkread_t *reads = NULL;
-    int err = baton_zk_children(g->zk, dir, 0, &names, &n);
+    ctl_zkdir_t d;
+    int err = ctl_zkdir_read(g->zk, dir, &d);
+    char **names = d.names, **paths = d.paths;
+    size_t n = d.n;
+    ctl_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         err = BATON_OK;
         goto out;
@@ -527,11 +512,6 @@ static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
         gather_fail(g, err, dir);
         goto out;
     }
-    paths = xcalloc(n ? n : 1, sizeof(char *));
-    reads = xcalloc(n ? n : 1, sizeof(*reads));
-    for (size_t i = 0; i < n; i++)
-        paths[i] = xasprintf("%s/%s", dir, names[i]);
-    ctl_zkbatch_get(g->zk, paths, n, reads);
     for (size_t i = 0; i < n; i++) {
         int64_t p;
         if (reads[i].err == BATON_NOTFOUND)
@@ -554,13 +534,7 @@ static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
         parts[p].pinned = w;
     }
 out:
-    for (size_t i = 0; reads && i < n; i++)
-        ctl_zkread_release(&reads[i]);
-    free(reads);
-    for (size_t i = 0; paths && i < n; i++)
-        free(paths[i]);
-    free(paths);
-    baton_zk_strings_free(names, n);
+    ctl_zkdir_release(&d);
     free(dir);
     return err;
 }

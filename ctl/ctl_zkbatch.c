@@ -120,3 +120,31 @@ void ctl_zkread_release(ctl_zkread_t *r) {
     baton_zk_strings_free(r->names, r->count);
     memset(r, 0, sizeof(*r));
 }
+
+int ctl_zkdir_read(baton_zk_t *zk, const char *dir, ctl_zkdir_t *out) {
+    memset(out, 0, sizeof(*out));
+    int err = baton_zk_children(zk, dir, 0, &out->names, &out->n);
+    if (err != BATON_OK) {
+        out->names = NULL;
+        out->n = 0;
+        return err;
+    }
+    out->paths = xcalloc(out->n ? out->n : 1, sizeof(char *));
+    out->reads = xcalloc(out->n ? out->n : 1, sizeof(ctl_zkread_t));
+    for (size_t i = 0; i < out->n; i++)
+        out->paths[i] = xasprintf("%s/%s", dir, out->names[i]);
+    ctl_zkbatch_get(zk, out->paths, out->n, out->reads);
+    return BATON_OK;
+}
+
+void ctl_zkdir_release(ctl_zkdir_t *d) {
+    for (size_t i = 0; d->reads && i < d->n; i++)
+        ctl_zkread_release(&d->reads[i]);
+    free(d->reads);
+    for (size_t i = 0; d->paths && i < d->n; i++)
+        free(d->paths[i]);
+    free(d->paths);
+    if (d->names)
+        baton_zk_strings_free(d->names, d->n);
+    memset(d, 0, sizeof(*d));
+}

@@ -37,4 +37,22 @@ void ctl_zkbatch_children(baton_zk_t *zk, char *const *paths, size_t n, ctl_zkre
 /* Frees what a read holds and zeroes it; safe on a zeroed slot. */
 void ctl_zkread_release(ctl_zkread_t *r);
 
+/* A directory's children with their data: names (sorted), the full path of
+ * each and its read. */
+typedef struct {
+    char **names;
+    char **paths;
+    ctl_zkread_t *reads;
+    size_t n;
+} ctl_zkdir_t;
+
+/* Lists dir, then reads every child (ctl_zkbatch_get) into *out (zeroed
+ * first). Returns the listing's error (BATON_NOTFOUND: no such directory;
+ * *out is empty then); each child's own result is in its read (a child
+ * deleted since the listing: BATON_NOTFOUND there). */
+int ctl_zkdir_read(baton_zk_t *zk, const char *dir, ctl_zkdir_t *out);
+/* Frees what ctl_zkdir_read filled (names too, unless the caller took them
+ * and set names to NULL) and zeroes it. */
+void ctl_zkdir_release(ctl_zkdir_t *d);
+
 #endif
