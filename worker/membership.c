@@ -541,7 +541,6 @@ int baton_membership_claim_path(const baton_membership_t *m, const baton_resourc
     return w >= 0 && (size_t)w < size ? BATON_OK : BATON_INVALID;
 }
 
-/* Reads assignment/<id> (leaving a watch) and marks changed partitions. */
 /* Notes rid as newly assigned, for on_assigned. */
 static void assigned_note(baton_membership_t *m, int32_t rid) {
     if (!m->cbs.on_assigned)
@@ -570,6 +569,8 @@ static void assigned_flush(baton_membership_t *m) {
     free(rs);
 }
 
+/* Reads assignment/<id> (leaving a watch) and marks changed partitions;
+ * notes the newly assigned ones for on_assigned. */
 static int read_assignment(baton_membership_t *m) {
     char *path = xasprintf("%s/assignment/%s", m->base, m->conf.id);
     char *data = NULL;
@@ -802,12 +803,14 @@ static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct 
 
 /* ---- batched claims --------------------------------------------------------
  * One poll may have many resources to claim (a cold start, a failover, a
- * join): their creates go out in multis of up to CLAIM_MULTI_MAX, and their
- * queue checks (list the claims, then set one watch) as pipelined
- * asynchronous requests, so a poll costs four round trips, not three per
- * resource. The completions run on ZooKeeper's completion thread and only
- * store results into a zbatch_t and signal; the owner's thread waits for
- * them and acts. */
+ * join). A few (up to CLAIM_PIPELINE_MAX, a handoff) are created in the
+ * same flight as their queue checks: one round trip when lowest. More go
+ * in multis of up to CLAIM_MULTI_MAX first (one write transaction each),
+ * then their queue checks (list the claims, set one watch) as pipelined
+ * asynchronous requests: two round trips, not three per resource. A claim
+ * that waits costs one more (the watch on its predecessor). The
+ * completions run on ZooKeeper's completion thread and only store results
+ * into a zbatch_t and signal; the owner's thread waits for them and acts. */
 
 typedef struct zbatch_s zbatch_t;
 
