@@ -32,6 +32,8 @@
 #define RESYNC_DEFER_MS 500
 /* A leave mark acted on from its event alone is read 100 ms after. */
 #define VERIFY_DELAY_MS 100
+/* The longest the loop sleeps while disconnected before looking again. */
+#define DISCONNECTED_WAIT_MS 100
 #define RETRY_BACKOFF_MS 250
 /* Per-partition "event=assign" lines per rebalance; a summary line says how
  * many more moved, so a 100,000-partition reshuffle does not flood the log. */
@@ -1786,6 +1788,11 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             due = min_due(due, c.racks_due_ms);
         if (due && due - now < wait_ms)
             wait_ms = due > now ? due - now : 0;
+        /* Disconnected, whatever is due waits for the connection (and the
+         * reconnection's event wakes us): a deadline already past must not
+         * make this loop spin. */
+        if (!baton_zk_connected(c.zk) && wait_ms < DISCONNECTED_WAIT_MS)
+            wait_ms = DISCONNECTED_WAIT_MS;
         baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c.leader);
         baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c.zk));
         baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c.leader ? (double)c.epoch : 0);
