@@ -96,7 +96,6 @@ typedef struct {
      * for an error retrying cannot fix: the loop exits 1. */
     int kafka_fatal;
     int64_t fence_retry_at; /* pending fences failed (busy sink): not before this */
-    int32_t nprefetch;      /* partitions with prefetch set */
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -381,7 +380,6 @@ static void prefetch_stop(worker_t *w, int32_t p) {
     wp->prefetch = 0;
     wp->paused = 0;
     wp->unassign = 1; /* kafka_unassign_pending */
-    w->nprefetch--;
 }
 
 /* Holds a message of a partition fetched ahead (takes ownership). Past
@@ -439,16 +437,12 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
             continue;
         wp->prefetch = 1;
         wp->pre_offset = wp->pre_expect = row->next_offset;
-        w->nprefetch++;
         rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = row->next_offset;
     }
     if (l->cnt > 0) {
         if (kafka_incremental(w, l, 1, "prefetch_failed") != 0) {
-            for (int i = 0; i < l->cnt; i++) {
-                wpart_t *wp = &w->parts[l->elems[i].partition];
-                wp->prefetch = 0;
-                w->nprefetch--;
-            }
+            for (int i = 0; i < l->cnt; i++)
+                w->parts[l->elems[i].partition].prefetch = 0;
         } else {
             BLOG_DEBUG("event=prefetch partitions=%d took_us=%lld", l->cnt,
                        (long long)(mono_us() - t0));
@@ -461,8 +455,6 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
 /* Stops fetching ahead what is no longer assigned to us (and was not
  * acquired: on_released clears fence_pending then). */
 static void prefetch_check(worker_t *w) {
-    if (w->nprefetch == 0)
-        return;
     for (int32_t p = 0; p < w->nparts; p++) {
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
         if (w->parts[p].prefetch && !w->parts[p].fence_pending &&
@@ -574,7 +566,6 @@ static void fence_pending(worker_t *w) {
                      * keep fetching; what was held goes through part_append
                      * now, which drops what is below next_offset. */
                     wp->prefetch = 0;
-                    w->nprefetch--;
                     if (wp->paused)
                         kafka_pause(w, p, 0);
                     part_activate(w, p, epochs[i], next[i]);
@@ -591,7 +582,6 @@ static void fence_pending(worker_t *w) {
                     pre_clear(wp);
                     wp->prefetch = 0;
                     wp->paused = 0;
-                    w->nprefetch--;
                     if (!ul)
                         ul = rd_kafka_topic_partition_list_new(4);
                     rd_kafka_topic_partition_list_add(ul, w->topic, p);
