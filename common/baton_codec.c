@@ -261,16 +261,36 @@ out:
     return err;
 }
 
-char *baton_worker_assignment_encode(const baton_worker_assignment_t *a) {
+static json_t *partitions_json(const int32_t *ps, size_t n) {
     json_t *arr = json_array();
-    for (size_t i = 0; i < a->npartitions; i++)
-        json_array_append_new(arr, json_integer(a->partitions[i]));
-    json_t *j = json_pack("{s:I, s:o}", "generation", (json_int_t)a->generation, "partitions", arr);
-    if (a->nkeys) {
-        json_t *karr = json_array();
-        for (size_t i = 0; i < a->nkeys; i++)
-            json_array_append_new(karr, json_string(a->keys[i]));
-        json_object_set_new(j, "keys", karr);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_integer(ps[i]));
+    return arr;
+}
+
+static json_t *keys_json(char *const *keys, size_t n) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_string(keys[i]));
+    return arr;
+}
+
+char *baton_worker_assignment_encode(const baton_worker_assignment_t *a) {
+    json_t *j = json_pack("{s:I, s:o}", "generation", (json_int_t)a->generation, "partitions",
+                          partitions_json(a->partitions, a->npartitions));
+    if (a->nkeys)
+        json_object_set_new(j, "keys", keys_json(a->keys, a->nkeys));
+    if (a->nstandby) {
+        json_t *sb = json_object();
+        for (size_t i = 0; i < a->nstandby; i++) {
+            const baton_standby_t *s = &a->standby[i];
+            json_t *o =
+                json_pack("{s:o}", "partitions", partitions_json(s->partitions, s->npartitions));
+            if (s->nkeys)
+                json_object_set_new(o, "keys", keys_json(s->keys, s->nkeys));
+            json_object_set_new(sb, s->owner, o);
+        }
+        json_object_set_new(j, "standby", sb);
     }
     return dump(j);
 }
@@ -280,6 +300,101 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Reads field `field` of o, an array of distinct partition numbers, into a
+ * sorted heap array (required: else absent means none). */
+static int get_partitions(json_t *o, const char *what, const char *field, int required,
+                          int32_t **out, size_t *nout, char *errstr, size_t n) {
+    json_t *arr = json_object_get(o, field);
+    if (!required && (!arr || json_is_null(arr)))
+        return BATON_OK;
+    if (!json_is_array(arr))
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' must be an array", what,
+                            field);
+    size_t cnt = json_array_size(arr);
+    int32_t *ps = xcalloc(cnt ? cnt : 1, sizeof(int32_t));
+    *out = ps; /* freed by the caller's release, even on error */
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *v = json_array_get(arr, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= BATON_PARTITIONS_MAX)
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: %s[%zu] is not a partition number",
+                                what, field, i);
+        ps[i] = (int32_t)json_integer_value(v);
+    }
+    *nout = cnt;
+    qsort(ps, cnt, sizeof(int32_t), cmp_i32);
+    for (size_t i = 1; i < cnt; i++)
+        if (ps[i] == ps[i - 1])
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: partition %d is listed twice", what,
+                                ps[i]);
+    return BATON_OK;
+}
+
+/* Reads the optional field `field` of o, an array of distinct key names,
+ * into a sorted heap array. */
+static int get_keys(json_t *o, const char *what, const char *field, char ***out, size_t *nout,
+                    char *errstr, size_t n) {
+    json_t *keys = json_object_get(o, field);
+    if (!keys || json_is_null(keys))
+        return BATON_OK;
+    if (!json_is_array(keys) || json_array_size(keys) > BATON_KEYS_MAX)
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' must be an array", what,
+                            field);
+    size_t kc = json_array_size(keys);
+    char **ks = xcalloc(kc ? kc : 1, sizeof(char *));
+    *out = ks; /* freed by the caller's release, even on error */
+    for (size_t i = 0; i < kc; i++) {
+        json_t *k = json_array_get(keys, i);
+        const char *name = json_is_string(k) ? json_string_value(k) : NULL;
+        if (!name || strlen(name) != json_string_length(k) || baton_key_valid(name) != 0)
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: %s[%zu] is not a key name", what,
+                                field, i);
+        ks[(*nout)++] = xstrdup(name);
+    }
+    qsort(ks, *nout, sizeof(char *), baton_strcmp_p);
+    for (size_t i = 1; i < *nout; i++)
+        if (strcmp(ks[i], ks[i - 1]) == 0)
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: key '%s' is listed twice", what,
+                                ks[i]);
+    return BATON_OK;
+}
+
+static int cmp_standby(const void *a, const void *b) {
+    return strcmp(((const baton_standby_t *)a)->owner, ((const baton_standby_t *)b)->owner);
+}
+
+/* The optional "standby" object: owner id -> {"partitions": [...], "keys": [...]}. */
+static int get_standby(json_t *o, const char *what, baton_worker_assignment_t *out, char *errstr,
+                       size_t n) {
+    json_t *sb = json_object_get(o, "standby");
+    if (!sb || json_is_null(sb))
+        return BATON_OK;
+    if (!json_is_object(sb) || json_object_size(sb) > BATON_PARTITIONS_MAX)
+        return baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'standby' must be an object",
+                            what);
+    out->standby = xcalloc(json_object_size(sb) + 1, sizeof(baton_standby_t));
+    const char *owner;
+    json_t *v;
+    json_object_foreach(sb, owner, v) {
+        baton_standby_t *s = &out->standby[out->nstandby++];
+        s->owner = xstrdup(owner);
+        if (baton_id_valid(owner) != 0)
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: standby owner is not a worker id",
+                                what);
+        if (!json_is_object(v))
+            return baton_seterr(errstr, n, BATON_CORRUPT, "%s: standby '%s' must be an object",
+                                what, owner);
+        int err =
+            get_partitions(v, what, "partitions", 0, &s->partitions, &s->npartitions, errstr, n);
+        if (err == BATON_OK)
+            err = get_keys(v, what, "keys", &s->keys, &s->nkeys, errstr, n);
+        if (err != BATON_OK)
+            return err;
+    }
+    qsort(out->standby, out->nstandby, sizeof(baton_standby_t), cmp_standby);
+    return BATON_OK;
+}
+
 int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_assignment_t *out,
                                    char *errstr, size_t n) {
     const char *what = "worker assignment";
@@ -287,77 +402,62 @@ int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_ass
     if (!j)
         return BATON_CORRUPT;
     memset(out, 0, sizeof(*out));
-    int err;
-    if ((err = get_int(j, what, "generation", 1, 0, INT64_MAX, &out->generation, errstr, n)))
-        goto out;
-    json_t *arr = json_object_get(j, "partitions");
-    if (!json_is_array(arr)) {
-        err =
-            baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'partitions' must be an array", what);
-        goto out;
-    }
-    size_t cnt = json_array_size(arr);
-    out->partitions = xcalloc(cnt, sizeof(int32_t));
-    for (size_t i = 0; i < cnt; i++) {
-        json_t *v = json_array_get(arr, i);
-        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-            json_integer_value(v) >= BATON_PARTITIONS_MAX) {
-            err = baton_seterr(errstr, n, BATON_CORRUPT,
-                               "%s: partitions[%zu] is not a partition number", what, i);
-            goto out;
-        }
-        out->partitions[i] = (int32_t)json_integer_value(v);
-    }
-    out->npartitions = cnt;
-    qsort(out->partitions, cnt, sizeof(int32_t), cmp_i32);
-    for (size_t i = 1; i < cnt; i++)
-        if (out->partitions[i] == out->partitions[i - 1]) {
-            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: partition %d is listed twice", what,
-                               out->partitions[i]);
-            goto out;
-        }
-    json_t *keys = json_object_get(j, "keys");
-    if (keys && !json_is_null(keys)) {
-        if (!json_is_array(keys) || json_array_size(keys) > BATON_KEYS_MAX) {
-            err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'keys' must be an array", what);
-            goto out;
-        }
-        size_t kc = json_array_size(keys);
-        out->keys = xcalloc(kc ? kc : 1, sizeof(char *));
-        for (size_t i = 0; i < kc; i++) {
-            json_t *k = json_array_get(keys, i);
-            const char *name = json_is_string(k) ? json_string_value(k) : NULL;
-            if (!name || strlen(name) != json_string_length(k) || baton_key_valid(name) != 0) {
-                err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: keys[%zu] is not a key name",
-                                   what, i);
-                goto out;
-            }
-            out->keys[out->nkeys++] = xstrdup(name);
-        }
-        qsort(out->keys, out->nkeys, sizeof(char *), baton_strcmp_p);
-        for (size_t i = 1; i < out->nkeys; i++)
-            if (strcmp(out->keys[i], out->keys[i - 1]) == 0) {
-                err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: key '%s' is listed twice", what,
-                                   out->keys[i]);
-                goto out;
-            }
-    }
-out:
+    int err = get_int(j, what, "generation", 1, 0, INT64_MAX, &out->generation, errstr, n);
+    if (err == BATON_OK)
+        err = get_partitions(j, what, "partitions", 1, &out->partitions, &out->npartitions, errstr,
+                             n);
+    if (err == BATON_OK)
+        err = get_keys(j, what, "keys", &out->keys, &out->nkeys, errstr, n);
+    if (err == BATON_OK)
+        err = get_standby(j, what, out, errstr, n);
     if (err != BATON_OK)
         baton_worker_assignment_release(out);
     json_decref(j);
     return err;
 }
 
+static void strings_free(char **s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+void baton_standby_free(baton_standby_t *sb, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(sb[i].owner);
+        free(sb[i].partitions);
+        strings_free(sb[i].keys, sb[i].nkeys);
+    }
+    free(sb);
+}
+
+int baton_standby_equal(const baton_standby_t *a, size_t na, const baton_standby_t *b, size_t nb) {
+    if (na != nb)
+        return 0;
+    for (size_t i = 0; i < na; i++) {
+        if (strcmp(a[i].owner, b[i].owner) != 0 || a[i].npartitions != b[i].npartitions ||
+            a[i].nkeys != b[i].nkeys)
+            return 0;
+        if (a[i].npartitions &&
+            memcmp(a[i].partitions, b[i].partitions, a[i].npartitions * sizeof(int32_t)) != 0)
+            return 0;
+        for (size_t k = 0; k < a[i].nkeys; k++)
+            if (strcmp(a[i].keys[k], b[i].keys[k]) != 0)
+                return 0;
+    }
+    return 1;
+}
+
 void baton_worker_assignment_release(baton_worker_assignment_t *a) {
-    for (size_t i = 0; i < a->nkeys; i++)
-        free(a->keys[i]);
-    free(a->keys);
+    strings_free(a->keys, a->nkeys);
     a->keys = NULL;
     a->nkeys = 0;
     free(a->partitions);
     a->partitions = NULL;
     a->npartitions = 0;
+    baton_standby_free(a->standby, a->nstandby);
+    a->standby = NULL;
+    a->nstandby = 0;
 }
 
 char *baton_claim_encode(const baton_claim_t *c) {

@@ -53,15 +53,31 @@ typedef struct {
     char strategy[32];
 } baton_assignment_meta_t;
 
+/* What a worker stands by for: the resources of member `owner` that the
+ * coordinator would give this worker if owner left (partitions and keys
+ * sorted). The standby takes them as soon as owner's member node is marked
+ * leaving or deleted, without waiting for the next assignment. */
+typedef struct {
+    char *owner;
+    int32_t *partitions;
+    size_t npartitions;
+    char **keys;
+    size_t nkeys;
+} baton_standby_t;
+
 /* /<root>/<group>/assignment/<worker-id>: partitions and keys are heap
  * arrays the caller frees (baton_worker_assignment_release). keys is sorted
- * and only encoded when non-empty ("keys": ["a", ...]). */
+ * and only encoded when non-empty ("keys": ["a", ...]); so is standby
+ * (sorted by owner): "standby": {"<owner>": {"partitions": [...],
+ * "keys": [...]}, ...}. */
 typedef struct {
     int64_t generation;
     int32_t *partitions;
     size_t npartitions;
     char **keys;
     size_t nkeys;
+    baton_standby_t *standby;
+    size_t nstandby;
 } baton_worker_assignment_t;
 
 /* /<root>/<group>/partitions/<p>/claims/claim-<session>-N */
@@ -95,6 +111,10 @@ char *baton_worker_assignment_encode(const baton_worker_assignment_t *a);
 int baton_worker_assignment_decode(const char *buf, size_t len, baton_worker_assignment_t *out,
                                    char *errstr, size_t errstr_size);
 void baton_worker_assignment_release(baton_worker_assignment_t *a);
+/* 1 if the two standby lists (each sorted by owner) say the same. */
+int baton_standby_equal(const baton_standby_t *a, size_t na, const baton_standby_t *b, size_t nb);
+/* Frees sb[0..n) and sb itself. */
+void baton_standby_free(baton_standby_t *sb, size_t n);
 
 char *baton_claim_encode(const baton_claim_t *c);
 int baton_claim_decode(const char *buf, size_t len, baton_claim_t *out, char *errstr,

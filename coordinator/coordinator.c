@@ -20,6 +20,7 @@
 #include "baton_metrics.h"
 #include "coord_history.h"
 #include "coord_keys.h"
+#include "coord_standby.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -62,11 +63,12 @@ typedef struct {
     size_t nleaving;
     vanished_t *gone;
     size_t ngone;
-    int64_t grace_due_ms; /* earliest leave-grace expiry; 0: none */
-    coord_racks_t *racks; /* partition leader racks from Kafka; NULL without --brokers */
-    int64_t racks_due_ms; /* next metadata refresh */
-    struct handoff_s *ho; /* per partition, for the stuck-handoff watchdog; NULL: none */
-    char **hok_names;     /* the keys the watchdog knows, sorted, with their state: */
+    int64_t grace_due_ms;    /* earliest leave-grace expiry; 0: none */
+    int standby_skip_logged; /* event=standby_skipped logged once */
+    coord_racks_t *racks;    /* partition leader racks from Kafka; NULL without --brokers */
+    int64_t racks_due_ms;    /* next metadata refresh */
+    struct handoff_s *ho;    /* per partition, for the stuck-handoff watchdog; NULL: none */
+    char **hok_names;        /* the keys the watchdog knows, sorted, with their state: */
     struct handoff_s *hok;
     size_t nhok;
     int32_t nho;
@@ -187,6 +189,8 @@ typedef struct published_s {
     size_t npartitions;
     char **keys; /* sorted */
     size_t nkeys;
+    baton_standby_t *standby; /* sorted by owner */
+    size_t nstandby;
     int valid; /* 0 when its znode was malformed: it is rewritten */
 } published_t;
 
@@ -353,7 +357,9 @@ static void published_free(published_t *pub, size_t n) {
         baton_worker_assignment_t wa = {.partitions = pub[i].partitions,
                                         .npartitions = pub[i].npartitions,
                                         .keys = pub[i].keys,
-                                        .nkeys = pub[i].nkeys};
+                                        .nkeys = pub[i].nkeys,
+                                        .standby = pub[i].standby,
+                                        .nstandby = pub[i].nstandby};
         baton_worker_assignment_release(&wa);
     }
     free(pub);
@@ -386,6 +392,8 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
                 pub[i].npartitions = wa.npartitions;
                 pub[i].keys = wa.keys;
                 pub[i].nkeys = wa.nkeys;
+                pub[i].standby = wa.standby;
+                pub[i].nstandby = wa.nstandby;
                 pub[i].valid = 1;
             } else {
                 BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", path, why);
@@ -407,6 +415,22 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
     return BATON_OK;
 }
 
+static baton_standby_t *standby_copy(const baton_standby_t *sb, size_t n) {
+    baton_standby_t *out = xcalloc(n + 1, sizeof(*out));
+    for (size_t i = 0; i < n; i++) {
+        out[i].owner = xstrdup(sb[i].owner);
+        out[i].npartitions = sb[i].npartitions;
+        out[i].partitions = xmalloc(sizeof(int32_t) * (sb[i].npartitions + 1));
+        if (sb[i].npartitions)
+            memcpy(out[i].partitions, sb[i].partitions, sizeof(int32_t) * sb[i].npartitions);
+        out[i].nkeys = sb[i].nkeys;
+        out[i].keys = xcalloc(sb[i].nkeys + 1, sizeof(char *));
+        for (size_t k = 0; k < sb[i].nkeys; k++)
+            out[i].keys[k] = xstrdup(sb[i].keys[k]);
+    }
+    return out;
+}
+
 /* A deep copy of the cache, for a rebalance that trusts it. */
 static published_t *pc_copy(const coord_t *c) {
     published_t *pub = xcalloc(c->npc ? c->npc : 1, sizeof(*pub));
@@ -422,6 +446,8 @@ static published_t *pc_copy(const coord_t *c) {
         pub[i].keys = xcalloc(o->nkeys + 1, sizeof(char *));
         for (size_t k = 0; k < o->nkeys; k++)
             pub[i].keys[k] = xstrdup(o->keys[k]);
+        pub[i].nstandby = o->nstandby;
+        pub[i].standby = standby_copy(o->standby, o->nstandby);
     }
     return pub;
 }
@@ -1031,7 +1057,8 @@ static void handoffs_check(coord_t *c) {
 /* Remembers the assignment now published: worker k's partitions are
  * order[start[k]..start[k+1]) and its keys those j with knext[j] == k. */
 static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *start,
-                     const int *order, char **keys, size_t nkeys, const int *knext, int32_t version,
+                     const int *order, char **keys, size_t nkeys, const int *knext,
+                     baton_standby_t *const *sbl, const size_t *nsbl, int32_t version,
                      int64_t gen) {
     pc_free(c);
     c->pc = xcalloc(nw + 1, sizeof(published_t));
@@ -1047,6 +1074,8 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *
         for (size_t j = 0; j < nkeys; j++)
             if (knext[j] == (int)k)
                 o->keys[o->nkeys++] = xstrdup(keys[j]);
+        o->standby = standby_copy(sbl[k], nsbl[k]);
+        o->nstandby = nsbl[k];
     }
     c->npc = nw;
     c->pc_version = version;
@@ -1096,6 +1125,9 @@ static int coord_rebalance(coord_t *c) {
     coord_key_worker_t *kw = NULL;
     char **klist = NULL;
     int kmoved = 0;
+    int *sb = NULL, *ksb = NULL; /* each resource's standby (coord_standby.h) */
+    baton_standby_t **sbl = NULL;
+    size_t *nsbl = NULL;
 
     if (cached && c->live_valid) {
         raw = strings_dup(c->gs_live, c->gs_nlive);
@@ -1341,6 +1373,38 @@ static int coord_rebalance(coord_t *c) {
         goto out;
     }
 
+    /* Standbys: who takes each resource when its owner leaves. Not with
+     * --leave-grace-ms: a leaver's resources are then reserved for it. */
+    sb = xmalloc(sizeof(int) * P1);
+    ksb = xmalloc(sizeof(int) * (nkeys + 1));
+    {
+        int rc = 0;
+        if (c->conf->leave_grace_ms > 0) {
+            for (int32_t p = 0; p < P; p++)
+                sb[p] = -1;
+            for (size_t k = 0; k < nkeys; k++)
+                ksb[k] = -1;
+        } else {
+            rc = coord_standby_compute(&in, next, keys, nkeys, kw, knext, sb, ksb, errstr,
+                                       sizeof(errstr));
+        }
+        if (rc < 0) {
+            BLOG_ERROR("event=assign_failed what=standby error=\"%s\"", errstr);
+            err = rc;
+            goto out;
+        }
+        if (rc == 1 && !c->standby_skip_logged) {
+            BLOG_INFO("event=standby_skipped workers=%zu partitions=%d keys=%zu budget=%d", nw, P,
+                      nkeys, COORD_STANDBY_BUDGET);
+            c->standby_skip_logged = 1;
+        }
+        const char **ids = xcalloc(nw + 1, sizeof(char *));
+        for (size_t k = 0; k < nw; k++)
+            ids[k] = w[k].id;
+        coord_standby_lists(next, sb, P, keys, nkeys, knext, ksb, ids, nw, &sbl, &nsbl);
+        free(ids);
+    }
+
     /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
      * holds worker k's partitions, ascending. */
     start = xcalloc(nw + 2, sizeof(int));
@@ -1375,13 +1439,16 @@ static int coord_rebalance(coord_t *c) {
             if (strcmp(pub[i].id, w[k].id) == 0)
                 old = &pub[i];
         if (old && old->valid && same_list(old->partitions, old->npartitions, list, cnt) &&
-            same_keys(old->keys, old->nkeys, klist, kcnt))
+            same_keys(old->keys, old->nkeys, klist, kcnt) &&
+            baton_standby_equal(old->standby, old->nstandby, sbl[k], nsbl[k]))
             continue;
         baton_worker_assignment_t wa = {.generation = gen,
                                         .partitions = list,
                                         .npartitions = cnt,
                                         .keys = klist,
-                                        .nkeys = kcnt};
+                                        .nkeys = kcnt,
+                                        .standby = sbl[k],
+                                        .nstandby = nsbl[k]};
         node_op_t *o = &nodes[nnodes++];
         o->kind = old ? NODE_SET : NODE_CREATE;
         o->payload = baton_worker_assignment_encode(&wa);
@@ -1402,7 +1469,8 @@ static int coord_rebalance(coord_t *c) {
         err = BATON_OK; /* nothing changed: publish nothing */
         handoffs_record(c, P, next, w);
         handoffs_record_keys(c, keys, nkeys, knext, w);
-        pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version, meta.generation);
+        pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version,
+                 meta.generation);
         goto out;
     }
     qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
@@ -1424,7 +1492,7 @@ static int coord_rebalance(coord_t *c) {
     handoffs_record(c, P, next, w);
     handoffs_record_keys(c, keys, nkeys, knext, w);
     /* Our last chunk set /assignment once: its version went up by one. */
-    pc_store(c, w, nw, start, order, keys, nkeys, knext, meta_st.version + 1, gen);
+    pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version + 1, gen);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
               "multis=%zu read_ms=%lld compute_ms=%lld publish_ms=%lld",
@@ -1508,6 +1576,12 @@ out:
     free(w);
     free(kw);
     free(klist);
+    for (size_t k = 0; sbl && k < nw; k++)
+        baton_standby_free(sbl[k], nsbl[k]);
+    free(sbl);
+    free(nsbl);
+    free(sb);
+    free(ksb);
     free(kprev);
     free(kprev_pub);
     free(knext);

@@ -56,7 +56,21 @@ typedef struct {
     int uncertain;      /* a create ended in connection loss: look before creating */
     int64_t retry_at;   /* don't re-examine before this (backoff after errors) */
     int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
+    /* Taken as a standby (standby_promote) before the coordinator named us:
+     * assigned until an assignment newer than promoted_gen decides. */
+    int promoted;
+    int64_t promoted_gen;
 } mpart_t;
+
+/* What we stand by for (assignment "standby"): owner's resources, which we
+ * take the moment its member node is marked leaving or deleted. */
+typedef struct {
+    char *owner;
+    int32_t *rids;
+    size_t n;
+    int armed; /* a watch is set on workers/<owner> */
+    int fired; /* the owner's node changed or went: take rids (standby_promote) */
+} mstandby_t;
 
 typedef struct {
     char *name;
@@ -90,6 +104,8 @@ struct baton_membership_s {
      * told while their claims are in flight. */
     int32_t *added;
     size_t nadded, addedcap;
+    mstandby_t *standby; /* sorted by owner */
+    size_t nstandby;
 };
 
 static void session_hex(baton_membership_t *m) {
@@ -98,6 +114,8 @@ static void session_hex(baton_membership_t *m) {
 }
 
 /* ---- resources ------------------------------------------------------------ */
+
+static void standby_clear(baton_membership_t *m);
 
 static int32_t rid_count(const baton_membership_t *m) { return m->nparts + m->nkeys; }
 /* The i-th resource, partitions first. */
@@ -449,6 +467,7 @@ void baton_membership_destroy(baton_membership_t *m) {
     baton_zk_destroy(m->zk); /* joins the completion thread: no probe_done after this */
     free(m->hb);
     free(m->added);
+    standby_clear(m);
     free(m->parts);
     for (int32_t k = 0; k < m->nkeys; k++)
         free(m->keys[k].name);
@@ -541,6 +560,142 @@ int baton_membership_claim_path(const baton_membership_t *m, const baton_resourc
     return w >= 0 && (size_t)w < size ? BATON_OK : BATON_INVALID;
 }
 
+static void assigned_note(baton_membership_t *m, int32_t rid);
+
+/* A watch's path and handle, for its completion (own_watch_done,
+ * standby_watch_done). */
+typedef struct {
+    baton_zk_t *zk;
+    char path[];
+} own_watch_t;
+
+/* ---- standby -------------------------------------------------------------
+ * The coordinator names, for each resource, the worker it would move it to
+ * if its owner left (coordinator/coord_standby.h). That standby watches the
+ * owner's member node, and when the node is marked leaving or deleted it
+ * takes the resources at once, as if assigned: it claims them (queued
+ * behind the owner's claims until those go) and fetches ahead, while the
+ * coordinator is still reacting to the same news. Its later publish names
+ * the same worker, so nothing moves twice; if it names another, we are
+ * revoked as usual. Claims and the sink's fence stay the only gates. */
+
+static void standby_clear(baton_membership_t *m) {
+    for (size_t i = 0; i < m->nstandby; i++) {
+        free(m->standby[i].owner);
+        free(m->standby[i].rids);
+    }
+    free(m->standby);
+    m->standby = NULL;
+    m->nstandby = 0;
+}
+
+static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
+    for (size_t i = 0; i < m->nstandby; i++)
+        if (strcmp(m->standby[i].owner, owner) == 0)
+            return &m->standby[i];
+    return NULL;
+}
+
+/* Replaces our standby list with the assignment's, keeping what we know of
+ * owners still in it (their watch, news not yet acted on). */
+static void standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa) {
+    mstandby_t *next = xcalloc(wa->nstandby + 1, sizeof(*next));
+    size_t n = 0;
+    for (size_t i = 0; i < wa->nstandby; i++) {
+        const baton_standby_t *s = &wa->standby[i];
+        if (strcmp(s->owner, m->conf.id) == 0)
+            continue;
+        mstandby_t *e = &next[n];
+        *e = (mstandby_t){.owner = xstrdup(s->owner)};
+        e->rids = xmalloc(sizeof(int32_t) * (s->npartitions + s->nkeys + 1));
+        for (size_t j = 0; j < s->npartitions; j++)
+            if (s->partitions[j] < m->nparts)
+                e->rids[e->n++] = s->partitions[j];
+        for (size_t j = 0; j < s->nkeys; j++)
+            e->rids[e->n++] = key_add(m, s->keys[j]);
+        const mstandby_t *old = standby_find(m, s->owner);
+        if (old) {
+            e->armed = old->armed;
+            e->fired = old->fired;
+        }
+        n++;
+    }
+    standby_clear(m);
+    m->standby = next;
+    m->nstandby = n;
+}
+
+/* ZooKeeper's completion thread: the answer to a watch set on an owner's
+ * member node. ZNONODE means the owner is gone already: queued as the
+ * node's deletion, which the next poll acts on. Queues, nothing else. */
+static void standby_watch_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc == ZNONODE)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    free(ow);
+}
+
+/* Sets the watch on every owner's member node not watched yet, without
+ * waiting for the answers (off the handoff's path). */
+static void standby_arm(baton_membership_t *m) {
+    for (size_t i = 0; i < m->nstandby; i++) {
+        mstandby_t *e = &m->standby[i];
+        if (e->armed)
+            continue;
+        char *path = xasprintf("%s/workers/%s", m->base, e->owner);
+        size_t len = strlen(path) + 1;
+        own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+        ow->zk = m->zk;
+        memcpy(ow->path, path, len);
+        free(path);
+        int rc = zoo_awexists(baton_zk_handle(m->zk), ow->path, baton_zk_watcher, m->zk,
+                              standby_watch_done, ow);
+        if (rc != ZOK)
+            free(ow); /* not sent: armed stays 0, tried again next poll */
+        else
+            e->armed = 1;
+    }
+}
+
+/* A watch fired on workers/<id>: if we stand by for id, its node changed
+ * (a member rewrites its node only to mark its leave) or went. */
+static void standby_note(baton_membership_t *m, const char *id, int type) {
+    mstandby_t *e = standby_find(m, id);
+    if (!e)
+        return;
+    e->armed = 0; /* one-shot: re-armed if the entry is still there */
+    if (type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT)
+        e->fired = type;
+}
+
+/* Takes what the owners that left stand us by for: marks it assigned (the
+ * claims loop claims it, on_assigned fetches ahead). */
+static void standby_promote(baton_membership_t *m) {
+    for (size_t i = 0; i < m->nstandby; i++) {
+        mstandby_t *e = &m->standby[i];
+        if (!e->fired)
+            continue;
+        size_t took = 0;
+        for (size_t j = 0; j < e->n; j++) {
+            mpart_t *mp = res_st(m, e->rids[j]);
+            if (mp->assigned)
+                continue;
+            mp->assigned = 1;
+            mp->promoted = 1;
+            mp->promoted_gen = m->generation;
+            mp->dirty = 1;
+            mp->retry_at = 0;
+            assigned_note(m, e->rids[j]);
+            took++;
+        }
+        BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
+                  e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
+                  (long long)m->generation);
+        e->fired = 0;
+    }
+}
+
 /* Notes rid as newly assigned, for on_assigned. */
 static void assigned_note(baton_membership_t *m, int32_t rid) {
     if (!m->cbs.on_assigned)
@@ -567,6 +722,20 @@ static void assigned_flush(baton_membership_t *m) {
     if (n)
         m->cbs.on_assigned(m->cbs.opaque, rs, n);
     free(rs);
+}
+
+/* Whether a resource the assignment lists (listed) or not stays assigned:
+ * one we took as a standby stays ours until an assignment newer than the
+ * one we promoted on decides (the coordinator's publish after the
+ * departure), or until it lists it (then it is simply ours). */
+static int promoted_keep(mpart_t *mp, int listed, int64_t generation) {
+    if (!mp->promoted)
+        return listed;
+    if (listed || generation > mp->promoted_gen) {
+        mp->promoted = 0;
+        return listed;
+    }
+    return 1;
 }
 
 /* Reads assignment/<id> (leaving a watch) and marks changed partitions;
@@ -606,6 +775,7 @@ static int read_assignment(baton_membership_t *m) {
             k++;
         if (k < wa.npartitions && wa.partitions[k] == p)
             want = 1;
+        want = promoted_keep(&m->parts[p], want, wa.generation);
         if (want != m->parts[p].assigned) {
             m->parts[p].assigned = want;
             m->parts[p].dirty = 1;
@@ -621,6 +791,7 @@ static int read_assignment(baton_membership_t *m) {
         /* wa.keys is NULL when no key is assigned: bsearch must not see it. */
         int want = wa.nkeys > 0 && bsearch(&m->keys[k].name, wa.keys, wa.nkeys, sizeof(char *),
                                            baton_strcmp_p) != NULL;
+        want = promoted_keep(mk, want, wa.generation);
         if (want != mk->assigned) {
             mk->assigned = want;
             mk->dirty = 1;
@@ -633,9 +804,10 @@ static int read_assignment(baton_membership_t *m) {
             BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d", wa.partitions[i],
                       m->nparts);
     if (wa.generation != m->generation)
-        BLOG_INFO("event=assignment generation=%lld partitions=%zu keys=%zu",
-                  (long long)wa.generation, wa.npartitions, wa.nkeys);
+        BLOG_INFO("event=assignment generation=%lld partitions=%zu keys=%zu standby_for=%zu",
+                  (long long)wa.generation, wa.npartitions, wa.nkeys, wa.nstandby);
     m->generation = wa.generation;
+    standby_update(m, &wa);
 out:
     baton_worker_assignment_release(&wa);
     free(data);
@@ -902,10 +1074,6 @@ static void zbatch_create_done(int rc, const char *path, const struct Stat *st, 
  * with the connection, is queued as that claim's deletion, so the owner's
  * next poll checks the queue again; a watch that was set reports a later
  * deletion itself. Queues, nothing else. */
-typedef struct {
-    baton_zk_t *zk;
-    char path[];
-} own_watch_t;
 
 static void own_watch_done(int rc, const struct Stat *st, const void *data) {
     (void)st;
@@ -1235,10 +1403,13 @@ static void lose_all(baton_membership_t *m) {
             cb_released(m, p, BATON_RELEASE_LOST);
         memset(mp, 0, sizeof(*mp));
     }
+    /* A new session has none of our watches, and what we stood by for is
+     * decided anew by the assignment we read then. */
+    standby_clear(m);
 }
 
 /* Reacts to a watch on a path: mark what it concerns. */
-static void note_event(baton_membership_t *m, const char *path) {
+static void note_event(baton_membership_t *m, const char *path, int type) {
     size_t blen = strlen(m->base);
     if (strncmp(path, m->base, blen) != 0) {
         m->all_dirty = 1;
@@ -1256,6 +1427,8 @@ static void note_event(baton_membership_t *m, const char *path) {
         m->assignment_dirty = 1;
     else if (strcmp(path, m->member_path) == 0)
         m->member_dirty = 1;
+    else if (strncmp(rest, "/workers/", 9) == 0 && !strchr(rest + 9, '/'))
+        standby_note(m, rest + 9, type);
     else if (strcmp(rest, "/config") == 0)
         m->all_dirty = 1;
     else
@@ -1365,7 +1538,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
                 BLOG_WARN("event=zk_disconnected action=suspend_writes");
             }
         } else if (ev.type != PROBE_EVENT) {
-            note_event(m, ev.path);
+            note_event(m, ev.path, ev.type);
         }
         baton_zk_event_release(&ev);
     }
@@ -1425,6 +1598,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             goto done;
         m->all_dirty = 0;
         m->assignment_dirty = 1;
+        for (size_t i = 0; i < m->nstandby; i++)
+            m->standby[i].armed = 0; /* watches may have been lost: set them again */
         for (int32_t i = 0; i < rid_count(m); i++)
             res_st(m, rid_at(m, i))->dirty = 1;
     }
@@ -1435,6 +1610,10 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             goto done;
         }
     }
+    /* Only on a current assignment: one the coordinator published before
+     * an owner's departure reaches us first (ZooKeeper delivers events in
+     * order), so a move it already made elsewhere is never undone here. */
+    standby_promote(m);
     int64_t now = baton_now_ms();
     /* Releases first, so partitions we give up reach their new owners before
      * we spend time claiming new ones. */
@@ -1479,6 +1658,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         }
         free(batch);
     }
+    standby_arm(m);
 done:
     assigned_flush(m); /* if no claim was sent this time */
     m->next_ms = soon_of(m, err, probe_ms);

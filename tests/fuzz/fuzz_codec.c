@@ -92,8 +92,9 @@ static void fuzz_worker_assignment(const char *buf, size_t len) {
     if (err != BATON_OK) {
         check_err("worker assignment", err, errstr);
         /* On error the decoder owns nothing: release must be harmless. */
-        FUZZ_CHECK(a.partitions == NULL && a.npartitions == 0 && a.keys == NULL && a.nkeys == 0,
-                   "error left partitions or keys behind");
+        FUZZ_CHECK(a.partitions == NULL && a.npartitions == 0 && a.keys == NULL && a.nkeys == 0 &&
+                       a.standby == NULL && a.nstandby == 0,
+                   "error left partitions, keys or standbys behind");
         return;
     }
     for (size_t i = 0; i < a.npartitions; i++) {
@@ -114,6 +115,12 @@ static void fuzz_worker_assignment(const char *buf, size_t len) {
         FUZZ_CHECK(strcmp(a.keys[i], a2.keys[i]) == 0 && baton_key_valid(a.keys[i]) == 0 &&
                        (i == 0 || strcmp(a.keys[i - 1], a.keys[i]) < 0),
                    "keys not valid, sorted, distinct and kept at %zu", i);
+    FUZZ_CHECK(baton_standby_equal(a.standby, a.nstandby, a2.standby, a2.nstandby),
+               "worker assignment round trip changed the standbys of %s", enc);
+    for (size_t i = 0; i < a.nstandby; i++)
+        FUZZ_CHECK(baton_id_valid(a.standby[i].owner) == 0 &&
+                       (i == 0 || strcmp(a.standby[i - 1].owner, a.standby[i].owner) < 0),
+                   "standby owners not valid, sorted and distinct at %zu", i);
     free(enc);
     baton_worker_assignment_release(&a);
     baton_worker_assignment_release(&a2);

@@ -1,0 +1,45 @@
+/* coord_standby.h: standbys (pure: no I/O). For every worker that owns
+ * something, where its partitions and keys would go if it left now: the
+ * same assignment computed again with that worker drained and the new
+ * assignment as the previous one. Each such successor is published as the
+ * resources' standby (assignment/<standby> "standby": {"<owner>": ...});
+ * the standby takes them the moment the owner's member node is marked
+ * leaving or deleted, without waiting for the coordinator, and the
+ * coordinator's own rebalance after that departure names the same worker
+ * (it runs the same computation), so nothing moves twice. The claims and
+ * the sink's fence stay the only gates: a standby that acts on news the
+ * coordinator later contradicts is revoked like any owner. */
+#ifndef COORD_STANDBY_H
+#define COORD_STANDBY_H
+
+#include "assignment.h"
+#include "baton_codec.h"
+#include "coord_keys.h"
+
+#include <stddef.h>
+
+/* Standbys are skipped when nworkers x (partitions + keys) is above this:
+ * one assignment per worker (0.1 ms each at 10,000 partitions) must not
+ * slow a big group's rebalance by seconds. */
+#define COORD_STANDBY_BUDGET 2000000
+
+/* The input: the rebalance's partition input (its prev is ignored: next is
+ * the previous assignment of the simulated departure), its result next,
+ * and the keys' (kw, nw entries, as coord_keys_assign takes them; knext
+ * their owners). sb[p] / ksb[k] receive the standby's worker index, or -1
+ * (none: unowned, no other eligible worker, or a budget skip). Returns 0,
+ * 1 if skipped for the budget (every entry -1), or BATON_INVALID with a
+ * message in errstr. */
+int coord_standby_compute(const baton_assign_input_t *in, const int *next, char *const *keys,
+                          size_t nkeys, const coord_key_worker_t *kw, const int *knext, int *sb,
+                          int *ksb, char *errstr, size_t errstr_size);
+
+/* Per-worker standby lists from next/sb and knext/ksb: lists[s] (nw
+ * entries, each a heap array of nlists[s] standbys sorted by owner id, as
+ * the worker ids are sorted) is what worker s stands by for. ids[k] is
+ * worker k's id. Free each with baton_standby_free, then lists/nlists. */
+void coord_standby_lists(const int *next, const int *sb, int npartitions, char *const *keys,
+                         size_t nkeys, const int *knext, const int *ksb, const char *const *ids,
+                         size_t nw, baton_standby_t ***lists, size_t **nlists);
+
+#endif

@@ -1,0 +1,287 @@
+/* test_coord_standby.c: standbys (coordinator/coord_standby.c). The point
+ * of a standby is that it is who the coordinator's next rebalance names
+ * when the owner leaves, so a standby that takes over on the owner's leave
+ * mark or death is never moved again. Checked over seeded random groups
+ * for every strategy (capacities, racks, pins, a drained worker): the
+ * rebalance with the owner drained (a leave mark) and the one with the
+ * owner gone from the member list (a crash: indices shift) both give each
+ * of its partitions and keys to its standby. Also: no standby for what is
+ * unowned, none that is the owner itself, the budget skip, the per-worker
+ * lists, and the assignment codec's "standby" field (round trip, bad
+ * input refused by name). */
+#include "assignment.h"
+#include "baton_codec.h"
+#include "baton_err.h"
+#include "coord_keys.h"
+#include "coord_standby.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define WMAX 9
+#define PMAX 40
+#define KMAX 6
+
+static unsigned rnd_state;
+static unsigned rnd(unsigned n) {
+    rnd_state = rnd_state * 1103515245u + 12345u;
+    return (rnd_state >> 16) % n;
+}
+
+static char *const key_names[KMAX] = {"k0", "k1", "k2", "k3", "k4", "k5"};
+static const char *const ids[WMAX] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8"};
+
+typedef struct {
+    baton_assign_worker_t aw[WMAX];
+    coord_key_worker_t kw[WMAX];
+    int nw, P, nkeys;
+    int pins[PMAX], lrack[PMAX], prev[PMAX];
+    baton_strategy_t strategy;
+} group_t;
+
+static void group_random(group_t *g, baton_strategy_t strategy) {
+    memset(g, 0, sizeof(*g));
+    g->strategy = strategy;
+    g->nw = 2 + (int)rnd(WMAX - 1);
+    g->P = 1 + (int)rnd(PMAX);
+    g->nkeys = (int)rnd(KMAX + 1);
+    for (int i = 0; i < g->nw; i++) {
+        g->aw[i] = (baton_assign_worker_t){
+            .id = ids[i], .capacity = 1 + (int)rnd(3), .rack = (int)rnd(3) - 1};
+        if (rnd(8) == 0)
+            g->aw[i].flags = BATON_ASSIGN_DRAINED;
+        g->kw[i] = (coord_key_worker_t){
+            .id = ids[i], .capacity = g->aw[i].capacity, .flags = g->aw[i].flags};
+    }
+    for (int p = 0; p < g->P; p++) {
+        g->pins[p] = rnd(10) == 0 ? (int)rnd((unsigned)g->nw) : -1;
+        g->lrack[p] = (int)rnd(3) - 1;
+        g->prev[p] = rnd(3) == 0 ? -1 : (int)rnd((unsigned)g->nw);
+    }
+}
+
+static baton_assign_input_t group_input(group_t *g, const int *prev) {
+    return (baton_assign_input_t){.strategy = g->strategy,
+                                  .npartitions = g->P,
+                                  .prev = prev,
+                                  .workers = g->aw,
+                                  .nworkers = g->nw,
+                                  .pins = g->pins,
+                                  .leader_rack = g->lrack};
+}
+
+/* The rebalance after worker o crashed: o is gone from the member list, so
+ * every later index shifts down by one; results mapped back to g's indices. */
+static void rebalance_without(group_t *g, const int *next, const int *knext, int o, int *out,
+                              int *kout) {
+    group_t h = *g;
+    int map[WMAX], back[WMAX], n = 0;
+    for (int i = 0; i < g->nw; i++) {
+        map[i] = -1;
+        if (i == o)
+            continue;
+        map[i] = n;
+        back[n] = i;
+        h.aw[n] = g->aw[i];
+        h.kw[n] = g->kw[i];
+        n++;
+    }
+    h.nw = n;
+    int prev[PMAX], pins[PMAX], kprev[KMAX + 1], res[PMAX], kres[KMAX + 1];
+    for (int p = 0; p < g->P; p++) {
+        prev[p] = next[p] >= 0 ? map[next[p]] : -1;
+        pins[p] = g->pins[p] >= 0 ? map[g->pins[p]] : -1;
+    }
+    memcpy(h.pins, pins, sizeof(pins));
+    for (int k = 0; k < g->nkeys; k++)
+        kprev[k] = knext[k] >= 0 ? map[knext[k]] : -1;
+    char err[256];
+    baton_assign_input_t in = group_input(&h, prev);
+    assert_true(baton_assign_compute(&in, res, NULL, err, sizeof(err)) >= 0);
+    assert_true(coord_keys_assign(h.strategy, key_names, (size_t)h.nkeys, h.kw, (size_t)h.nw, kprev,
+                                  kres, err, sizeof(err)) >= 0);
+    for (int p = 0; p < g->P; p++)
+        out[p] = res[p] >= 0 ? back[res[p]] : -1;
+    for (int k = 0; k < g->nkeys; k++)
+        kout[k] = kres[k] >= 0 ? back[kres[k]] : -1;
+}
+
+static void check_strategy(baton_strategy_t strategy, unsigned seed) {
+    rnd_state = seed;
+    char err[256];
+    for (int round = 0; round < 300; round++) {
+        group_t g;
+        group_random(&g, strategy);
+        int next[PMAX], knext[KMAX + 1], kprev[KMAX + 1], sb[PMAX], ksb[KMAX + 1];
+        baton_assign_input_t in = group_input(&g, g.prev);
+        assert_true(baton_assign_compute(&in, next, NULL, err, sizeof(err)) >= 0);
+        for (int k = 0; k < g.nkeys; k++)
+            kprev[k] = -1;
+        assert_true(coord_keys_assign(strategy, key_names, (size_t)g.nkeys, g.kw, (size_t)g.nw,
+                                      kprev, knext, err, sizeof(err)) >= 0);
+        assert_int_equal(coord_standby_compute(&in, next, key_names, (size_t)g.nkeys, g.kw, knext,
+                                               sb, ksb, err, sizeof(err)),
+                         0);
+        for (int o = 0; o < g.nw; o++) {
+            /* Leave mark: o drained, still listed. */
+            group_t d = g;
+            d.aw[o].flags |= BATON_ASSIGN_DRAINED;
+            d.kw[o].flags |= BATON_ASSIGN_DRAINED;
+            int alt[PMAX], kalt[KMAX + 1], cut[PMAX], kcut[KMAX + 1];
+            baton_assign_input_t din = group_input(&d, next);
+            assert_true(baton_assign_compute(&din, alt, NULL, err, sizeof(err)) >= 0);
+            assert_true(coord_keys_assign(strategy, key_names, (size_t)d.nkeys, d.kw, (size_t)d.nw,
+                                          knext, kalt, err, sizeof(err)) >= 0);
+            /* Crash: o gone. */
+            rebalance_without(&g, next, knext, o, cut, kcut);
+            for (int p = 0; p < g.P; p++) {
+                if (next[p] != o)
+                    continue;
+                int want = alt[p] >= 0 && alt[p] != o ? alt[p] : -1;
+                assert_int_equal(sb[p], want);
+                assert_int_not_equal(sb[p], o);
+                assert_int_equal(cut[p], want);
+            }
+            for (int k = 0; k < g.nkeys; k++) {
+                if (knext[k] != o)
+                    continue;
+                int want = kalt[k] >= 0 && kalt[k] != o ? kalt[k] : -1;
+                assert_int_equal(ksb[k], want);
+                assert_int_equal(kcut[k], want);
+            }
+        }
+        for (int p = 0; p < g.P; p++)
+            if (next[p] < 0)
+                assert_int_equal(sb[p], -1);
+    }
+}
+
+static void test_sticky(void **state) {
+    (void)state;
+    check_strategy(BATON_STRATEGY_STICKY, 1);
+}
+static void test_range(void **state) {
+    (void)state;
+    check_strategy(BATON_STRATEGY_RANGE, 2);
+}
+static void test_roundrobin(void **state) {
+    (void)state;
+    check_strategy(BATON_STRATEGY_ROUNDROBIN, 3);
+}
+static void test_rendezvous(void **state) {
+    (void)state;
+    check_strategy(BATON_STRATEGY_RENDEZVOUS, 4);
+}
+
+static void test_lists_and_budget(void **state) {
+    (void)state;
+    /* 6 partitions over w0..w2, keys k0 (w0), k1 (w2). */
+    int next[6] = {0, 0, 1, 1, 2, 2}, sb[6] = {1, 2, 2, 0, 0, -1};
+    int knext[2] = {0, 2}, ksb[2] = {2, 1};
+    baton_standby_t **lists;
+    size_t *n;
+    coord_standby_lists(next, sb, 6, key_names, 2, knext, ksb, (const char *const *)ids, 3, &lists,
+                        &n);
+    /* w0 stands by for w1 (3) and w2 (4); w1 for w0 (0) and w2's key k1;
+     * w2 for w0 (1, k0) and w1 (2). */
+    assert_int_equal(n[0], 2);
+    assert_string_equal(lists[0][0].owner, "w1");
+    assert_int_equal(lists[0][0].npartitions, 1);
+    assert_int_equal(lists[0][0].partitions[0], 3);
+    assert_string_equal(lists[0][1].owner, "w2");
+    assert_int_equal(lists[0][1].partitions[0], 4);
+    assert_int_equal(n[1], 2);
+    assert_string_equal(lists[1][0].owner, "w0");
+    assert_int_equal(lists[1][1].npartitions, 0);
+    assert_int_equal(lists[1][1].nkeys, 1);
+    assert_string_equal(lists[1][1].keys[0], "k1");
+    assert_int_equal(n[2], 2);
+    assert_string_equal(lists[2][0].owner, "w0");
+    assert_int_equal(lists[2][0].npartitions, 1);
+    assert_int_equal(lists[2][0].nkeys, 1);
+    assert_string_equal(lists[2][0].keys[0], "k0");
+    assert_true(baton_standby_equal(lists[0], n[0], lists[0], n[0]));
+    assert_false(baton_standby_equal(lists[0], n[0], lists[1], n[1]));
+    for (int i = 0; i < 3; i++)
+        baton_standby_free(lists[i], n[i]);
+    free(lists);
+    free(n);
+
+    /* Over the budget: skipped, nothing named. */
+    enum { BIG_W = 3, BIG_P = COORD_STANDBY_BUDGET / BIG_W + 1 };
+    baton_assign_worker_t aw[BIG_W] = {{.capacity = 1}, {.capacity = 1}, {.capacity = 1}};
+    int *bn = calloc(BIG_P, sizeof(int)), *bsb = calloc(BIG_P, sizeof(int));
+    baton_assign_input_t in = {.npartitions = BIG_P, .workers = aw, .nworkers = BIG_W};
+    char err[256];
+    int ks;
+    assert_int_equal(
+        coord_standby_compute(&in, bn, NULL, 0, NULL, NULL, bsb, &ks, err, sizeof(err)), 1);
+    assert_int_equal(bsb[0], -1);
+    assert_int_equal(bsb[BIG_P - 1], -1);
+    free(bn);
+    free(bsb);
+}
+
+static void test_codec(void **state) {
+    (void)state;
+    int32_t mine[] = {4, 5}, p1[] = {0, 2}, p2[] = {7};
+    char *k1[] = {"k0"};
+    baton_standby_t sbs[2] = {
+        {.owner = "w1", .partitions = p1, .npartitions = 2},
+        {.owner = "w3", .partitions = p2, .npartitions = 1, .keys = k1, .nkeys = 1}};
+    baton_worker_assignment_t a = {
+        .generation = 9, .partitions = mine, .npartitions = 2, .standby = sbs, .nstandby = 2};
+    char *s = baton_worker_assignment_encode(&a);
+    assert_string_equal(
+        s, "{\"generation\":9,\"partitions\":[4,5],\"standby\":{\"w1\":{\"partitions\":"
+           "[0,2]},\"w3\":{\"keys\":[\"k0\"],\"partitions\":[7]}}}");
+    baton_worker_assignment_t b;
+    char err[256];
+    assert_int_equal(baton_worker_assignment_decode(s, strlen(s), &b, err, sizeof(err)), BATON_OK);
+    assert_true(baton_standby_equal(a.standby, a.nstandby, b.standby, b.nstandby));
+    baton_worker_assignment_release(&b);
+    free(s);
+    /* No standby: the field is left out, and an old node without it reads. */
+    baton_worker_assignment_t none = {.generation = 1};
+    s = baton_worker_assignment_encode(&none);
+    assert_null(strstr(s, "standby"));
+    free(s);
+    struct {
+        const char *json, *says;
+    } bad[] = {
+        {"{\"generation\":1,\"partitions\":[],\"standby\":[]}",
+         "field 'standby' must be an object"},
+        {"{\"generation\":1,\"partitions\":[],\"standby\":{\"a/b\":{}}}", "not a worker id"},
+        {"{\"generation\":1,\"partitions\":[],\"standby\":{\"w1\":3}}",
+         "standby 'w1' must be an object"},
+        {"{\"generation\":1,\"partitions\":[],\"standby\":{\"w1\":{\"partitions\":[1,1]}}}",
+         "partition 1 is listed twice"},
+        {"{\"generation\":1,\"partitions\":[],\"standby\":{\"w1\":{\"partitions\":[-1]}}}",
+         "partitions[0] is not a partition number"},
+        {"{\"generation\":1,\"partitions\":[],\"standby\":{\"w1\":{\"keys\":[\"..\"]}}}",
+         "keys[0] is not a key name"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(
+            baton_worker_assignment_decode(bad[i].json, strlen(bad[i].json), &b, err, sizeof(err)),
+            BATON_CORRUPT);
+        if (!strstr(err, bad[i].says))
+            fail_msg("'%s': got '%s', want '%s'", bad[i].json, err, bad[i].says);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sticky),           cmocka_unit_test(test_range),
+        cmocka_unit_test(test_roundrobin),       cmocka_unit_test(test_rendezvous),
+        cmocka_unit_test(test_lists_and_budget), cmocka_unit_test(test_codec),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
