@@ -1377,6 +1377,7 @@ static int coord_rebalance(coord_t *c) {
      * --leave-grace-ms: a leaver's resources are then reserved for it. */
     sb = xmalloc(sizeof(int) * P1);
     ksb = xmalloc(sizeof(int) * (nkeys + 1));
+    int64_t t_standby = baton_now_ms();
     {
         int rc = 0;
         if (c->conf->leave_grace_ms > 0) {
@@ -1404,6 +1405,7 @@ static int coord_rebalance(coord_t *c) {
         coord_standby_lists(next, sb, P, keys, nkeys, knext, ksb, ids, nw, &sbl, &nsbl);
         free(ids);
     }
+    int64_t standby_ms = baton_now_ms() - t_standby;
 
     /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
      * holds worker k's partitions, ascending. */
@@ -1495,10 +1497,11 @@ static int coord_rebalance(coord_t *c) {
     pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version + 1, gen);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
-              "multis=%zu read_ms=%lld compute_ms=%lld publish_ms=%lld",
+              "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
               (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved, st.pinned,
               st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)(t0 - t_read),
-              (long long)compute_ms, (long long)(baton_now_ms() - t_publish));
+              (long long)compute_ms, (long long)standby_ms,
+              (long long)(baton_now_ms() - t_publish));
     baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
     baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), moved);
     baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);

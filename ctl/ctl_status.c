@@ -214,10 +214,11 @@ out:
 
 /* ---- assignment ------------------------------------------------------- */
 
-/* Fills *generation and assigned[0..P): each entry points into *anames (the
+/* Fills *generation, assigned[0..P) and standby[0..P) (the worker whose
+ * node names it as standby): each entry points into *anames (the
  * assignment children, which the caller frees) or is NULL. */
 static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const char **assigned,
-                             char ***anames, size_t *nanames) {
+                             const char **standby, char ***anames, size_t *nanames) {
     char *dir = xasprintf("%s/assignment", g->base);
     char *data = NULL;
     size_t len = 0;
@@ -277,6 +278,10 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
             else
                 assigned[p] = names[i];
         }
+        for (size_t s = 0; s < wa.nstandby; s++)
+            for (size_t k = 0; k < wa.standby[s].npartitions; k++)
+                if (wa.standby[s].partitions[k] < P)
+                    standby[wa.standby[s].partitions[k]] = names[i];
         baton_worker_assignment_release(&wa);
     }
 out:
@@ -549,7 +554,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     json_t *obj = NULL, *coordinator = NULL, *generation = NULL;
     json_t *workers = json_array();
     json_t *drains = json_array();
-    const char **assigned = NULL;
+    const char **assigned = NULL, **standby = NULL;
     char **anames = NULL;
     size_t nanames = 0;
     part_t *parts = NULL;
@@ -571,8 +576,10 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         goto fail;
     if ((err = gather_workers(&g, workers)) != BATON_OK)
         goto fail;
-    assigned = xcalloc((size_t)P, sizeof(char *));
-    if ((err = gather_assignment(&g, P, &generation, assigned, &anames, &nanames)) != BATON_OK)
+    assigned = xcalloc((size_t)P + 1, sizeof(char *));
+    standby = xcalloc((size_t)P + 1, sizeof(char *));
+    if ((err = gather_assignment(&g, P, &generation, assigned, standby, &anames, &nanames)) !=
+        BATON_OK)
         goto fail;
     parts = xcalloc((size_t)P, sizeof(*parts));
     if ((err = gather_partitions(&g, P, parts)) != BATON_OK)
@@ -621,6 +628,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         json_object_set_new(po, "next_offset", json_null());
         json_object_set_new(po, "high_watermark", json_null());
         json_object_set_new(po, "lag", json_null());
+        json_object_set_new(po, "standby", str_or_null(standby[p]));
         json_array_append_new(partitions, po);
     }
     /* Per worker: partitions it owns and is assigned, and whether it drains. */
@@ -684,6 +692,7 @@ out:
     }
     free(parts);
     free(assigned);
+    free(standby);
     baton_zk_strings_free(anames, nanames);
     json_decref(generation);
     json_decref(coordinator);
@@ -1284,7 +1293,7 @@ void ctl_status_usage(FILE *f) {
         "                  \"draining\"}],\n"
         "     \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\", \"state\",\n"
         "                     \"claims\", \"since_ms\", \"state_age_ms\", \"pinned\",\n"
-        "                     \"next_offset\", \"high_watermark\", \"lag\"}],\n"
+        "                     \"next_offset\", \"high_watermark\", \"lag\", \"standby\"}],\n"
         "     \"drains\": [ids], \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
         "    with null where there is none (lag without --brokers and --sink).\n"
         "    *_ms times are milliseconds since the Unix epoch (ZooKeeper's clock).\n" CTL_LAG_HELP

@@ -659,12 +659,18 @@ static void standby_arm(baton_membership_t *m) {
 }
 
 /* A watch fired on workers/<id>: if we stand by for id, its node changed
- * (a member rewrites its node only to mark its leave) or went. */
+ * (a member rewrites its node only to mark its leave) or went. Watches are
+ * one-shot: after a change or a (re)creation the node is watched again
+ * (the next poll's standby_arm), so its deletion is seen too; after a
+ * deletion it is not (a watch set on a missing node would answer ZNONODE,
+ * which is queued as a deletion again: a loop). A new incarnation's
+ * creation fires the watch that ZNONODE left. */
 static void standby_note(baton_membership_t *m, const char *id, int type) {
     mstandby_t *e = standby_find(m, id);
     if (!e)
         return;
-    e->armed = 0; /* one-shot: re-armed if the entry is still there */
+    if (type != ZOO_DELETED_EVENT)
+        e->armed = 0;
     if (type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT)
         e->fired = type;
 }
@@ -689,9 +695,10 @@ static void standby_promote(baton_membership_t *m) {
             assigned_note(m, e->rids[j]);
             took++;
         }
-        BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
-                  e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
-                  (long long)m->generation);
+        if (took) /* none: taken already (the mark, then the deletion) */
+            BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
+                      e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
+                      (long long)m->generation);
         e->fired = 0;
     }
 }

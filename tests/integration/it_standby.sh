@@ -26,6 +26,9 @@ b_worker w1
 b_worker w2
 b_worker w3
 h_wait_for 30 "w1, w2 and w3 share the partitions" b_all_active 3
+# batonctl status names each partition's standby: another live worker.
+h_wait_for 10 "status names a standby for every partition" \
+    b_jq 'all(.partitions[]; .standby != null and .standby != .assigned)'
 
 # standby_of OWNER P: the worker whose assignment node stands by for P of OWNER.
 standby_of() {
