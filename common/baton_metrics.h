@@ -90,6 +90,11 @@ extern const size_t baton_metrics_seconds_nbuckets;
         "from our claim's creation until the sink is fenced with its epoch", \
         BATON_M_SECONDS_BUCKETS
 
+#define BATON_M_W_STANDBY_PROMOTIONS                                                      \
+    "baton_worker_standby_promotions_total",                                              \
+        "resources taken as a standby when their owner marked its leave or disappeared, " \
+        "before the coordinator's publish"
+
 #define BATON_M_C_LEADER "baton_coordinator_leader", "1 while this coordinator is the leader"
 #define BATON_M_C_EPOCH                                                                        \
     "baton_coordinator_epoch", "this coordinator's epoch while leader (its candidate czxid), " \

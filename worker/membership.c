@@ -695,10 +695,12 @@ static void standby_promote(baton_membership_t *m) {
             assigned_note(m, e->rids[j]);
             took++;
         }
-        if (took) /* none: taken already (the mark, then the deletion) */
+        if (took) { /* none: taken already (the mark, then the deletion) */
+            baton_metric_add(baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS), (double)took);
             BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
                       e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
                       (long long)m->generation);
+        }
         e->fired = 0;
     }
 }

@@ -22,9 +22,22 @@ b_init $B_PARTITIONS
 # The coordinator's session outlives its freeze; the workers' is short.
 B_SESSION_MS=20000 b_coord c1
 B_SESSION_MS=3000
-b_worker w1
-b_worker w2
-b_worker w3
+declare -A MPORT=()
+# start W: a worker serving /metrics on a port of its own.
+start() {
+    MPORT[$1]=$(h_free_port)
+    b_worker "$1" --metrics-addr "127.0.0.1:${MPORT[$1]}"
+}
+# promotions W: W's baton_worker_standby_promotions_total (0 before the first).
+promotions() {
+    local v
+    v=$(curl -sS --max-time 5 "http://127.0.0.1:${MPORT[$1]}/metrics" |
+        awk '$1 == "baton_worker_standby_promotions_total" { print $2 }')
+    echo "${v:-0}"
+}
+start w1
+start w2
+start w3
 h_wait_for 30 "w1, w2 and w3 share the partitions" b_all_active 3
 # batonctl status names each partition's standby: another live worker.
 h_wait_for 10 "status names a standby for every partition" \
@@ -69,8 +82,11 @@ takeover() {
         sbs+="$s "
     done
     h_log "$what: $victim's partitions ($parts) stand by on ($sbs)"
-    local gen
+    local gen s0=0 s1=0
     gen=$(h_zk get "/baton/$B_GROUP/assignment" | jq -r .generation)
+    for s in w1 w2 w3; do
+        [[ $s == "$victim" ]] || s0=$((s0 + $(promotions "$s")))
+    done
     h_kill c1 STOP
     h_kill "$victim" "$sig"
     h_wait_for 15 "$what: $victim's partitions owned by their standbys, coordinator frozen" \
@@ -80,6 +96,12 @@ takeover() {
     for s in $sbs; do
         b_log_has "$s" "event=standby_promoted owner=$victim " || h_fail "$s did not log its promotion"
     done
+    for s in w1 w2 w3; do
+        [[ $s == "$victim" ]] || s1=$((s1 + $(promotions "$s")))
+    done
+    local n
+    n=$(wc -w <<<"$parts")
+    ((s1 - s0 == n)) || h_fail "$what: standby_promotions_total rose by $((s1 - s0)), not $n"
     local before after
     before=$(epochs_of "$parts")
     h_kill c1 CONT
@@ -93,7 +115,7 @@ takeover() {
 takeover w1 TERM "leave"
 rc=0; h_wait_exit w1 10 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
-b_worker w1
+start w1
 h_wait_for 30 "w1 back: three share the partitions" b_all_active 3
 takeover w2 KILL "crash"
 grep -q "reason=gone" <(grep -h "event=standby_promoted owner=w2 " "$H_DIR"/w1.log "$H_DIR"/w3.log) ||
