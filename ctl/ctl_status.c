@@ -1022,6 +1022,7 @@ void ctl_status_print_partitions(const json_t *st, FILE *f) {
         {"FOR", "state_age_ms", 6, 6, 1, cell_age},
         {"CLAIMS", "claims", 6, 6, 1, cell_text},
         {"LAG", "lag", 3, 12, 1, cell_text},
+        {"STANDBY", "standby", 7, 24, 0, cell_text},
         {"PINNED", "pinned", 6, 16, 0, cell_text},
     };
     const json_t *rows = json_object_get(st, "partitions");
@@ -1029,12 +1030,22 @@ void ctl_status_print_partitions(const json_t *st, FILE *f) {
         fprintf(f, "no partitions\n");
         return;
     }
-    /* The pin column only when something is pinned. */
-    int any_pin = 0;
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row) any_pin |= json_is_string(json_object_get(row, "pinned"));
-    ctl_print_table(f, rows, cols, BATON_ARRAY_SIZE(cols) - (any_pin ? 0 : 1));
+    /* The standby and pin columns only when some partition has one. */
+    col_t shown[BATON_ARRAY_SIZE(cols)];
+    size_t n = 0;
+    for (size_t c = 0; c < BATON_ARRAY_SIZE(cols); c++) {
+        int any = 1;
+        if (strcmp(cols[c].key, "standby") == 0 || strcmp(cols[c].key, "pinned") == 0) {
+            size_t i;
+            const json_t *row;
+            any = 0;
+            json_array_foreach(rows, i, row) any |=
+                json_is_string(json_object_get(row, cols[c].key));
+        }
+        if (any)
+            shown[n++] = cols[c];
+    }
+    ctl_print_table(f, rows, shown, n);
 }
 
 void ctl_status_print_human(const json_t *status, FILE *f) {

@@ -42,6 +42,9 @@ h_wait_for 30 "w1, w2 and w3 share the partitions" b_all_active 3
 # batonctl status names each partition's standby: another live worker.
 h_wait_for 10 "status names a standby for every partition" \
     b_jq 'all(.partitions[]; .standby != null and .standby != .assigned)'
+b_ctl status >"$H_DIR/status.txt"
+grep -Eq '^PARTITION +ASSIGNED +OWNER +EPOCH +STATE +FOR +CLAIMS +LAG +STANDBY$' "$H_DIR/status.txt" ||
+    h_fail "the partitions table has no STANDBY column: $(cat "$H_DIR/status.txt")"
 
 # standby_of OWNER P: the worker whose assignment node stands by for P of OWNER.
 standby_of() {
