@@ -17,14 +17,15 @@ int coord_standby_compute(const baton_assign_input_t *in, const int *next, char 
         ksb[k] = -1;
     if ((size_t)nw * ((size_t)P + nkeys) > COORD_STANDBY_BUDGET)
         return 1;
-    /* Which workers own anything: only their departures are simulated. */
+    /* What each worker owns (1: partitions, 2: keys): only those
+     * departures are simulated, and only for what the owner has. */
     char *owns = xcalloc((size_t)nw + 1, 1);
     for (int p = 0; p < P; p++)
         if (next[p] >= 0 && next[p] < nw)
-            owns[next[p]] = 1;
+            owns[next[p]] |= 1;
     for (size_t k = 0; k < nkeys; k++)
         if (knext[k] >= 0 && knext[k] < nw)
-            owns[knext[k]] = 1;
+            owns[knext[k]] |= 2;
     baton_assign_worker_t *aw = xcalloc((size_t)nw + 1, sizeof(*aw));
     coord_key_worker_t *kw2 = xcalloc((size_t)nw + 1, sizeof(*kw2));
     memcpy(aw, in->workers, sizeof(*aw) * (size_t)nw);
@@ -41,15 +42,13 @@ int coord_standby_compute(const baton_assign_input_t *in, const int *next, char 
             continue;
         int saved = aw[o].flags;
         aw[o].flags |= BATON_ASSIGN_DRAINED; /* what a leave mark does */
-        int any_p = 0;
-        for (int p = 0; p < P && !any_p; p++)
-            any_p = next[p] == o;
-        if (any_p && (err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size)) >= 0)
+        if ((owns[o] & 1) &&
+            (err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size)) >= 0)
             for (int p = 0; p < P; p++)
                 if (next[p] == o && alt[p] >= 0 && alt[p] != o)
                     sb[p] = alt[p];
         aw[o].flags = saved;
-        if (err >= 0 && nkeys) {
+        if (err >= 0 && (owns[o] & 2)) {
             int ksaved = kw2[o].flags;
             kw2[o].flags |= BATON_ASSIGN_DRAINED;
             err = coord_keys_assign(in->strategy, keys, nkeys, kw2, (size_t)nw, knext, kalt, errstr,
@@ -83,27 +82,16 @@ static baton_standby_t *entry_for(baton_standby_t **lists, size_t *nlists, size_
     return e;
 }
 
-void coord_standby_lists(const int *next, const int *sb, int npartitions, char *const *keys,
+void coord_standby_lists(const int *start, const int *order, const int *sb, char *const *keys,
                          size_t nkeys, const int *knext, const int *ksb, const char *const *ids,
                          size_t nw, baton_standby_t ***lists_out, size_t **nlists_out) {
     baton_standby_t **lists = xcalloc(nw + 1, sizeof(*lists));
     size_t *nlists = xcalloc(nw + 1, sizeof(size_t)), *caps = xcalloc(nw + 1, sizeof(size_t));
-    /* Bucket the owners' resources first: one pass, not one per owner. */
-    int *pstart = xcalloc(nw + 2, sizeof(int)),
-        *porder = xmalloc(sizeof(int) * ((size_t)npartitions + 1));
-    for (int p = 0; p < npartitions; p++)
-        if (sb[p] >= 0 && next[p] >= 0)
-            pstart[next[p] + 1]++;
-    for (size_t o = 0; o < nw; o++)
-        pstart[o + 1] += pstart[o];
-    int *cur = xmalloc(sizeof(int) * (nw + 1));
-    memcpy(cur, pstart, sizeof(int) * (nw + 1));
-    for (int p = 0; p < npartitions; p++)
-        if (sb[p] >= 0 && next[p] >= 0)
-            porder[cur[next[p]]++] = p;
     for (size_t o = 0; o < nw; o++) {
-        for (int i = pstart[o]; i < pstart[o + 1]; i++) {
-            int p = porder[i], s = sb[p];
+        for (int i = start[o]; i < start[o + 1]; i++) {
+            int p = order[i], s = sb[p];
+            if (s < 0)
+                continue;
             baton_standby_t *e = entry_for(lists, nlists, caps, s, ids[o]);
             e->partitions = xrealloc(e->partitions, sizeof(int32_t) * (e->npartitions + 1));
             e->partitions[e->npartitions++] = p;
@@ -116,9 +104,6 @@ void coord_standby_lists(const int *next, const int *sb, int npartitions, char *
             e->keys[e->nkeys++] = xstrdup(keys[k]);
         }
     }
-    free(cur);
-    free(porder);
-    free(pstart);
     free(caps);
     *lists_out = lists;
     *nlists_out = nlists;

@@ -34,11 +34,13 @@ int coord_standby_compute(const baton_assign_input_t *in, const int *next, char 
                           size_t nkeys, const coord_key_worker_t *kw, const int *knext, int *sb,
                           int *ksb, char *errstr, size_t errstr_size);
 
-/* Per-worker standby lists from next/sb and knext/ksb: lists[s] (nw
- * entries, each a heap array of nlists[s] standbys sorted by owner id, as
- * the worker ids are sorted) is what worker s stands by for. ids[k] is
+/* Per-worker standby lists: owner o's partitions are
+ * order[start[o]..start[o+1]) (ascending, as the coordinator lays out its
+ * publish), sb[p] their standbys; knext/ksb the same for keys. lists[s]
+ * (nw entries, each a heap array of nlists[s] standbys sorted by owner id,
+ * as the worker ids are sorted) is what worker s stands by for. ids[k] is
  * worker k's id. Free each with baton_standby_free, then lists/nlists. */
-void coord_standby_lists(const int *next, const int *sb, int npartitions, char *const *keys,
+void coord_standby_lists(const int *start, const int *order, const int *sb, char *const *keys,
                          size_t nkeys, const int *knext, const int *ksb, const char *const *ids,
                          size_t nw, baton_standby_t ***lists, size_t **nlists);
 

@@ -415,19 +415,21 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
     return BATON_OK;
 }
 
+static int32_t *i32_dup(const int32_t *v, size_t n) {
+    int32_t *out = xmalloc(sizeof(int32_t) * (n + 1));
+    if (n)
+        memcpy(out, v, sizeof(int32_t) * n);
+    return out;
+}
+
 static baton_standby_t *standby_copy(const baton_standby_t *sb, size_t n) {
     baton_standby_t *out = xcalloc(n + 1, sizeof(*out));
-    for (size_t i = 0; i < n; i++) {
-        out[i].owner = xstrdup(sb[i].owner);
-        out[i].npartitions = sb[i].npartitions;
-        out[i].partitions = xmalloc(sizeof(int32_t) * (sb[i].npartitions + 1));
-        if (sb[i].npartitions)
-            memcpy(out[i].partitions, sb[i].partitions, sizeof(int32_t) * sb[i].npartitions);
-        out[i].nkeys = sb[i].nkeys;
-        out[i].keys = xcalloc(sb[i].nkeys + 1, sizeof(char *));
-        for (size_t k = 0; k < sb[i].nkeys; k++)
-            out[i].keys[k] = xstrdup(sb[i].keys[k]);
-    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (baton_standby_t){.owner = xstrdup(sb[i].owner),
+                                   .partitions = i32_dup(sb[i].partitions, sb[i].npartitions),
+                                   .npartitions = sb[i].npartitions,
+                                   .keys = strings_dup(sb[i].keys, sb[i].nkeys),
+                                   .nkeys = sb[i].nkeys};
     return out;
 }
 
@@ -439,13 +441,9 @@ static published_t *pc_copy(const coord_t *c) {
         pub[i].id = xstrdup(o->id);
         pub[i].valid = o->valid;
         pub[i].npartitions = o->npartitions;
-        pub[i].partitions = xmalloc(sizeof(int32_t) * (o->npartitions + 1));
-        if (o->npartitions)
-            memcpy(pub[i].partitions, o->partitions, sizeof(int32_t) * o->npartitions);
+        pub[i].partitions = i32_dup(o->partitions, o->npartitions);
         pub[i].nkeys = o->nkeys;
-        pub[i].keys = xcalloc(o->nkeys + 1, sizeof(char *));
-        for (size_t k = 0; k < o->nkeys; k++)
-            pub[i].keys[k] = xstrdup(o->keys[k]);
+        pub[i].keys = strings_dup(o->keys, o->nkeys);
         pub[i].nstandby = o->nstandby;
         pub[i].standby = standby_copy(o->standby, o->nstandby);
     }
@@ -1373,6 +1371,24 @@ static int coord_rebalance(coord_t *c) {
         goto out;
     }
 
+    /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
+     * holds worker k's partitions, ascending. */
+    start = xcalloc(nw + 2, sizeof(int));
+    order = xmalloc(sizeof(int) * P1);
+    for (int32_t p = 0; p < P; p++)
+        if (next[p] >= 0)
+            start[next[p] + 1]++;
+    for (size_t k = 0; k < nw; k++)
+        start[k + 1] += start[k];
+    {
+        int *cur = xmalloc(sizeof(int) * (nw + 1));
+        memcpy(cur, start, sizeof(int) * (nw + 1));
+        for (int32_t p = 0; p < P; p++)
+            if (next[p] >= 0)
+                order[cur[next[p]]++] = p;
+        free(cur);
+    }
+
     /* Standbys: who takes each resource when its owner leaves. Not with
      * --leave-grace-ms: a leaver's resources are then reserved for it. */
     sb = xmalloc(sizeof(int) * P1);
@@ -1402,28 +1418,10 @@ static int coord_rebalance(coord_t *c) {
         const char **ids = xcalloc(nw + 1, sizeof(char *));
         for (size_t k = 0; k < nw; k++)
             ids[k] = w[k].id;
-        coord_standby_lists(next, sb, P, keys, nkeys, knext, ksb, ids, nw, &sbl, &nsbl);
+        coord_standby_lists(start, order, sb, keys, nkeys, knext, ksb, ids, nw, &sbl, &nsbl);
         free(ids);
     }
     int64_t standby_ms = baton_now_ms() - t_standby;
-
-    /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
-     * holds worker k's partitions, ascending. */
-    start = xcalloc(nw + 2, sizeof(int));
-    order = xmalloc(sizeof(int) * P1);
-    for (int32_t p = 0; p < P; p++)
-        if (next[p] >= 0)
-            start[next[p] + 1]++;
-    for (size_t k = 0; k < nw; k++)
-        start[k + 1] += start[k];
-    {
-        int *cur = xmalloc(sizeof(int) * (nw + 1));
-        memcpy(cur, start, sizeof(int) * (nw + 1));
-        for (int32_t p = 0; p < P; p++)
-            if (next[p] >= 0)
-                order[cur[next[p]]++] = p;
-        free(cur);
-    }
 
     int64_t gen = meta.generation + 1;
     nodes = xcalloc(nw + npub + 1, sizeof(*nodes));

@@ -569,6 +569,20 @@ typedef struct {
     char path[];
 } own_watch_t;
 
+/* Sets an exists-watch on path without waiting for the answer, which goes
+ * to done (on ZooKeeper's completion thread; it frees the own_watch_t).
+ * Returns ZOK, or the client's error when nothing was sent. */
+static int watch_send(baton_membership_t *m, const char *path, stat_completion_t done) {
+    size_t len = strlen(path) + 1;
+    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+    ow->zk = m->zk;
+    memcpy(ow->path, path, len);
+    int rc = zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
+    if (rc != ZOK)
+        free(ow);
+    return rc;
+}
+
 /* ---- standby -------------------------------------------------------------
  * The coordinator names, for each resource, the worker it would move it to
  * if its owner left (coordinator/coord_standby.h). That standby watches the
@@ -644,17 +658,9 @@ static void standby_arm(baton_membership_t *m) {
         if (e->armed)
             continue;
         char *path = xasprintf("%s/workers/%s", m->base, e->owner);
-        size_t len = strlen(path) + 1;
-        own_watch_t *ow = xmalloc(sizeof(*ow) + len);
-        ow->zk = m->zk;
-        memcpy(ow->path, path, len);
+        /* Not sent: armed stays 0, tried again next poll. */
+        e->armed = watch_send(m, path, standby_watch_done) == ZOK;
         free(path);
-        int rc = zoo_awexists(baton_zk_handle(m->zk), ow->path, baton_zk_watcher, m->zk,
-                              standby_watch_done, ow);
-        if (rc != ZOK)
-            free(ow); /* not sent: armed stays 0, tried again next poll */
-        else
-            e->armed = 1;
     }
 }
 
@@ -1083,7 +1089,6 @@ static void zbatch_create_done(int rc, const char *path, const struct Stat *st, 
  * with the connection, is queued as that claim's deletion, so the owner's
  * next poll checks the queue again; a watch that was set reports a later
  * deletion itself. Queues, nothing else. */
-
 static void own_watch_done(int rc, const struct Stat *st, const void *data) {
     (void)st;
     own_watch_t *ow = (own_watch_t *)data;
@@ -1094,14 +1099,11 @@ static void own_watch_done(int rc, const struct Stat *st, const void *data) {
 
 /* Sets the watch on our claim at path without waiting for the answer. */
 static void own_watch_send(baton_membership_t *m, const char *path) {
-    size_t len = strlen(path) + 1;
-    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
-    ow->zk = m->zk;
-    memcpy(ow->path, path, len);
-    int rc =
-        zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, own_watch_done, ow);
-    if (rc != ZOK)
-        own_watch_done(rc, NULL, ow);
+    /* Not sent: as own_watch_done does for a failed answer, queue it as the
+     * claim's deletion so the next poll looks at the queue again. */
+    int rc = watch_send(m, path, own_watch_done);
+    if (rc != ZOK && rc != ZCLOSING)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
 }
 
 /* Owner thread: waits for every request of b. The ZooKeeper client

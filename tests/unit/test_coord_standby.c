@@ -182,13 +182,14 @@ static void test_rendezvous(void **state) {
 
 static void test_lists_and_budget(void **state) {
     (void)state;
-    /* 6 partitions over w0..w2, keys k0 (w0), k1 (w2). */
-    int next[6] = {0, 0, 1, 1, 2, 2}, sb[6] = {1, 2, 2, 0, 0, -1};
+    /* 6 partitions over w0..w2 (start/order: the coordinator's per-worker
+     * layout), keys k0 (w0), k1 (w2). */
+    int start[4] = {0, 2, 4, 6}, order[6] = {0, 1, 2, 3, 4, 5}, sb[6] = {1, 2, 2, 0, 0, -1};
     int knext[2] = {0, 2}, ksb[2] = {2, 1};
     baton_standby_t **lists;
     size_t *n;
-    coord_standby_lists(next, sb, 6, key_names, 2, knext, ksb, (const char *const *)ids, 3, &lists,
-                        &n);
+    coord_standby_lists(start, order, sb, key_names, 2, knext, ksb, (const char *const *)ids, 3,
+                        &lists, &n);
     /* w0 stands by for w1 (3) and w2 (4); w1 for w0 (0) and w2's key k1;
      * w2 for w0 (1, k0) and w1 (2). */
     assert_int_equal(n[0], 2);
