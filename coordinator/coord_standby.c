@@ -38,17 +38,19 @@ int coord_standby_compute(const baton_assign_input_t *in, const int *next, char 
     sim.workers = aw;
     int err = 0;
     for (int o = 0; o < nw && err >= 0; o++) {
-        if (!owns[o] || (aw[o].flags & (BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT)))
-            continue;
+        /* Partitions and keys each by their own flags: a keys-only member
+         * (baton-run) is drained for partitions, not for its keys. An
+         * absent owner's resources stay reserved for it: no standby. */
         int saved = aw[o].flags;
-        aw[o].flags |= BATON_ASSIGN_DRAINED; /* what a leave mark does */
-        if ((owns[o] & 1) &&
-            (err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size)) >= 0)
-            for (int p = 0; p < P; p++)
-                if (next[p] == o && alt[p] >= 0 && alt[p] != o)
-                    sb[p] = alt[p];
-        aw[o].flags = saved;
-        if (err >= 0 && (owns[o] & 2)) {
+        if ((owns[o] & 1) && !(saved & BATON_ASSIGN_ABSENT)) {
+            aw[o].flags |= BATON_ASSIGN_DRAINED; /* what a leave mark does */
+            if ((err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size)) >= 0)
+                for (int p = 0; p < P; p++)
+                    if (next[p] == o && alt[p] >= 0 && alt[p] != o)
+                        sb[p] = alt[p];
+            aw[o].flags = saved;
+        }
+        if (err >= 0 && (owns[o] & 2) && !(kw2[o].flags & BATON_ASSIGN_ABSENT)) {
             int ksaved = kw2[o].flags;
             kw2[o].flags |= BATON_ASSIGN_DRAINED;
             err = coord_keys_assign(in->strategy, keys, nkeys, kw2, (size_t)nw, knext, kalt, errstr,

@@ -180,6 +180,45 @@ static void test_rendezvous(void **state) {
     check_strategy(BATON_STRATEGY_RENDEZVOUS, 4);
 }
 
+/* Keys-only members (baton-run: drained for partitions, not for keys) get
+ * standbys for their keys: the keys rebalance with the owner drained. */
+static void test_keys_only_members(void **state) {
+    (void)state;
+    baton_assign_worker_t aw[3];
+    coord_key_worker_t kw[3];
+    for (int i = 0; i < 3; i++) {
+        aw[i] = (baton_assign_worker_t){
+            .id = ids[i], .capacity = 1, .rack = -1, .flags = BATON_ASSIGN_DRAINED};
+        kw[i] = (coord_key_worker_t){.id = ids[i], .capacity = 1};
+    }
+    int next[1] = {-1}, kprev[KMAX], knext[KMAX], sb[1], ksb[KMAX], kalt[KMAX];
+    for (int k = 0; k < KMAX; k++)
+        kprev[k] = -1;
+    char err[256];
+    assert_true(coord_keys_assign(BATON_STRATEGY_STICKY, key_names, KMAX, kw, 3, kprev, knext, err,
+                                  sizeof(err)) >= 0);
+    baton_assign_input_t in = {.strategy = BATON_STRATEGY_STICKY,
+                               .npartitions = 1,
+                               .prev = next,
+                               .workers = aw,
+                               .nworkers = 3};
+    assert_int_equal(
+        coord_standby_compute(&in, next, key_names, KMAX, kw, knext, sb, ksb, err, sizeof(err)), 0);
+    assert_int_equal(sb[0], -1);
+    for (int o = 0; o < 3; o++) {
+        coord_key_worker_t d[3];
+        memcpy(d, kw, sizeof(d));
+        d[o].flags = BATON_ASSIGN_DRAINED;
+        assert_true(coord_keys_assign(BATON_STRATEGY_STICKY, key_names, KMAX, d, 3, knext, kalt,
+                                      err, sizeof(err)) >= 0);
+        for (int k = 0; k < KMAX; k++)
+            if (knext[k] == o) {
+                assert_true(ksb[k] >= 0 && ksb[k] != o);
+                assert_int_equal(ksb[k], kalt[k]);
+            }
+    }
+}
+
 static void test_lists_and_budget(void **state) {
     (void)state;
     /* 6 partitions over w0..w2 (start/order: the coordinator's per-worker
@@ -280,9 +319,13 @@ static void test_codec(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sticky),           cmocka_unit_test(test_range),
-        cmocka_unit_test(test_roundrobin),       cmocka_unit_test(test_rendezvous),
-        cmocka_unit_test(test_lists_and_budget), cmocka_unit_test(test_codec),
+        cmocka_unit_test(test_sticky),
+        cmocka_unit_test(test_range),
+        cmocka_unit_test(test_roundrobin),
+        cmocka_unit_test(test_rendezvous),
+        cmocka_unit_test(test_keys_only_members),
+        cmocka_unit_test(test_lists_and_budget),
+        cmocka_unit_test(test_codec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
