@@ -1012,6 +1012,17 @@ void ctl_status_print_workers(const json_t *st, FILE *f, int with_session) {
     ctl_print_table(f, rows, cols, BATON_ARRAY_SIZE(cols) - (with_session ? 0 : 1));
 }
 
+/* 1 if some row has a string at key. */
+static int any_string(const json_t *rows, const char *key) {
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row) {
+        if (json_is_string(json_object_get(row, key)))
+            return 1;
+    }
+    return 0;
+}
+
 void ctl_status_print_partitions(const json_t *st, FILE *f) {
     static const col_t cols[] = {
         {"PARTITION", "partition", 9, 9, 1, cell_text},
@@ -1034,15 +1045,8 @@ void ctl_status_print_partitions(const json_t *st, FILE *f) {
     col_t shown[BATON_ARRAY_SIZE(cols)];
     size_t n = 0;
     for (size_t c = 0; c < BATON_ARRAY_SIZE(cols); c++) {
-        int any = 1;
-        if (strcmp(cols[c].key, "standby") == 0 || strcmp(cols[c].key, "pinned") == 0) {
-            size_t i;
-            const json_t *row;
-            any = 0;
-            json_array_foreach(rows, i, row) any |=
-                json_is_string(json_object_get(row, cols[c].key));
-        }
-        if (any)
+        int optional = strcmp(cols[c].key, "standby") == 0 || strcmp(cols[c].key, "pinned") == 0;
+        if (!optional || any_string(rows, cols[c].key))
             shown[n++] = cols[c];
     }
     ctl_print_table(f, rows, shown, n);
