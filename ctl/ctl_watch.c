@@ -199,6 +199,8 @@ void ctl_watch_usage(FILE *f) {
             "made or released, a drain or pin is set. Changes come from ZooKeeper\n"
             "watches (re-armed as they fire), not from polling; bursts within %d ms\n"
             "make one refresh. Lag (with --brokers and --sink) is read at each refresh.\n"
+            "A refresh that shows nothing new (only the generation, the clock or the\n"
+            "ages differ: a publish that moved nothing) prints no view.\n"
             "\n"
             "On a terminal the screen is redrawn; press q (or Ctrl-C) to quit. When\n"
             "stdout is not a terminal, or with --json, every refresh prints the whole\n"
@@ -219,6 +221,27 @@ void ctl_watch_usage(FILE *f) {
             "  %s --zk 127.0.0.1:2181 --group orders watch --max-updates 5 \\\n"
             "      | jq -c '[.partitions[] | {partition, owner, epoch}]'\n",
             CTL_PROG, WATCH_SETTLE_MS, CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+/* What an operator sees of a view, less what changes without the group
+ * changing: the read's clock (time_ms), ages computed from it, and the
+ * generation number. A publish that moves nothing (the coordinator's
+ * debounced follow-up of a leave, say) then makes no new view; a new owner,
+ * epoch, state, standby, worker, drain, pin or lag does. A new reference. */
+static json_t *watch_face(const json_t *st) {
+    json_t *f = json_deep_copy(st);
+    json_object_del(f, "time_ms");
+    json_object_del(f, "generation");
+    static const char *const rows[] = {"workers", "partitions"};
+    for (size_t r = 0; r < BATON_ARRAY_SIZE(rows); r++) {
+        size_t i;
+        json_t *row;
+        json_array_foreach(json_object_get(f, rows[r]), i, row) {
+            json_object_del(row, "session_age_ms");
+            json_object_del(row, "state_age_ms");
+        }
+    }
+    return f;
 }
 
 /* Renders one refresh. */
@@ -252,6 +275,7 @@ int ctl_cmd_watch(ctl_ctx_t *ctx, int argc, char **argv) {
     char errstr[1024];
     char *base = baton_group_base(ctx->root, ctx->group);
     char **fired = NULL; /* paths whose watch fired: re-arm them */
+    json_t *shown = NULL; /* watch_face of the last view printed */
     size_t nfired = 0;
     baton_zk_t *zk = ctl_connect(ctx);
     if (!zk)
@@ -292,8 +316,14 @@ int ctl_cmd_watch(ctl_ctx_t *ctx, int argc, char **argv) {
             if (err == BATON_OK) {
                 dirty = 0;
                 retry_at = -1;
-                updates++;
-                watch_render(st, as_json, updates);
+                json_t *face = watch_face(st);
+                int same = shown && json_equal(face, shown);
+                json_decref(shown);
+                shown = face;
+                if (!same) {
+                    updates++;
+                    watch_render(st, as_json, updates);
+                }
                 int32_t nowP = (int32_t)json_integer_value(
                     json_object_get(json_object_get(st, "config"), "partitions"));
                 if (nowP > P) { /* the group grew: watch the new claims too */
@@ -386,6 +416,7 @@ int ctl_cmd_watch(ctl_ctx_t *ctx, int argc, char **argv) {
         }
     }
 out:
+    json_decref(shown);
     tty_restore();
     if (fired) {
         for (size_t i = 0; i < nfired; i++)

@@ -33,10 +33,20 @@ sleep 2
 b_worker w2
 h_wait_for 15 "a view with w1 and w2 sharing" seen '([.partitions[].owner] | unique) == ["w1","w2"] and all(.partitions[]; .state == "active")'
 h_wait_for 15 "a view with a handoff or the w2 join" seen 'any(.workers[]; .id == "w2")'
+# A refresh that shows nothing new prints no view: rewrite the config node
+# with the same bytes (its watch fires, the coordinator may republish with
+# nothing moved), then make one real change. Exactly one view more.
+h_wait_for 15 "the join settled in the views" seen '.summary.active == 4 and ([.partitions[].owner] | unique) == ["w1","w2"] and ([.partitions[].standby] | all(. != null))'
+sleep 1 # the join's follow-up publishes land (a no-change view would be one)
+n=$(lines)
+h_zk set /baton/g/config "$(h_zk get /baton/g/config)"
+sleep 0.5 # apart from the drain below, so the two are not folded into one refresh
 # The drains directory does not exist yet: its creation is watched too.
 if ! h_zk exists /baton/g/drains; then h_zk create /baton/g/drains '' >/dev/null; fi
 h_zk create /baton/g/drains/w2 '' >/dev/null
 h_wait_for 15 "a view with w2 draining" seen '.summary.draining == 1 and any(.workers[]; .id == "w2" and .draining)'
+sed -n "$((n + 1))p" "$OUT" | jq -e '.summary.draining == 1' >/dev/null ||
+    h_fail "a config rewrite that changed nothing printed a view: $(sed -n "$((n + 1))p" "$OUT" | head -c 300)"
 h_zk delete /baton/g/drains/w2
 h_wait_for 15 "a view after the drain ends" seen '.summary.draining == 0 and (.workers | length) == 2'
 h_stop w1
