@@ -342,3 +342,38 @@ int baton_zk_set(baton_zk_t *zk, const char *path, const char *data, size_t len,
 int baton_zk_delete(baton_zk_t *zk, const char *path, int version) {
     return baton_zk_err(zoo_delete(zk->zh, path, version));
 }
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+} zk_sync_wait_t;
+
+static void zk_sync_done(int rc, const char *value, const void *data) {
+    (void)value;
+    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int baton_zk_sync(baton_zk_t *zk, const char *path) {
+    zk_sync_wait_t w = {.done = 0};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    int rc = zoo_async(zk->zh, path, zk_sync_done, &w);
+    if (rc == ZOK) {
+        /* The client calls every completion, with ZCONNECTIONLOSS or
+         * ZCLOSING at worst, so this wait ends. */
+        pthread_mutex_lock(&w.lock);
+        while (!w.done)
+            pthread_cond_wait(&w.cond, &w.lock);
+        rc = w.rc;
+        pthread_mutex_unlock(&w.lock);
+    }
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    return baton_zk_err(rc);
+}

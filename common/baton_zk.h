@@ -90,5 +90,9 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path);
 int baton_zk_set(baton_zk_t *zk, const char *path, const char *data, size_t len, int version,
                  struct Stat *stat);
 int baton_zk_delete(baton_zk_t *zk, const char *path, int version);
+/* zoo_async, waited for: the server we are connected to has caught up with
+ * the leader for path, so a read after it sees every write committed
+ * before (a create whose reply was lost through another server, say). */
+int baton_zk_sync(baton_zk_t *zk, const char *path);
 
 #endif

@@ -114,6 +114,13 @@ typedef struct {
     char **verify;
     size_t nverify;
     int64_t verify_due_ms; /* 0: nothing to verify */
+    /* The next rebalance writes every node with a new generation, even if
+     * none changed: a member came back as a new incarnation, or a claim
+     * not its owner's was revoked. Either can leave a standby holding a
+     * promotion that only a newer generation ends (membership.c). */
+    int republish;
+    int32_t ho_sweep;     /* the watchdog's sweep of settled resources: next one */
+    int64_t sweep_due_ms; /* when the sweep takes its next few */
 } coord_t;
 
 /* One member node as last read; valid = 0 after its watch fired. */
@@ -124,6 +131,7 @@ typedef struct mcache_s {
     int no_partitions;
     int keys_filter;
     char *keys;
+    int64_t session; /* the member node's ephemeralOwner: its incarnation */
     int valid;
 } mcache_t;
 
@@ -191,7 +199,8 @@ typedef struct published_s {
     size_t nkeys;
     baton_standby_t *standby; /* sorted by owner */
     size_t nstandby;
-    int valid; /* 0 when its znode was malformed: it is rewritten */
+    int64_t generation; /* the generation its node was written with */
+    int valid;          /* 0 when its znode was malformed: it is rewritten */
 } published_t;
 
 static int coord_candidate_create(coord_t *c) {
@@ -394,6 +403,7 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
                 pub[i].nkeys = wa.nkeys;
                 pub[i].standby = wa.standby;
                 pub[i].nstandby = wa.nstandby;
+                pub[i].generation = wa.generation;
                 pub[i].valid = 1;
             } else {
                 BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", path, why);
@@ -440,6 +450,7 @@ static published_t *pc_copy(const coord_t *c) {
         const published_t *o = &c->pc[i];
         pub[i].id = xstrdup(o->id);
         pub[i].valid = o->valid;
+        pub[i].generation = o->generation;
         pub[i].npartitions = o->npartitions;
         pub[i].partitions = i32_dup(o->partitions, o->npartitions);
         pub[i].nkeys = o->nkeys;
@@ -516,6 +527,7 @@ typedef struct {
     int no_partitions; /* takes keys only (a baton-run, a library member) */
     int keys_filter;   /* takes only the keys in keys */
     char *keys;        /* comma-separated; heap, freed with the array */
+    int64_t session;   /* its member node's ephemeralOwner; 0: absent or unknown */
 } coord_worker_t;
 
 static int cw_cmp(const void *a, const void *b) {
@@ -584,10 +596,12 @@ static int read_member(coord_t *c, const char *wdir, const char *id, coord_worke
     char *data = NULL;
     size_t len = 0;
     /* A data watch: a graceful leave marks the node before releasing. */
-    int err = baton_zk_get(c->zk, path, 1, &data, &len, NULL);
+    struct Stat st;
+    int err = baton_zk_get(c->zk, path, 1, &data, &len, &st);
     out->capacity = 1;
     out->rack[0] = 0;
     if (err == BATON_OK) {
+        out->session = st.ephemeralOwner;
         baton_member_t m;
         char why[256];
         if (baton_member_decode(data, len, &m, why, sizeof(why)) == BATON_OK) {
@@ -621,6 +635,13 @@ static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
     m->keys_filter = w->keys_filter;
     free(m->keys);
     m->keys = w->keys ? xstrdup(w->keys) : NULL;
+    if (w->session && m->session && w->session != m->session) {
+        /* Deleted and created again since the event: a new incarnation,
+         * which the rebalance reads and notices (event=member_incarnation). */
+        m->valid = 0;
+        return;
+    }
+    m->session = w->session ? w->session : m->session;
     m->valid = 1;
 }
 
@@ -790,6 +811,8 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
         }
         nmulti++;
         i = j;
+        if (!last)
+            BATON_FAILPOINT("coordinator.between_chunks");
     }
     free(ops);
     free(results);
@@ -835,6 +858,11 @@ static int64_t handoff_check_ms(const coord_t *c) {
     return t < 100 ? 100 : t > 1000 ? 1000 : t;
 }
 #define HANDOFF_CHECK_MAX 512
+/* The watchdog also looks again, a few at a time, at resources it thinks
+ * settled: "assigned to A, held by B" must end however it arose (a stale
+ * standby promotion, a lost event), not only after a move. */
+#define HANDOFF_SWEEP_MS 2000
+#define HANDOFF_SWEEP_MAX 16 /* about one read each (the lowest claim names its session) */
 
 /* Remembers the owner of every partition just published (or confirmed
  * unchanged); partitions whose owner changed, and all of them right after
@@ -860,6 +888,21 @@ static void handoffs_record(coord_t *c, int32_t P, const int *next, const coord_
         }
         any |= h->pending;
     }
+    if (any && !c->ho_due_ms)
+        c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
+}
+
+/* Makes every resource last published to id pending again (its member
+ * came back as a new incarnation: the old one's claims, or a standby's,
+ * may be what blocks it). */
+static void handoffs_mark_owner(coord_t *c, const char *id) {
+    int any = 0;
+    for (int32_t p = 0; p < c->nho; p++)
+        if (c->ho[p].owner && strcmp(c->ho[p].owner, id) == 0)
+            any = c->ho[p].pending = 1;
+    for (size_t k = 0; k < c->nhok; k++)
+        if (c->hok[k].owner && strcmp(c->hok[k].owner, id) == 0)
+            any = c->hok[k].pending = 1;
     if (any && !c->ho_due_ms)
         c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
 }
@@ -906,6 +949,14 @@ static void handoffs_record_keys(coord_t *c, char **keys, size_t nkeys, const in
         c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
 }
 
+/* Whether claim node name was created by session (its name carries the
+ * creator's session id: membership.c's claim-<session>-<seq>). */
+static int claim_of_session(const char *name, int64_t session) {
+    char want[40];
+    int n = snprintf(want, sizeof(want), "claim-%016llx-", (unsigned long long)session);
+    return strncmp(name, want, (size_t)n) == 0;
+}
+
 /* One pending partition: finds its lowest claim and, if it is not held by
  * the owner's current session for longer than --handoff-timeout-ms,
  * deletes it. Safe: the sink fences whatever its holder still writes, and
@@ -939,8 +990,12 @@ static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *
             lowest = names[i];
         }
     }
-    if (!lowest || !h->owner) {
-        /* Nothing blocks the owner (it will claim), or nobody to hand to. */
+    const mcache_t *om = h->owner ? mc_find(c, h->owner) : NULL;
+    if (!lowest || !h->owner ||
+        (om && om->valid && om->session && claim_of_session(lowest, om->session))) {
+        /* Nothing blocks the owner (it will claim), nobody to hand to, or
+         * the owner's current session (its node unchanged since we read
+         * it) holds the lowest claim: handed over, no more reads. */
         h->pending = 0;
         h->claim[0] = 0;
         goto out;
@@ -997,6 +1052,11 @@ static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *
             coord_history_add(fh, p, key, claim.worker, h->owner, c->published_gen, "forced");
             coord_history_flush(fh, c->zk, c->base, c->my_node);
             coord_history_destroy(fh);
+            /* Held by another worker than the owner: a standby's promotion,
+             * say, which only a newer generation ends (else it claims
+             * again, behind the owner, and blocks the next move). */
+            if (strcmp(claim.worker, h->owner) != 0)
+                c->republish = 1;
         }
         h->claim[0] = 0; /* stay pending until the owner's claim is lowest */
         err = BATON_OK;
@@ -1010,10 +1070,33 @@ out:
     return err;
 }
 
+/* Makes the next HANDOFF_SWEEP_MAX settled resources pending: checked like
+ * a move, they are settled again at once if their owner's claim is lowest. */
+static void handoffs_sweep(coord_t *c) {
+    int32_t total = c->nho + (int32_t)c->nhok;
+    for (int32_t i = 0, marked = 0; i < total && marked < HANDOFF_SWEEP_MAX; i++) {
+        int32_t j = c->ho_sweep++ % total;
+        if (c->ho_sweep >= total)
+            c->ho_sweep = 0;
+        handoff_t *h = j < c->nho ? &c->ho[j] : &c->hok[j - c->nho];
+        if (!h->pending && h->owner) {
+            h->pending = 1;
+            h->claim[0] = 0;
+            marked++;
+        }
+    }
+}
+
 /* Looks at up to HANDOFF_CHECK_MAX pending partitions when due. Runs on the
  * leader only (the state is cleared when it steps down). */
 static void handoffs_check(coord_t *c) {
     int64_t now = baton_now_ms();
+    if (c->conf->handoff_timeout_ms > 0 && (c->nho || c->nhok) && now >= c->sweep_due_ms) {
+        handoffs_sweep(c);
+        c->sweep_due_ms = now + HANDOFF_SWEEP_MS;
+        if (!c->ho_due_ms)
+            c->ho_due_ms = now;
+    }
     if ((!c->nho && !c->nhok) || !c->ho_due_ms || now < c->ho_due_ms)
         return;
     int checked = 0, any = 0;
@@ -1056,8 +1139,8 @@ static void handoffs_check(coord_t *c) {
  * order[start[k]..start[k+1]) and its keys those j with knext[j] == k. */
 static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *start,
                      const int *order, char **keys, size_t nkeys, const int *knext,
-                     baton_standby_t *const *sbl, const size_t *nsbl, int32_t version,
-                     int64_t gen) {
+                     baton_standby_t *const *sbl, const size_t *nsbl, int32_t version, int64_t gen,
+                     int64_t node_gen) {
     pc_free(c);
     c->pc = xcalloc(nw + 1, sizeof(published_t));
     for (size_t k = 0; k < nw; k++) {
@@ -1074,6 +1157,7 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *
                 o->keys[o->nkeys++] = xstrdup(keys[j]);
         o->standby = standby_copy(sbl[k], nsbl[k]);
         o->nstandby = nsbl[k];
+        o->generation = node_gen; /* at most: an unchanged node kept an older one */
     }
     c->npc = nw;
     c->pc_version = version;
@@ -1220,6 +1304,7 @@ static int coord_rebalance(coord_t *c) {
             w[nw].no_partitions = hit->no_partitions;
             w[nw].keys_filter = hit->keys_filter;
             w[nw].keys = hit->keys ? xstrdup(hit->keys) : NULL;
+            w[nw].session = hit->session;
             nw++;
             continue;
         }
@@ -1232,6 +1317,20 @@ static int coord_rebalance(coord_t *c) {
         }
         nw++;
     }
+    /* A member whose node now belongs to another session than when we last
+     * read it restarted under its id while we were not looking (frozen, or
+     * the events coalesced): whatever a standby promoted for its old
+     * incarnation must end, and the old claims be watched. */
+    for (size_t i = 0; i < nw; i++) {
+        const mcache_t *old = mc_find(c, w[i].id);
+        if (old && old->session && w[i].session && old->session != w[i].session) {
+            BLOG_INFO("event=member_incarnation worker=%s old_session=0x%llx session=0x%llx "
+                      "action=republish",
+                      w[i].id, (unsigned long long)old->session, (unsigned long long)w[i].session);
+            c->republish = 1;
+            handoffs_mark_owner(c, w[i].id);
+        }
+    }
     /* Remember them (live is sorted, so is the cache). */
     mc_clear(c);
     c->mc = xcalloc(nw + 1, sizeof(mcache_t));
@@ -1241,6 +1340,7 @@ static int coord_rebalance(coord_t *c) {
                                      .no_partitions = w[i].no_partitions,
                                      .keys_filter = w[i].keys_filter,
                                      .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
+                                     .session = w[i].session,
                                      .valid = 1};
     for (size_t i = 0; i < nw; i++)
         snprintf(c->mc[i].rack, sizeof(c->mc[i].rack), "%s", w[i].rack);
@@ -1423,7 +1523,15 @@ static int coord_rebalance(coord_t *c) {
     }
     int64_t standby_ms = baton_now_ms() - t_standby;
 
-    int64_t gen = meta.generation + 1;
+    /* Never a generation already written: a leader that died between
+     * publish chunks left nodes at meta.generation + 1 while /assignment
+     * still says meta.generation. */
+    int64_t gen = meta.generation;
+    for (size_t i = 0; i < npub; i++)
+        if (pub[i].generation > gen)
+            gen = pub[i].generation;
+    gen++;
+    int republish = c->republish;
     nodes = xcalloc(nw + npub + 1, sizeof(*nodes));
     list = xmalloc(sizeof(int32_t) * P1);
     klist = xcalloc(nkeys + 1, sizeof(char *));
@@ -1438,7 +1546,8 @@ static int coord_rebalance(coord_t *c) {
         for (size_t i = 0; i < npub; i++)
             if (strcmp(pub[i].id, w[k].id) == 0)
                 old = &pub[i];
-        if (old && old->valid && same_list(old->partitions, old->npartitions, list, cnt) &&
+        if (!republish && old && old->valid &&
+            same_list(old->partitions, old->npartitions, list, cnt) &&
             same_keys(old->keys, old->nkeys, klist, kcnt) &&
             baton_standby_equal(old->standby, old->nstandby, sbl[k], nsbl[k]))
             continue;
@@ -1466,11 +1575,12 @@ static int coord_rebalance(coord_t *c) {
         o->bytes = strlen(o->path) + 64;
     }
     if (nnodes == 0) {
-        err = BATON_OK; /* nothing changed: publish nothing */
+        err = BATON_OK;   /* nothing changed: publish nothing */
+        c->republish = 0; /* no node to write (no worker) */
         handoffs_record(c, P, next, w);
         handoffs_record_keys(c, keys, nkeys, knext, w);
         pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version,
-                 meta.generation);
+                 meta.generation, gen - 1);
         goto out;
     }
     qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
@@ -1491,8 +1601,11 @@ static int coord_rebalance(coord_t *c) {
     }
     handoffs_record(c, P, next, w);
     handoffs_record_keys(c, keys, nkeys, knext, w);
+    if (republish)
+        BLOG_INFO("event=republished generation=%lld workers=%zu", (long long)gen, nw);
+    c->republish = 0;
     /* Our last chunk set /assignment once: its version went up by one. */
-    pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version + 1, gen);
+    pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version + 1, gen, gen);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
               "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
@@ -1844,8 +1957,13 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
             }
         }
         now = baton_now_ms();
-        if (c.leader && baton_zk_connected(c.zk))
+        if (c.leader && baton_zk_connected(c.zk)) {
             handoffs_check(&c);
+            if (c.republish && !dirty) {
+                dirty = 1;
+                wait_ms = 0;
+            }
+        }
         if (c.hist_due_ms && now >= c.hist_due_ms && baton_zk_connected(c.zk))
             hist_flush(&c);
         if (c.verify_due_ms && now >= c.verify_due_ms && baton_zk_connected(c.zk) &&
@@ -1857,8 +1975,10 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         due = min_due(due, c.hist_due_ms);
         due = min_due(due, c.verify_due_ms);
         due = min_due(due, next_resync); /* on time, not up to wait_ms late */
-        if (c.leader)
+        if (c.leader) {
             due = min_due(due, c.ho_due_ms);
+            due = min_due(due, c.sweep_due_ms);
+        }
         if (c.leader && conf->brokers && c.racks_due_ms)
             due = min_due(due, c.racks_due_ms);
         if (due && due - now < wait_ms)

@@ -68,8 +68,11 @@ typedef struct {
     char *owner;
     int32_t *rids;
     size_t n;
-    int armed; /* a watch is set on workers/<owner> */
-    int fired; /* the owner's node changed or went: take rids (standby_promote) */
+    int armed;  /* a watch is set on workers/<owner> */
+    int fired;  /* the owner's node changed or went: take rids (standby_promote) */
+    int verify; /* we took rids: the next watch also asks whether the owner lives */
+    int alive;  /* the owner is live and not leaving (a new incarnation): give
+                 * back what we took from it that no newer assignment gave us */
 } mstandby_t;
 
 typedef struct {
@@ -631,6 +634,8 @@ static void standby_update(baton_membership_t *m, const baton_worker_assignment_
         if (old) {
             e->armed = old->armed;
             e->fired = old->fired;
+            e->verify = old->verify;
+            e->alive = old->alive;
         }
         n++;
     }
@@ -650,16 +655,66 @@ static void standby_watch_done(int rc, const struct Stat *st, const void *data) 
     free(ow);
 }
 
+/* The owner's node as the watch set after a promotion found it: live and
+ * not leaving (another incarnation under its id, or a spurious event) is
+ * queued as its creation, which makes us give back what we took (an owner
+ * that restarted with its id while the coordinator did not publish, say).
+ * Gone: an exists watch waits for its next incarnation. Queues, nothing
+ * else (on ZooKeeper's completion thread). */
+static void standby_reborn_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc == ZOK) /* created meanwhile: the watch is on the new node */
+        baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    free(ow);
+}
+
+static void standby_verify_done(int rc, const char *value, int len, const struct Stat *st,
+                                const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc == ZOK) {
+        baton_member_t mb;
+        char why[128];
+        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
+                BATON_OK &&
+            !mb.leaving)
+            baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+        free(ow);
+    } else if (rc == ZNONODE) {
+        /* getData leaves no watch on a missing node; exists does. */
+        if (zoo_awexists(baton_zk_handle(ow->zk), ow->path, baton_zk_watcher, ow->zk,
+                         standby_reborn_done, ow) != ZOK)
+            free(ow);
+    } else {
+        free(ow);
+    }
+}
+
 /* Sets the watch on every owner's member node not watched yet, without
- * waiting for the answers (off the handoff's path). */
+ * waiting for the answers (off the handoff's path). After a promotion the
+ * watch is a read (standby_verify_done): is the owner still what we took
+ * over from? */
 static void standby_arm(baton_membership_t *m) {
     for (size_t i = 0; i < m->nstandby; i++) {
         mstandby_t *e = &m->standby[i];
         if (e->armed)
             continue;
         char *path = xasprintf("%s/workers/%s", m->base, e->owner);
-        /* Not sent: armed stays 0, tried again next poll. */
-        e->armed = watch_send(m, path, standby_watch_done) == ZOK;
+        if (e->verify) {
+            size_t len = strlen(path) + 1;
+            own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+            ow->zk = m->zk;
+            memcpy(ow->path, path, len);
+            e->armed = zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk,
+                                 standby_verify_done, ow) == ZOK;
+            if (!e->armed)
+                free(ow);
+            e->verify = !e->armed;
+        } else {
+            /* Not sent: armed stays 0, tried again next poll. */
+            e->armed = watch_send(m, path, standby_watch_done) == ZOK;
+        }
         free(path);
     }
 }
@@ -679,6 +734,42 @@ static void standby_note(baton_membership_t *m, const char *id, int type) {
         e->armed = 0;
     if (type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT)
         e->fired = type;
+    if (type == ZOO_CREATED_EVENT) /* a new incarnation, or found live */
+        e->alive = 1;
+}
+
+/* Whether workers/<owner> exists now: a deletion event may be an earlier
+ * incarnation's, drained together with an assignment that already names
+ * the next one (then it is not a departure). An error counts as gone: the
+ * claims queue and the sink's fence still decide. */
+static int standby_owner_exists(baton_membership_t *m, const char *owner) {
+    char *path = xasprintf("%s/workers/%s", m->base, owner);
+    int err = baton_zk_exists(m->zk, path, 0, NULL);
+    free(path);
+    return err == BATON_OK;
+}
+
+/* The owner is live and not leaving: gives back what we took from it as
+ * its standby and no assignment since has given us (promoted_gen is still
+ * the current generation). Its own claims then become lowest; the
+ * coordinator's republish (event=member_incarnation) and its watchdog end
+ * any promotion this misses. */
+static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
+    size_t gave = 0;
+    for (size_t j = 0; j < e->n; j++) {
+        mpart_t *mp = res_st(m, e->rids[j]);
+        if (!mp->promoted || mp->promoted_gen != m->generation)
+            continue;
+        mp->promoted = 0;
+        mp->assigned = 0;
+        mp->dirty = 1;
+        mp->retry_at = 0;
+        gave++;
+    }
+    if (gave)
+        BLOG_INFO("event=standby_given_back owner=%s reason=owner_live resources=%zu "
+                  "generation=%lld",
+                  e->owner, gave, (long long)m->generation);
 }
 
 /* Takes what the owners that left stand us by for: marks it assigned (the
@@ -686,8 +777,20 @@ static void standby_note(baton_membership_t *m, const char *id, int type) {
 static void standby_promote(baton_membership_t *m) {
     for (size_t i = 0; i < m->nstandby; i++) {
         mstandby_t *e = &m->standby[i];
+        if (e->alive) {
+            e->alive = 0;
+            standby_give_back(m, e);
+        }
         if (!e->fired)
             continue;
+        if (e->fired == ZOO_DELETED_EVENT && standby_owner_exists(m, e->owner)) {
+            /* Back already, as another incarnation: not a departure. Watch
+             * the new node (a watch on it is safe: it exists). */
+            BLOG_INFO("event=standby_skipped_promotion owner=%s reason=owner_live", e->owner);
+            e->fired = 0;
+            e->armed = 0;
+            continue;
+        }
         size_t took = 0;
         for (size_t j = 0; j < e->n; j++) {
             mpart_t *mp = res_st(m, e->rids[j]);
@@ -700,6 +803,12 @@ static void standby_promote(baton_membership_t *m) {
             mp->retry_at = 0;
             assigned_note(m, e->rids[j]);
             took++;
+        }
+        /* Whatever we took, or after a deletion: the next watch reads the
+         * owner's node, to give back if it turns out live (a restart). */
+        if (took || e->fired == ZOO_DELETED_EVENT) {
+            e->verify = 1;
+            e->armed = 0;
         }
         if (took) { /* none: taken already (the mark, then the deletion) */
             baton_metric_add(baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS), (double)took);
@@ -841,7 +950,12 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
     {
         char **names = NULL;
         size_t n = 0;
-        if ((err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
+        /* The create may have gone through another server: catch up with
+         * the leader first, or the listing can miss it (then we would
+         * create a second claim, behind our own; queue_decide mends that
+         * too). */
+        if ((err = baton_zk_sync(m->zk, dir)) != BATON_OK ||
+            (err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
             goto out;
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "claim-%s-", m->session_hex);
@@ -906,9 +1020,57 @@ static int create_claim(baton_membership_t *m, int32_t p) {
 /* The first half of a queue check, given the claims listed in p's
  * directory: returns the path to watch (heap; our own claim when we are
  * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
- * is gone (then p is marked to be claimed again). */
-static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n, int *waiting) {
+ * is gone (then p is marked to be claimed again). *adopted: our claim is now
+ * another of our session (a duplicate was deleted): its stat is not known. */
+static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n, int *waiting,
+                          int *adopted) {
     mpart_t *mp = res_st(m, p);
+    *adopted = 0;
+    /* Every claim named with our session is ours (only our session creates
+     * such names, as its ephemerals). More than one: a create whose reply
+     * was lost landed after the listing that looked for it. Keep the
+     * lowest, which no other claim of ours may wait behind, and delete the
+     * others: one would block us, or block the next owner after we let go. */
+    char own_prefix[64];
+    size_t own_len = (size_t)snprintf(own_prefix, sizeof(own_prefix), "claim-%s-", m->session_hex);
+    const char *own_low = NULL;
+    size_t nown = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(names[i], own_prefix, own_len) != 0 || baton_seq_of(names[i]) < 0)
+            continue;
+        nown++;
+        if (!own_low || baton_seq_of(names[i]) < baton_seq_of(own_low))
+            own_low = names[i];
+    }
+    if (nown > 1) {
+        /* An owner keeps the claim its epoch came from (the lowest of all);
+         * if that is gone, claim_lost below deals with it. */
+        const char *keep = own_low;
+        if (mp->owned) {
+            keep = NULL;
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(names[i], mp->claim) == 0)
+                    keep = names[i];
+        }
+        char *dir = claims_dir(m, p);
+        for (size_t i = 0; keep && i < n; i++) {
+            if (strncmp(names[i], own_prefix, own_len) != 0 || names[i] == keep ||
+                baton_seq_of(names[i]) < 0)
+                continue;
+            char *path = xasprintf("%s/%s", dir, names[i]);
+            int e = baton_zk_delete(m->zk, path, -1);
+            BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
+                      res_label(m, p), names[i], keep, baton_err_name(e));
+            free(path);
+            if (strcmp(mp->claim, names[i]) == 0) { /* not owned: take the kept one */
+                snprintf(mp->claim, sizeof(mp->claim), "%s", keep);
+                mp->czxid = 0; /* learnt from its stat once it is lowest (queue_settle) */
+                *adopted = 1;
+            }
+            names[i][0] = 0; /* not a claim any more, below */
+        }
+        free(dir);
+    }
     int64_t my_seq = baton_seq_of(mp->claim);
     const char *pred = NULL;
     int64_t pred_seq = -1;
@@ -1269,9 +1431,12 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
                 continue;
             }
         }
+        int adopted = 0;
         if ((errs[i] = baton_zk_err(list->rc)) == BATON_OK)
-            watch[i] = queue_decide(m, rids[i], list->names, list->n, &waiting[i]);
-        if (watch[i] && !waiting[i]) {
+            watch[i] = queue_decide(m, rids[i], list->names, list->n, &waiting[i], &adopted);
+        /* An adopted claim's stat is not the one in flight: its watch
+         * (below) brings it. */
+        if (watch[i] && !waiting[i] && !adopted) {
             /* Lowest: our own claim's stat (the create's or the watch's)
              * settles it; a claim created here still needs its watch. */
             errs[i] =

@@ -34,4 +34,19 @@ h_spawn wo "$prog" --zk "$ZK" --group g2 --id wo --partitions 2 --lose 1 --unass
 rc=0; h_wait_exit wo 60 || rc=$?
 ((rc == 0)) || h_fail "test_lost_create --unassign-lost failed ($rc): $(tail -n 5 "$H_DIR/wo.log")"
 b_log_has wo 'event=orphan_claim .*action=delete' || h_fail "the orphan claim was not deleted"
-h_pass "$lost lost create replies, each claim recovered by session id, one claim per partition; an orphan of an unassigned partition deleted"
+h_stop wo
+
+# Issue 20 (2): the create is committed only after the member's recovery
+# listing has answered (sent through one server, committed after another
+# answered). The member creates a second claim behind its own first: it
+# must keep the lowest claim of its session and delete the other, not wait
+# behind itself for as long as its session lives.
+h_zk rmr /baton/g3 >/dev/null 2>&1 || true
+"$BATON_BIN/batonctl" --zk "$ZK" --group g3 --timeout 5000 init --topic "$B_TOPIC" --partitions 2 >/dev/null
+h_zk create /baton/g3/assignment/wl '{"generation":1,"partitions":[0,1]}' >/dev/null
+h_spawn wlate "$prog" --zk "$ZK" --group g3 --id wl --partitions 2 --lose 1 --late-create 1
+rc=0; h_wait_exit wlate 60 || rc=$?
+((rc == 0)) || h_fail "test_lost_create --late-create failed ($rc): $(tail -n 5 "$H_DIR/wlate.log")"
+b_log_has wlate 'late create of .* after a listing: ok' || h_fail "the held-back create never landed: the test tested nothing"
+b_log_has wlate 'event=duplicate_claim .*action=delete' || h_fail "the second claim of our session was not deleted"
+h_pass "$lost lost create replies, each claim recovered by session id, one claim per partition; an orphan of an unassigned partition deleted; a create landing after the recovery listing adopted, the duplicate deleted"

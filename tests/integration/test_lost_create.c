@@ -17,7 +17,15 @@
  * With --unassign-lost (run without a coordinator, assignment/<id> written
  * by the script) the wrapper also takes the partition whose reply it lost
  * out of our assignment at once: the member must then find and delete the
- * claim it cannot see, and that partition must end with no claim of ours. */
+ * claim it cannot see, and that partition must end with no claim of ours.
+ *
+ * With --late-create the first claim create is not sent at all: it reports
+ * ZCONNECTIONLOSS, and the create really happens just after the member's
+ * next synchronous listing (zoo_wget_children, wrapped too) has answered,
+ * as when a create sent through one server is committed after the server
+ * the member reconnected to answered its recovery listing. The member then
+ * creates a second claim, behind its own first: it must keep the lowest
+ * claim of its session and delete the other, or wait behind itself. */
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
@@ -42,6 +50,57 @@ static int unassign_lost;
 static int unassigned_p = -1; /* the partition taken away (--unassign-lost) */
 static const char *g_group, *g_id;
 static int g_nparts;
+
+/* --late-create: the creates held back, made after the next listing. */
+static int late_create;
+static zhandle_t *late_zh;
+static char *late_path[64], *late_value[64];
+static int late_len[64], late_mode[64], nlate;
+
+static void late_hold(zhandle_t *zh, const char *path, const char *value, int len, int mode) {
+    if (nlate == 64)
+        abort();
+    late_zh = zh;
+    late_path[nlate] = strdup(path);
+    late_value[nlate] = malloc((size_t)(len > 0 ? len : 1));
+    if (!late_path[nlate] || !late_value[nlate])
+        abort();
+    if (len > 0)
+        memcpy(late_value[nlate], value, (size_t)len);
+    late_len[nlate] = len;
+    late_mode[nlate++] = mode;
+    lost++;
+    fprintf(stderr, "test_lost_create: holding back the create of %s, reporting ZCONNECTIONLOSS\n",
+            path);
+}
+
+int __real_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                       const struct ACL_vector *acl, int mode, char *path_buffer,
+                       int path_buffer_len, struct Stat *stat);
+int __real_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *ctx,
+                             struct String_vector *strings);
+int __wrap_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *ctx,
+                             struct String_vector *strings);
+
+/* The listing answers first, then the held creates land. */
+int __wrap_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *ctx,
+                             struct String_vector *strings) {
+    int rc = __real_zoo_wget_children(zh, path, watcher, ctx, strings);
+    if (zh == late_zh && nlate > 0) {
+        for (int i = 0; i < nlate; i++) {
+            char made[512] = "";
+            int crc =
+                __real_zoo_create2(zh, late_path[i], late_value[i], late_len[i],
+                                   &ZOO_OPEN_ACL_UNSAFE, late_mode[i], made, sizeof(made), NULL);
+            fprintf(stderr, "test_lost_create: late create of %s after a listing: %s %s\n",
+                    late_path[i], zerror(crc), made);
+            free(late_path[i]);
+            free(late_value[i]);
+        }
+        nlate = 0;
+    }
+    return rc;
+}
 
 static void assignment_set_done(int rc, const struct Stat *st, const void *data) {
     (void)st;
@@ -74,6 +133,11 @@ static void assignment_drop(zhandle_t *zh, int drop) {
 int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
                        const struct ACL_vector *acl, int mode, char *path_buffer,
                        int path_buffer_len, struct Stat *stat) {
+    if (late_create && lose_left > 0 && strstr(path, "/claims/claim-")) {
+        lose_left--;
+        late_hold(zh, path, value, valuelen, mode);
+        return ZCONNECTIONLOSS;
+    }
     int rc = __real_zoo_create2(zh, path, value, valuelen, acl, mode, path_buffer, path_buffer_len,
                                 stat);
     if (rc == ZOK && lose_left > 0 && strstr(path, "/claims/claim-")) {
@@ -128,6 +192,16 @@ static void lost_done(int rc, const char *value, const struct Stat *st, const vo
     free(c);
 }
 
+/* --late-create on the asynchronous path: the reply is an exists of "/",
+ * so that ZCONNECTIONLOSS still arrives on the completion thread. */
+static void late_done(int rc, const struct Stat *st, const void *data) {
+    (void)rc;
+    (void)st;
+    lost_ctx_t *c = (lost_ctx_t *)data;
+    c->done(ZCONNECTIONLOSS, NULL, NULL, c->data);
+    free(c);
+}
+
 int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
                         const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
                         const void *data) {
@@ -135,6 +209,14 @@ int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int 
     if (!c)
         abort();
     *c = (lost_ctx_t){.zh = zh, .done = completion, .data = data};
+    if (late_create && lose_left > 0 && strstr(path, "/claims/claim-")) {
+        lose_left--;
+        late_hold(zh, path, value, valuelen, mode);
+        int rc = zoo_aexists(zh, "/", 0, late_done, c);
+        if (rc != ZOK)
+            free(c);
+        return rc;
+    }
     int rc = __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, lost_done, c);
     if (rc != ZOK)
         free(c); /* the completion is never called then */
@@ -149,6 +231,14 @@ int __real_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resul
 int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
 
 int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
+    if (late_create && lose_left > 0 && count >= 1 && ops[0].type == 1 /* ZOO_CREATE_OP */ &&
+        strstr(ops[0].create_op.path, "/claims/claim-")) {
+        for (int i = 0; i < count; i++)
+            late_hold(zh, ops[i].create_op.path, ops[i].create_op.data, ops[i].create_op.datalen,
+                      ops[i].create_op.flags);
+        lose_left = lose_left > count ? lose_left - count : 0;
+        return ZCONNECTIONLOSS;
+    }
     int rc = __real_zoo_multi(zh, count, ops, results);
     if (rc != ZOK || lose_left <= 0 || count < 1 || ops[0].type != 1 /* ZOO_CREATE_OP */ ||
         !strstr(ops[0].create_op.path, "/claims/claim-"))
@@ -248,9 +338,11 @@ int main(int argc, char **argv) {
             lose_left = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--unassign-lost") == 0)
             unassign_lost = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--late-create") == 0)
+            late_create = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: test_lost_create --zk HOSTS --group G --id ID "
-                            "--partitions N [--lose K] [--unassign-lost 1]\n");
+                            "--partitions N [--lose K] [--unassign-lost 1] [--late-create 1]\n");
             return 2;
         }
     }
