@@ -2,7 +2,8 @@
 # it_guard_sink: sink mistakes are explicit and leave nothing behind.
 #   - a sqlite: path in a missing directory: the worker exits 1 naming the
 #     directory, and says so once (one line, not a log line and its echo);
-#     batonctl's read commands name the directory too
+#     batonctl's read commands name the directory too; a file that is not
+#     a database is named once too, and left as it was
 #   - a worker that fails before its first fence (ZooKeeper unreachable, the
 #     group not initialised) leaves no new SQLite file (nor -wal, -shm,
 #     -journal) behind; a sink file that existed before is kept as it was
@@ -40,6 +41,15 @@ n=$(grep -c "no-such-dir" "$o" || true)
 grep -q "event=sink_open_failed" "$o" || h_fail "no event=sink_open_failed line: $(cat "$o")"
 [[ ! -e $H_DIR/no-such-dir ]] || h_fail "the missing directory was created"
 h_log "missing directory named, once"
+
+# A file that is not a database: named, once, and left as it was.
+printf 'not a database, keep me\n' >"$H_DIR/junk.db"
+o=$H_DIR/junk.out
+run_fail "$o" "$B/baton-worker" --zk "$dead" --brokers 127.0.0.1:9092 --group g --id w1 \
+    --sink "sqlite:$H_DIR/junk.db" --connect-timeout-ms 1000
+n=$(grep -c "'$H_DIR/junk.db' is not a usable SQLite database" "$o" || true)
+((n == 1)) || h_fail "a non-database sink: reported $n times, not once: $(cat "$o")"
+[[ $(cat "$H_DIR/junk.db") == 'not a database, keep me' ]] || h_fail "the non-database file was changed"
 
 # --- ZooKeeper unreachable: no new file --------------------------------------
 mkdir "$H_DIR/sinks"
