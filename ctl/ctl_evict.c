@@ -10,6 +10,7 @@
  * (claim-<16 hex session>-<seq>) and checked against their ephemeralOwner. */
 #include "ctl.h"
 #include "ctl_status.h"
+#include "ctl_targets.h"
 #include "ctl_zkbatch.h"
 
 #include "baton_codec.h"
@@ -181,7 +182,7 @@ void ctl_evict_usage(FILE *f) {
             "\n"
             "Prints what was removed: the member node, then each claim with its\n"
             "partition, epoch and whether it was the owner or a queued claim.\n"
-            "Exit 1 if WORKER is not a live member of the group.\n"
+            "Exit 1 if WORKER is not a live member of the group, naming the live ones.\n"
             "\n"
             "  --json    print {\"worker\", \"session\", \"member\", \"claims\": [{\"partition\",\n"
             "            \"claim\", \"epoch\", \"owner\"}]} instead\n"
@@ -240,9 +241,18 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     struct Stat mst;
     err = baton_zk_exists(zk, member, 0, &mst);
     if (err == BATON_NOTFOUND) {
+        /* Name the live workers, and say whether the id is a typo. */
+        ctl_target_t t;
+        if (ctl_target_lookup(zk, base, id, &t, errstr, sizeof(errstr)) != BATON_OK) {
+            fprintf(stderr, "%s: evict: %s\n", CTL_PROG, errstr);
+            goto out;
+        }
         fprintf(stderr,
-                "%s: evict: worker '%s' is not a live member of group %s ('%s' does not exist)\n",
-                CTL_PROG, id, ctx->group, member);
+                "%s: evict: worker '%s' is not a live member of group %s ('%s' does not "
+                "exist%s); live workers: %s\n",
+                CTL_PROG, id, ctx->group, member, t.known ? "" : "; the group has never known it",
+                t.live_list);
+        ctl_target_release(&t);
         goto out;
     }
     if (err != BATON_OK) {

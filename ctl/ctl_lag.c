@@ -148,9 +148,19 @@ int ctl_sink_fences(const char *uri, const char *group, baton_fence_row_t **rows
         if (strncmp(path, "///", 3) == 0)
             path += 2;
         struct stat st;
-        if (*path && stat(path, &st) != 0)
-            return baton_seterr(errstr, n, BATON_NOTFOUND, "--sink '%s': '%s' does not exist", uri,
-                                path);
+        if (*path && stat(path, &st) != 0) {
+            /* Name the directory when it is the directory that is missing. */
+            const char *slash = strrchr(path, '/');
+            char *dir =
+                slash && slash != path ? xasprintf("%.*s", (int)(slash - path), path) : NULL;
+            int nodir = dir && stat(dir, &st) != 0;
+            int err = nodir ? baton_seterr(errstr, n, BATON_NOTFOUND,
+                                           "--sink '%s': directory '%s' does not exist", uri, dir)
+                            : baton_seterr(errstr, n, BATON_NOTFOUND,
+                                           "--sink '%s': '%s' does not exist", uri, path);
+            free(dir);
+            return err;
+        }
     }
     baton_sink_t *sink = NULL;
     char why[512];

@@ -2,8 +2,12 @@
  * WORKER` (see ctl_pins.h). Each is one idempotent ZooKeeper write; the
  * pins/ and drains/ directories are created on first use, so groups made
  * before they existed work too. A pin or drain may name a worker that is not
- * live: it applies when that worker joins. */
+ * live but known to the group (ctl_targets.h): it applies when that worker
+ * joins. A worker id the group has never seen is refused (a typo would
+ * otherwise be a silent standing instruction) unless --force says it is
+ * about to start. */
 #include "ctl_pins.h"
+#include "ctl_targets.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
@@ -36,16 +40,23 @@ static const struct {
 
 static void op_usage(pin_op_t op, FILE *f) {
     fprintf(f,
-            "usage: %s --zk HOSTS --group G %s %s\n"
+            "usage: %s --zk HOSTS --group G %s %s%s\n"
             "\n"
             "%s\n"
             "The leading coordinator applies the change at once. Exit 0 also when\n"
-            "nothing had to change.\n"
+            "nothing had to change.%s\n"
             "\n"
             "example:\n"
             "  %s --zk 127.0.0.1:2181 --group orders %s %s\n",
-            CTL_PROG, op_help[op].name, op_help[op].args, op_help[op].text, CTL_PROG,
-            op_help[op].name,
+            CTL_PROG, op_help[op].name, op_help[op].args, op == OP_UNPIN ? "" : " [--force]",
+            op_help[op].text,
+            op == OP_UNPIN ? ""
+                           : "\n\nWORKER must be live or known to the group (assigned, drained,\n"
+                             "pinned or in the history); any other id exits 1 naming the live\n"
+                             "workers, and changes nothing.\n"
+                             "  --force   accept a worker the group has not seen yet (one that is\n"
+                             "            about to start)",
+            CTL_PROG, op_help[op].name,
             op == OP_PIN     ? "3 worker-a"
             : op <= OP_UNPIN ? "3"
                              : "worker-a");
@@ -80,16 +91,23 @@ static int node_put(baton_zk_t *zk, const char *path, const char *data, int *cha
     return err;
 }
 
+enum { OPT_FORCE = 1 };
+
 static int run_op(pin_op_t op, ctl_ctx_t *ctx, int argc, char **argv) {
     static const struct option longopts[] = {
+        {"force", no_argument, NULL, OPT_FORCE},
         {"help", no_argument, NULL, CTL_OPT_HELP},
         CTL_GLOBAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    int opt;
+    int opt, force = 0;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (ctl_global_opt(ctx, opt, optarg))
             continue;
+        if (opt == OPT_FORCE && op != OP_UNPIN) {
+            force = 1;
+            continue;
+        }
         if (opt == CTL_OPT_HELP) {
             op_usage(op, stdout);
             return BATON_EXIT_OK;
@@ -137,6 +155,9 @@ static int run_op(pin_op_t op, ctl_ctx_t *ctx, int argc, char **argv) {
                 (long long)partition, ctx->group, cfg.partitions - 1);
         goto out;
     }
+    /* Before any write: a refused target changes nothing. */
+    if (worker && ctl_target_check(zk, base, ctx->group, name, worker, force) != BATON_OK)
+        goto out;
     if (op == OP_PIN || op == OP_UNPIN)
         path = xasprintf("%s/pins/%lld", base, (long long)partition);
     else
@@ -160,13 +181,6 @@ static int run_op(pin_op_t op, ctl_ctx_t *ctx, int argc, char **argv) {
         fprintf(stderr, "%s: %s: cannot write '%s': %s\n", CTL_PROG, name, path,
                 baton_strerror(err));
         goto out;
-    }
-    if (worker && op != OP_UNDRAIN) {
-        char *wpath = xasprintf("%s/workers/%s", base, worker);
-        if (baton_zk_exists(zk, wpath, 0, NULL) == BATON_NOTFOUND)
-            fprintf(stderr, "%s: note: worker %s is not live now; this applies when it joins\n",
-                    CTL_PROG, worker);
-        free(wpath);
     }
     switch (op) {
     case OP_PIN:

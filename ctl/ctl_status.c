@@ -947,6 +947,70 @@ static void print_lag(const json_t *st, FILE *f) {
         fprintf(f, "lag:          unknown (give --brokers and --sink)\n");
 }
 
+/* 1 if id is a live worker of st. */
+static int is_live(const json_t *st, const char *id) {
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(st, "workers"), i, w) {
+        const char *wid = jstr(w, "id");
+        if (wid && strcmp(wid, id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Appends to a line of at most CTL_VALUE_WIDTH characters; a cut line
+ * ends in "..". */
+static void line_add(char *line, const char *fmt, const char *a, const char *b) {
+    size_t len = strlen(line);
+    if (len >= CTL_VALUE_WIDTH)
+        return;
+    int w = snprintf(line + len, CTL_VALUE_WIDTH + 1 - len, fmt, a, b);
+    if (w > 0 && len + (size_t)w > CTL_VALUE_WIDTH)
+        memcpy(line + CTL_VALUE_WIDTH - 2, "..", 3);
+}
+
+/* "not live:" the drains and pins that name workers not live now (they
+ * apply when those join): "w9: drained; w7: pinned 0,3". Nothing if none. */
+static void print_absent(const json_t *st, FILE *f) {
+    char line[CTL_VALUE_WIDTH + 1] = "";
+    const json_t *drains = json_object_get(st, "drains"),
+                 *parts = json_object_get(st, "partitions");
+    size_t i, j;
+    const json_t *d, *p;
+    json_array_foreach(drains, i, d) {
+        const char *id = json_string_value(d);
+        if (id && !is_live(st, id))
+            line_add(line, "%s%s: drained", *line ? "; " : "", id);
+    }
+    /* Each absent pinned worker once, with its partitions. */
+    json_array_foreach(parts, i, p) {
+        const char *id = jstr(p, "pinned");
+        int first = id && !is_live(st, id);
+        for (j = 0; first && j < i; j++) {
+            const char *prev = jstr(json_array_get(parts, j), "pinned");
+            first = !prev || strcmp(prev, id) != 0;
+        }
+        if (!first)
+            continue;
+        line_add(line, "%s%s: pinned ", *line ? "; " : "", id);
+        const char *sep = "";
+        for (j = i; j < json_array_size(parts); j++) {
+            const json_t *q = json_array_get(parts, j);
+            const char *qid = jstr(q, "pinned");
+            if (!qid || strcmp(qid, id) != 0)
+                continue;
+            char num[24];
+            snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+                     json_integer_value(json_object_get(q, "partition")));
+            line_add(line, "%s%s", sep, num);
+            sep = ",";
+        }
+    }
+    if (*line)
+        fprintf(f, "not live:     %s\n", line);
+}
+
 void ctl_status_print_summary(const json_t *st, FILE *f) {
     const json_t *cfg = json_object_get(st, "config");
     const json_t *coord = json_object_get(st, "coordinator");
@@ -971,6 +1035,7 @@ void ctl_status_print_summary(const json_t *st, FILE *f) {
     fprintf(f, "states:       %s active, %s handoff, %s unowned; %s pinned\n",
             jtext(sum, "active", b1, sizeof(b1)), jtext(sum, "handoff", b2, sizeof(b2)),
             jtext(sum, "unowned", b3, sizeof(b3)), jtext(sum, "pinned", b4, sizeof(b4)));
+    print_absent(st, f);
     const json_t *keys = json_object_get(st, "keys");
     if (json_array_size(keys)) {
         size_t i, act = 0, ho = 0, un = 0;

@@ -46,8 +46,8 @@ int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...) {
     return err;
 }
 
-int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char *errstr,
-                    size_t errstr_size) {
+static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t **out, char *errstr,
+                     size_t errstr_size) {
     char supported[256];
     supported_schemes(supported, sizeof(supported));
 
@@ -91,14 +91,22 @@ int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char
     sink->ops = ops;
     sink->uri = shown;
     sink->group = xstrdup(group);
-    err = ops->open(sink, colon + 1, errstr, errstr_size);
+    int missing = lazy && ops->missing ? ops->missing(sink, colon + 1, errstr, errstr_size) : 0;
+    if (missing == 1)
+        sink->pending = xstrdup(colon + 1);
+    err = missing < 0    ? missing
+          : missing == 1 ? BATON_OK
+                         : ops->open(sink, colon + 1, errstr, errstr_size);
     if (err) {
         free(sink->uri);
         free(sink->group);
         free(sink);
         return err;
     }
-    BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, group);
+    if (sink->pending)
+        BLOG_INFO("event=sink_deferred uri=%s group=%s create=first_fence", sink->uri, group);
+    else
+        BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, group);
     *out = sink;
     return BATON_OK;
 fail:
@@ -106,10 +114,36 @@ fail:
     return err;
 }
 
+int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char *errstr,
+                    size_t errstr_size) {
+    return sink_open(uri, group, 0, out, errstr, errstr_size);
+}
+
+int baton_sink_open_lazy(const char *uri, const char *group, baton_sink_t **out, char *errstr,
+                         size_t errstr_size) {
+    return sink_open(uri, group, 1, out, errstr, errstr_size);
+}
+
+/* A lazily opened sink's open, on the first call that writes. The message
+ * goes to sink->errstr, as every call's does. */
+static int sink_ready(baton_sink_t *sink) {
+    if (!sink->pending)
+        return BATON_OK;
+    int err = sink->ops->open(sink, sink->pending, sink->errstr, sizeof(sink->errstr));
+    if (err != BATON_OK)
+        return err;
+    free(sink->pending);
+    sink->pending = NULL;
+    BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, sink->group);
+    return BATON_OK;
+}
+
 void baton_sink_destroy(baton_sink_t *sink) {
     if (!sink)
         return;
-    sink->ops->close(sink);
+    if (!sink->pending)
+        sink->ops->close(sink);
+    free(sink->pending);
     free(sink->uri);
     free(sink->group);
     free(sink);
@@ -125,7 +159,8 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
         return baton_sink__seterr(sink, BATON_INVALID,
                                   "fence: partition %d epoch %lld: both must be >= 0",
                                   (int)partition, (long long)epoch);
-    return sink->ops->fence(sink, partition, epoch, next_offset);
+    int err = sink_ready(sink);
+    return err ? err : sink->ops->fence(sink, partition, epoch, next_offset);
 }
 
 int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
@@ -142,10 +177,13 @@ int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partition
             return baton_sink__seterr(sink, BATON_INVALID,
                                       "fence_many: partition %d epoch %lld: both must be >= 0",
                                       (int)partitions[i], (long long)epochs[i]);
+    int err = sink_ready(sink);
+    if (err)
+        return err;
     if (sink->ops->fence_many)
         return sink->ops->fence_many(sink, n, partitions, epochs, next_offsets, results);
     for (size_t i = 0; i < n; i++) {
-        int err = sink->ops->fence(sink, partitions[i], epochs[i], &next_offsets[i]);
+        err = sink->ops->fence(sink, partitions[i], epochs[i], &next_offsets[i]);
         if (err != BATON_OK && err != BATON_STALE)
             return err;
         results[i] = err;
@@ -195,6 +233,8 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                                       "with a non-zero length",
                                       (int)partition, i);
     }
+    if ((err = sink_ready(sink)) != BATON_OK)
+        return err;
     /* A record is an input with exactly one output: itself. */
     baton_sink_input_t *in = nrecords ? xmalloc(sizeof(*in) * nrecords) : NULL;
     baton_sink_output_t *out = nrecords ? xmalloc(sizeof(*out) * nrecords) : NULL;
@@ -223,6 +263,8 @@ int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoc
         return err;
     if ((err = inputs_check(sink, partition, inputs, ninputs)) != BATON_OK)
         return err;
+    if ((err = sink_ready(sink)) != BATON_OK)
+        return err;
     return sink->ops->write(sink, partition, epoch, inputs, ninputs, next_offset, applied);
 }
 
@@ -249,12 +291,15 @@ int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_
     }
     if (n == 0)
         return BATON_OK;
+    int err = sink_ready(sink);
+    if (err)
+        return err;
     if (sink->ops->write_many)
         return sink->ops->write_many(sink, batches, n);
     for (size_t i = 0; i < n; i++) {
         baton_sink_batch_t *b = &batches[i];
-        int err = sink->ops->write(sink, b->partition, b->epoch, b->inputs, b->ninputs,
-                                   &b->next_offset, &b->applied);
+        err = sink->ops->write(sink, b->partition, b->epoch, b->inputs, b->ninputs, &b->next_offset,
+                               &b->applied);
         if (err != BATON_OK && err != BATON_STALE && err != BATON_UNFENCED)
             return err;
         b->result = err;
@@ -299,7 +344,12 @@ int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrow
         return baton_sink__seterr(sink, BATON_INVALID, "fences: rows or nrows is NULL");
     *rows = NULL;
     *nrows = 0;
-    return sink->ops->fences(sink, rows, nrows);
+    /* Not created yet, and still not there: no fence rows. */
+    if (sink->pending &&
+        sink->ops->missing(sink, sink->pending, sink->errstr, sizeof(sink->errstr)) == 1)
+        return BATON_OK;
+    int err = sink_ready(sink);
+    return err ? err : sink->ops->fences(sink, rows, nrows);
 }
 
 int baton_sink__unfenced(baton_sink_t *sink, int32_t partition, int64_t epoch, int found,
@@ -322,7 +372,8 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
     if (!sink || timeout_ms < 0)
         return BATON_INVALID;
     sink->errstr[0] = '\0';
-    return sink->ops->set_busy_timeout(sink, timeout_ms);
+    int err = sink_ready(sink);
+    return err ? err : sink->ops->set_busy_timeout(sink, timeout_ms);
 }
 
 const char *baton_sink_errstr(const baton_sink_t *sink) { return sink ? sink->errstr : "no sink"; }

@@ -55,13 +55,20 @@ typedef struct baton_sink_ops_s {
     /* Optional (NULL: one write call per batch): baton_sink_write_many in
      * one transaction. */
     int (*write_many)(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
+    /* Optional (NULL: never deferred), for baton_sink_open_lazy: 1 if
+     * target does not exist yet and open would create it where it can (a
+     * missing SQLite file in a writable directory), 0 if it exists (open it
+     * now), or an error with errstr naming what is wrong (its directory is
+     * missing). Creates nothing. */
+    int (*missing)(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size);
 } baton_sink_ops_t;
 
 struct baton_sink_s {
     const baton_sink_ops_t *ops;
-    char *uri;   /* as given to baton_sink_open, secrets redacted; for messages */
-    char *group; /* non-empty */
-    void *be;    /* the backend's own state */
+    char *uri;     /* as given to baton_sink_open, secrets redacted; for messages */
+    char *group;   /* non-empty */
+    void *be;      /* the backend's own state */
+    char *pending; /* baton_sink_open_lazy: the target still to open on first use, or NULL */
     char errstr[BATON_SINK_ERRSTR_SIZE];
 };
 

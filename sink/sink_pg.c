@@ -1123,8 +1123,7 @@ static int pg_open(baton_sink_t *sink, const char *target, char *errstr, size_t 
         goto err;
     return BATON_OK;
 err:
-    BLOG_ERROR("event=sink_open_failed uri=%s error=\"%s\"", sink->uri,
-               errstr && errstr_size ? errstr : "");
+    /* Not logged here: the caller reports errstr, once. */
     pg_close(sink);
     return err;
 }

@@ -9,11 +9,14 @@
  * and, for the second and later outputs of one input (processors that make
  * several outputs of a record; docs/sinks.md):
  *   baton_output_more(grp, partition, offset, seq, epoch, key, value) */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "baton_err.h"
 #include "baton_log.h"
@@ -791,10 +794,50 @@ static int sq_set_wal(baton_sink_t *sink, const char *path, char *errstr, size_t
     }
 }
 
-static int sq_open(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size) {
+/* 1 if path does not exist and its directory is one this process may
+ * create it in, 0 if path exists, or an error naming the directory (or the
+ * path) that is wrong: SQLite's own "unable to open database file" names
+ * neither. */
+static int sq_place(const baton_sink_t *sink, const char *path, char *errstr, size_t errstr_size) {
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return baton_seterr(errstr, errstr_size, BATON_IO, "sink '%s': cannot reach '%s': %s",
+                            sink->uri, path, strerror(errno));
+    const char *slash = strrchr(path, '/');
+    char *dir =
+        slash ? xasprintf("%.*s", (int)(slash == path ? 1 : slash - path), path) : xstrdup(".");
+    int err = 1;
+    if (stat(dir, &st) != 0)
+        err = baton_seterr(errstr, errstr_size, BATON_NOTFOUND,
+                           "sink '%s': directory '%s' %s; create it first", sink->uri, dir,
+                           errno == ENOENT ? "does not exist" : strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        err = baton_seterr(errstr, errstr_size, BATON_INVALID, "sink '%s': '%s' is not a directory",
+                           sink->uri, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        err = baton_seterr(errstr, errstr_size, BATON_IO,
+                           "sink '%s': cannot create '%s' in directory '%s': %s", sink->uri, path,
+                           dir, strerror(errno));
+    free(dir);
+    return err;
+}
+
+static int sq_missing(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size) {
     char *path = sq_path(sink, target, errstr, errstr_size);
     if (!path)
         return BATON_INVALID;
+    int rc = sq_place(sink, path, errstr, errstr_size);
+    free(path);
+    return rc;
+}
+
+static int sq_open(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size) {
+    int place = sq_missing(sink, target, errstr, errstr_size);
+    if (place < 0)
+        return place;
+    char *path = sq_path(sink, target, errstr, errstr_size);
 
     sq_t *sq = xcalloc(1, sizeof(*sq));
     sink->be = sq;
@@ -851,8 +894,7 @@ static int sq_open(baton_sink_t *sink, const char *target, char *errstr, size_t 
     return BATON_OK;
 
 err:
-    BLOG_ERROR("event=sink_open_failed uri=%s error=\"%s\"", sink->uri,
-               errstr && errstr_size ? errstr : "");
+    /* Not logged here: the caller reports errstr, once. */
     free(path);
     sq_close(sink);
     return err;
@@ -869,4 +911,5 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .set_busy_timeout = sq_set_busy_timeout,
     .write_many = sq_write_many,
     .fence_many = sq_fence_many,
+    .missing = sq_missing,
 };

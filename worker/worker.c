@@ -1001,7 +1001,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     }
     w.proc = conf->processor ? conf->processor : own_proc;
     w.copy = baton_processor_is_copy(w.proc);
-    int err = baton_sink_open(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
+    /* A new SQLite file is created by the first fence, so a worker that
+     * fails before it (ZooKeeper unreachable, group not initialised, bad
+     * topic) leaves none behind. */
+    int err = baton_sink_open_lazy(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         baton_processor_destroy(own_proc);
         BLOG_ERROR("event=sink_open_failed error=\"%s\"", errstr);

@@ -531,6 +531,37 @@ static void test_open_not_a_database(void **state) {
     assert_non_null(strstr(err, "not a database"));
 }
 
+/* baton_sink_open_lazy: a missing file is created by the first fence, not
+ * by the open; a missing directory is an error naming it; an existing file
+ * opens at once. */
+static void test_open_lazy(void **state) {
+    sink_fx_t *fx = *state;
+    char err[512], uri[300];
+    baton_sink_t *s = NULL;
+    snprintf(uri, sizeof(uri), "sqlite:%s/no-such-dir/x.db", fx->dir);
+    assert_int_equal(baton_sink_open_lazy(uri, "g", &s, err, sizeof(err)), BATON_NOTFOUND);
+    assert_null(s);
+    assert_non_null(strstr(err, "no-such-dir' does not exist"));
+
+    assert_int_equal(baton_sink_open_lazy(fx->uri, "g", &s, err, sizeof(err)), BATON_OK);
+    assert_int_equal(access(fx->path, F_OK), -1);
+    baton_fence_row_t *rows = NULL;
+    size_t n = 1;
+    assert_int_equal(baton_sink_fences(s, &rows, &n), BATON_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(access(fx->path, F_OK), -1);
+    baton_sink_destroy(s); /* never used: nothing on disk */
+    assert_int_equal(access(fx->path, F_OK), -1);
+
+    assert_int_equal(baton_sink_open_lazy(fx->uri, "g", &s, err, sizeof(err)), BATON_OK);
+    assert_int_equal(fence_ok(s, 0, 5), 0);
+    assert_int_equal(access(fx->path, F_OK), 0);
+    baton_sink_destroy(s);
+    assert_int_equal(baton_sink_open_lazy(fx->uri, "g", &s, err, sizeof(err)), BATON_OK);
+    assert_int_equal(sink_fx_fence_row(s, 0).epoch, 5);
+    baton_sink_destroy(s);
+}
+
 static void test_open_wrong_shape(void **state) {
     sink_fx_t *fx = *state;
     char err[512];
@@ -745,6 +776,7 @@ int main(void) {
         T(test_open_bad_uri),
         T(test_open_relative_path),
         T(test_open_not_a_database),
+        T(test_open_lazy),
         T(test_open_wrong_shape),
         T(test_corrupt_rows),
         T(test_busy),
