@@ -10,6 +10,7 @@ set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_coord_uninit
+# shellcheck disable=SC2119 # default tick
 h_zk_start
 b_coord c1 --log-level debug
 LOG=$H_DIR/c1.log
