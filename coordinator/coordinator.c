@@ -43,6 +43,8 @@
  * bursts): the history read-modify-write (up to 512 KB) must not compete
  * with the claims the new owners are creating right then. */
 #define HISTORY_DELAY_MS 250
+/* How often a coordinator whose group is not initialised says so again. */
+#define GROUP_MISSING_LOG_MS 30000
 
 /* A worker id that left workers/ while it still had a published assignment:
  * its partitions stay reserved until since_ms + leave grace. */
@@ -65,6 +67,8 @@ typedef struct {
     size_t ngone;
     int64_t grace_due_ms;    /* earliest leave-grace expiry; 0: none */
     int standby_skip_logged; /* event=standby_skipped logged once */
+    int64_t missing_log_ms;  /* when event=group_missing was last logged; 0: not yet */
+    int64_t missing_quiet;   /* group_missing attempts not logged since then */
     coord_racks_t *racks;    /* partition leader racks from Kafka; NULL without --brokers */
     int64_t racks_due_ms;    /* next metadata refresh */
     struct handoff_s *ho;    /* per partition, for the stuck-handoff watchdog; NULL: none */
@@ -213,11 +217,28 @@ static int coord_candidate_create(coord_t *c) {
     char *prefix = xasprintf("%s/coordinators/c-", c->base);
     int err = baton_zk_create(c->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL,
                               c->my_node, sizeof(c->my_node), NULL);
-    if (err == BATON_NOTFOUND)
-        BLOG_ERROR("event=group_missing path=%s/coordinators msg=\"run batonctl init first\"",
-                   c->base);
-    else if (err == BATON_OK)
+    if (err == BATON_NOTFOUND) {
+        /* Retried every second until someone runs init: said once, then
+         * every GROUP_MISSING_LOG_MS with the attempts in between. */
+        int64_t now = baton_now_ms();
+        if (!c->missing_log_ms || now - c->missing_log_ms >= GROUP_MISSING_LOG_MS) {
+            BLOG_ERROR("event=group_missing path=%s/coordinators attempts_since_last=%lld "
+                       "msg=\"run batonctl init first\" action=retry",
+                       c->base, (long long)c->missing_quiet);
+            c->missing_log_ms = now;
+            c->missing_quiet = 0;
+        } else {
+            c->missing_quiet++;
+            BLOG_DEBUG("event=group_missing_again path=%s/coordinators attempts_since_last=%lld",
+                       c->base, (long long)c->missing_quiet);
+        }
+    } else if (err == BATON_OK) {
+        if (c->missing_log_ms)
+            BLOG_INFO("event=group_found path=%s attempts_since_last=%lld", c->base,
+                      (long long)c->missing_quiet);
+        c->missing_log_ms = c->missing_quiet = 0;
         BLOG_INFO("event=candidate node=%s", c->my_node);
+    }
     free(prefix);
     free(data);
     return err;

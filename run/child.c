@@ -4,11 +4,14 @@
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
+#include "guard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,15 +47,35 @@ char *run_child_resolve(const char *argv0) {
 
 int run_child_start(run_child_t *c, const char *path, char *const argv[], char *const envp[],
                     char *errstr, size_t n) {
+    /* The parent waits until the child has its own session and has told
+     * the guardian: then a signal to the group reaches it, and its runner's
+     * death kills whatever it starts. The child closes its end then (or
+     * dies), which is our EOF. */
+    int sync[2];
+    if (pipe2(sync, O_CLOEXEC) != 0) {
+        baton_seterr(errstr, n, BATON_INTERNAL, "pipe failed: %s", strerror(errno));
+        return -1;
+    }
+    pid_t parent = getpid();
+    int gfd = run_guard_fd();
     pid_t pid = fork();
     if (pid < 0) {
         baton_seterr(errstr, n, BATON_INTERNAL, "fork failed: %s", strerror(errno));
+        close(sync[0]);
+        close(sync[1]);
         return -1;
     }
     if (pid == 0) {
         /* The child of a multi-threaded parent: async-signal-safe calls only
-         * until exec (everything was prepared before the fork). */
-        setpgid(0, 0);
+         * until exec (everything was prepared before the fork). Killed with
+         * the thread that forked it (baton-run's only thread of its own):
+         * if that already happened, go. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
+        setsid(); /* its own session and process group (see guard.h) */
+        run_guard_announce(gfd);
+        close(sync[1]);
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (int s = 1; s < NSIG; s++)
             sigaction(s, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP, RT ones */
@@ -68,9 +91,11 @@ int run_child_start(run_child_t *c, const char *path, char *const argv[], char *
         (void)w;
         _exit(errno == ENOENT ? 127 : 126);
     }
-    /* Both sides set the group, so a signal sent right after this returns
-     * already reaches the child's group. */
-    setpgid(pid, pid);
+    close(sync[1]);
+    char b;
+    while (read(sync[0], &b, 1) < 0 && errno == EINTR)
+        ;
+    close(sync[0]);
     c->pid = pid;
     c->started_ms = baton_now_ms();
     return 0;
@@ -89,6 +114,8 @@ static int reap_all(pid_t cmd, int *code) {
             continue;
         if (r <= 0)
             break;
+        if (run_guard_reaped(r, status))
+            continue;
         if (cmd > 0 && r == cmd) {
             *code = run_child_code(status);
             got = 1;
@@ -128,6 +155,7 @@ int run_child_reap(run_child_t *c, int *code, int64_t kill_after_ms) {
     pid_t pgid = c->pid;
     c->pid = 0;
     group_drain(pgid, kill_after_ms);
+    run_guard_forget(pgid);
     return 1;
 }
 
@@ -159,5 +187,6 @@ int run_child_stop(run_child_t *c, int sig, int64_t kill_after_ms) {
     }
     if (group_alive(pgid))
         kill(-pgid, SIGKILL);
+    run_guard_forget(pgid);
     return code;
 }

@@ -1,6 +1,8 @@
-/* child.h: baton-run's command, run as a child in its own process group so
- * that stopping it reaches everything it started. Single-threaded: called
- * from baton-run's main thread only. */
+/* child.h: baton-run's command, run as a child in its own session and
+ * process group so that stopping it reaches everything it started, and
+ * killed with baton-run however baton-run dies (PR_SET_PDEATHSIG, and the
+ * guardian of guard.h for the rest of its session). Single-threaded:
+ * called from baton-run's main thread only. */
 #ifndef BATON_RUN_CHILD_H
 #define BATON_RUN_CHILD_H
 
@@ -13,10 +15,12 @@ typedef struct {
 } run_child_t;
 
 /* Starts path (resolved, see run_child_resolve) with argv (NULL-terminated)
- * and envp (NULL-terminated "K=V") in a new process group, with every
- * signal unblocked and at its default action and no descriptor but 0-2
- * inherited. Returns 0, or -1 with errstr set (fork failed). The caller's
- * arrays must stay valid only during the call. */
+ * and envp (NULL-terminated "K=V") in a new session (so a new process
+ * group), announced to the guardian (guard.h) and with PR_SET_PDEATHSIG
+ * SIGKILL, with every signal unblocked and at its default action and no
+ * descriptor but 0-2 inherited. Returns 0 once the child has its session,
+ * or -1 with errstr set (fork failed). The caller's arrays must stay valid
+ * only during the call. */
 int run_child_start(run_child_t *c, const char *path, char *const argv[], char *const envp[],
                     char *errstr, size_t errstr_size);
 

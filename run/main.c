@@ -6,7 +6,8 @@
  * from ZooKeeper, evicted -- stops the command (SIGTERM to its process
  * group, SIGKILL after --kill-after-ms). --once RUN_ID records a
  * successful run in ZooKeeper, fenced by the runner's claim, so it happens
- * once however many hosts start it.
+ * once however many hosts start it. If baton-run itself dies (SIGKILL, the
+ * OOM killer), the command dies with it (guard.h).
  *
  * One thread: the member library's callbacks, the child's signals (a
  * signalfd) and ZooKeeper events are all handled by this loop; a callback
@@ -23,6 +24,7 @@
 #include "baton_util.h"
 #include "baton_zk_auth.h"
 #include "child.h"
+#include "guard.h"
 #include "run_zk.h"
 
 #include <errno.h>
@@ -106,9 +108,11 @@ static void usage(FILE *f) {
             "the highest epoch). When KEY is lost -- revoked, session expired, no\n"
             "answer from ZooKeeper for 2/3 of the session timeout, evicted -- the\n"
             "command's process group gets SIGTERM, then SIGKILL after\n"
-            "--kill-after-ms, and baton-run waits to own KEY again. When the command\n"
-            "exits by itself, baton-run leaves the group and exits with its status\n"
-            "(128+N if signal N killed it), unless --restart.\n"
+            "--kill-after-ms, and baton-run waits to own KEY again. If baton-run\n"
+            "dies (even by SIGKILL), the command's process group and session are\n"
+            "killed with it (a descendant that left the session with setsid is\n"
+            "not). When the command exits by itself, baton-run leaves the group and\n"
+            "exits with its status (128+N if signal N killed it), unless --restart.\n"
             "\n"
             "--once RUN_ID: before running, the owner looks for\n"
             "ROOT/G/keys/KEY/runs/RUN_ID; if it exists, it exits 0 without running.\n"
@@ -502,6 +506,12 @@ int main(int argc, char **argv) {
     if (baton_failpoints_init(errstr, sizeof(errstr)) != 0) {
         fprintf(stderr, "%s: BATON_FAILPOINTS: %s\n", prog, errstr);
         return BATON_EXIT_USAGE;
+    }
+    /* The guardian first, while we have no thread and no other child: it
+     * kills the command if we die without stopping it (guard.h). */
+    if (run_guard_start(errstr, sizeof(errstr)) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, errstr);
+        return BATON_EXIT_FAILURE;
     }
     /* Signals arrive through a signalfd: blocked here, before ZooKeeper
      * starts its threads (they inherit the mask), so none is delivered

@@ -12,7 +12,8 @@ units=$build/deploy/systemd-test
 (cd "$units" && timeout 60 systemd-analyze verify --man=no ./baton-coordinator.service ./baton-worker@w1.service) \
     >"$H_DIR/verify.out" 2>&1 || h_fail "systemd-analyze verify failed: $(cat "$H_DIR/verify.out")"
 for u in baton-coordinator.service baton-worker@.service; do
-    for d in 'Restart=on-failure' 'NoNewPrivileges=yes' 'ProtectSystem=strict' 'DynamicUser=yes' 'KillSignal=SIGTERM'; do
+    for d in 'Restart=on-failure' 'NoNewPrivileges=yes' 'ProtectSystem=strict' 'DynamicUser=yes' 'KillSignal=SIGTERM' \
+        'KillMode=control-group'; do
         grep -qx "$d" "$units/$u" || h_fail "$u lacks $d"
     done
 done
