@@ -3,6 +3,7 @@
 #include "baton_signal.h"
 
 #include "baton_log.h"
+#include "baton_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -99,14 +100,14 @@ static void *deadline_thread(void *arg) {
     while (read(dl_pipe[0], &c, 1) < 0 && errno == EINTR) {
     }
     struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
+    clock_gettime(BATON_CLOCK, &until);
     until.tv_sec += dl_ms / 1000;
     until.tv_nsec += (long)(dl_ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+    while (clock_nanosleep(BATON_CLOCK, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
     BLOG_ERROR("event=shutdown_timeout phase=%s timeout_ms=%d action=exit_now exit_code=1", dl_what,
                dl_ms);

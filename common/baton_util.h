@@ -13,7 +13,12 @@ char *xstrdup(const char *s);
 /* printf into a fresh heap string; the caller frees it. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Monotonic milliseconds (and microseconds), for timeouts and durations. */
+/* Monotonic milliseconds (and microseconds), for timeouts and durations,
+ * on BATON_CLOCK: CLOCK_BOOTTIME, which goes on while the host is
+ * suspended (CLOCK_MONOTONIC stops), so a lease-related clock (a worker's
+ * self-suspension, a probe's silence) never trusts news older than it
+ * looks after a resume. */
+#define BATON_CLOCK CLOCK_BOOTTIME
 int64_t baton_now_ms(void);
 int64_t baton_now_us(void);
 /* qsort/bsearch comparator for an array of char * (strcmp order). */

@@ -10,6 +10,7 @@
 #include "baton_codec.h"
 #include "baton_conf.h"
 #include "baton_err.h"
+#include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_log.h"
 #include "baton_opts.h"
@@ -201,6 +202,11 @@ int main(int argc, char **argv) {
             help = 1;
         else
             ctl_bad_option(argc, argv);
+    }
+    char fperr[512];
+    if (baton_failpoints_init(fperr, sizeof(fperr)) != 0) {
+        fprintf(stderr, "%s: BATON_FAILPOINTS: %s\n", CTL_PROG, fperr);
+        return BATON_EXIT_USAGE;
     }
     if (optind >= argc) {
         if (help) {

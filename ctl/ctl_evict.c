@@ -15,6 +15,7 @@
 
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_opts.h"
 #include "baton_util.h"
@@ -269,7 +270,33 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
      * (or the reverse). A claim that went meanwhile (released, or the
      * worker's session ended) fails the multi: list again. */
     int member_gone = 0;
+    BATON_FAILPOINT("ctl.evict_before_multi");
     for (int attempt = 0; attempt < EVICT_ROUNDS && !member_gone; attempt++) {
+        /* The member node's version cannot tell incarnations apart (every
+         * new ephemeral node has version 0), and a multi can check nothing
+         * else: look at its session again right before each multi, so a
+         * worker that left and came back meanwhile is not evicted in its
+         * old self's place. (A member with claims is safe anyway: the
+         * multi deletes the old session's claims, which died with it.) */
+        struct Stat now;
+        err = baton_zk_exists(zk, member, 0, &now);
+        if (err == BATON_OK && now.ephemeralOwner != session) {
+            fprintf(stderr,
+                    "%s: evict: worker '%s' re-registered while being evicted (session %s is "
+                    "gone, the node now belongs to 0x%016llx); nothing removed\n",
+                    CTL_PROG, id, session_str, (unsigned long long)now.ephemeralOwner);
+            goto out;
+        }
+        if (err == BATON_NOTFOUND) {
+            fprintf(stderr, "%s: evict: worker '%s' left while being evicted; nothing removed\n",
+                    CTL_PROG, id);
+            goto out;
+        }
+        if (err != BATON_OK) {
+            fprintf(stderr, "%s: cannot read '%s': %s\n", CTL_PROG, member, baton_strerror(err));
+            goto out;
+        }
+        mst = now;
         claims_clear(&claims);
         if (session != 0 &&
             (err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,

@@ -99,11 +99,7 @@ typedef struct {
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
-static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+static int64_t mono_us(void) { return baton_now_us(); }
 
 static void wrec_release(wrec_t *r) {
     if (r->msg)

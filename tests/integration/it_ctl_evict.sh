@@ -83,7 +83,32 @@ rc=0; b_ctl evict 'no/such' 2>"$H_DIR/u2.err" || rc=$?
 rc=0; b_ctl evict w2 --bogus 2>"$H_DIR/u3.err" || rc=$?
 ((rc == 2)) && grep -q "'--bogus'" "$H_DIR/u3.err" || h_fail "bad flag: rc $rc $(cat "$H_DIR/u3.err")"
 
+# Issue 20 (3): a worker that re-registers between evict's read and its
+# multi is not evicted in its old self's place. w4 owns nothing (drained),
+# so no claim of its old session can fail the multi: only the session
+# check can tell. evict stops 6 s at the failpoint; meanwhile w4 is killed,
+# its session expires and it comes back with the same id.
+b_ctl drain w4 --force >/dev/null
+b_worker w4
+h_wait_for 15 "w4 live, drained" b_jq 'any(.workers[]; .id == "w4" and .draining)'
+old_session=$(b_status | jq -r '.workers[] | select(.id == "w4") | .session')
+BATON_FAILPOINTS="ctl.evict_before_multi=sleep-6000" h_spawn ev4 "$BATON_BIN/batonctl" --zk "$ZK" \
+    --group "$B_GROUP" --timeout 20000 evict w4
+h_wait_for 10 "evict w4 paused before its multi" b_log_has ev4 'event=failpoint name=ctl.evict_before_multi'
+h_kill w4 KILL
+h_wait_exit w4 5 || true
+h_wait_for 15 "w4's old session expired" bash -c "! '$BATON_BIN/baton-zk' --zk '$ZK' exists /baton/$B_GROUP/workers/w4"
+b_worker w4
+h_wait_for 10 "w4 registered again" b_jq --arg s "$old_session" 'any(.workers[]; .id == "w4" and .session != $s)'
+rc=0; h_wait_exit ev4 20 || rc=$?
+((rc == 1)) || h_fail "evict of a re-registered w4 should exit 1, got $rc"
+b_log_has ev4 "re-registered while being evicted" || h_fail "evict did not say w4 re-registered: $(tail -n 3 "$H_DIR/ev4.log")"
+b_jq 'any(.workers[]; .id == "w4")' >/dev/null || h_fail "the new w4 was evicted"
+! b_log_has w4 'event=evicted' || h_fail "the new w4 logged an eviction"
+h_stop w4
+b_ctl undrain w4 >/dev/null
+
 b_produce 40 c
 h_wait_for 15 "all 120 records in the sink" b_sink_has 120
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "frozen w1 evicted and re-owned at once, its batch rejected ($rejected_before -> $rejected_after), it exited 1; running w3 evicted; exactly once"
+h_pass "frozen w1 evicted and re-owned at once, its batch rejected ($rejected_before -> $rejected_after), it exited 1; running w3 evicted; a re-registered w4 spared; exactly once"
