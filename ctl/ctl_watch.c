@@ -274,7 +274,7 @@ int ctl_cmd_watch(ctl_ctx_t *ctx, int argc, char **argv) {
     int rc = BATON_EXIT_FAILURE;
     char errstr[1024];
     char *base = baton_group_base(ctx->root, ctx->group);
-    char **fired = NULL; /* paths whose watch fired: re-arm them */
+    char **fired = NULL;  /* paths whose watch fired: re-arm them */
     json_t *shown = NULL; /* watch_face of the last view printed */
     size_t nfired = 0;
     baton_zk_t *zk = ctl_connect(ctx);
