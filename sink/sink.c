@@ -98,7 +98,7 @@ int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char
         free(sink);
         return err;
     }
-    BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, group);
+    BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", sink->uri, group, sink->sink_id);
     *out = sink;
     return BATON_OK;
 fail:
@@ -110,6 +110,7 @@ void baton_sink_destroy(baton_sink_t *sink) {
     if (!sink)
         return;
     sink->ops->close(sink);
+    free(sink->expect_group);
     free(sink->uri);
     free(sink->group);
     free(sink);
@@ -323,6 +324,41 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
         return BATON_INVALID;
     sink->errstr[0] = '\0';
     return sink->ops->set_busy_timeout(sink, timeout_ms);
+}
+
+int baton_sink_meta(baton_sink_t *sink, baton_sink_meta_t *out) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (!out)
+        return baton_sink__seterr(sink, BATON_INVALID, "meta: out is NULL");
+    memset(out, 0, sizeof(*out));
+    memcpy(out->sink_id, sink->sink_id, sizeof(out->sink_id));
+    return sink->ops->group_get(sink, out);
+}
+
+int baton_sink_expect_group(baton_sink_t *sink, const char *group_uuid) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (group_uuid && baton_uuid_valid(group_uuid) != 0)
+        return baton_sink__seterr(sink, BATON_INVALID, "expect_group: '%s' is not a UUID",
+                                  group_uuid);
+    free(sink->expect_group);
+    sink->expect_group = group_uuid ? xstrdup(group_uuid) : NULL;
+    return BATON_OK;
+}
+
+int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {
+    char when[32];
+    baton_time_iso(bound_ms, when, sizeof(when));
+    BLOG_ERROR("event=sink_group_conflict uri=%s group=%s sink_group_uuid=%s group_uuid=%s",
+               sink->uri, sink->group, found, sink->expect_group);
+    return baton_sink__seterr(sink, BATON_CONFLICT,
+                              "sink %s (id %s) serves another group named '%s': it records group "
+                              "id %s (since %s), this group's id is %s; nothing fenced",
+                              sink->uri, sink->sink_id, sink->group, found, when,
+                              sink->expect_group);
 }
 
 const char *baton_sink_errstr(const baton_sink_t *sink) { return sink ? sink->errstr : "no sink"; }
