@@ -103,8 +103,43 @@ static int get_str(json_t *o, const char *what, const char *key, int required, c
 }
 
 char *baton_config_encode(const baton_config_t *c) {
-    return dump(json_pack("{s:s, s:i, s:s, s:i}", "topic", c->topic, "partitions",
-                          (int)c->partitions, "strategy", c->strategy, "version", 1));
+    json_t *j = json_pack("{s:s, s:i, s:s, s:i}", "topic", c->topic, "partitions",
+                          (int)c->partitions, "strategy", c->strategy, "version", 1);
+    if (c->group_uuid[0])
+        json_object_set_new(j, "group_uuid", json_string(c->group_uuid));
+    return dump(j);
+}
+
+/* An optional UUID field (absent or null: ""). */
+static int get_uuid(json_t *j, const char *what, const char *key, int required, char *out,
+                    size_t outsz, char *errstr, size_t n) {
+    int err = get_str(j, what, key, required, out, outsz, errstr, n);
+    if (!err && out[0] && baton_uuid_valid(out) != 0)
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field '%s' = '%s' is not a UUID", what,
+                           key, out);
+    return err;
+}
+
+char *baton_sink_binding_encode(const baton_sink_binding_t *b) {
+    return dump(json_pack("{s:s, s:s, s:s, s:I, s:i}", "sink_id", b->sink_id, "sink_uri",
+                          b->sink_uri, "bound_by", b->bound_by, "bound_ms", (json_int_t)b->bound_ms,
+                          "version", 1));
+}
+
+int baton_sink_binding_decode(const char *buf, size_t len, baton_sink_binding_t *out, char *errstr,
+                              size_t n) {
+    const char *what = "sink binding";
+    json_t *j = load_object(what, buf, len, errstr, n);
+    if (!j)
+        return BATON_CORRUPT;
+    memset(out, 0, sizeof(*out));
+    int err;
+    if (!(err = get_uuid(j, what, "sink_id", 1, out->sink_id, sizeof(out->sink_id), errstr, n)) &&
+        !(err = get_str(j, what, "sink_uri", 0, out->sink_uri, sizeof(out->sink_uri), errstr, n)) &&
+        !(err = get_str(j, what, "bound_by", 0, out->bound_by, sizeof(out->bound_by), errstr, n)))
+        err = get_int(j, what, "bound_ms", 0, 0, INT64_MAX, &out->bound_ms, errstr, n);
+    json_decref(j);
+    return err;
 }
 
 int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *errstr, size_t n) {
@@ -117,7 +152,9 @@ int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *
     int err;
     if ((err = get_str(j, what, "topic", 1, out->topic, sizeof(out->topic), errstr, n)) ||
         (err = get_int(j, what, "partitions", 1, 0, BATON_PARTITIONS_MAX, &parts, errstr, n)) ||
-        (err = get_str(j, what, "strategy", 0, out->strategy, sizeof(out->strategy), errstr, n)))
+        (err = get_str(j, what, "strategy", 0, out->strategy, sizeof(out->strategy), errstr, n)) ||
+        (err = get_uuid(j, what, "group_uuid", 0, out->group_uuid, sizeof(out->group_uuid), errstr,
+                        n)))
         goto out;
     if (!out->topic[0] && parts > 0) {
         err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: %lld partitions but no topic", what,

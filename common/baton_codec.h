@@ -22,12 +22,29 @@
 
 /* /<root>/<group>/config. A keys-only group (batonctl init --keys without
  * --topic) has topic "" and 0 partitions; its keys are the children of
- * /<root>/<group>/keys, not part of the config. */
+ * /<root>/<group>/keys, not part of the config. group_uuid is the group's
+ * random id ("group_uuid" in JSON; "" in a config written before it
+ * existed): it tells this group from another of the same name under
+ * another root or cluster, which a sink records (see sink.h). */
+#define BATON_GROUP_UUID_SIZE 37
 typedef struct {
     char topic[BATON_TOPIC_MAX + 1];
     int32_t partitions;
     char strategy[32];
+    char group_uuid[BATON_GROUP_UUID_SIZE];
 } baton_config_t;
+
+/* /<root>/<group>/sink: the sink the group is bound to (the first worker
+ * to fence binds it; batonctl sink rebind moves it). JSON: {"sink_id",
+ * "sink_uri", "bound_by", "bound_ms"}; sink_id is the sink's own random id
+ * (its baton_meta table), sink_uri the URI the binder used (secrets
+ * redacted; "" if unknown), bound_by the worker id or "batonctl ...". */
+typedef struct {
+    char sink_id[BATON_GROUP_UUID_SIZE];
+    char sink_uri[512];
+    char bound_by[256];
+    int64_t bound_ms;
+} baton_sink_binding_t;
 
 /* /<root>/<group>/workers/<id> and /coordinators/c-N */
 typedef struct {
@@ -96,6 +113,11 @@ int baton_topic_valid(const char *topic);
 char *baton_config_encode(const baton_config_t *c);
 int baton_config_decode(const char *buf, size_t len, baton_config_t *out, char *errstr,
                         size_t errstr_size);
+
+char *baton_sink_binding_encode(const baton_sink_binding_t *b);
+/* sink_id must be a UUID; the other fields are optional. */
+int baton_sink_binding_decode(const char *buf, size_t len, baton_sink_binding_t *out, char *errstr,
+                              size_t errstr_size);
 
 char *baton_member_encode(const baton_member_t *m);
 int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *errstr,

@@ -121,7 +121,14 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         return baton_seterr(errstr, n, err, "cannot create '%s': %s", base, baton_strerror(err));
 
     char *cfg_path = xasprintf("%s/config", base);
-    char *encoded = baton_config_encode(config);
+    /* A new group gets its random id here; an existing one keeps its own
+     * (or gets one now if it predates them). */
+    baton_config_t next = *config;
+    if (!next.group_uuid[0] && baton_uuid_new(next.group_uuid) != 0) {
+        free(cfg_path);
+        return baton_seterr(errstr, n, BATON_INTERNAL, "no randomness for the group id");
+    }
+    char *encoded = baton_config_encode(&next);
     baton_config_t cur;
     struct Stat st;
     char *data = NULL;
@@ -183,7 +190,13 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         goto out;
     }
     have_partitions = cur.partitions;
-    if (config->partitions > have_partitions || adopt_topic) {
+    int add_uuid = !cur.group_uuid[0];
+    if (!add_uuid) {
+        memcpy(next.group_uuid, cur.group_uuid, sizeof(next.group_uuid));
+        free(encoded);
+        encoded = baton_config_encode(&next);
+    }
+    if (config->partitions > have_partitions || adopt_topic || add_uuid) {
         if ((err =
                  create_partition_nodes(zk, base, have_partitions, config->partitions, errstr, n)))
             goto out;
@@ -196,9 +209,12 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         }
         if (err != BATON_OK)
             goto out_err;
-        if (changed)
+        if (changed && (config->partitions > have_partitions || adopt_topic))
             *changed = 1;
-        BLOG_INFO("event=partitions_grown from=%d to=%d", have_partitions, config->partitions);
+        if (add_uuid)
+            BLOG_INFO("event=group_uuid_assigned group_uuid=%s", next.group_uuid);
+        if (config->partitions > have_partitions)
+            BLOG_INFO("event=partitions_grown from=%d to=%d", have_partitions, config->partitions);
     }
     err = BATON_OK;
     goto out;
@@ -209,6 +225,91 @@ out:
     free(encoded);
     free(cfg_path);
     return err;
+}
+
+int baton_group_uuid_ensure(baton_zk_t *zk, const char *base, baton_config_t *out, int *assigned,
+                            char *errstr, size_t n) {
+    char *path = xasprintf("%s/config", base);
+    int err = BATON_CONFLICT;
+    if (assigned)
+        *assigned = 0;
+    /* A versioned set: whoever assigns first wins, the others read theirs. */
+    for (int attempt = 0; attempt < 5 && err == BATON_CONFLICT; attempt++) {
+        char *data = NULL;
+        size_t len = 0;
+        struct Stat st;
+        char why[256];
+        err = baton_zk_get(zk, path, 0, &data, &len, &st);
+        if (err == BATON_OK && (err = baton_config_decode(data, len, out, why, sizeof(why))))
+            baton_seterr(errstr, n, err, "'%s': %s", path, why);
+        else if (err == BATON_NOTFOUND)
+            baton_seterr(errstr, n, err,
+                         "group not initialised: '%s' does not exist (run batonctl init)", path);
+        else if (err != BATON_OK)
+            baton_seterr(errstr, n, err, "cannot read '%s': %s", path, baton_strerror(err));
+        free(data);
+        if (err != BATON_OK || out->group_uuid[0])
+            break;
+        if (baton_uuid_new(out->group_uuid) != 0) {
+            err = baton_seterr(errstr, n, BATON_INTERNAL, "no randomness for the group id");
+            break;
+        }
+        char *enc = baton_config_encode(out);
+        err = baton_zk_set(zk, path, enc, strlen(enc), st.version, NULL);
+        free(enc);
+        if (err == BATON_OK) {
+            if (assigned)
+                *assigned = 1;
+            BLOG_INFO("event=group_uuid_assigned group_uuid=%s", out->group_uuid);
+        } else if (err != BATON_CONFLICT) {
+            baton_seterr(errstr, n, err, "cannot write '%s': %s", path, baton_strerror(err));
+        }
+    }
+    if (err == BATON_CONFLICT)
+        baton_seterr(errstr, n, err, "'%s' kept changing while assigning the group id; retry",
+                     path);
+    free(path);
+    return err;
+}
+
+int baton_group_sink_read(baton_zk_t *zk, const char *base, baton_sink_binding_t *out,
+                          int32_t *version, char *errstr, size_t n) {
+    char *path = xasprintf("%s/sink", base);
+    char *data = NULL;
+    size_t len = 0;
+    struct Stat st;
+    memset(out, 0, sizeof(*out));
+    int err = baton_zk_get(zk, path, 0, &data, &len, &st);
+    if (err == BATON_OK) {
+        char why[256];
+        if ((err = baton_sink_binding_decode(data, len, out, why, sizeof(why))) != BATON_OK)
+            baton_seterr(errstr, n, err, "'%s': %s", path, why);
+        else if (version)
+            *version = st.version;
+    } else if (err == BATON_NOTFOUND) {
+        baton_seterr(errstr, n, err, "'%s' does not exist: the group is bound to no sink yet",
+                     path);
+    } else {
+        baton_seterr(errstr, n, err, "cannot read '%s': %s", path, baton_strerror(err));
+    }
+    free(data);
+    free(path);
+    return err;
+}
+
+int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_binding_t *b,
+                           int32_t version, char *errstr, size_t n) {
+    char *path = xasprintf("%s/sink", base);
+    char *enc = baton_sink_binding_encode(b);
+    int err = version < 0 ? baton_zk_create(zk, path, enc, strlen(enc), 0, NULL, 0, NULL)
+                          : baton_zk_set(zk, path, enc, strlen(enc), version, NULL);
+    if (err == BATON_EXISTS || err == BATON_CONFLICT || err == BATON_NOTFOUND)
+        baton_seterr(errstr, n, BATON_CONFLICT, "'%s' changed meanwhile (another binder)", path);
+    else if (err != BATON_OK)
+        baton_seterr(errstr, n, err, "cannot write '%s': %s", path, baton_strerror(err));
+    free(enc);
+    free(path);
+    return err == BATON_EXISTS || err == BATON_NOTFOUND ? BATON_CONFLICT : err;
 }
 
 /* ---- named keys ---------------------------------------------------------- */

@@ -24,6 +24,24 @@ int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_c
 int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *config, int *changed,
                      char *errstr, size_t errstr_size);
 
+/* Gives the group its random id (config "group_uuid") if it has none yet,
+ * by a versioned set of <base>/config, so concurrent callers agree on one.
+ * *out is the config as it now stands; *assigned (may be NULL) is 1 if this
+ * call wrote the id. */
+int baton_group_uuid_ensure(baton_zk_t *zk, const char *base, baton_config_t *out, int *assigned,
+                            char *errstr, size_t errstr_size);
+
+/* The group's sink binding, <base>/sink (baton_codec.h). BATON_NOTFOUND if
+ * the group is bound to no sink yet; *version (may be NULL) is the node's
+ * version for baton_group_sink_write. */
+int baton_group_sink_read(baton_zk_t *zk, const char *base, baton_sink_binding_t *out,
+                          int32_t *version, char *errstr, size_t errstr_size);
+/* Writes the binding: version -1 creates <base>/sink (the first binder),
+ * otherwise a set at exactly that version. BATON_CONFLICT if someone else
+ * created or changed it meanwhile (read it again and compare). */
+int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_binding_t *b,
+                           int32_t version, char *errstr, size_t errstr_size);
+
 /* Named keys (batonctl keys): <base>/keys/<name>/claims/claim-... */
 /* The sorted key names of the group (children of <base>/keys; none if that
  * does not exist). watch: leave a child watch (or an exists watch on a

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 static void oom(size_t n) {
@@ -104,4 +105,50 @@ int baton_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out) {
 
 int baton_strcmp_p(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int baton_uuid_new(char *out) {
+    unsigned char b[16];
+    size_t got = 0;
+    out[0] = '\0';
+    while (got < sizeof(b)) {
+        ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    static const char hex[] = "0123456789abcdef";
+    char *o = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *o++ = '-';
+        *o++ = hex[b[i] >> 4];
+        *o++ = hex[b[i] & 15];
+    }
+    *o = '\0';
+    return 0;
+}
+
+int baton_uuid_valid(const char *s) {
+    if (!s || strlen(s) != BATON_UUID_LEN)
+        return -1;
+    for (int i = 0; i < BATON_UUID_LEN; i++) {
+        int dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+            return -1;
+    }
+    return 0;
+}
+
+void baton_time_iso(int64_t wall_ms, char *out, size_t size) {
+    time_t t = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    if (!size)
+        return;
+    if (wall_ms <= 0 || !gmtime_r(&t, &tm) || !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(out, size, "an unknown time");
 }

@@ -35,6 +35,17 @@ int baton_seterr(char *errstr, size_t errstr_size, int err, const char *fmt, ...
 /* Parses a decimal integer in [min, max]; the whole string must be a number. */
 int baton_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/* Random identifiers (group ids, sink ids): a version-4 UUID in its
+ * 36-character text form, lower case. */
+#define BATON_UUID_LEN 36
+/* Writes a fresh random UUID into out (BATON_UUID_LEN + 1 bytes). Returns 0,
+ * or -1 if the kernel gave no randomness (out is then ""). */
+int baton_uuid_new(char *out);
+/* 0 if s is a UUID in that form (any version, lower or upper case hex). */
+int baton_uuid_valid(const char *s);
+/* Formats wall-clock milliseconds as 2026-12-01T10:00:00Z into out. */
+void baton_time_iso(int64_t wall_ms, char *out, size_t size);
+
 #define BATON_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -1198,6 +1198,15 @@ static int coord_rebalance(coord_t *c) {
                BATON_OK) {
         BLOG_ERROR("event=config_error error=\"%s\"", errstr);
         return err;
+    } else if (!cfg.group_uuid[0]) {
+        /* A group from before group ids gets one from its first leader (a
+         * versioned set; its config watch then reads it back). Workers
+         * need it before their first fence (sink_bind.h) and would
+         * assign it themselves; a failure here is only logged. */
+        baton_config_t with_id;
+        if (baton_group_uuid_ensure(c->zk, c->base, &with_id, NULL, errstr, sizeof(errstr)) !=
+            BATON_OK)
+            BLOG_WARN("event=group_uuid_failed error=\"%s\"", errstr);
     }
     baton_strategy_t strategy;
     if (baton_strategy_parse(cfg.strategy, &strategy) != BATON_OK) {

@@ -49,6 +49,7 @@ static const ctl_command_t commands[] = {
      ctl_history_usage},
     {"keys", "add, remove or list named keys (single-runner jobs, baton-run)", ctl_cmd_keys,
      ctl_keys_usage},
+    {"sink", "show the group's sink binding, or move it (rebind)", ctl_cmd_sink, ctl_sink_usage},
 };
 
 static void usage(FILE *f) {

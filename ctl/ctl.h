@@ -83,5 +83,8 @@ int ctl_cmd_status(ctl_ctx_t *ctx, int argc, char **argv);
 
 void ctl_init_usage(FILE *f);
 void ctl_status_usage(FILE *f);
+/* `sink show|rebind` (ctl_sink.c): the group's sink binding. */
+int ctl_cmd_sink(ctl_ctx_t *ctx, int argc, char **argv);
+void ctl_sink_usage(FILE *f);
 
 #endif

@@ -8,12 +8,14 @@
 #include "ctl_status.h"
 
 #include "baton_err.h"
+#include "baton_group.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* How the sink's epoch compares with ZooKeeper's owner epoch. */
 static const char *agreement(const json_t *owner_epoch, int have_row, int64_t sink_epoch) {
@@ -103,6 +105,32 @@ static void fences_print_human(const json_t *fx, FILE *f) {
         fprintf(f, "no partitions\n");
 }
 
+/* The message for a sink that holds no fence row of the group: its id,
+ * and the sink the group is bound to, if any. */
+static void no_rows(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *uri) {
+    char errstr[512], bound[700] = "";
+    baton_sink_t *sink = NULL;
+    baton_sink_meta_t meta = {0};
+    if (ctl_sink_open(uri, ctx->group, 0, &sink, errstr, sizeof(errstr)) == BATON_OK)
+        baton_sink_meta(sink, &meta);
+    baton_sink_destroy(sink);
+    char *base = baton_group_base(ctx->root, ctx->group);
+    baton_sink_binding_t b;
+    int err = baton_group_sink_read(zk, base, &b, NULL, errstr, sizeof(errstr));
+    if (err == BATON_OK && strcasecmp(b.sink_id, meta.sink_id) != 0)
+        snprintf(bound, sizeof(bound), "; group '%s' is bound to another sink, %s (%s)", ctx->group,
+                 b.sink_id, b.sink_uri[0] ? b.sink_uri : "uri unknown");
+    else if (err == BATON_OK)
+        snprintf(bound, sizeof(bound), "; it is the group's sink, and no owner fenced it yet");
+    else if (err == BATON_NOTFOUND)
+        snprintf(bound, sizeof(bound), "; group '%s' is bound to no sink yet", ctx->group);
+    free(base);
+    fprintf(stderr,
+            "%s: sink %s (id %s) holds no rows of group '%s': nothing of this group was ever "
+            "fenced there%s (batonctl sink show --sink URI)\n",
+            CTL_PROG, uri, meta.sink_id[0] ? meta.sink_id : "unknown", ctx->group, bound);
+}
+
 void ctl_fences_usage(FILE *f) {
     fprintf(
         f,
@@ -121,7 +149,9 @@ void ctl_fences_usage(FILE *f) {
         "               owner fenced and is gone, or ZooKeeper's claims were reset;\n"
         "               the current owner's writes are being rejected\n"
         "  no_owner     no claim in ZooKeeper\n"
-        "Reads only (a sink that does not exist is an error, never created).\n"
+        "Reads only (a sink that does not exist is an error, never created). A sink\n"
+        "that holds no row of the group is an error (exit 1) saying so, and which\n"
+        "sink the group is bound to (see 'sink show').\n"
         "\n"
         "  --sink URI         the group's fenced sink (sqlite:PATH); required\n"
         "  --json             {\"group\", \"sink\", \"summary\": {\"agree\", \"sink_behind\",\n"
@@ -160,6 +190,11 @@ int ctl_cmd_fences(ctl_ctx_t *ctx, int argc, char **argv) {
         err = ctl_sink_fences(o.sink, ctx->group, &rows, &nrows, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+        goto out;
+    }
+    if (nrows == 0) {
+        /* Not sink_behind: nothing of the group was ever fenced there. */
+        no_rows(zk, ctx, o.sink);
         goto out;
     }
     fx = fences_build(st, o.sink, rows, nrows);

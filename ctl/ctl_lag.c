@@ -137,13 +137,12 @@ int ctl_kafka_high_watermarks(const ctl_kafka_conf_t *kc, const char *topic, int
     return err;
 }
 
-int ctl_sink_fences(const char *uri, const char *group, baton_fence_row_t **rows, size_t *nrows,
-                    char *errstr, size_t n) {
-    *rows = NULL;
-    *nrows = 0;
+int ctl_sink_open(const char *uri, const char *group, int create, baton_sink_t **out, char *errstr,
+                  size_t n) {
+    *out = NULL;
     /* Opening a sink creates it when missing; a typo in a read command's
      * --sink must not leave an empty database behind and report it. */
-    if (strncmp(uri, "sqlite:", 7) == 0) {
+    if (!create && strncmp(uri, "sqlite:", 7) == 0) {
         const char *path = uri + 7;
         if (strncmp(path, "///", 3) == 0)
             path += 2;
@@ -162,11 +161,21 @@ int ctl_sink_fences(const char *uri, const char *group, baton_fence_row_t **rows
             return err;
         }
     }
-    baton_sink_t *sink = NULL;
     char why[512];
-    int err = baton_sink_open(uri, group, &sink, why, sizeof(why));
+    int err = baton_sink_open(uri, group, out, why, sizeof(why));
     if (err != BATON_OK)
         return baton_seterr(errstr, n, err, "--sink: %s", why);
+    return BATON_OK;
+}
+
+int ctl_sink_fences(const char *uri, const char *group, baton_fence_row_t **rows, size_t *nrows,
+                    char *errstr, size_t n) {
+    *rows = NULL;
+    *nrows = 0;
+    baton_sink_t *sink = NULL;
+    int err = ctl_sink_open(uri, group, 0, &sink, errstr, n);
+    if (err != BATON_OK)
+        return err;
     err = baton_sink_fences(sink, rows, nrows);
     if (err != BATON_OK)
         baton_seterr(errstr, n, err, "--sink '%s': cannot read the fences: %s", uri,

@@ -29,6 +29,12 @@ int ctl_kafka_high_watermarks(const ctl_kafka_conf_t *kc, const char *topic, int
                               int timeout_ms, int64_t *hwm, char **warnings, char *errstr,
                               size_t errstr_size);
 
+/* Opens the sink at uri for group. Without create, a sqlite: path that
+ * does not exist is BATON_NOTFOUND (read commands never create a sink).
+ * Messages name the --sink value. */
+int ctl_sink_open(const char *uri, const char *group, int create, baton_sink_t **out, char *errstr,
+                  size_t errstr_size);
+
 /* Reads every fence row of group from the sink at uri. A read command must
  * not create a sink: a sqlite: path that does not exist is BATON_NOTFOUND.
  * *rows is a heap array the caller frees. Messages name the --sink value. */

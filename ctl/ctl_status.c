@@ -658,6 +658,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     json_object_set_new(config, "topic", str_or_null(cfg.topic));
     json_object_set_new(config, "partitions", json_integer(cfg.partitions));
     json_object_set_new(config, "strategy", str_or_null(cfg.strategy));
+    json_object_set_new(config, "group_uuid", str_or_null(cfg.group_uuid));
     json_object_set_new(obj, "config", config);
     json_object_set_new(obj, "generation", generation);
     json_object_set_new(obj, "coordinator", coordinator);
@@ -1364,7 +1365,8 @@ void ctl_status_usage(FILE *f) {
         "unreadable config, an unreachable Kafka or sink exit 1.\n"
         "\n"
         "  --json             print one JSON object instead of tables:\n"
-        "    {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\"},\n"
+        "    {\"group\", \"config\": {\"topic\", \"partitions\", \"strategy\",\n"
+        "     \"group_uuid\"},\n"
         "     \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
         "     \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\", \"draining\",\n"
         "                 \"pinned\", \"lag\"},\n"

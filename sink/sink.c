@@ -106,7 +106,7 @@ static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t 
     if (sink->pending)
         BLOG_INFO("event=sink_deferred uri=%s group=%s create=first_fence", sink->uri, group);
     else
-        BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, group);
+        BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", sink->uri, group, sink->sink_id);
     *out = sink;
     return BATON_OK;
 fail:
@@ -126,7 +126,7 @@ int baton_sink_open_lazy(const char *uri, const char *group, baton_sink_t **out,
 
 /* A lazily opened sink's open, on the first call that writes. The message
  * goes to sink->errstr, as every call's does. */
-static int sink_ready(baton_sink_t *sink) {
+int baton_sink__ready(baton_sink_t *sink) {
     if (!sink->pending)
         return BATON_OK;
     int err = sink->ops->open(sink, sink->pending, sink->errstr, sizeof(sink->errstr));
@@ -134,7 +134,8 @@ static int sink_ready(baton_sink_t *sink) {
         return err;
     free(sink->pending);
     sink->pending = NULL;
-    BLOG_INFO("event=sink_opened uri=%s group=%s", sink->uri, sink->group);
+    BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", sink->uri, sink->group,
+              sink->sink_id);
     return BATON_OK;
 }
 
@@ -144,6 +145,7 @@ void baton_sink_destroy(baton_sink_t *sink) {
     if (!sink->pending)
         sink->ops->close(sink);
     free(sink->pending);
+    free(sink->expect_group);
     free(sink->uri);
     free(sink->group);
     free(sink);
@@ -159,7 +161,7 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
         return baton_sink__seterr(sink, BATON_INVALID,
                                   "fence: partition %d epoch %lld: both must be >= 0",
                                   (int)partition, (long long)epoch);
-    int err = sink_ready(sink);
+    int err = baton_sink__ready(sink);
     return err ? err : sink->ops->fence(sink, partition, epoch, next_offset);
 }
 
@@ -177,7 +179,7 @@ int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partition
             return baton_sink__seterr(sink, BATON_INVALID,
                                       "fence_many: partition %d epoch %lld: both must be >= 0",
                                       (int)partitions[i], (long long)epochs[i]);
-    int err = sink_ready(sink);
+    int err = baton_sink__ready(sink);
     if (err)
         return err;
     if (sink->ops->fence_many)
@@ -233,7 +235,7 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                                       "with a non-zero length",
                                       (int)partition, i);
     }
-    if ((err = sink_ready(sink)) != BATON_OK)
+    if ((err = baton_sink__ready(sink)) != BATON_OK)
         return err;
     /* A record is an input with exactly one output: itself. */
     baton_sink_input_t *in = nrecords ? xmalloc(sizeof(*in) * nrecords) : NULL;
@@ -263,7 +265,7 @@ int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoc
         return err;
     if ((err = inputs_check(sink, partition, inputs, ninputs)) != BATON_OK)
         return err;
-    if ((err = sink_ready(sink)) != BATON_OK)
+    if ((err = baton_sink__ready(sink)) != BATON_OK)
         return err;
     return sink->ops->write(sink, partition, epoch, inputs, ninputs, next_offset, applied);
 }
@@ -291,7 +293,7 @@ int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_
     }
     if (n == 0)
         return BATON_OK;
-    int err = sink_ready(sink);
+    int err = baton_sink__ready(sink);
     if (err)
         return err;
     if (sink->ops->write_many)
@@ -348,7 +350,7 @@ int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrow
     if (sink->pending &&
         sink->ops->missing(sink, sink->pending, sink->errstr, sizeof(sink->errstr)) == 1)
         return BATON_OK;
-    int err = sink_ready(sink);
+    int err = baton_sink__ready(sink);
     return err ? err : sink->ops->fences(sink, rows, nrows);
 }
 
@@ -372,8 +374,45 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
     if (!sink || timeout_ms < 0)
         return BATON_INVALID;
     sink->errstr[0] = '\0';
-    int err = sink_ready(sink);
+    int err = baton_sink__ready(sink);
     return err ? err : sink->ops->set_busy_timeout(sink, timeout_ms);
+}
+
+int baton_sink_meta(baton_sink_t *sink, baton_sink_meta_t *out) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (!out)
+        return baton_sink__seterr(sink, BATON_INVALID, "meta: out is NULL");
+    memset(out, 0, sizeof(*out));
+    if (sink->pending)
+        return BATON_OK; /* not created yet: no id, no group (sink_id "") */
+    memcpy(out->sink_id, sink->sink_id, sizeof(out->sink_id));
+    return sink->ops->group_get(sink, out);
+}
+
+int baton_sink_expect_group(baton_sink_t *sink, const char *group_uuid) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (group_uuid && baton_uuid_valid(group_uuid) != 0)
+        return baton_sink__seterr(sink, BATON_INVALID, "expect_group: '%s' is not a UUID",
+                                  group_uuid);
+    free(sink->expect_group);
+    sink->expect_group = group_uuid ? xstrdup(group_uuid) : NULL;
+    return BATON_OK;
+}
+
+int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {
+    char when[32];
+    baton_time_iso(bound_ms, when, sizeof(when));
+    BLOG_ERROR("event=sink_group_conflict uri=%s group=%s sink_group_uuid=%s group_uuid=%s",
+               sink->uri, sink->group, found, sink->expect_group);
+    return baton_sink__seterr(sink, BATON_CONFLICT,
+                              "sink %s (id %s) serves another group named '%s': it records group "
+                              "id %s (since %s), this group's id is %s; nothing fenced",
+                              sink->uri, sink->sink_id, sink->group, found, when,
+                              sink->expect_group);
 }
 
 const char *baton_sink_errstr(const baton_sink_t *sink) { return sink ? sink->errstr : "no sink"; }

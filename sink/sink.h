@@ -144,6 +144,29 @@ int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_
  * array the caller frees. */
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
 
+/* Which group a sink serves (docs/sinks.md). Every sink has a random id,
+ * made the first time baton opens it; per group name it records the id of
+ * the group (ZooKeeper's config "group_uuid") it serves, written in the
+ * same transaction as that group's first fence once the caller asked for
+ * it with baton_sink_expect_group. */
+#define BATON_SINK_ID_SIZE 37
+typedef struct {
+    char sink_id[BATON_SINK_ID_SIZE];    /* this sink's id */
+    char group_uuid[BATON_SINK_ID_SIZE]; /* the id recorded for the group; "" if none */
+    int64_t bound_ms;                    /* when it was recorded (wall clock ms); 0 if none */
+} baton_sink_meta_t;
+
+/* Reads the sink's id and what it records for the sink's group. */
+int baton_sink_meta(baton_sink_t *sink, baton_sink_meta_t *out);
+
+/* From now on every fence (baton_sink_fence, baton_sink_fence_many) also
+ * checks, in its transaction, that the sink records group_uuid for the
+ * group, recording it if it records none; if it records another id the
+ * fence applies nothing and returns BATON_CONFLICT (a message naming both
+ * ids). group_uuid must be a UUID; NULL stops the check. Writes are
+ * unchanged: a partition is written only after its fence. */
+int baton_sink_expect_group(baton_sink_t *sink, const char *group_uuid);
+
 /* The last error message of this connection (static until the next call). */
 const char *baton_sink_errstr(const baton_sink_t *sink);
 

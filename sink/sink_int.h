@@ -61,7 +61,27 @@ typedef struct baton_sink_ops_s {
      * now), or an error with errstr naming what is wrong (its directory is
      * missing). Creates nothing. */
     int (*missing)(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size);
+    /* Reads this group's baton_groups row into out->group_uuid and
+     * out->bound_ms (both left empty/0 when there is none); sink.c fills
+     * out->sink_id. */
+    int (*group_get)(baton_sink_t *sink, baton_sink_meta_t *out);
 } baton_sink_ops_t;
+
+/* Every backend keeps, besides the fence tables, the sink's identity
+ * (docs/sinks.md, "Which group a sink serves"):
+ *   baton_meta(name, value): the row ('sink_id', a random UUID), inserted
+ *     by open when missing, in the schema transaction;
+ *   baton_groups(grp, group_uuid, bound_ms): per group name, the id of the
+ *     group this sink serves.
+ * open stores the sink id in sink->sink_id. While sink->expect_group is
+ * set (baton_sink_expect_group), fence and fence_many first call the
+ * backend's own check inside their transaction: no row for the group ->
+ * insert (grp, expect_group, now); the same id -> nothing; another id ->
+ * roll back and return BATON_CONFLICT (baton_sink__group_conflict's
+ * message), nothing fenced. */
+/* Opens a sink baton_sink_open_lazy deferred (creating it); BATON_OK at
+ * once when it is open. */
+int baton_sink__ready(baton_sink_t *sink);
 
 struct baton_sink_s {
     const baton_sink_ops_t *ops;
@@ -69,8 +89,15 @@ struct baton_sink_s {
     char *group;   /* non-empty */
     void *be;      /* the backend's own state */
     char *pending; /* baton_sink_open_lazy: the target still to open on first use, or NULL */
+    char sink_id[BATON_SINK_ID_SIZE]; /* "" while pending */
+    char *expect_group;               /* NULL, or the group id every fence records or checks */
     char errstr[BATON_SINK_ERRSTR_SIZE];
 };
+
+/* The refusal of a fence whose group id differs from the one the sink
+ * records for the group (found, bound at bound_ms): sets the message and
+ * returns BATON_CONFLICT. */
+int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms);
 
 /* The expected shape of a sink table, column by column: pk is the
  * column's 1-based position in the primary key, 0 if not in it; type as

@@ -18,7 +18,10 @@
  *   baton_output_more(grp TEXT, partition BIGINT, "offset" BIGINT, seq BIGINT,
  *                     epoch BIGINT, key BYTEA, value BYTEA,
  *                     PRIMARY KEY(grp, partition, "offset", seq))
- * ("offset" is reserved in PostgreSQL and must be quoted.)
+ * ("offset" is reserved in PostgreSQL and must be quoted.) And the sink's
+ * identity (sink_int.h):
+ *   baton_meta(name TEXT PRIMARY KEY, value TEXT)
+ *   baton_groups(grp TEXT PRIMARY KEY, group_uuid TEXT, bound_ms BIGINT)
  *
  * URI: "postgresql://..." or "postgres://..." is handed to libpq as a URI;
  * "postgresql:KEY=VALUE ..." as a key=value conninfo. A password in it is
@@ -481,6 +484,85 @@ static int pg_reject(baton_sink_t *sink, const char *op, int32_t partition, int6
                               (long long)stored);
 }
 
+/* Reads the group's baton_groups row; with lock, FOR UPDATE inside the
+ * caller's transaction. BATON_OK with *found (uuid, bound_ms set when
+ * found); BATON_CORRUPT for a row baton did not write; or a failure
+ * (rolled back). */
+static int pg_group_row(baton_sink_t *sink, int lock, int *found, char *uuid, size_t size,
+                        int64_t *bound_ms) {
+    const char *const params[] = {sink->group};
+    int err;
+    PGresult *res = pg_run(sink,
+                           lock ? "SELECT group_uuid, bound_ms FROM baton_groups WHERE grp = $1 "
+                                  "FOR UPDATE"
+                                : "SELECT group_uuid, bound_ms FROM baton_groups WHERE grp = $1",
+                           1, params, PGRES_TUPLES_OK, "read baton_groups", -1, &err);
+    if (!res)
+        return err;
+    *found = PQntuples(res) == 1;
+    if (*found) {
+        const char *u = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
+        if (!u || baton_uuid_valid(u) != 0 || pg_get_i64(res, 0, 1, bound_ms)) {
+            PQclear(res);
+            pg_rollback(sink->be);
+            return baton_sink__seterr(sink, BATON_CORRUPT,
+                                      "sink '%s' group '%s': the baton_groups row is not a group "
+                                      "id and a time",
+                                      sink->uri, sink->group);
+        }
+        snprintf(uuid, size, "%s", u);
+    }
+    PQclear(res);
+    return BATON_OK;
+}
+
+/* Inside a fence's transaction: records sink->expect_group for the group,
+ * or refuses (rolled back) if the sink records another (sink_int.h). Two
+ * first fences at once: the INSERT ... ON CONFLICT DO NOTHING of the
+ * second waits for the first and inserts nothing, so it reads the row
+ * again and compares. */
+static int pg_group_check(baton_sink_t *sink) {
+    if (!sink->expect_group)
+        return BATON_OK;
+    char uuid[BATON_SINK_ID_SIZE], now_s[24];
+    int64_t bound_ms = 0;
+    int found = 0, err;
+    snprintf(now_s, sizeof(now_s), "%" PRId64, baton_wall_ms());
+    const char *const params[] = {sink->group, sink->expect_group, now_s};
+    PGresult *res = pg_run(sink,
+                           "INSERT INTO baton_groups(grp, group_uuid, bound_ms) VALUES ($1, $2, "
+                           "$3) ON CONFLICT (grp) DO NOTHING",
+                           3, params, PGRES_COMMAND_OK, "insert baton_groups", -1, &err);
+    if (!res)
+        return err;
+    int inserted = atoi(PQcmdTuples(res)) == 1;
+    PQclear(res);
+    if (inserted) {
+        BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", sink->uri, sink->group,
+                  sink->expect_group);
+        return BATON_OK;
+    }
+    if ((err = pg_group_row(sink, 1, &found, uuid, sizeof(uuid), &bound_ms)))
+        return err;
+    if (found && strcasecmp(uuid, sink->expect_group) == 0)
+        return BATON_OK;
+    pg_rollback(sink->be);
+    if (!found) /* deleted between the two statements: try the fence again */
+        return baton_sink__seterr(sink, BATON_BUSY,
+                                  "sink '%s' group '%s': baton_groups changed meanwhile "
+                                  "(retriable)",
+                                  sink->uri, sink->group);
+    return baton_sink__group_conflict(sink, uuid, bound_ms);
+}
+
+static int pg_group_get(baton_sink_t *sink, baton_sink_meta_t *out) {
+    int err = pg_ensure(sink);
+    int found = 0;
+    return err ? err
+               : pg_group_row(sink, 0, &found, out->group_uuid, sizeof(out->group_uuid),
+                              &out->bound_ms);
+}
+
 static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
     char part_s[24], epoch_s[24];
     snprintf(part_s, sizeof(part_s), "%d", (int)partition);
@@ -488,6 +570,8 @@ static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_
     const char *const params[] = {sink->group, part_s, epoch_s};
 
     int err = pg_begin(sink, "begin fence", partition);
+    if (!err)
+        err = pg_group_check(sink);
     if (err)
         return err;
     /* The database applies the fence rule: the row is created, or its
@@ -527,6 +611,8 @@ static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_
 static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
                          const int64_t *epochs, int64_t *next_offsets, int *results) {
     int err = pg_begin(sink, "begin fence", partitions[0]);
+    if (!err)
+        err = pg_group_check(sink);
     if (err)
         return err;
     size_t stale = 0;
@@ -905,6 +991,9 @@ static const baton_sink_col_t more_cols[] = {
     {"seq", "bigint", 4},  {"epoch", "bigint", 0},     {"key", "bytea", 0},
     {"value", "bytea", 0},
 };
+static const baton_sink_col_t meta_cols[] = {{"name", "text", 1}, {"value", "text", 0}};
+static const baton_sink_col_t groups_cols[] = {
+    {"grp", "text", 1}, {"group_uuid", "text", 0}, {"bound_ms", "bigint", 0}};
 
 static const char *const create_sql[] = {
     "CREATE TABLE baton_fence(grp TEXT NOT NULL, partition BIGINT NOT NULL, "
@@ -916,6 +1005,9 @@ static const char *const create_sql[] = {
     "CREATE TABLE baton_output_more(grp TEXT NOT NULL, partition BIGINT NOT NULL, "
     "\"offset\" BIGINT NOT NULL, seq BIGINT NOT NULL, epoch BIGINT NOT NULL, key BYTEA, "
     "value BYTEA, PRIMARY KEY(grp, partition, \"offset\", seq))",
+    "CREATE TABLE baton_meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE baton_groups(grp TEXT PRIMARY KEY, group_uuid TEXT NOT NULL, "
+    "bound_ms BIGINT NOT NULL)",
 };
 
 /* Checks that `table` (as the search_path resolves it) is a table with
@@ -980,7 +1072,8 @@ static int pg_check_table(baton_sink_t *sink, const char *table, const baton_sin
  * write them (not CREATE in the schema) works. */
 static int pg_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
     pg_t *pg = sink->be;
-    static const char *const tables[] = {"baton_fence", "baton_output", "baton_output_more"};
+    static const char *const tables[] = {"baton_fence", "baton_output", "baton_output_more",
+                                         "baton_meta", "baton_groups"};
     int err = BATON_OK;
     char msg[384];
     const char *creating = NULL; /* the table being created, for the message */
@@ -1014,8 +1107,41 @@ static int pg_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
     if (!err)
         err = pg_check_table(sink, "baton_output_more", more_cols, BATON_ARRAY_SIZE(more_cols),
                              errstr, errstr_size);
+    if (!err)
+        err = pg_check_table(sink, "baton_meta", meta_cols, BATON_ARRAY_SIZE(meta_cols), errstr,
+                             errstr_size);
+    if (!err)
+        err = pg_check_table(sink, "baton_groups", groups_cols, BATON_ARRAY_SIZE(groups_cols),
+                             errstr, errstr_size);
     if (err)
         goto fail;
+    /* The sink's id: made once, by the first open (under the lock). */
+    char fresh[BATON_SINK_ID_SIZE];
+    if (baton_uuid_new(fresh) != 0) {
+        err = baton_seterr(errstr, errstr_size, BATON_INTERNAL,
+                           "sink '%s': no randomness for the sink id", sink->uri);
+        goto fail;
+    }
+    const char *const idp[] = {fresh};
+    res = PQexecParams(pg->conn,
+                       "INSERT INTO baton_meta(name, value) VALUES ('sink_id', $1) "
+                       "ON CONFLICT (name) DO NOTHING",
+                       1, NULL, idp, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        goto pg_err;
+    PQclear(res);
+    res = PQexec(pg->conn, "SELECT value FROM baton_meta WHERE name = 'sink_id'");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        goto pg_err;
+    const char *id = PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "";
+    if (baton_uuid_valid(id) != 0) {
+        err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                           "sink '%s': baton_meta's sink_id '%s' is not a UUID", sink->uri, id);
+        PQclear(res);
+        goto fail;
+    }
+    snprintf(sink->sink_id, sizeof(sink->sink_id), "%s", id);
+    PQclear(res);
     res = PQexec(pg->conn, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
         goto pg_err;
@@ -1141,4 +1267,5 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .redact = baton_sink__pg_redact,
     .fence_many = pg_fence_many,
     .write_many = pg_write_many,
+    .group_get = pg_group_get,
 };

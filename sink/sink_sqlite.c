@@ -8,7 +8,9 @@
  *   baton_output(grp, partition, offset, epoch, key, value)
  * and, for the second and later outputs of one input (processors that make
  * several outputs of a record; docs/sinks.md):
- *   baton_output_more(grp, partition, offset, seq, epoch, key, value) */
+ *   baton_output_more(grp, partition, offset, seq, epoch, key, value)
+ * and the sink's identity (sink_int.h):
+ *   baton_meta(name, value), baton_groups(grp, group_uuid, bound_ms) */
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -50,6 +52,8 @@ typedef struct {
     sqlite3_stmt *fence_list;      /* every row of ?1 by partition */
     sqlite3_stmt *output_insert;   /* ?2 partition, ?3 offset, ?4 epoch, ?5 key, ?6 value */
     sqlite3_stmt *more_insert;     /* the same and ?7 seq, into baton_output_more */
+    sqlite3_stmt *groups_get;      /* the group's baton_groups row: group_uuid, bound_ms */
+    sqlite3_stmt *groups_insert;   /* ?2 group_uuid, ?3 bound_ms */
     int busy_ms;                   /* how long a statement waits for the write lock */
     int64_t busy_since_us;         /* when the current wait began */
 } sq_t;
@@ -84,7 +88,10 @@ static const char schema_sql[] =
     "epoch INTEGER, key BLOB, value BLOB, PRIMARY KEY(grp, partition, offset));"
     "CREATE TABLE IF NOT EXISTS baton_output_more(grp TEXT, partition INTEGER, offset INTEGER, "
     "seq INTEGER, epoch INTEGER, key BLOB, value BLOB, "
-    "PRIMARY KEY(grp, partition, offset, seq));";
+    "PRIMARY KEY(grp, partition, offset, seq));"
+    "CREATE TABLE IF NOT EXISTS baton_meta(name TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE IF NOT EXISTS baton_groups(grp TEXT PRIMARY KEY, group_uuid TEXT, "
+    "bound_ms INTEGER);";
 
 /* The expected shape of each table (sink_int.h). */
 static const baton_sink_col_t fence_cols[] = {
@@ -101,6 +108,9 @@ static const baton_sink_col_t more_cols[] = {
     {"seq", "INTEGER", 4}, {"epoch", "INTEGER", 0},     {"key", "BLOB", 0},
     {"value", "BLOB", 0},
 };
+static const baton_sink_col_t meta_cols[] = {{"name", "TEXT", 1}, {"value", "TEXT", 0}};
+static const baton_sink_col_t groups_cols[] = {
+    {"grp", "TEXT", 1}, {"group_uuid", "TEXT", 0}, {"bound_ms", "INTEGER", 0}};
 
 /* Maps an SQLite result to baton's bands. BUSY and LOCKED after the busy
  * timeout are retriable; a damaged or foreign file is CORRUPT; the rest
@@ -186,22 +196,28 @@ static int sq_column_i64(sqlite3_stmt *stmt, int col, int64_t *out) {
     return *out < 0 ? -1 : 0;
 }
 
+/* Steps a statement that returns at most one row: BATON_OK with *found
+ * (the statement stays on the row for the caller to read and reset; reset
+ * already when there is none), or an SQLite failure (rolled back). */
+static int sq_one_row(baton_sink_t *sink, sqlite3_stmt *st, const char *what, int32_t partition,
+                      int *found) {
+    int rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (rc == SQLITE_ROW)
+        return BATON_OK;
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? BATON_OK : sq_fail(sink, rc, what, partition);
+}
+
 /* Reads the fence row of partition inside the caller's transaction. Returns
  * BATON_OK with *found set, BATON_CORRUPT, or an SQLite failure (rolled back). */
 static int sq_fence_get(baton_sink_t *sink, int32_t partition, sq_fence_t *f, int *found) {
     sq_t *sq = sink->be;
     sqlite3_stmt *st = sq->fence_get;
     sqlite3_bind_int(st, 2, partition);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(st);
-        *found = 0;
-        return BATON_OK;
-    }
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(st);
-        return sq_fail(sink, rc, "read fence", partition);
-    }
+    int err = sq_one_row(sink, st, "read fence", partition, found);
+    if (err || !*found)
+        return err;
     static const char *const names[] = {"epoch", "next_offset", "rejected"};
     int64_t *vals[] = {&f->epoch, &f->next_offset, &f->rejected};
     for (int i = 0; i < 3; i++) {
@@ -258,11 +274,72 @@ static int sq_reject(baton_sink_t *sink, const char *op, int32_t partition, int6
                               (long long)stored_epoch);
 }
 
+/* Reads the group's baton_groups row (inside or outside a transaction):
+ * BATON_OK with *found, and uuid/bound_ms when found; BATON_CORRUPT for a
+ * row baton did not write; or an SQLite failure (rolled back). */
+static int sq_group_row(baton_sink_t *sink, int *found, char *uuid, size_t size,
+                        int64_t *bound_ms) {
+    sq_t *sq = sink->be;
+    sqlite3_stmt *st = sq->groups_get;
+    int err = sq_one_row(sink, st, "read baton_groups", -1, found);
+    if (err || !*found)
+        return err;
+    const char *u = (const char *)sqlite3_column_text(st, 0);
+    int ok = u && baton_uuid_valid(u) == 0 && sq_column_i64(st, 1, bound_ms) == 0;
+    if (ok)
+        snprintf(uuid, size, "%s", u);
+    sqlite3_reset(st);
+    if (!ok) {
+        sq_rollback(sq);
+        return baton_sink__seterr(sink, BATON_CORRUPT,
+                                  "sink '%s' group '%s': the baton_groups row is not a group id "
+                                  "and a time",
+                                  sink->uri, sink->group);
+    }
+    return BATON_OK;
+}
+
+/* Inside a fence's transaction: records sink->expect_group for the group,
+ * or refuses (rolled back) if the sink records another (sink_int.h). */
+static int sq_group_check(baton_sink_t *sink) {
+    sq_t *sq = sink->be;
+    if (!sink->expect_group)
+        return BATON_OK;
+    char uuid[BATON_SINK_ID_SIZE];
+    int64_t bound_ms = 0;
+    int found = 0;
+    int err = sq_group_row(sink, &found, uuid, sizeof(uuid), &bound_ms);
+    if (err)
+        return err;
+    if (found && strcasecmp(uuid, sink->expect_group) == 0)
+        return BATON_OK;
+    if (found) {
+        sq_rollback(sq);
+        return baton_sink__group_conflict(sink, uuid, bound_ms);
+    }
+    sqlite3_bind_text(sq->groups_insert, 2, sink->expect_group, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(sq->groups_insert, 3, baton_wall_ms());
+    int rc = sq_run(sq->groups_insert);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "insert baton_groups", -1);
+    BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", sink->uri, sink->group,
+              sink->expect_group);
+    return BATON_OK;
+}
+
+static int sq_group_get(baton_sink_t *sink, baton_sink_meta_t *out) {
+    int found = 0;
+    return sq_group_row(sink, &found, out->group_uuid, sizeof(out->group_uuid), &out->bound_ms);
+}
+
 static int sq_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
     sq_t *sq = sink->be;
     int rc = sq_begin(sq);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "begin fence", partition);
+    int gerr = sq_group_check(sink);
+    if (gerr)
+        return gerr;
 
     sq_fence_t f;
     int found;
@@ -303,6 +380,9 @@ static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
     int rc = sq_begin(sq);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "begin fence", partitions[0]);
+    int gerr = sq_group_check(sink);
+    if (gerr)
+        return gerr;
     size_t stale = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t p = partitions[i];
@@ -552,7 +632,8 @@ static void sq_close(baton_sink_t *sink) {
     sqlite3_stmt *stmts[] = {sq->begin,         sq->commit,         sq->rollback,
                              sq->fence_get,     sq->fence_insert,   sq->fence_set_epoch,
                              sq->fence_reject,  sq->fence_set_next, sq->fence_list,
-                             sq->output_insert, sq->more_insert};
+                             sq->output_insert, sq->more_insert,    sq->groups_get,
+                             sq->groups_insert};
     if (sq->db && sq->rollback)
         sq_rollback(sq);
     for (size_t i = 0; i < BATON_ARRAY_SIZE(stmts); i++)
@@ -628,6 +709,46 @@ out:
     return err;
 }
 
+/* Inside the schema transaction: gives the sink its id if it has none
+ * (a new file, or one from before ids) and reads it into sink->sink_id. */
+static int sq_sink_id(baton_sink_t *sink, char *errstr, size_t errstr_size) {
+    sq_t *sq = sink->be;
+    char fresh[BATON_SINK_ID_SIZE];
+    if (baton_uuid_new(fresh) != 0)
+        return baton_seterr(errstr, errstr_size, BATON_INTERNAL,
+                            "sink '%s': no randomness for the sink id", sink->uri);
+    sqlite3_stmt *st = NULL;
+    int err = BATON_OK;
+    int rc = sqlite3_prepare_v2(
+        sq->db, "INSERT OR IGNORE INTO baton_meta(name, value) VALUES ('sink_id', ?1)", -1, &st,
+        NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, fresh, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(sq->db, "SELECT value FROM baton_meta WHERE name = 'sink_id'", -1,
+                                &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        if (id && baton_uuid_valid(id) == 0)
+            snprintf(sink->sink_id, sizeof(sink->sink_id), "%s", id);
+        else
+            err = baton_seterr(errstr, errstr_size, BATON_CORRUPT,
+                               "sink '%s': baton_meta's sink_id '%s' is not a UUID", sink->uri,
+                               id ? id : "NULL");
+        rc = SQLITE_OK;
+    }
+    if (!err && rc != SQLITE_OK)
+        err = baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                           "sink '%s': reading the sink id: %s", sink->uri, sqlite3_errmsg(sq->db));
+    sqlite3_finalize(st);
+    return err;
+}
+
 /* Creates the schema if missing and checks its shape, in one write
  * transaction: processes that open a new file at once queue on the write
  * lock (busy timeout), and the later ones find the tables already there. */
@@ -652,6 +773,14 @@ static int sq_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
     if (!err)
         err = sq_check_table(sink, "baton_output_more", more_cols, BATON_ARRAY_SIZE(more_cols),
                              errstr, errstr_size);
+    if (!err)
+        err = sq_check_table(sink, "baton_meta", meta_cols, BATON_ARRAY_SIZE(meta_cols), errstr,
+                             errstr_size);
+    if (!err)
+        err = sq_check_table(sink, "baton_groups", groups_cols, BATON_ARRAY_SIZE(groups_cols),
+                             errstr, errstr_size);
+    if (!err)
+        err = sq_sink_id(sink, errstr, errstr_size);
     if (err)
         goto fail;
     rc = sqlite3_exec(sq->db, "COMMIT", NULL, NULL, NULL);
@@ -706,6 +835,9 @@ static int sq_prepare_all(baton_sink_t *sink, char *errstr, size_t errstr_size) 
          "INSERT INTO baton_output_more(grp, partition, offset, seq, epoch, key, value) "
          "VALUES (?1, ?2, ?3, ?7, ?4, ?5, ?6)",
          1},
+        {&sq->groups_get, "SELECT group_uuid, bound_ms FROM baton_groups WHERE grp = ?1", 1},
+        {&sq->groups_insert,
+         "INSERT INTO baton_groups(grp, group_uuid, bound_ms) VALUES (?1, ?2, ?3)", 1},
     };
     for (size_t i = 0; i < BATON_ARRAY_SIZE(defs); i++) {
         int rc = sq_prepare(sq, defs[i].sql, defs[i].stmt);
@@ -912,4 +1044,5 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .write_many = sq_write_many,
     .fence_many = sq_fence_many,
     .missing = sq_missing,
+    .group_get = sq_group_get,
 };

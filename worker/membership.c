@@ -481,6 +481,7 @@ void baton_membership_destroy(baton_membership_t *m) {
 }
 
 const char *baton_membership_topic(const baton_membership_t *m) { return m->config.topic; }
+baton_zk_t *baton_membership__zk(const baton_membership_t *m) { return m->zk; }
 int32_t baton_membership_partitions(const baton_membership_t *m) { return m->nparts; }
 int baton_membership_fd(const baton_membership_t *m) {
     return m->zk ? baton_zk_fd(m->zk) : -1; /* -1 between sessions: poll ignores it */

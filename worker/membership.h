@@ -4,4 +4,11 @@
 #ifndef BATON_MEMBERSHIP_H
 #define BATON_MEMBERSHIP_H
 #include <baton/baton.h>
+
+#include "baton_zk.h"
+
+/* In-tree only (not in baton.h): the member's ZooKeeper session, for the
+ * worker's one-off checks on the same session (its sink binding,
+ * sink_bind.h). NULL while it has none. */
+baton_zk_t *baton_membership__zk(const baton_membership_t *m);
 #endif

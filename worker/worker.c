@@ -8,6 +8,7 @@
 
 #include "baton_err.h"
 #include "baton_failpoint.h"
+#include "baton_group.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
 #include "baton_signal.h"
@@ -15,6 +16,7 @@
 #include "membership.h"
 #include "processor.h"
 #include "sink.h"
+#include "sink_bind.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -96,6 +98,10 @@ typedef struct {
      * for an error retrying cannot fix: the loop exits 1. */
     int kafka_fatal;
     int64_t fence_retry_at; /* pending fences failed (busy sink): not before this */
+    /* The sink binding (sink_bind.h) was checked: once, before the first
+     * fence. refused: it did not match; the loop leaves and exits 1. */
+    int bind_checked;
+    int refused;
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -508,6 +514,34 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
 
 static void part_append(worker_t *w, rd_kafka_message_t *msg);
 
+/* Before the first fence: is our sink the group's, and is the group the
+ * one our sink serves (sink_bind.h)? Binds them if the group has no sink
+ * yet. Returns 1 when fencing may go on; 0 to wait (a ZooKeeper or sink
+ * error: retried) or, with w->refused set, never. */
+static int bind_ready(worker_t *w) {
+    if (w->bind_checked)
+        return 1;
+    char errstr[1024];
+    baton_zk_t *zk = baton_membership__zk(w->m);
+    int err =
+        zk ? baton_sink_bind_check(zk, w->conf->root ? w->conf->root : BATON_DEFAULT_ROOT,
+                                   w->conf->group, w->sink, w->conf->id, errstr, sizeof(errstr))
+           : baton_seterr(errstr, sizeof(errstr), BATON_CONNECTION, "no ZooKeeper session");
+    if (err == BATON_OK) {
+        w->bind_checked = 1;
+        return 1;
+    }
+    if (err == BATON_CONFLICT) {
+        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit", errstr);
+        w->refused = 1;
+        return 0;
+    }
+    BLOG_WARN("event=sink_bind_check_failed error=%s detail=\"%s\" action=retry",
+              baton_err_name(err), errstr);
+    w->fence_retry_at = baton_now_ms() + 200;
+    return 0;
+}
+
 /* Fences every partition acquired since the last call, in one sink
  * transaction, then assigns them in Kafka together. A stale fence drops the
  * claim (a newer owner exists); a failed transaction (a busy sink) is
@@ -520,7 +554,7 @@ static void fence_pending(worker_t *w) {
     int32_t n = 0;
     for (int32_t p = 0; p < w->nparts; p++)
         n += w->parts[p].fence_pending;
-    if (n == 0)
+    if (n == 0 || !bind_ready(w))
         return;
     int32_t *parts = xmalloc(sizeof(int32_t) * (size_t)n);
     int64_t *epochs = xmalloc(sizeof(int64_t) * (size_t)n);
@@ -538,7 +572,12 @@ static void fence_pending(worker_t *w) {
     if (k > 0) {
         BATON_FAILPOINT("worker.before_fence");
         int err = baton_sink_fence_many(w->sink, (size_t)k, parts, epochs, next, res);
-        if (err != BATON_OK) {
+        if (err == BATON_CONFLICT) {
+            /* The sink serves another group of our name (sink.h). */
+            BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit",
+                       baton_sink_errstr(w->sink));
+            w->refused = 1;
+        } else if (err != BATON_OK) {
             BLOG_WARN("event=fence_failed partitions=%d error=%s detail=\"%s\" action=retry", k,
                       baton_err_name(err), baton_sink_errstr(w->sink));
             w->fence_retry_at = baton_now_ms() + 100;
@@ -1063,6 +1102,12 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         prefetch_check(&w);
         kafka_unassign_pending(&w);
         fence_pending(&w);
+        if (w.refused) {
+            /* Nothing was fenced or written: leave, so our partitions go to
+             * workers whose sink is the group's, and exit 1. */
+            baton_membership_leave(w.m);
+            goto out;
+        }
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
         int more = 0;
         for (int i = 0; i < 10000; i++) {

@@ -28,6 +28,7 @@
 
 #include "baton_err.h"
 #include "baton_log.h"
+#include "baton_util.h"
 #include "sink.h"
 #include "sink_int.h"
 
@@ -143,6 +144,7 @@ static int setup_group(void **state) {
     raw_exec("DELETE FROM baton_output WHERE grp LIKE '%s%%'", group);
     raw_exec("DELETE FROM baton_output_more WHERE grp LIKE '%s%%'", group);
     raw_exec("DELETE FROM baton_fence WHERE grp LIKE '%s%%'", group);
+    raw_exec("DELETE FROM baton_groups WHERE grp LIKE '%s%%'", group);
     return 0;
 }
 
@@ -939,6 +941,51 @@ static void test_open_unreachable(void **state) {
 
 /* A table of another shape in baton_fence's place (its own schema, chosen
  * with search_path) fails the open with the difference named. */
+/* Issue 13: the sink's id (one per database, made by the first open) and
+ * the group id it records for a group name, written by the first fence of
+ * a handle that expects it; another group id is refused by fence and
+ * fence_many with nothing fenced. */
+static void test_sink_identity(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open(), *s2 = sink_open();
+    baton_sink_meta_t m1, m2;
+    assert_int_equal(baton_sink_meta(s, &m1), BATON_OK);
+    assert_int_equal(baton_uuid_valid(m1.sink_id), 0);
+    assert_string_equal(m1.group_uuid, "");
+    assert_int_equal(baton_sink_meta(s2, &m2), BATON_OK);
+    assert_string_equal(m1.sink_id, m2.sink_id);
+    assert_int_equal(raw_i64("SELECT count(*) FROM baton_meta WHERE value = '%s'", m1.sink_id), 1);
+    char u1[BATON_UUID_LEN + 1], u2[BATON_UUID_LEN + 1];
+    assert_int_equal(baton_uuid_new(u1), 0);
+    assert_int_equal(baton_uuid_new(u2), 0);
+    assert_int_equal(baton_sink_expect_group(s, u1), BATON_OK);
+    assert_int_equal(fence_ok(s, 1, 5), 0);
+    fence_ok(s, 1, 6);
+    assert_int_equal(baton_sink_meta(s2, &m2), BATON_OK);
+    assert_string_equal(m2.group_uuid, u1);
+    assert_true(m2.bound_ms > 0);
+    assert_int_equal(baton_sink_expect_group(s2, u2), BATON_OK);
+    int64_t next = -1;
+    assert_int_equal(baton_sink_fence(s2, 2, 99, &next), BATON_CONFLICT);
+    assert_non_null(strstr(baton_sink_errstr(s2), u1));
+    assert_non_null(strstr(baton_sink_errstr(s2), u2));
+    int32_t parts[] = {1, 3};
+    int64_t epochs[] = {99, 99}, nexts[2];
+    int res[2];
+    assert_int_equal(baton_sink_fence_many(s2, 2, parts, epochs, nexts, res), BATON_CONFLICT);
+    assert_int_equal(
+        raw_i64("SELECT count(*) FROM baton_fence WHERE grp = '%s' AND partition IN (2, 3)", group),
+        0);
+    assert_int_equal(fence_row(s, 1).epoch, 6);
+    /* Writes do not look at it. */
+    assert_int_equal(write_offsets(s, 1, 6, (const int64_t[]){0}, 1, NULL, NULL), BATON_OK);
+    raw_exec("UPDATE baton_groups SET group_uuid = 'x' WHERE grp = '%s'", group);
+    assert_int_equal(baton_sink_fence(s, 1, 7, &next), BATON_CORRUPT);
+    assert_int_equal(baton_sink_meta(s, &m1), BATON_CORRUPT);
+    baton_sink_destroy(s2);
+    baton_sink_destroy(s);
+}
+
 static void test_open_wrong_shape(void **state) {
     (void)state;
     char err[512], uri[300];
@@ -1064,6 +1111,7 @@ int main(void) {
         T(test_open_unreachable),
         T(test_open_wrong_shape),
         T(test_concurrent_open),
+        T(test_sink_identity),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     PQfinish(raw);

@@ -148,6 +148,61 @@ static void test_config_defaults(void **state) {
     assert_string_equal(out.strategy, "sticky");
 }
 
+/* Issue 13: the group id in the config (absent in older nodes, which stay
+ * readable) and the sink binding node. */
+static void test_group_uuid_and_binding(void **state) {
+    (void)state;
+    char err[256] = "";
+    baton_config_t in = {.partitions = 2}, out;
+    strcpy(in.topic, "t");
+    strcpy(in.strategy, "sticky");
+    char *s = baton_config_encode(&in);
+    assert_null(strstr(s, "group_uuid")); /* none: not written */
+    free(s);
+    assert_int_equal(baton_uuid_new(in.group_uuid), 0);
+    assert_int_equal(baton_uuid_valid(in.group_uuid), 0);
+    s = baton_config_encode(&in);
+    assert_int_equal(baton_config_decode(s, strlen(s), &out, err, sizeof(err)), BATON_OK);
+    assert_string_equal(out.group_uuid, in.group_uuid);
+    free(s);
+    assert_int_equal(
+        baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":3}"), &out, err, sizeof(err)),
+        BATON_OK);
+    assert_string_equal(out.group_uuid, "");
+    assert_int_equal(baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":3,"
+                                             "\"group_uuid\":\"not-a-uuid\"}"),
+                                         &out, err, sizeof(err)),
+                     BATON_CORRUPT);
+    assert_non_null(strstr(err, "group_uuid"));
+    assert_int_equal(baton_config_decode(LIT("{\"topic\":\"t\",\"partitions\":3,"
+                                             "\"group_uuid\":7}"),
+                                         &out, err, sizeof(err)),
+                     BATON_CORRUPT);
+
+    baton_sink_binding_t b = {.bound_ms = 1764583200000}, bo;
+    assert_int_equal(baton_uuid_new(b.sink_id), 0);
+    strcpy(b.sink_uri, "sqlite:/srv/out.db");
+    strcpy(b.bound_by, "w1");
+    s = baton_sink_binding_encode(&b);
+    assert_int_equal(baton_sink_binding_decode(s, strlen(s), &bo, err, sizeof(err)), BATON_OK);
+    assert_string_equal(bo.sink_id, b.sink_id);
+    assert_string_equal(bo.sink_uri, b.sink_uri);
+    assert_string_equal(bo.bound_by, "w1");
+    assert_int_equal(bo.bound_ms, b.bound_ms);
+    free(s);
+    assert_int_equal(baton_sink_binding_decode(LIT("{\"bound_by\":\"w1\"}"), &bo, err, sizeof(err)),
+                     BATON_CORRUPT);
+    assert_non_null(strstr(err, "sink_id"));
+    assert_int_equal(baton_sink_binding_decode(LIT("{\"sink_id\":\"x\"}"), &bo, err, sizeof(err)),
+                     BATON_CORRUPT);
+    assert_int_equal(
+        baton_sink_binding_decode(LIT("{\"sink_id\":\"0ca9a7c0-f3af-4f6d-badd-1284608c8a6e\","
+                                      "\"bound_ms\":-1}"),
+                                  &bo, err, sizeof(err)),
+        BATON_CORRUPT);
+    assert_int_equal(baton_sink_binding_decode(LIT("[1]"), &bo, err, sizeof(err)), BATON_CORRUPT);
+}
+
 static void test_member_round_trip(void **state) {
     (void)state;
     baton_member_t in = {.pid = 4242, .capacity = 3}, out;
@@ -666,6 +721,7 @@ int main(void) {
         cmocka_unit_test(test_seq_of),
         cmocka_unit_test(test_config_round_trip),
         cmocka_unit_test(test_config_defaults),
+        cmocka_unit_test(test_group_uuid_and_binding),
         cmocka_unit_test(test_member_round_trip),
         cmocka_unit_test(test_member_defaults),
         cmocka_unit_test(test_assignment_meta_round_trip),

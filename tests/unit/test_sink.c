@@ -20,6 +20,7 @@
 
 #include "baton_err.h"
 #include "baton_log.h"
+#include "baton_util.h"
 #include "sink.h"
 #include "sink_int.h"
 #include "sink_fixture.h"
@@ -753,6 +754,86 @@ static void test_concurrent_open(void **state) {
     }
 }
 
+/* ---- which group a sink serves (issue 13) ---------------------------------- */
+
+static void test_sink_identity(void **state) {
+    sink_fx_t *fx = *state;
+    baton_sink_t *s = sink_fx_open(fx, "g");
+    baton_sink_meta_t m1, m2;
+    assert_int_equal(baton_sink_meta(s, &m1), BATON_OK);
+    assert_int_equal(baton_uuid_valid(m1.sink_id), 0);
+    assert_string_equal(m1.group_uuid, ""); /* nothing recorded yet */
+    assert_int_equal(m1.bound_ms, 0);
+    /* The id is the file's: another handle sees the same one. */
+    baton_sink_t *s2 = sink_fx_open(fx, "g");
+    assert_int_equal(baton_sink_meta(s2, &m2), BATON_OK);
+    assert_string_equal(m1.sink_id, m2.sink_id);
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM baton_meta WHERE value = '%s'", m1.sink_id);
+    assert_int_equal(raw_i64(fx, sql), 1);
+
+    /* Without expect_group, fences record nothing. */
+    fence_ok(s, 0, 5);
+    assert_int_equal(raw_i64(fx, "SELECT count(*) FROM baton_groups"), 0);
+
+    assert_int_equal(baton_sink_expect_group(s, "nope"), BATON_INVALID);
+    char u1[BATON_UUID_LEN + 1], u2[BATON_UUID_LEN + 1];
+    assert_int_equal(baton_uuid_new(u1), 0);
+    assert_int_equal(baton_uuid_new(u2), 0);
+    assert_int_equal(baton_sink_expect_group(s, u1), BATON_OK);
+    assert_int_equal(fence_ok(s, 1, 5), 0); /* records u1 in the same transaction */
+    assert_int_equal(baton_sink_meta(s2, &m2), BATON_OK);
+    assert_string_equal(m2.group_uuid, u1);
+    assert_true(m2.bound_ms > 0);
+    fence_ok(s, 1, 6); /* the same id again: fine */
+
+    /* Another group of the same name (another deployment): refused, nothing
+     * fenced, by fence and by fence_many; the message names both ids. */
+    assert_int_equal(baton_sink_expect_group(s2, u2), BATON_OK);
+    int64_t next = -1;
+    assert_int_equal(baton_sink_fence(s2, 2, 99, &next), BATON_CONFLICT);
+    assert_non_null(strstr(baton_sink_errstr(s2), u1));
+    assert_non_null(strstr(baton_sink_errstr(s2), u2));
+    int32_t parts[] = {1, 3};
+    int64_t epochs[] = {99, 99}, nexts[2];
+    int res[2];
+    assert_int_equal(baton_sink_fence_many(s2, 2, parts, epochs, nexts, res), BATON_CONFLICT);
+    assert_int_equal(raw_i64(fx, "SELECT count(*) FROM baton_fence WHERE partition IN (2, 3)"), 0);
+    assert_int_equal(raw_i64(fx, "SELECT epoch FROM baton_fence WHERE partition = 1"), 6);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM baton_groups WHERE group_uuid = '%s'", u1);
+    assert_int_equal(raw_i64(fx, sql), 1);
+    assert_no_lock_held(fx);
+    /* Writes are not checked (the hot path): only fences are. */
+    assert_int_equal(write_offsets(s, 1, 6, (const int64_t[]){0}, 1, NULL, NULL), BATON_OK);
+    assert_int_equal(baton_sink_expect_group(s2, NULL), BATON_OK);
+    fence_ok(s2, 2, 99);
+
+    /* Another group name in the same sink records its own id. */
+    baton_sink_t *h = sink_fx_open(fx, "h");
+    assert_int_equal(baton_sink_expect_group(h, u2), BATON_OK);
+    fence_ok(h, 0, 1);
+    assert_int_equal(raw_i64(fx, "SELECT count(*) FROM baton_groups"), 2);
+
+    /* A row baton did not write is CORRUPT, never a guess. */
+    raw_exec(fx, "UPDATE baton_groups SET group_uuid = 'x' WHERE grp = 'g'");
+    assert_int_equal(baton_sink_fence(s, 1, 7, &next), BATON_CORRUPT);
+    assert_int_equal(baton_sink_meta(s, &m1), BATON_CORRUPT);
+    assert_no_lock_held(fx);
+    baton_sink_destroy(h);
+    baton_sink_destroy(s2);
+    baton_sink_destroy(s);
+
+    /* A file from before sink ids gets one on its next open. */
+    raw_exec(fx, "DROP TABLE baton_meta");
+    s = sink_fx_open(fx, "g");
+    assert_int_equal(baton_sink_meta(s, &m2), BATON_CORRUPT); /* the row above, still bad */
+    raw_exec(fx, "DELETE FROM baton_groups");
+    assert_int_equal(baton_sink_meta(s, &m2), BATON_OK);
+    assert_int_equal(baton_uuid_valid(m2.sink_id), 0);
+    assert_string_not_equal(m2.sink_id, m1.sink_id);
+    baton_sink_destroy(s);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, sink_fx_setup, sink_fx_teardown)
 
 int main(void) {
@@ -782,6 +863,7 @@ int main(void) {
         T(test_busy),
         T(test_fences_listing),
         T(test_concurrent_open),
+        T(test_sink_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
