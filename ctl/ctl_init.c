@@ -10,16 +10,17 @@
 #include "baton_opts.h"
 #include "baton_util.h"
 #include "ctl_keys.h"
+#include "ctl_lag.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_TOPIC = 1, OPT_PARTITIONS, OPT_STRATEGY, OPT_KEYS };
+enum { OPT_TOPIC = 1, OPT_PARTITIONS, OPT_STRATEGY, OPT_KEYS, OPT_BROKERS, OPT_KAFKA };
 
 void ctl_init_usage(FILE *f) {
     fprintf(f,
             "usage: %s --zk HOSTS --group G init --topic T --partitions N [--strategy S]\n"
-            "                [--keys K1,K2,...]\n"
+            "                [--keys K1,K2,...] [--brokers B [--kafka KEY=VALUE]...]\n"
             "       %s --zk HOSTS --group G init --keys K1,K2,... [--strategy S]\n"
             "\n"
             "Creates ROOT/G/config and the group's permanent znodes (coordinators,\n"
@@ -35,14 +36,22 @@ void ctl_init_usage(FILE *f) {
             "later. --keys adds the keys that are missing and never removes any (see\n"
             "'keys remove').\n"
             "\n"
+            "With --brokers, the topic is checked on Kafka before anything is written:\n"
+            "a topic Kafka does not have, or one with fewer than N partitions, is\n"
+            "refused (exit 1); one with more is a warning. Nothing creates the topic.\n"
+            "Without --brokers, init says that it could not check.\n"
+            "\n"
             "  --topic T         Kafka topic the group consumes ([A-Za-z0-9._-], 1-249 chars)\n"
             "  --partitions N    partition count, 1-%d\n"
             "  --strategy S      sticky, range or roundrobin (default: the group's current\n"
             "                    strategy, or sticky for a new group)\n"
             "  --keys LIST       named keys, comma-separated; each 1-128 of [A-Za-z0-9._-]\n"
+            "  --brokers B       Kafka bootstrap servers: check the topic there first\n"
+            "  --kafka KEY=VALUE a librdkafka setting for --brokers (repeatable)\n"
             "\n"
             "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group orders init --topic orders-in --partitions 12\n"
+            "  %s --zk 127.0.0.1:2181 --group orders init --topic orders-in --partitions 12 \\\n"
+            "      --brokers 127.0.0.1:9092\n"
             "  %s --zk 127.0.0.1:2181 --group orders init --topic orders-in --partitions 24\n"
             "  %s --zk 127.0.0.1:2181 --group clicks init --topic clicks --partitions 6 \\\n"
             "      --strategy range\n"
@@ -56,12 +65,16 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         {"partitions", required_argument, NULL, OPT_PARTITIONS},
         {"strategy", required_argument, NULL, OPT_STRATEGY},
         {"keys", required_argument, NULL, OPT_KEYS},
+        {"brokers", required_argument, NULL, OPT_BROKERS},
+        {"kafka", required_argument, NULL, OPT_KAFKA},
         {"help", no_argument, NULL, CTL_OPT_HELP},
         CTL_GLOBAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *topic = NULL, *strategy_arg = NULL, *keys_arg = NULL;
     int64_t partitions = 0;
+    const char **kafka_props = xcalloc((size_t)argc + 1, sizeof(char *));
+    ctl_kafka_conf_t kc = {.props = kafka_props};
     baton_strategy_t strategy = BATON_STRATEGY_STICKY;
     int opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -70,6 +83,16 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         switch (opt) {
         case OPT_TOPIC: topic = optarg; break;
         case OPT_KEYS: keys_arg = optarg; break;
+        case OPT_BROKERS:
+            if (!optarg[0])
+                baton_usage_error(CTL_PROG, "--brokers: empty bootstrap server list");
+            kc.brokers = optarg;
+            break;
+        case OPT_KAFKA:
+            if (!strchr(optarg, '=') || optarg[0] == '=')
+                baton_usage_error(CTL_PROG, "--kafka: '%s' is not KEY=VALUE", optarg);
+            kafka_props[kc.nprops++] = optarg;
+            break;
         case OPT_PARTITIONS:
             partitions = baton_opt_int(CTL_PROG, "partitions", optarg, 1, BATON_PARTITIONS_MAX);
             break;
@@ -98,11 +121,39 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         baton_usage_error(CTL_PROG, "init: --partitions is required with --topic");
     if (!topic && partitions != 0)
         baton_usage_error(CTL_PROG, "init: --partitions needs --topic");
+    if (!topic && kc.brokers)
+        baton_usage_error(CTL_PROG, "init: --brokers checks the --topic: give --topic");
+    if (kc.nprops && !kc.brokers)
+        baton_usage_error(CTL_PROG, "init: --kafka needs --brokers");
     ctl_ctx_check(ctx);
 
+    /* The topic is checked before anything is written (nor is it created). */
+    if (topic && kc.brokers) {
+        char warn[512], why[1024];
+        int terr = ctl_kafka_topic_check(&kc, topic, (int32_t)partitions, ctx->timeout_ms, warn,
+                                         sizeof(warn), why, sizeof(why));
+        if (terr != BATON_OK) {
+            fprintf(stderr, "%s: init: %s; group %s not changed\n", CTL_PROG, why, ctx->group);
+            free(kafka_props);
+            for (size_t i = 0; i < nkeys; i++)
+                free(keys[i]);
+            free(keys);
+            return BATON_EXIT_FAILURE;
+        }
+        if (warn[0])
+            fprintf(stderr, "%s: warning: %s\n", CTL_PROG, warn);
+    } else if (topic) {
+        fprintf(stderr,
+                "%s: note: topic '%s' not checked on Kafka (give --brokers B to check that it "
+                "exists with at least %d partitions)\n",
+                CTL_PROG, topic, (int)partitions);
+    }
+
     baton_zk_t *zk = ctl_connect(ctx);
-    if (!zk)
+    if (!zk) {
+        free(kafka_props);
         return BATON_EXIT_FAILURE;
+    }
     char *base = baton_group_base(ctx->root, ctx->group);
     char errstr[512];
     int rc = BATON_EXIT_FAILURE;
@@ -162,6 +213,7 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         printf("added %zu key(s) to group %s\n", added, ctx->group);
     rc = BATON_EXIT_OK;
 out:
+    free(kafka_props);
     for (size_t i = 0; i < nkeys; i++)
         free(keys[i]);
     free(keys);

@@ -4,6 +4,7 @@
 #include "ctl_lag.h"
 
 #include "baton_err.h"
+#include "baton_kafka_topic.h"
 #include "baton_log.h"
 #include "baton_util.h"
 #include "ctl.h"
@@ -72,6 +73,12 @@ static rd_kafka_t *kafka_new(const ctl_kafka_conf_t *kc, kafka_fatal_t *fatal, c
             return NULL;
         }
     }
+    /* Last, so no --kafka setting turns it back on: a producer's metadata
+     * requests would otherwise ask the broker to create the topic. */
+    if (baton_kafka_conf_no_autocreate(conf, errstr, n) != BATON_OK) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
     /* A producer handle: it joins no consumer group and commits nothing. */
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, kerr, sizeof(kerr));
     if (!rk) {
@@ -133,6 +140,29 @@ int ctl_kafka_high_watermarks(const ctl_kafka_conf_t *kc, const char *topic, int
         }
     }
     rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    return err;
+}
+
+/* Ends the topic check's wait once kafka_error_cb kept a fatal error. */
+static int kafka_fatal_seen(void *opaque) { return ((const kafka_fatal_t *)opaque)->err != 0; }
+
+int ctl_kafka_topic_check(const ctl_kafka_conf_t *kc, const char *topic, int32_t want,
+                          int timeout_ms, char *warn, size_t warn_size, char *errstr, size_t n) {
+    kafka_fatal_t fatal = {0};
+    rd_kafka_t *rk = kafka_new(kc, &fatal, errstr, n);
+    if (!rk)
+        return BATON_INVALID;
+    int err = baton_kafka_topic_check(rk, kc->brokers, topic, want, timeout_ms, kafka_fatal_seen,
+                                      &fatal, NULL, warn, warn_size, errstr, n);
+    if (err == BATON_TIMEOUT || err == BATON_CONNECTION) {
+        rd_kafka_poll(rk, 0); /* serves the queued errors to kafka_error_cb */
+        if (fatal.err)
+            err = baton_seterr(errstr, n, BATON_CONNECTION,
+                               "--brokers '%s': %s: %s (check the --kafka ssl.*/sasl.* settings: "
+                               "ssl.ca.location, and that the broker certificate names the host)",
+                               kc->brokers, rd_kafka_err2name(fatal.err), fatal.reason);
+    }
     rd_kafka_destroy(rk);
     return err;
 }
@@ -204,6 +234,17 @@ int ctl_status_add_lag(json_t *status, const ctl_kafka_conf_t *kc, const char *s
     char **warnings = xcalloc((size_t)P, sizeof(char *));
     int have_hwm = 0, have_next = 0, err = BATON_OK;
     if (kc && kc->brokers) {
+        /* A topic Kafka does not have is an error, never lag 0; fewer or
+         * more partitions than the group are warnings beside the lag. */
+        char warn[512];
+        err =
+            ctl_kafka_topic_check(kc, topic, (int32_t)P, timeout_ms, warn, sizeof(warn), errstr, n);
+        if (err == BATON_INVALID)
+            add_warning(status, kc->brokers, errstr);
+        else if (err != BATON_OK)
+            goto out;
+        if (warn[0])
+            add_warning(status, kc->brokers, warn);
         err =
             ctl_kafka_high_watermarks(kc, topic, (int32_t)P, timeout_ms, hwm, warnings, errstr, n);
         if (err != BATON_OK)

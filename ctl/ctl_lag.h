@@ -35,6 +35,14 @@ int ctl_kafka_high_watermarks(const ctl_kafka_conf_t *kc, const char *topic, int
 int ctl_sink_open(const char *uri, const char *group, int create, baton_sink_t **out, char *errstr,
                   size_t errstr_size);
 
+/* Checks the group's topic on Kafka (baton_kafka_topic.h) with batonctl's
+ * short-lived client: BATON_OK (warn holds a warning when the topic has
+ * more partitions than want, else ""), BATON_NOTFOUND (no such topic),
+ * BATON_INVALID (fewer partitions), BATON_TIMEOUT / BATON_CONNECTION. */
+int ctl_kafka_topic_check(const ctl_kafka_conf_t *kc, const char *topic, int32_t want,
+                          int timeout_ms, char *warn, size_t warn_size, char *errstr,
+                          size_t errstr_size);
+
 /* Reads every fence row of group from the sink at uri. A read command must
  * not create a sink: a sqlite: path that does not exist is BATON_NOTFOUND.
  * *rows is a heap array the caller frees. Messages name the --sink value. */

@@ -1,15 +1,18 @@
 /* baton_devkafka.c: librdkafka's mock cluster as a small standalone process,
  * the embedded Kafka of the demo and the integration tests. It listens on
- * loopback, creates one topic, prints "bootstrap=HOST:PORT[,...]" as its
- * first stdout line and serves until SIGTERM or SIGINT.
+ * loopback, creates the topics it is told to (--topic, repeatable), prints
+ * "bootstrap=HOST:PORT[,...]" as its first stdout line and serves until
+ * SIGTERM or SIGINT.
  *
  * Records live in memory only. The mock keeps at most 5 MiB or 100000
  * message sets per partition (hard-coded in librdkafka 2.0.2, no public knob)
  * and silently drops the oldest beyond that; a watchdog thread reports it
  * (event=retention_truncated) so a test that lost its head records says why.
- * The mock also auto-creates unknown topics (4 partitions) when a client asks
- * for them, so a misspelt topic name does not fail by itself. */
+ * The mock alone would also create any unknown topic a client asks about
+ * (4 partitions), so a misspelt topic name would not fail by itself;
+ * devkafka_guard.c stops that: only the --topic topics exist. */
 #include "baton_log.h"
+#include "devkafka_guard.h"
 #include "baton_util.h"
 
 #include <errno.h>
@@ -27,12 +30,14 @@
 
 #define DEVKAFKA_MAX_BROKERS 16
 #define DEVKAFKA_MAX_PARTITIONS 100000
+#define DEVKAFKA_MAX_TOPICS 64
 /* How often the watchdog looks at the partitions' low watermarks. */
 #define DEVKAFKA_WATCH_INTERVAL_MS 5000
 
 typedef struct devkafka_opts_s {
-    const char *topic;
-    int partitions;
+    const char *topics[DEVKAFKA_MAX_TOPICS];
+    int ntopics;
+    int partitions; /* of every topic */
     int brokers;
     const char *racks; /* "r1,r2,...": rack of broker 1, 2, ...; NULL: none */
 } devkafka_opts_t;
@@ -41,7 +46,8 @@ typedef struct devkafka_opts_s {
  * lock and signalled through cond so the watchdog exits at once. */
 typedef struct devkafka_watch_s {
     rd_kafka_t *rk;
-    const char *topic;
+    const char *const *topics;
+    int ntopics;
     int partitions;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -49,14 +55,18 @@ typedef struct devkafka_watch_s {
 } devkafka_watch_t;
 
 static void devkafka_usage(FILE *out) {
-    fprintf(out, "usage: baton-devkafka --topic T --partitions N [--brokers B] [--racks R1,R2,..]\n"
+    fprintf(out, "usage: baton-devkafka --topic T [--topic T2 ...] --partitions N [--brokers B]\n"
+                 "                      [--racks R1,R2,..]\n"
                  "\n"
                  "Runs librdkafka's mock Kafka cluster on loopback with B brokers\n"
-                 "(default 1) and one topic T of N partitions. Prints\n"
-                 "\"bootstrap=HOST:PORT[,...]\" as the first line on stdout, logs\n"
-                 "to stderr, and serves until SIGTERM or SIGINT (exit 0).\n"
-                 "Records are kept in memory only. --racks sets the rack each broker\n"
-                 "reports in Metadata (broker 1 gets R1, ...; a short list repeats).\n");
+                 "(default 1) and the topics T, T2, ... of N partitions each. No other\n"
+                 "topic is created on demand: a client asking for one gets\n"
+                 "UNKNOWN_TOPIC_OR_PART, as from a broker with\n"
+                 "auto.create.topics.enable=false. Prints \"bootstrap=HOST:PORT[,...]\"\n"
+                 "as the first line on stdout, logs to stderr, and serves until SIGTERM\n"
+                 "or SIGINT (exit 0). Records are kept in memory only. --racks sets the\n"
+                 "rack each broker reports in Metadata (broker 1 gets R1, ...; a short\n"
+                 "list repeats).\n");
 }
 
 /* Reports a command-line error naming the culprit, then the usage; exit 2. */
@@ -69,7 +79,7 @@ static void devkafka_bad_usage(const char *fmt, const char *what) {
 }
 
 static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
-    o->topic = NULL;
+    o->ntopics = 0;
     o->partitions = 0;
     o->brokers = 1;
     o->racks = NULL;
@@ -90,9 +100,16 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
         const char *v = argv[++i];
         int64_t n = 0;
         if (is_topic) {
-            if (!*v || strlen(v) > 249)
+            if (!*v || strlen(v) > 249 ||
+                strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                    strlen(v))
                 devkafka_bad_usage("bad value for --topic: '%s'", v);
-            o->topic = v;
+            for (int t = 0; t < o->ntopics; t++)
+                if (strcmp(o->topics[t], v) == 0)
+                    devkafka_bad_usage("--topic '%s' given twice", v);
+            if (o->ntopics == DEVKAFKA_MAX_TOPICS)
+                devkafka_bad_usage("more than %s --topic options", "64");
+            o->topics[o->ntopics++] = v;
         } else if (is_parts) {
             if (baton_parse_i64(v, 1, DEVKAFKA_MAX_PARTITIONS, &n) != 0)
                 devkafka_bad_usage("bad value for --partitions: '%s'", v);
@@ -111,7 +128,7 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
             o->brokers = (int)n;
         }
     }
-    if (!o->topic)
+    if (!o->ntopics)
         devkafka_bad_usage("missing required option '%s'", "--topic");
     if (!o->partitions)
         devkafka_bad_usage("missing required option '%s'", "--partitions");
@@ -139,7 +156,7 @@ static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
  * w->stop is set. */
 static void *devkafka_watch_main(void *arg) {
     devkafka_watch_t *w = arg;
-    char *warned = xcalloc((size_t)w->partitions, 1);
+    char *warned = xcalloc((size_t)w->ntopics * (size_t)w->partitions, 1);
     pthread_mutex_lock(&w->lock);
     while (!w->stop) {
         struct timespec ts;
@@ -150,23 +167,25 @@ static void *devkafka_watch_main(void *arg) {
         if (w->stop)
             break;
         pthread_mutex_unlock(&w->lock);
-        for (int p = 0; p < w->partitions; p++) {
+        for (int i = 0; i < w->ntopics * w->partitions; i++) {
             int64_t lo = 0, hi = 0;
+            const char *topic = w->topics[i / w->partitions];
+            int p = i % w->partitions;
             if (atomic_load(&w->stop))
                 break;
-            if (warned[p])
+            if (warned[i])
                 continue;
             rd_kafka_resp_err_t err =
-                rd_kafka_query_watermark_offsets(w->rk, w->topic, p, &lo, &hi, 1000);
+                rd_kafka_query_watermark_offsets(w->rk, topic, p, &lo, &hi, 1000);
             if (err)
                 break; /* shutting down or busy: try again next round */
             if (lo > 0) {
-                warned[p] = 1;
+                warned[i] = 1;
                 BLOG_WARN("event=retention_truncated topic=%s partition=%d "
                           "low=%" PRId64 " high=%" PRId64
                           " note=\"mock keeps 5MiB or 100000 batches per "
                           "partition; older records are gone\"",
-                          w->topic, p, lo, hi);
+                          topic, p, lo, hi);
             }
         }
         pthread_mutex_lock(&w->lock);
@@ -228,9 +247,16 @@ int main(int argc, char **argv) {
         free(list);
     }
     int rf = o.brokers < 3 ? o.brokers : 3;
-    rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(mcluster, o.topic, o.partitions, rf);
+    rd_kafka_resp_err_t err = devkafka_guard_init(mcluster);
+    if (err)
+        BLOG_ERROR("event=guard_failed err=\"%s\"", rd_kafka_err2str(err));
+    for (int t = 0; t < o.ntopics && !err; t++) {
+        err = rd_kafka_mock_topic_create(mcluster, o.topics[t], o.partitions, rf);
+        if (err)
+            BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topics[t],
+                       rd_kafka_err2str(err));
+    }
     if (err) {
-        BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topic, rd_kafka_err2str(err));
         rd_kafka_mock_cluster_destroy(mcluster);
         rd_kafka_destroy(rk);
         return 1;
@@ -238,14 +264,16 @@ int main(int argc, char **argv) {
     const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
     printf("bootstrap=%s\n", bootstraps);
     fflush(stdout);
+    for (int t = 1; t < o.ntopics; t++)
+        BLOG_INFO("event=topic_created topic=%s partitions=%d", o.topics[t], o.partitions);
     BLOG_INFO("event=ready bootstrap=%s topic=%s partitions=%d brokers=%d "
-              "replication_factor=%d",
-              bootstraps, o.topic, o.partitions, o.brokers, rf);
+              "replication_factor=%d topics=%d",
+              bootstraps, o.topics[0], o.partitions, o.brokers, rf, o.ntopics);
 
     /* The watchdog is an ordinary client of the mock with its own handle, so
      * it can be destroyed while the mock still listens (the owner handle
      * never connects, and has nothing to reconnect to after shutdown). */
-    devkafka_watch_t w = {.topic = o.topic, .partitions = o.partitions};
+    devkafka_watch_t w = {.topics = o.topics, .ntopics = o.ntopics, .partitions = o.partitions};
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
     pthread_t watch_thread;

@@ -9,6 +9,7 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_kafka_topic.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
 #include "baton_signal.h"
@@ -925,13 +926,18 @@ static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char 
         }
         free(kv);
     }
+    /* Last, so no --kafka setting turns it back on: reading metadata (the
+     * topic check, an assign) must never create the topic. */
+    if (baton_kafka_conf_no_autocreate(kc, errstr, n) != BATON_OK) {
+        rd_kafka_conf_destroy(kc);
+        return NULL;
+    }
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, kerr, sizeof(kerr));
     if (!rk) {
         baton_seterr(errstr, n, BATON_INVALID, "kafka consumer: %s", kerr);
         return NULL; /* rd_kafka_new frees kc only on success */
     }
-    rd_kafka_poll_set_consumer(rk);
-    return rk;
+    return rk; /* rd_kafka_poll_set_consumer after the topic check */
 }
 
 /* Flushes what is due: full batches, batches older than linger, retries,
@@ -1017,6 +1023,59 @@ static void worker_metrics_register(void) {
 
 static const char *const no_keys[1] = {NULL};
 
+/* Ends the topic check's wait: a TLS/SASL failure (kafka_error_cb) or a
+ * stop signal. */
+static int topic_check_stop(void *opaque) {
+    const worker_t *w = opaque;
+    return w->kafka_fatal || baton_signal_stop_requested();
+}
+
+/* The source topic check, before the worker joins (so a misconfigured
+ * worker never takes partitions from the group): the group config's topic
+ * must exist on --brokers with at least the group's partitions. Reads the
+ * config over a short ZooKeeper session of its own; a group it cannot read
+ * is left to the join, which reports it. Returns 0 to go on, 1 to exit
+ * (logged). Kafka not answering is a warning: the worker retries Kafka as
+ * before. */
+static int source_topic_check(worker_t *w, const baton_worker_conf_t *conf) {
+    char errstr[512], warn[512];
+    baton_zk_t *zk = NULL;
+    baton_config_t cfg = {0};
+    if (baton_zk_connect(conf->zk_hosts, conf->session_timeout_ms, conf->connect_timeout_ms, &zk,
+                         errstr, sizeof(errstr)) != BATON_OK)
+        return 0;
+    char *base = baton_group_base(conf->root ? conf->root : BATON_DEFAULT_ROOT, conf->group);
+    int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
+    free(base);
+    baton_zk_destroy(zk);
+    if (err != BATON_OK || !cfg.topic[0])
+        return 0; /* reported by the join: no group, or keys only */
+    int timeout_ms = conf->connect_timeout_ms > 0 ? conf->connect_timeout_ms : 15000;
+    int32_t have = 0;
+    err = baton_kafka_topic_check(w->rk, conf->brokers, cfg.topic, cfg.partitions, timeout_ms,
+                                  topic_check_stop, w, &have, warn, sizeof(warn), errstr,
+                                  sizeof(errstr));
+    if (w->kafka_fatal)
+        return 1; /* TLS or SASL: logged by kafka_error_cb */
+    if (baton_signal_stop_requested())
+        return 0; /* the run loop leaves at once */
+    if (err == BATON_NOTFOUND || err == BATON_INVALID) {
+        BLOG_ERROR("event=topic_check_failed topic=%s brokers=%s group_partitions=%d "
+                   "error=\"%s\"",
+                   cfg.topic, conf->brokers, cfg.partitions, errstr);
+        return 1;
+    }
+    if (err != BATON_OK)
+        BLOG_WARN("event=topic_unchecked topic=%s error=\"%s\"", cfg.topic, errstr);
+    else if (warn[0])
+        BLOG_WARN("event=topic_has_more_partitions topic=%s partitions=%d group_partitions=%d "
+                  "warning=\"%s\"",
+                  cfg.topic, have, cfg.partitions, warn);
+    else
+        BLOG_INFO("event=topic_checked topic=%s partitions=%d", cfg.topic, have);
+    return 0;
+}
+
 int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     char errstr[512];
     worker_t w = {.conf = conf};
@@ -1066,6 +1125,9 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         BLOG_ERROR("event=kafka_config_error error=\"%s\"", errstr);
         goto out;
     }
+    if (source_topic_check(&w, conf) != 0)
+        goto out;
+    rd_kafka_poll_set_consumer(w.rk);
     err = baton_membership_new(&mc, &cbs, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);

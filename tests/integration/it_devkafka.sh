@@ -2,7 +2,8 @@
 # it_devkafka.sh: the test infrastructure itself. baton-devkafka serves a
 # real Kafka protocol (kcat and baton-produce talk to it, records persist
 # while it runs, fetches from an offset work, SIGTERM exits 0, bad flags exit
-# 2); the harness starts ZooKeeper; baton-zk round-trips create/get/ls/stat/
+# 2; it has exactly the --topic topics, repeatable, and creates no other on
+# demand, not even for a producer that asks); the harness starts ZooKeeper; baton-zk round-trips create/get/ls/stat/
 # delete and gives up with exit 3 when nothing listens.
 set -euo pipefail
 
@@ -18,7 +19,8 @@ COUNT=300
 # --- devkafka: usage errors -------------------------------------------------
 for args in "--topic" "--topic t --partitions 0" "--topic t --partitions x" \
     "--topic t --partitions 3 --bogus" "--partitions 3" "--topic t" \
-    "--topic t --partitions 3 --brokers 0"; do
+    "--topic t --partitions 3 --brokers 0" "--topic t --topic t --partitions 3" \
+    "--topic bad/name --partitions 3"; do
     rc=0
     # shellcheck disable=SC2086 # word splitting is the point
     timeout 10 "$BATON_BIN/baton-devkafka" $args >/dev/null 2>"$H_DIR/usage.err" || rc=$?
@@ -79,6 +81,19 @@ timeout 30 "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$TOPIC" \
     --partitions 4 --count 4 --timeout-ms 2000 >/dev/null 2>"$H_DIR/produce-bad.err" || rc=$?
 ((rc == 1)) || h_fail "baton-produce to a missing partition: exit $rc, want 1"
 
+# No topic is created on demand: a producer asking for one (librdkafka
+# producers ask the broker to create it) and a metadata request naming it
+# both see an unknown topic, and Kafka still has only $TOPIC.
+topics() { timeout 20 kcat -b "$BOOTSTRAP" -L | sed -n 's/^ *topic "\([^"]*\)" with .*/\1/p' | sort | paste -sd,; }
+rc=0
+echo x | timeout 30 kcat -b "$BOOTSTRAP" -P -t nosuch -X message.timeout.ms=2000 \
+    2>"$H_DIR/kcat-nosuch.err" || rc=$?
+((rc != 0)) || h_fail "kcat produced to topic nosuch, which devkafka was not told to create"
+timeout 20 kcat -b "$BOOTSTRAP" -L -t nosuch2 >"$H_DIR/meta-nosuch.txt" 2>&1 || true
+grep -q 'Unknown topic' "$H_DIR/meta-nosuch.txt" ||
+    h_fail "metadata for topic nosuch2: $(<"$H_DIR/meta-nosuch.txt")"
+[[ $(topics) == "$TOPIC" ]] || h_fail "devkafka created topics on demand: $(topics)"
+
 # SIGTERM: clean exit 0.
 h_kill kafka TERM
 rc=0
@@ -87,11 +102,15 @@ h_wait_exit kafka 10 || rc=$?
 grep -q 'event=stopped' "$H_DIR/kafka.log" || h_fail "no event=stopped in kafka.log"
 
 # SIGINT too (the harness must not leave it ignored in background jobs).
-h_kafka_start other 1 3
+# --topic repeats: two topics, both served, no third.
+h_kafka_start other,second 1 3
 [[ $BOOTSTRAP =~ ^127\.0\.0\.1:[0-9]+(,127\.0\.0\.1:[0-9]+){2}$ ]] ||
     h_fail "3-broker bootstrap '$BOOTSTRAP'"
-out=$("$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic other --partitions 1 --count 10)
-[[ $out == produced=10 ]] || h_fail "produce to the 3-broker cluster printed '$out'"
+for t in other second; do
+    out=$("$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic $t --partitions 1 --count 10)
+    [[ $out == produced=10 ]] || h_fail "produce to $t on the 3-broker cluster printed '$out'"
+done
+[[ $(topics) == other,second || $(topics) == second,other ]] || h_fail "two --topic: Kafka has $(topics)"
 h_kill kafka INT
 rc=0
 h_wait_exit kafka 10 || rc=$?

@@ -20,7 +20,7 @@
 #   h_zk_start [TICK_MS]             ZooKeeper; exports ZK (restart: same port)
 #   h_zk_stop                        stops it (data kept)
 #   h_zk CMD ARGS...                 baton-zk --zk "$ZK" CMD ARGS...
-#   h_kafka_start TOPIC PARTITIONS [BROKERS]   baton-devkafka; exports BOOTSTRAP
+#   h_kafka_start TOPIC[,TOPIC2...] PARTITIONS [BROKERS]   baton-devkafka; exports BOOTSTRAP
 #   h_kafka_stop
 #   h_spawn NAME CMD...              background, log $H_DIR/NAME.log
 #   h_pid NAME | h_alive NAME | h_kill NAME [SIG] | h_stop NAME [TIMEOUT_S]
@@ -494,17 +494,20 @@ h_zk() {
 
 # --- Kafka ------------------------------------------------------------------
 
-# h_kafka_start TOPIC PARTITIONS [BROKERS]: starts baton-devkafka (logs in
-# $H_DIR/kafka.log, stdout in $H_DIR/kafka.out) and exports
-# BOOTSTRAP=HOST:PORT[,...] from its first stdout line.
+# h_kafka_start TOPIC[,TOPIC2...] PARTITIONS [BROKERS]: starts baton-devkafka
+# (logs in $H_DIR/kafka.log, stdout in $H_DIR/kafka.out) with those topics
+# (no other exists: devkafka creates none on demand) and exports
+# BOOTSTRAP=HOST:PORT[,...] from its first stdout line, H_KAFKA_TOPIC=TOPIC.
 h_kafka_start() {
     local topic=${1:?h_kafka_start TOPIC PARTITIONS [BROKERS]}
     local parts=${2:?h_kafka_start TOPIC PARTITIONS [BROKERS]} brokers=${3:-1}
-    local out=$H_DIR/kafka.out line="" t0 deadline
+    local out=$H_DIR/kafka.out line="" t0 deadline t
+    local -a topic_args=()
+    for t in ${topic//,/ }; do topic_args+=(--topic "$t"); done
     : >"$out"
     t0=$(_h_now_ms)
     _h_spawn_io kafka "$out" "$H_DIR/kafka.log" \
-        "$BATON_BIN/baton-devkafka" --topic "$topic" --partitions "$parts" --brokers "$brokers"
+        "$BATON_BIN/baton-devkafka" "${topic_args[@]}" --partitions "$parts" --brokers "$brokers"
     H_INFRA[${H_PIDS[kafka]}]=1
     deadline=$((t0 + H_KAFKA_START_TIMEOUT * 1000))
     local ok=0
@@ -521,7 +524,7 @@ h_kafka_start() {
         h_fail "h_kafka_start: baton-devkafka gave no bootstrap line (first line: '$line')"
     fi
     export BOOTSTRAP=${line#bootstrap=}
-    export H_KAFKA_TOPIC=$topic
+    export H_KAFKA_TOPIC=${topic%%,*}
     h_log "kafka ready at $BOOTSTRAP in $(($(_h_now_ms) - t0)) ms (topic $topic, $parts partitions, pid ${H_PIDS[kafka]})"
 }
 
