@@ -385,8 +385,18 @@ int baton_sink_meta(baton_sink_t *sink, baton_sink_meta_t *out) {
     if (!out)
         return baton_sink__seterr(sink, BATON_INVALID, "meta: out is NULL");
     memset(out, 0, sizeof(*out));
-    if (sink->pending)
-        return BATON_OK; /* not created yet: no id, no group (sink_id "") */
+    if (sink->pending) {
+        /* Deferred: if another worker has created the target since, open
+         * it now (its id is the one to compare); else no id, no group. */
+        int m = sink->ops->missing(sink, sink->pending, sink->errstr, sizeof(sink->errstr));
+        if (m < 0)
+            return m;
+        if (m == 1)
+            return BATON_OK; /* sink_id "" */
+        int err = baton_sink__ready(sink);
+        if (err != BATON_OK)
+            return err;
+    }
     memcpy(out->sink_id, sink->sink_id, sizeof(out->sink_id));
     return sink->ops->group_get(sink, out);
 }

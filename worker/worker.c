@@ -523,6 +523,7 @@ static int bind_ready(worker_t *w) {
     if (w->bind_checked)
         return 1;
     char errstr[1024];
+    BATON_FAILPOINT("worker.before_bind_check");
     baton_zk_t *zk = baton_membership__zk(w->m);
     int err =
         zk ? baton_sink_bind_check(zk, w->conf->root ? w->conf->root : BATON_DEFAULT_ROOT,
