@@ -126,6 +126,7 @@ static void wr_str(unsigned char **w, const char *s) {
 /* How the lookup connects: from coord_racks_setup, for the process. */
 static struct {
     int tls, sasl;
+    int off;         /* a setting the lookup cannot honour: never connect */
     int verify;      /* enable.ssl.certificate.verification */
     int verify_name; /* ssl.endpoint.identification.algorithm=https */
     SSL_CTX *ctx;    /* with tls */
@@ -206,23 +207,29 @@ static int is_sasl_key(const char *k) {
     return strncmp(k, "sasl.", 5) == 0 || strncmp(k, "enable.sasl.", 12) == 0;
 }
 
+/* The settings the lookup honours, by slot (sasl.mechanisms is librdkafka's
+ * alias of sasl.mechanism: the later one wins, as there). */
+enum { K_PROTO, K_CA, K_CERT, K_KEY, K_KEY_PW, K_VERIFY, K_ENDPOINT, K_MECH, K_USER, K_PW, NK };
+static const struct {
+    const char *key;
+    int slot;
+} handled[] = {
+    {"security.protocol", K_PROTO},
+    {"ssl.ca.location", K_CA},
+    {"ssl.certificate.location", K_CERT},
+    {"ssl.key.location", K_KEY},
+    {"ssl.key.password", K_KEY_PW},
+    {"enable.ssl.certificate.verification", K_VERIFY},
+    {"ssl.endpoint.identification.algorithm", K_ENDPOINT},
+    {"sasl.mechanism", K_MECH},
+    {"sasl.mechanisms", K_MECH},
+    {"sasl.username", K_USER},
+    {"sasl.password", K_PW},
+};
+
 int coord_racks_setup(char *const *kafka, size_t nkafka, char *off, size_t off_size, char *errstr,
                       size_t n) {
-    static const char *const handled[] = {
-        "security.protocol",
-        "ssl.ca.location",
-        "ssl.certificate.location",
-        "ssl.key.location",
-        "ssl.key.password",
-        "enable.ssl.certificate.verification",
-        "ssl.endpoint.identification.algorithm",
-        "sasl.mechanism",
-        "sasl.mechanisms",
-        "sasl.username",
-        "sasl.password",
-    };
-    enum { NHANDLED = sizeof(handled) / sizeof(handled[0]) };
-    const char *val[NHANDLED] = {0};
+    const char *val[NK] = {0};
     const char *unhandled_tls = NULL, *unhandled_sasl = NULL;
     char **kv = xcalloc(nkafka + 1, sizeof(char *));
     int err = BATON_OK;
@@ -243,39 +250,41 @@ int coord_racks_setup(char *const *kafka, size_t nkafka, char *off, size_t off_s
             break;
         }
         size_t h;
-        for (h = 0; h < NHANDLED && strcmp(handled[h], k) != 0; h++)
+        for (h = 0; h < BATON_ARRAY_SIZE(handled) && strcmp(handled[h].key, k) != 0; h++)
             ;
-        if (h < NHANDLED)
-            val[h] = v;
+        if (h < BATON_ARRAY_SIZE(handled))
+            val[handled[h].slot] = v;
         else if (is_tls_key(k))
             unhandled_tls = k;
         else if (is_sasl_key(k))
             unhandled_sasl = k;
     }
     rd_kafka_conf_destroy(check);
-    const char *proto = val[0] ? val[0] : "plaintext";
-    const char *mech = val[8] ? val[8] : val[7] ? val[7] : "GSSAPI"; /* librdkafka's default */
+    const char *proto = val[K_PROTO] ? val[K_PROTO] : "plaintext";
+    const char *mech = val[K_MECH] ? val[K_MECH] : "GSSAPI"; /* librdkafka's default */
     sec.tls = strcasecmp(proto, "ssl") == 0 || strcasecmp(proto, "sasl_ssl") == 0;
     sec.sasl = strcasecmp(proto, "sasl_plaintext") == 0 || strcasecmp(proto, "sasl_ssl") == 0;
-    sec.verify = !val[5] || conf_bool(val[5]);
-    sec.verify_name = !val[6] || strcasecmp(val[6], "https") == 0; /* 2.0's default */
+    sec.verify = !val[K_VERIFY] || conf_bool(val[K_VERIFY]);
+    /* https is librdkafka 2.0's default. */
+    sec.verify_name = !val[K_ENDPOINT] || strcasecmp(val[K_ENDPOINT], "https") == 0;
     if (err == BATON_OK && sec.tls && unhandled_tls) {
         snprintf(off, off_size, "the rack lookup does not support kafka.%s", unhandled_tls);
     } else if (err == BATON_OK && sec.sasl && unhandled_sasl) {
         snprintf(off, off_size, "the rack lookup does not support kafka.%s", unhandled_sasl);
-    } else if (err == BATON_OK && sec.sasl && strcasecmp(mech, "PLAIN") != 0) {
+    } else if (err == BATON_OK && sec.sasl && strcmp(mech, "PLAIN") != 0) {
         snprintf(off, off_size, "the rack lookup speaks SASL/PLAIN only, not sasl.mechanism=%s",
                  mech);
-    } else if (err == BATON_OK && sec.sasl && (!val[9] || !val[10])) {
+    } else if (err == BATON_OK && sec.sasl && (!val[K_USER] || !val[K_PW])) {
         err = baton_seterr(errstr, n, BATON_INVALID,
                            "kafka.sasl.mechanism=PLAIN needs kafka.sasl.username and "
                            "kafka.sasl.password");
     } else if (err == BATON_OK && sec.tls) {
-        err = tls_ctx_new(val[1], val[2], val[3], val[4], errstr, n);
+        err = tls_ctx_new(val[K_CA], val[K_CERT], val[K_KEY], val[K_KEY_PW], errstr, n);
     }
+    sec.off = off[0] != 0;
     if (err == BATON_OK && !off[0] && sec.sasl) {
-        sec.user = xstrdup(val[9]);
-        sec.password = xstrdup(val[10]);
+        sec.user = xstrdup(val[K_USER]);
+        sec.password = xstrdup(val[K_PW]);
     }
     for (size_t i = 0; i < nkafka; i++)
         free(kv[i]);
@@ -635,8 +644,9 @@ int coord_racks_fetch(const char *brokers, const char *topic, int32_t npartition
                       coord_racks_t **out, char *errstr, size_t n) {
     if (!brokers || !topic || npartitions < 0)
         return baton_seterr(errstr, n, BATON_INVALID, "no brokers or topic");
-    if (sec.tls && !sec.ctx)
-        return baton_seterr(errstr, n, BATON_INVALID, "TLS is not set up (coord_racks_setup)");
+    if (sec.off || (sec.tls && !sec.ctx) || (sec.sasl && !sec.user))
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "the rack lookup is off (see coord_racks_setup's reason)");
     char *list = xstrdup(brokers), *save = NULL;
     int err = baton_seterr(errstr, n, BATON_INVALID, "no broker in '%s'", brokers);
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
