@@ -2,6 +2,8 @@
  * --config properties file, resolved through one table (baton_conf.h). */
 #include "coordinator.h"
 
+#include "coord_racks.h"
+
 #include "baton_codec.h"
 #include "baton_conf.h"
 #include "baton_err.h"
@@ -94,6 +96,8 @@ static void usage(FILE *f) {
             prog, prog);
     baton_conf_print_help(opts, BATON_ARRAY_SIZE(opts), f);
     fprintf(f,
+            "  --kafka KEY=VALUE          a librdkafka setting for the rack lookup: TLS and\n"
+            "                             SASL/PLAIN (repeatable); in the file: kafka.KEY=VALUE\n"
             "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
             "  --help                     this text\n"
             "\n"
@@ -110,7 +114,7 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     char errstr[512];
     baton_conf_t parsed;
-    if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 0, argc, argv, NULL, &parsed, errstr,
+    if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 1, argc, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     if (parsed.help) {
@@ -141,6 +145,11 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--id: '%s' is not a valid id ([A-Za-z0-9._-], 1-128 chars)", id);
     baton_daemon_opts_t daemon = {log_level, log_format, metrics_addr};
     baton_daemon_check(prog, &daemon);
+    /* The rack lookup connects as the kafka.* settings say, or not at all. */
+    char racks_off[256] = "";
+    if (coord_racks_setup(parsed.kafka, parsed.nkafka, racks_off, sizeof(racks_off), errstr,
+                          sizeof(errstr)) != BATON_OK)
+        baton_usage_error(prog, "%s", errstr);
     if (rebalance_delay_ms > max_rebalance_delay_ms)
         rebalance_delay_ms = max_rebalance_delay_ms; /* the bound wins */
 
@@ -168,6 +177,10 @@ int main(int argc, char **argv) {
     }
     if (parsed.config_path)
         BLOG_INFO("event=config_loaded path=%s", parsed.config_path);
+    if (brokers && racks_off[0]) {
+        BLOG_WARN("event=racks_off brokers=%s reason=\"%s\"", brokers, racks_off);
+        conf.brokers = NULL;
+    }
     /* Every coordinator metric exists from the start: a scrape shows zeros,
      * not gaps. */
     baton_metric_gauge(BATON_M_C_LEADER);

@@ -19,6 +19,7 @@ pkgs=(build-essential cmake pkg-config
       libpq-dev postgresql libmicrohttpd-dev curl
       help2man systemd
       yamllint python3-kubernetes docker-compose
+      libssl-dev # the coordinator's rack lookup speaks TLS
       openssl # the Kafka TLS test's throwaway CA and TLS listener
       clang-format) # tests/style/check_format.sh (STYLE.md: .clang-format checked)
 missing=()

@@ -11,6 +11,11 @@
 # by exiting 1 within a bounded time with an event=kafka_fatal line naming
 # the TLS problem, having written nothing to the sink. batonctl's lag
 # reading (status --brokers) gives a bounded, clear error the same way.
+# baton-coordinator's rack lookup, given the same settings, refuses both
+# certificates, and with the right CA (and SASL/PLAIN credentials) reads
+# the leaders' racks through a TLS front (tests/lib/kafka_tls_proxy.py) of
+# the embedded Kafka; a SASL mechanism it does not speak turns rack
+# preference off at start with a line saying why.
 # Secret settings (ssl.key.password, sasl.password) appear in no log and no
 # --help. A control proves the listener and CA are good (s_client with the
 # right CA and name verifies), so the failures are the misconfiguration's.
@@ -124,6 +129,82 @@ cat "$H_DIR/ctl.out" >&2
 ((rc != 0)) || h_fail "batonctl status read the lag through an unverified TLS broker"
 grep -q 'certificate verify failed' "$H_DIR/ctl.out" || h_fail "batonctl did not name the TLS problem"
 
+# --- the coordinator's rack lookup over TLS and SASL/PLAIN --------------------
+# The embedded Kafka (two brokers in racks r1, r2) behind kafka_tls_proxy.py:
+# one TLS listener with the good certificate, one that also wants SASL/PLAIN
+# (user baton, the secret password). Only a leader reads racks, so each case
+# is a coordinator that takes over from the one before (a clean stop deletes
+# the leader's node at once). The coordinator takes the worker's kafka.*
+# settings unchanged.
+h_spawn kafka "$BATON_BIN/baton-devkafka" --topic "$B_TOPIC" --partitions 2 --brokers 2 --racks r1,r2
+h_wait_for 15 "kafka ready" b_log_has kafka '^bootstrap=' || h_fail "the embedded Kafka did not start"
+UPSTREAM=$(sed -n 's/^bootstrap=//p' "$H_DIR/kafka.log" | head -1 | cut -d, -f1)
+export BATON_IT_SASL_PW=$SECRET_SASL_PW
+PORT_tls=$(h_free_port)
+PORT_sasl=$(h_free_port)
+proxy() { # NAME PORT EXTRA...: TLS (good certificate) in front of the embedded Kafka
+    local name=$1 port=$2
+    shift 2
+    h_spawn "$name" python3 "$BATON_SRC/tests/lib/kafka_tls_proxy.py" "$port" "$T/good.pem" \
+        "$T/good.key" "$UPSTREAM" "$@"
+    h_wait_for 15 "$name listening" b_log_has "$name" "event=listening port=$port" || h_fail "$name did not start"
+}
+proxy proxy_tls "$PORT_tls"
+proxy proxy_sasl "$PORT_sasl" --sasl-user baton --sasl-password-env BATON_IT_SASL_PW
+leader=c1
+next_leader() { # NAME PORT SETTINGS...: stops the leader, starts NAME on 127.0.0.1:PORT
+    local name=$1 port=$2
+    shift 2
+    h_stop "$leader"
+    b_coord "$name" --brokers "127.0.0.1:$port" "$@"
+    leader=$name
+    h_wait_for 20 "$name elected" b_log_has "$name" 'event=elected' || h_fail "$name was not elected"
+}
+racks_read() { b_log_has "$1" "event=racks topic=$B_TOPIC partitions=2 with_rack=2"; }
+racks_failed() { b_log_has "$1" "event=racks_unavailable .*$2"; }
+
+# TLS with an unrelated CA: no racks, a clear reason, and the coordinator
+# still leads.
+next_leader c_badca "$PORT_tls" --kafka security.protocol=ssl --kafka "ssl.ca.location=$T/other.pem"
+h_wait_for 20 "c_badca: certificate refused" racks_failed c_badca 'certificate verify failed' ||
+    h_fail "c_badca did not refuse the broker's certificate"
+h_alive c_badca || h_fail "c_badca exited over racks"
+! b_log_has c_badca 'event=racks ' || h_fail "c_badca read racks through an unverified TLS broker"
+# The right CA, another host's certificate (the s_server listener above: the
+# handshake fails before any Kafka request).
+next_leader c_badname "$PORT_misnamed" --kafka security.protocol=ssl --kafka "ssl.ca.location=$T/ca.pem"
+h_wait_for 20 "c_badname: certificate refused" racks_failed c_badname 'certificate verify failed' ||
+    h_fail "c_badname accepted a certificate for another host name"
+# TLS with the right CA (the certificate names 127.0.0.1): racks.
+next_leader c_tls "$PORT_tls" --kafka security.protocol=ssl --kafka "ssl.ca.location=$T/ca.pem" \
+    --kafka ssl.endpoint.identification.algorithm=https
+h_wait_for 20 "c_tls reads both leaders' racks over TLS" racks_read c_tls ||
+    { grep racks "$H_DIR/c_tls.log" >&2; h_fail "c_tls read no racks over TLS"; }
+h_log "rack lookup over TLS: $(grep -o 'event=racks .*' "$H_DIR/c_tls.log" | head -1)"
+# SASL/PLAIN over TLS: a wrong password is refused ...
+next_leader c_badpw "$PORT_sasl" --kafka security.protocol=sasl_ssl --kafka "ssl.ca.location=$T/ca.pem" \
+    --kafka sasl.mechanism=PLAIN --kafka sasl.username=baton --kafka sasl.password=not-the-password
+h_wait_for 20 "c_badpw: SASL refused" racks_failed c_badpw 'SASL authentication failed' ||
+    h_fail "c_badpw: no SASL failure named"
+! b_log_has c_badpw 'event=racks ' || h_fail "c_badpw read racks with a wrong password"
+# ... the right one (from a --config file) reads racks.
+printf 'kafka.security.protocol=sasl_ssl\nkafka.ssl.ca.location=%s\nkafka.sasl.mechanism=PLAIN\nkafka.sasl.username=baton\nkafka.sasl.password=%s\n' \
+    "$T/ca.pem" "$SECRET_SASL_PW" >"$T/coord-sasl.properties"
+next_leader c_sasl "$PORT_sasl" --config "$T/coord-sasl.properties"
+h_wait_for 20 "c_sasl reads racks over SASL/PLAIN and TLS" racks_read c_sasl ||
+    { grep racks "$H_DIR/c_sasl.log" >&2; h_fail "c_sasl read no racks over SASL/PLAIN"; }
+b_log_has proxy_sasl 'event=sasl_ok' || h_fail "the SASL listener saw no authentication"
+# A mechanism the lookup does not speak (librdkafka's default, GSSAPI): it
+# says at start that rack preference is off, and why, and never connects.
+next_leader c_gssapi "$PORT_sasl" --kafka security.protocol=sasl_ssl --kafka "ssl.ca.location=$T/ca.pem"
+b_log_has c_gssapi 'event=racks_off .*reason=".*GSSAPI' || h_fail "c_gssapi did not say rack preference is off"
+! b_log_has c_gssapi 'event=racks_unavailable|event=racks ' || h_fail "c_gssapi tried the rack lookup"
+# A setting librdkafka refuses is a usage error, as for the worker.
+rc=0
+"$BATON_BIN/baton-coordinator" --zk "$ZK" --group "$B_GROUP" --kafka no.such.setting=1 >"$H_DIR/coord_bad.out" 2>&1 || rc=$?
+((rc == 2)) && grep -q 'no.such.setting' "$H_DIR/coord_bad.out" || h_fail "coordinator --kafka no.such.setting: exit $rc, not 2 naming it"
+h_stop c_gssapi
+
 # Secrets: in no log line of the programs, no help text. (The harness
 # writes each command line at the top of its log as "=== ... spawn": that
 # line is the test's, and w_badname's flags are on it by design.)
@@ -134,4 +215,4 @@ if cat "$H_DIR"/*.log "$H_DIR"/*.out | grep -v '^=== .* spawn ' | grep -F -e "$S
     h_fail "a Kafka secret appears in a log or help text"
 fi
 grep -qF -- "$SECRET_SASL_PW" "$H_DIR/w_badname.log" || h_fail "self-check: the log filter above hides everything"
-h_pass "Kafka TLS with a wrong CA or host name fails closed with a clear error; secrets stay out of logs"
+h_pass "Kafka TLS with a wrong CA or host name fails closed with a clear error; the coordinator reads racks over TLS and SASL/PLAIN, or says why not; secrets stay out of logs"
