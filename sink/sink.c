@@ -151,18 +151,36 @@ void baton_sink_destroy(baton_sink_t *sink) {
     free(sink);
 }
 
+/* The checks of fence_many's arguments (n > 0), before any backend call. */
+static int fence_check(baton_sink_t *sink, const char *what, size_t n, const int32_t *partitions,
+                       const int64_t *epochs) {
+    for (size_t i = 0; i < n; i++)
+        if (partitions[i] < 0 || epochs[i] < 0)
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "%s: partition %d epoch %lld: both must be >= 0", what,
+                                      (int)partitions[i], (long long)epochs[i]);
+    return baton_sink__ready(sink);
+}
+
+/* fence(p, e) is fence_many of one partition: the backend's one fence path.
+ * Its refusal keeps the backend's message in errstr. */
 int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
     if (!sink)
         return BATON_INVALID;
     sink->errstr[0] = '\0';
     if (!next_offset)
         return baton_sink__seterr(sink, BATON_INVALID, "fence: next_offset is NULL");
-    if (partition < 0 || epoch < 0)
-        return baton_sink__seterr(sink, BATON_INVALID,
-                                  "fence: partition %d epoch %lld: both must be >= 0",
-                                  (int)partition, (long long)epoch);
-    int err = baton_sink__ready(sink);
-    return err ? err : sink->ops->fence(sink, partition, epoch, next_offset);
+    int err = fence_check(sink, "fence", 1, &partition, &epoch);
+    if (err)
+        return err;
+    int64_t next = 0;
+    int result = BATON_INTERNAL;
+    err = sink->ops->fence_many(sink, 1, &partition, &epoch, &next, &result);
+    if (err)
+        return err;
+    if (result == BATON_OK)
+        *next_offset = next;
+    return result;
 }
 
 int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
@@ -174,24 +192,12 @@ int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partition
         return BATON_OK;
     if (!partitions || !epochs || !next_offsets || !results)
         return baton_sink__seterr(sink, BATON_INVALID, "fence_many: an array is NULL");
-    for (size_t i = 0; i < n; i++)
-        if (partitions[i] < 0 || epochs[i] < 0)
-            return baton_sink__seterr(sink, BATON_INVALID,
-                                      "fence_many: partition %d epoch %lld: both must be >= 0",
-                                      (int)partitions[i], (long long)epochs[i]);
-    int err = baton_sink__ready(sink);
-    if (err)
-        return err;
-    if (sink->ops->fence_many)
-        return sink->ops->fence_many(sink, n, partitions, epochs, next_offsets, results);
-    for (size_t i = 0; i < n; i++) {
-        err = sink->ops->fence(sink, partitions[i], epochs[i], &next_offsets[i]);
-        if (err != BATON_OK && err != BATON_STALE)
-            return err;
-        results[i] = err;
-    }
-    sink->errstr[0] = '\0';
-    return BATON_OK;
+    int err = fence_check(sink, "fence_many", n, partitions, epochs);
+    if (!err)
+        err = sink->ops->fence_many(sink, n, partitions, epochs, next_offsets, results);
+    if (!err)
+        sink->errstr[0] = '\0'; /* refusals are in results, not an error */
+    return err;
 }
 
 /* The checks both write calls share, before any backend call. */
@@ -204,6 +210,28 @@ static int write_check(baton_sink_t *sink, int32_t partition, int64_t epoch, siz
                                   "write: partition %d epoch %lld: both must be >= 0",
                                   (int)partition, (long long)epoch);
     return BATON_OK;
+}
+
+/* write(p, e, batch) is write_many of one batch: the backend's one write
+ * path. Its refusal keeps the backend's message in errstr. */
+static int write_one(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                     const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                     size_t *applied) {
+    baton_sink_batch_t b = {.partition = partition,
+                            .epoch = epoch,
+                            .inputs = inputs,
+                            .ninputs = ninputs,
+                            .result = BATON_INTERNAL};
+    int err = sink->ops->write_many(sink, &b, 1);
+    if (err)
+        return err;
+    if (b.result == BATON_OK) {
+        if (next_offset)
+            *next_offset = b.next_offset;
+        if (applied)
+            *applied = b.applied;
+    }
+    return b.result;
 }
 
 /* Whether an offset can be stored: INT64_MAX is refused because
@@ -245,7 +273,7 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
                                        records[i].value_len};
         in[i] = (baton_sink_input_t){records[i].offset, &out[i], 1};
     }
-    err = sink->ops->write(sink, partition, epoch, in, nrecords, next_offset, applied);
+    err = write_one(sink, partition, epoch, in, nrecords, next_offset, applied);
     free(out);
     free(in);
     return err;
@@ -267,7 +295,7 @@ int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoc
         return err;
     if ((err = baton_sink__ready(sink)) != BATON_OK)
         return err;
-    return sink->ops->write(sink, partition, epoch, inputs, ninputs, next_offset, applied);
+    return write_one(sink, partition, epoch, inputs, ninputs, next_offset, applied);
 }
 
 int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n) {
@@ -294,20 +322,11 @@ int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_
     if (n == 0)
         return BATON_OK;
     int err = baton_sink__ready(sink);
-    if (err)
-        return err;
-    if (sink->ops->write_many)
-        return sink->ops->write_many(sink, batches, n);
-    for (size_t i = 0; i < n; i++) {
-        baton_sink_batch_t *b = &batches[i];
-        err = sink->ops->write(sink, b->partition, b->epoch, b->inputs, b->ninputs, &b->next_offset,
-                               &b->applied);
-        if (err != BATON_OK && err != BATON_STALE && err != BATON_UNFENCED)
-            return err;
-        b->result = err;
-    }
-    sink->errstr[0] = '\0';
-    return BATON_OK;
+    if (!err)
+        err = sink->ops->write_many(sink, batches, n);
+    if (!err)
+        sink->errstr[0] = '\0'; /* refusals are in the results, not an error */
+    return err;
 }
 
 static int inputs_check(baton_sink_t *sink, int32_t partition, const baton_sink_input_t *inputs,
@@ -352,6 +371,18 @@ int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrow
         return BATON_OK;
     int err = baton_sink__ready(sink);
     return err ? err : sink->ops->fences(sink, rows, nrows);
+}
+
+int baton_sink__stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                      int64_t stored_epoch) {
+    BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
+              op, sink->uri, sink->group, (int)partition, (long long)epoch,
+              (long long)stored_epoch);
+    return baton_sink__seterr(sink, BATON_STALE,
+                              "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
+                              "epoch %lld owns it",
+                              sink->uri, sink->group, (int)partition, op, (long long)epoch,
+                              (long long)stored_epoch);
 }
 
 int baton_sink__unfenced(baton_sink_t *sink, int32_t partition, int64_t epoch, int found,

@@ -1,6 +1,6 @@
 /* sink.h: the fenced sink, the resource that enforces single-writer
  * correctness. Per (group, partition) it stores epoch, next_offset and
- * rejected (see ARCHITECTURE.md, "The sink protocol"). Outputs go to
+ * rejected (docs/sinks.md, "What the worker sees"). Outputs go to
  * baton_output (one row per input offset) and, for processors that make
  * several outputs of one input, baton_output_more (docs/sinks.md).
  *
@@ -53,10 +53,8 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
  * or BATON_STALE (counted in rejected, as fence counts it) for each i.
  * Any other error applied nothing (retriable ones may be retried whole).
  * Partitions must be distinct, and ascending (backends that lock rows take
- * them in this order, so overlapping calls cannot deadlock). A backend
- * without its own implementation
- * gets one fence call per partition (then a failure may follow earlier
- * commits, which is harmless: a fence is idempotent at the same epoch). */
+ * them in this order, so overlapping calls cannot deadlock). Every
+ * backend implements this call; baton_sink_fence is it with n = 1. */
 int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
                           const int64_t *epochs, int64_t *next_offsets, int *results);
 
@@ -134,10 +132,9 @@ typedef struct {
  * stored). One partition's refusal does not affect the others: each is
  * checked against its own fence row inside the transaction. Any other
  * error applied nothing to any partition; retriable ones may be retried
- * whole. A backend without its own implementation gets one write per batch
- * (then a failure may follow earlier commits, which the retry handles by
- * skipping offsets below next_offset). Input validation is
- * baton_sink_write_outputs's, for every batch, before anything is written. */
+ * whole. Every backend implements this call; baton_sink_write_outputs is
+ * it with n = 1. Input validation is baton_sink_write_outputs's, for every
+ * batch, before anything is written. */
 int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
 
 /* Reads every fence row of the group, ordered by partition. *rows is a heap

@@ -1,9 +1,10 @@
 /* sink_int.h: the inside of a baton_sink_t. sink.c parses the URI, checks
- * arguments and dispatches to a backend through baton_sink_ops_t; each
- * backend (sink_sqlite.c, sink_pg.c) is one file that fills in one ops
- * table and keeps the fence rules below, so the protocol of ARCHITECTURE.md
- * ("The sink protocol") is written down once. docs/sinks.md says how to add
- * one and what it must guarantee.
+ * arguments, builds the single-partition calls on the batched ones and
+ * dispatches to a backend through baton_sink_ops_t; each backend
+ * (sink_sqlite.c, sink_pg.c) is one file that fills in one ops table with
+ * one fence path and one write path, applying the pure rules below.
+ * docs/sinks.md says what a backend must guarantee, and the conformance
+ * suite (tests/sink_conformance.c) checks it against any sink URI.
  *
  * Not installed: only sink.c, the backends and their tests include it. */
 #ifndef BATON_SINK_INT_H
@@ -18,12 +19,19 @@
 
 #define BATON_SINK_ERRSTR_SIZE 512
 
-/* A backend. sink.c has already validated every argument (non-NULL pointers,
- * partition >= 0, epoch >= 0, input offsets in [0, INT64_MAX), outputs
- * present when noutputs is non-zero, key/value pointers present when their
- * length is non-zero) and cleared sink->errstr
- * before calling fence, write or fences. Every call that fails leaves a
- * message in sink->errstr and no transaction open. */
+/* A backend. It has one fence path and one write path, both batched
+ * (fence_many, write_many): sink.c builds baton_sink_fence on fence_many
+ * with one partition and baton_sink_write / baton_sink_write_outputs on
+ * write_many with one batch, so a backend cannot apply the rules
+ * differently for one partition than for many.
+ *
+ * sink.c has already validated every argument (non-NULL pointers, n > 0,
+ * partitions distinct and ascending for write_many, partition >= 0,
+ * epoch >= 0, input offsets in [0, INT64_MAX), outputs present when
+ * noutputs is non-zero, key/value pointers present when their length is
+ * non-zero), opened a sink baton_sink_open_lazy deferred, and cleared
+ * sink->errstr before calling fence_many, write_many or fences. Every call
+ * that fails leaves a message in sink->errstr and no transaction open. */
 typedef struct baton_sink_ops_s {
     const char *scheme; /* "sqlite": matched case-insensitively before ':' */
     const char *usage;  /* "sqlite:PATH", for error messages */
@@ -32,15 +40,24 @@ typedef struct baton_sink_ops_s {
     int (*open)(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size);
     /* Frees sink->be; never fails. */
     void (*close)(baton_sink_t *sink);
-    int (*fence)(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset);
-    /* baton_sink_write_outputs; baton_sink_write arrives here too, as one
-     * output per input. */
-    int (*write)(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                 const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
-                 size_t *applied);
+    /* baton_sink_fence_many, in one transaction (the group check of
+     * sink->expect_group first). A partition refused as stale is counted in
+     * rejected in that transaction, gets results[i] = BATON_STALE and leaves
+     * its message (baton_sink__stale) in sink->errstr. */
+    int (*fence_many)(baton_sink_t *sink, size_t n, const int32_t *partitions,
+                      const int64_t *epochs, int64_t *next_offsets, int *results);
+    /* baton_sink_write_many, in one transaction. A batch refused as stale
+     * (counted in rejected) or unfenced (nothing stored) gets its result
+     * and leaves its message (baton_sink__stale, baton_sink__unfenced) in
+     * sink->errstr; the other batches go on. */
+    int (*write_many)(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
     int (*fences)(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
     /* How long a call waits for another process's lock before BATON_BUSY. */
     int (*set_busy_timeout)(baton_sink_t *sink, int timeout_ms);
+    /* Reads this group's baton_groups row into out->group_uuid and
+     * out->bound_ms (both left empty/0 when there is none); sink.c fills
+     * out->sink_id. */
+    int (*group_get)(baton_sink_t *sink, baton_sink_meta_t *out);
     /* Optional (NULL: none): a second spelling of the scheme, matched the
      * same way ("postgres" for "postgresql"). */
     const char *alias;
@@ -48,23 +65,12 @@ typedef struct baton_sink_ops_s {
      * whole URI with every secret replaced by "***". sink.c stores that copy
      * in sink->uri, so logs and messages never carry a password. */
     char *(*redact)(const char *uri);
-    /* Optional (NULL: one fence call per partition): baton_sink_fence_many
-     * in one transaction. */
-    int (*fence_many)(baton_sink_t *sink, size_t n, const int32_t *partitions,
-                      const int64_t *epochs, int64_t *next_offsets, int *results);
-    /* Optional (NULL: one write call per batch): baton_sink_write_many in
-     * one transaction. */
-    int (*write_many)(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
     /* Optional (NULL: never deferred), for baton_sink_open_lazy: 1 if
      * target does not exist yet and open would create it where it can (a
      * missing SQLite file in a writable directory), 0 if it exists (open it
      * now), or an error with errstr naming what is wrong (its directory is
      * missing). Creates nothing. */
     int (*missing)(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size);
-    /* Reads this group's baton_groups row into out->group_uuid and
-     * out->bound_ms (both left empty/0 when there is none); sink.c fills
-     * out->sink_id. */
-    int (*group_get)(baton_sink_t *sink, baton_sink_meta_t *out);
 } baton_sink_ops_t;
 
 /* Every backend keeps, besides the fence tables, the sink's identity
@@ -132,6 +138,12 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms);
 /* Writes a message into sink->errstr and returns err. */
 int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Logs a fence or write (op) of partition at epoch refused because
+ * stored_epoch owns it, after the backend counted it in rejected, and
+ * sets the message; returns BATON_STALE. */
+int baton_sink__stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
+                      int64_t stored_epoch);
 
 /* Logs a write refused as unfenced (no fence row: found 0; or one at a lower
  * stored_epoch) and sets the message; returns BATON_UNFENCED. */

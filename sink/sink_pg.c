@@ -441,7 +441,8 @@ static int pg_corrupt(baton_sink_t *sink, PGresult *res, int32_t partition, cons
  * the one it read under the row lock (a write's SELECT ... FOR UPDATE), or
  * PG_EPOCH_UNREAD when it has none (a refused fence's INSERT ... ON CONFLICT
  * returns no row) and the count's UPDATE then returns it. Returns BATON_OK,
- * or an error with the transaction rolled back. */
+ * or an error with the transaction rolled back. The refusal's message is
+ * left in errstr (baton_sink__stale). */
 static int pg_count_stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
                           int64_t *stored) {
     char part_s[24];
@@ -461,27 +462,8 @@ static int pg_count_stale(baton_sink_t *sink, const char *op, int32_t partition,
     if (unread && (PQntuples(res) != 1 || pg_get_i64(res, 0, 0, stored)))
         return pg_corrupt(sink, res, partition, "epoch");
     PQclear(res);
-    BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
-              op, sink->uri, sink->group, (int)partition, (long long)epoch, (long long)*stored);
+    baton_sink__stale(sink, op, partition, epoch, *stored);
     return BATON_OK;
-}
-
-/* Counts a rejected fence or write (pg_count_stale) and commits, so
- * operators see zombies in baton_fence.rejected. Returns STALE unless that
- * failed. */
-static int pg_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
-                     int64_t stored) {
-    int err = pg_count_stale(sink, op, partition, epoch, &stored);
-    if (err)
-        return err;
-    err = pg_commit(sink, "commit rejection", partition);
-    if (err)
-        return err;
-    return baton_sink__seterr(sink, BATON_STALE,
-                              "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
-                              "epoch %lld owns it",
-                              sink->uri, sink->group, (int)partition, op, (long long)epoch,
-                              (long long)stored);
 }
 
 /* Reads the group's baton_groups row; with lock, FOR UPDATE inside the
@@ -563,48 +545,9 @@ static int pg_group_get(baton_sink_t *sink, baton_sink_meta_t *out) {
                               &out->bound_ms);
 }
 
-static int pg_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
-    char part_s[24], epoch_s[24];
-    snprintf(part_s, sizeof(part_s), "%d", (int)partition);
-    snprintf(epoch_s, sizeof(epoch_s), "%" PRId64, epoch);
-    const char *const params[] = {sink->group, part_s, epoch_s};
-
-    int err = pg_begin(sink, "begin fence", partition);
-    if (!err)
-        err = pg_group_check(sink);
-    if (err)
-        return err;
-    /* The database applies the fence rule: the row is created, or its
-     * epoch raised or kept, only where the stored epoch is not higher (the
-     * conflicting row is locked either way). No row back means a higher
-     * epoch owns the partition. */
-    PGresult *res = pg_run(sink,
-                           "INSERT INTO baton_fence AS f (grp, partition, epoch, next_offset, "
-                           "rejected) VALUES ($1, $2, $3, 0, 0) "
-                           "ON CONFLICT (grp, partition) DO UPDATE SET epoch = EXCLUDED.epoch "
-                           "WHERE f.epoch <= EXCLUDED.epoch RETURNING f.next_offset",
-                           3, params, PGRES_TUPLES_OK, "store fence", partition, &err);
-    if (!res)
-        return err;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
-        return pg_reject(sink, "fence", partition, epoch, PG_EPOCH_UNREAD);
-    }
-    int64_t next = 0;
-    if (pg_get_i64(res, 0, 0, &next))
-        return pg_corrupt(sink, res, partition, "next_offset");
-    PQclear(res);
-    err = pg_commit(sink, "commit fence", partition);
-    if (err)
-        return err;
-    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
-               sink->uri, sink->group, (int)partition, (long long)epoch, (long long)next);
-    *next_offset = next;
-    return BATON_OK;
-}
-
-/* fence_many: pg_fence's statement for every partition inside one
- * transaction, one commit. A stale partition's rejection is counted in the
+/* fence(p, e) for every partition inside one transaction, one commit: the
+ * group check, then one statement per partition in which the database
+ * applies the fence rule. A stale partition's rejection is counted in the
  * same transaction. Row locks are taken in the order given, so callers
  * pass partitions ascending (two workers fencing overlapping sets then
  * cannot deadlock). */
@@ -621,6 +564,9 @@ static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
         snprintf(part_s, sizeof(part_s), "%d", (int)partitions[i]);
         snprintf(epoch_s, sizeof(epoch_s), "%" PRId64, epochs[i]);
         const char *const params[] = {sink->group, part_s, epoch_s};
+        /* The row is created, or its epoch raised or kept, only where the
+         * stored epoch is not higher (the conflicting row is locked either
+         * way). No row back means a higher epoch owns the partition. */
         PGresult *res = pg_run(sink,
                                "INSERT INTO baton_fence AS f (grp, partition, epoch, next_offset, "
                                "rejected) VALUES ($1, $2, $3, 0, 0) "
@@ -642,12 +588,16 @@ static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
         if (pg_get_i64(res, 0, 0, &next_offsets[i]))
             return pg_corrupt(sink, res, partitions[i], "next_offset");
         PQclear(res);
+        BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
+                   sink->uri, sink->group, (int)partitions[i], (long long)epochs[i],
+                   (long long)next_offsets[i]);
     }
     err = pg_commit(sink, "commit fence", partitions[0]);
     if (err)
         return err;
-    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri, sink->group,
-               n, stale);
+    if (n > 1)
+        BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
+                   sink->group, n, stale);
     return BATON_OK;
 }
 
@@ -855,36 +805,8 @@ static int pg_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
     return BATON_OK;
 }
 
-static int pg_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
-                    size_t *applied) {
-    int err = pg_begin(sink, "begin write", partition);
-    if (err)
-        return err;
-    int found = 0;
-    int64_t stored = 0, floor = 0;
-    size_t n = 0;
-    err = pg_write_body(sink, partition, epoch, inputs, ninputs, &floor, &n, &found, &stored);
-    if (err == BATON_STALE)
-        return pg_reject(sink, "write", partition, epoch, stored);
-    if (err == BATON_UNFENCED) {
-        pg_rollback(sink->be);
-        return baton_sink__unfenced(sink, partition, epoch, found, stored);
-    }
-    if (err)
-        return err;
-    err = pg_commit(sink, "commit write", partition);
-    if (err)
-        return err;
-    if (next_offset)
-        *next_offset = floor;
-    if (applied)
-        *applied = n;
-    return BATON_OK;
-}
-
-/* write_many: pg_write's steps for every batch in one transaction, one
- * commit. Batches come in ascending partition order, so the row locks are
+/* write(p, e, batch) for every batch in one transaction, one commit
+ * (pg_write_body). Batches come in ascending partition order, so the row locks are
  * taken in that order and two workers' overlapping calls cannot deadlock.
  * A stale batch is counted in rejected in the same transaction; an
  * unfenced one writes nothing; neither stops the others. A lost COMMIT
@@ -918,7 +840,6 @@ static int pg_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
             batches[i].applied = 0;
         return err;
     }
-    sink->errstr[0] = '\0';
     return BATON_OK;
 }
 
@@ -1260,8 +1181,6 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .usage = "postgresql://[USER@]HOST[:PORT]/DB (password from PGPASSWORD or PGPASSFILE)",
     .open = pg_open,
     .close = pg_close,
-    .fence = pg_fence,
-    .write = pg_write,
     .fences = pg_fences,
     .set_busy_timeout = pg_set_busy_timeout,
     .redact = baton_sink__pg_redact,

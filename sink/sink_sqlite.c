@@ -241,8 +241,9 @@ static int sq_fence_get(baton_sink_t *sink, int32_t partition, sq_fence_t *f, in
 
 /* Counts a rejected fence or write of partition in baton_fence.rejected,
  * inside the caller's open transaction, so operators see zombies there, and
- * logs it. stored_epoch is the epoch that owns the partition. Returns
- * BATON_OK, or an SQLite failure with the transaction rolled back. */
+ * logs it with its message (baton_sink__stale). stored_epoch is the epoch
+ * that owns the partition. Returns BATON_OK, or an SQLite failure with the
+ * transaction rolled back. */
 static int sq_count_stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
                           int64_t stored_epoch) {
     sq_t *sq = sink->be;
@@ -250,28 +251,8 @@ static int sq_count_stale(baton_sink_t *sink, const char *op, int32_t partition,
     int rc = sq_run(sq->fence_reject);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "count rejection", partition);
-    BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
-              op, sink->uri, sink->group, (int)partition, (long long)epoch,
-              (long long)stored_epoch);
+    baton_sink__stale(sink, op, partition, epoch, stored_epoch);
     return BATON_OK;
-}
-
-/* Counts a rejected fence or write (sq_count_stale) and commits that count.
- * Returns STALE unless counting or committing failed. */
-static int sq_reject(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
-                     int64_t stored_epoch) {
-    sq_t *sq = sink->be;
-    int err = sq_count_stale(sink, op, partition, epoch, stored_epoch);
-    if (err)
-        return err;
-    int rc = sq_run(sq->commit);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "commit rejection", partition);
-    return baton_sink__seterr(sink, BATON_STALE,
-                              "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
-                              "epoch %lld owns it",
-                              sink->uri, sink->group, (int)partition, op, (long long)epoch,
-                              (long long)stored_epoch);
 }
 
 /* Reads the group's baton_groups row (inside or outside a transaction):
@@ -332,48 +313,11 @@ static int sq_group_get(baton_sink_t *sink, baton_sink_meta_t *out) {
     return sq_group_row(sink, &found, out->group_uuid, sizeof(out->group_uuid), &out->bound_ms);
 }
 
-static int sq_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64_t *next_offset) {
-    sq_t *sq = sink->be;
-    int rc = sq_begin(sq);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "begin fence", partition);
-    int gerr = sq_group_check(sink);
-    if (gerr)
-        return gerr;
-
-    sq_fence_t f;
-    int found;
-    int err = sq_fence_get(sink, partition, &f, &found);
-    if (err)
-        return err;
-    if (!found) {
-        sqlite3_bind_int(sq->fence_insert, 2, partition);
-        sqlite3_bind_int64(sq->fence_insert, 3, epoch);
-        rc = sq_run(sq->fence_insert);
-        if (rc != SQLITE_OK)
-            return sq_fail(sink, rc, "insert fence", partition);
-        f.next_offset = 0;
-    } else if (baton_sink__fence_rule(f.epoch, epoch) == BATON_STALE) {
-        return sq_reject(sink, "fence", partition, epoch, f.epoch);
-    } else if (f.epoch != epoch) {
-        sqlite3_bind_int(sq->fence_set_epoch, 2, partition);
-        sqlite3_bind_int64(sq->fence_set_epoch, 3, epoch);
-        rc = sq_run(sq->fence_set_epoch);
-        if (rc != SQLITE_OK)
-            return sq_fail(sink, rc, "store epoch", partition);
-    }
-    rc = sq_run(sq->commit);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "commit fence", partition);
-    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
-               sink->uri, sink->group, (int)partition, (long long)epoch, (long long)f.next_offset);
-    *next_offset = f.next_offset;
-    return BATON_OK;
-}
-
-/* fence_many: sq_fence's steps for every partition inside one BEGIN
- * IMMEDIATE transaction, one commit. A stale partition is counted in
- * rejected in the same transaction and reported in results[i]. */
+/* fence(p, e) for every partition inside one BEGIN IMMEDIATE transaction,
+ * one commit: the group check, then per partition a new row at
+ * next_offset 0, or the fence rule against the stored epoch. A stale
+ * partition is counted in rejected in the same transaction and reported in
+ * results[i]. */
 static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
                          const int64_t *epochs, int64_t *next_offsets, int *results) {
     sq_t *sq = sink->be;
@@ -411,12 +355,15 @@ static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
                 return sq_fail(sink, rc, "store epoch", p);
         }
         next_offsets[i] = f.next_offset;
+        BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
+                   sink->uri, sink->group, (int)p, (long long)epochs[i], (long long)f.next_offset);
     }
     rc = sq_run(sq->commit);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "commit fence", partitions[0]);
-    BLOG_DEBUG("event=sink_fenced uri=%s group=%s partitions=%zu stale=%zu", sink->uri, sink->group,
-               n, stale);
+    if (n > 1)
+        BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
+                   sink->group, n, stale);
     return BATON_OK;
 }
 
@@ -514,38 +461,8 @@ static int sq_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
     return BATON_OK;
 }
 
-static int sq_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
-                    const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
-                    size_t *applied) {
-    sq_t *sq = sink->be;
-    int rc = sq_begin(sq);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "begin write", partition);
-    sq_fence_t f;
-    int found;
-    int64_t floor = 0;
-    size_t n = 0;
-    int err = sq_write_body(sink, partition, epoch, inputs, ninputs, &floor, &n, &f, &found);
-    if (err == BATON_STALE)
-        return sq_reject(sink, "write", partition, epoch, f.epoch);
-    if (err == BATON_UNFENCED) {
-        sq_rollback(sq);
-        return baton_sink__unfenced(sink, partition, epoch, found, f.epoch);
-    }
-    if (err)
-        return err;
-    rc = sq_run(sq->commit);
-    if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "commit write", partition);
-    if (next_offset)
-        *next_offset = floor;
-    if (applied)
-        *applied = n;
-    return BATON_OK;
-}
-
-/* write_many: sq_write's steps for every batch inside one BEGIN IMMEDIATE
- * transaction, one commit. A stale batch is counted in rejected in the same
+/* write(p, e, batch) for every batch inside one BEGIN IMMEDIATE
+ * transaction, one commit (sq_write_body). A stale batch is counted in rejected in the same
  * transaction; an unfenced one writes nothing; both are reported in their
  * result and leave the other batches alone. */
 static int sq_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n) {
@@ -576,7 +493,6 @@ static int sq_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
             batches[i].applied = 0;
         return sq_fail(sink, rc, "commit write", batches[0].partition);
     }
-    sink->errstr[0] = '\0';
     return BATON_OK;
 }
 
@@ -1037,8 +953,6 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .usage = "sqlite:PATH",
     .open = sq_open,
     .close = sq_close,
-    .fence = sq_fence,
-    .write = sq_write,
     .fences = sq_fences,
     .set_busy_timeout = sq_set_busy_timeout,
     .write_many = sq_write_many,

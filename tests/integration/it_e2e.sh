@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# it_e2e: 12,000 records over 12 partitions into 3 workers under 2
-# coordinators, with one worker SIGKILLed and another paused past its
-# session timeout mid-stream. Afterwards the sink holds every produced
-# (partition, offset, value) exactly once, epochs never fall as offsets
-# rise, and every partition is active with its assigned owner.
+# it_e2e (it_pg_e2e on PostgreSQL: BATON_IT_SINK, tests/lib/sinks.sh):
+# 12,000 records over 12 partitions into 3 workers under 2 coordinators,
+# with one worker SIGKILLed and another paused past its session timeout
+# mid-stream. Afterwards the sink holds every produced (partition, offset,
+# value) exactly once, epochs never fall as offsets rise, every partition
+# is active with its assigned owner, and no sink password is in a log.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/sinks.sh"
 source "$BATON_SRC/tests/lib/verify.sh"
-h_init it_e2e
+h_init "$(sink_name it_e2e)"
 h_zk_start
+sink_start
 B_PARTITIONS=12
 B_SESSION_MS=1500
 TOTAL=12000
 h_kafka_start "$B_TOPIC" $B_PARTITIONS
-B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS
 b_coord c1
 b_coord c2
@@ -22,6 +24,7 @@ b_worker w1
 b_worker w2
 b_worker w3
 h_wait_for 20 "three workers own 4 partitions each" b_all_active 3
+b_log_has w1 "event=sink_opened uri=$B_SINK_URI" || h_fail "w1 did not open the sink $B_SINK_URI"
 
 h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
     --partitions $B_PARTITIONS --count $TOTAL --rate 1500
@@ -40,6 +43,7 @@ rc=0; h_wait_exit producer 60 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"
 h_wait_for 60 "all $TOTAL records in the sink" b_sink_has $TOTAL
 h_wait_for 30 "faults settled: every partition active with its assigned owner" b_all_active 3
-verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK_URI" "$B_GROUP" || h_fail "sink verification failed"
+sink_no_secret_in_logs
 b_ctl status
-h_pass "$TOTAL records exactly once through a SIGKILL and a pause past the session timeout"
+h_pass "$TOTAL records exactly once in $BATON_IT_SINK through a SIGKILL and a pause past the session timeout"

@@ -7,12 +7,12 @@
 # the rebalance moves partitions back from w2 the same way (flush, then
 # release), under higher epochs again. Every record lands exactly once, the
 # epochs never go down along a partition's offsets, and each fence row holds
-# its current owner's epoch (verify_sink_pg and the checks below).
+# its current owner's epoch (verify_sink and the checks below).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 source "$BATON_SRC/tests/lib/pg.sh"
-source "$BATON_SRC/tests/lib/verify_pg.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
 h_init it_pg_graceful
 h_zk_start
 pg_start
@@ -82,5 +82,5 @@ for p in $w2_parts; do
     n=$(b_sql "SELECT count(DISTINCT epoch) FROM baton_output WHERE grp='$B_GROUP' AND partition=$p")
     ((n == 1)) || h_fail "partition $p stayed with w2 but was written under $n epochs"
 done
-verify_sink_pg "$BOOTSTRAP" "$B_TOPIC" "$PG_URI" "$B_GROUP" || h_fail "sink verification failed"
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$PG_URI" "$B_GROUP" || h_fail "sink verification failed"
 h_pass "graceful handoffs on PostgreSQL (leave, then rebalance back): epochs rose, exactly once"

@@ -1,5 +1,5 @@
-/* sink_fixture.h: the cmocka fixture the SQLite sink tests share (test_sink,
- * test_sink_outputs, test_sink_fence_many): a fresh temporary directory per
+/* sink_fixture.h: the cmocka fixture of the SQLite backend's own tests
+ * (test_sink.c): a fresh temporary directory per
  * test holding the sink file, optionally a sink open on it for group "g",
  * and reading one fence row back. It includes <cmocka.h> and the headers
  * cmocka needs before it. */
@@ -20,6 +20,7 @@
 
 #include "baton_err.h"
 #include "sink.h"
+#include "../sink_helpers.h"
 
 /* One test's directory, its sink file (path, and uri for baton_sink_open),
  * and the sink sink_fx_setup_open opened on it (NULL after sink_fx_setup;
@@ -83,41 +84,9 @@ static inline int sink_fx_setup_open(void **state) {
     return 0;
 }
 
-/* Another handle on the test's file (as another process would open it);
- * fails the test if it cannot be opened. The caller destroys it. */
+/* Another handle on the test's file (as another process would open it). */
 static inline baton_sink_t *sink_fx_open(const sink_fx_t *fx, const char *group) {
-    char err[512];
-    baton_sink_t *sink = NULL;
-    int rc = baton_sink_open(fx->uri, group, &sink, err, sizeof(err));
-    if (rc != BATON_OK)
-        fail_msg("open %s: %s (%s)", fx->uri, err, baton_err_name(rc));
-    assert_non_null(sink);
-    return sink;
-}
-
-/* The fence row of partition as baton_sink_fences reports it, in *out.
- * Returns 1 if there is one, 0 if not. */
-static inline int sink_fx_fence_find(baton_sink_t *sink, int32_t partition,
-                                     baton_fence_row_t *out) {
-    baton_fence_row_t *rows = NULL;
-    size_t n = 0;
-    assert_int_equal(baton_sink_fences(sink, &rows, &n), BATON_OK);
-    int found = 0;
-    for (size_t i = 0; i < n; i++)
-        if (rows[i].partition == partition) {
-            *out = rows[i];
-            found = 1;
-        }
-    free(rows);
-    return found;
-}
-
-/* The fence row of partition; fails the test if there is none. */
-static inline baton_fence_row_t sink_fx_fence_row(baton_sink_t *sink, int32_t partition) {
-    baton_fence_row_t out = {.partition = -1};
-    if (!sink_fx_fence_find(sink, partition, &out))
-        fail_msg("no fence row for partition %d", (int)partition);
-    return out;
+    return open_as(fx->uri, group);
 }
 
 #endif
