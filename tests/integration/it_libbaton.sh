@@ -92,10 +92,12 @@ pv=$(sed -nE 's/^project\(baton VERSION ([0-9]+)\.([0-9]+)\.([0-9]+).*/\1 \2 \3/
 read -r major minor patch <<<"$pv"
 ((vnum == major * 1000000 + minor * 1000 + patch)) || h_fail "baton_version() is $vnum for project version $pv"
 [[ $vstr =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || h_fail "baton_version_str() is '$vstr'"
-# Built from a git checkout: the string names the commit (or is its tag).
-# (lib/version.cmake's other cases: it_libbaton_version.)
-if head=$(git -C "$BATON_SRC" rev-parse --short=12 HEAD 2>/dev/null); then
-    [[ $vstr == *"-g$head" || $vstr =~ ^[0-9.]+$ ]] || h_fail "baton_version_str() '$vstr' does not name the commit $head"
+# Built from a git checkout: the string names the commit built (HEAD or,
+# if the build is older than the last commit, one of its ancestors), or is
+# its tag. (lib/version.cmake's other cases: it_libbaton_version.)
+if git -C "$BATON_SRC" rev-parse HEAD >/dev/null 2>&1 && [[ ! $vstr =~ ^[0-9.]+$ ]]; then
+    [[ $vstr =~ -g([0-9a-f]+)$ ]] && git -C "$BATON_SRC" merge-base --is-ancestor "${BASH_REMATCH[1]}" HEAD ||
+        h_fail "baton_version_str() '$vstr' does not name a commit of this checkout"
 fi
 h_log "version $vnum $vstr"
 
