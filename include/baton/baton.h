@@ -45,12 +45,23 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "export.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define BATON_LIBRARY_VERSION 1
+
+/* The version of the libbaton in use (the one loaded at run time, which
+ * may be newer than the headers built against): MAJOR*1000000 +
+ * MINOR*1000 + PATCH, e.g. 1000 for 0.1.0. */
+BATON_EXPORT int baton_version(void);
+/* The same as a string: "MAJOR.MINOR.PATCH" from a release tarball; from a
+ * git checkout, what `git describe` says of the commit built ("0.1.0",
+ * "0.1.0-3-gabcdef123456"), or "0.1.0-gabcdef123456" when the checkout
+ * has no version tag. Static; never NULL. */
+BATON_EXPORT const char *baton_version_str(void);
 
 typedef struct baton_membership_s baton_membership_t;
 
@@ -76,7 +87,7 @@ typedef enum {
 } baton_release_reason_t;
 
 /* "revoked", "lost", "leave". */
-const char *baton_release_reason_name(baton_release_reason_t r);
+BATON_EXPORT const char *baton_release_reason_name(baton_release_reason_t r);
 
 typedef struct {
     /* Our claim on r became the lowest: we own r with epoch. Return
@@ -121,19 +132,20 @@ typedef struct {
 /* Connects, reads the group config and registers the member. A live member
  * with the same id is BATON_EXISTS after waiting one session timeout for a
  * previous incarnation's node to expire; bad credentials are BATON_DENIED. */
-int baton_membership_new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
-                         baton_membership_t **out, char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_membership_new(const baton_membership_conf_t *conf,
+                                      const baton_membership_cbs_t *cbs, baton_membership_t **out,
+                                      char *errstr, size_t errstr_size);
 /* Closes the session without releasing anything gracefully (the claims go
  * when the session closes). NULL is fine. */
-void baton_membership_destroy(baton_membership_t *m);
+BATON_EXPORT void baton_membership_destroy(baton_membership_t *m);
 
 /* The topic ("" for a keys-only group) and partition count from the group config. */
-const char *baton_membership_topic(const baton_membership_t *m);
-int32_t baton_membership_partitions(const baton_membership_t *m);
+BATON_EXPORT const char *baton_membership_topic(const baton_membership_t *m);
+BATON_EXPORT int32_t baton_membership_partitions(const baton_membership_t *m);
 
 /* A descriptor readable when ZooKeeper has news; poll it with your own
  * descriptors, then call baton_membership_poll(). */
-int baton_membership_fd(const baton_membership_t *m);
+BATON_EXPORT int baton_membership_fd(const baton_membership_t *m);
 /* Processes ZooKeeper events and reconciles claims with the assignment,
  * calling the callbacks. Never blocks on the network for long (each
  * ZooKeeper request is bounded). Returns BATON_OK, or a fatal error with a
@@ -142,20 +154,23 @@ int baton_membership_fd(const baton_membership_t *m);
  * an operator removed it (`batonctl evict`): then every resource was
  * already released with BATON_RELEASE_LOST and the caller should exit.
  * *next_ms (may be NULL) receives how soon it wants to be called again. */
-int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr,
+                                       size_t errstr_size);
 /* Blocks until there is news or timeout_ms passed (-1: as long as the
  * library itself needs), then polls. Same result as baton_membership_poll. */
-int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr,
+                                       size_t errstr_size);
 
 /* 1 while writes are worth attempting: the session is connected, not
  * expired, and the server answered a probe sent less than 2/3 of the
  * session timeout ago (measured at this call, so a thread that was paused
  * does not write on old news). */
-int baton_membership_can_write(const baton_membership_t *m);
+BATON_EXPORT int baton_membership_can_write(const baton_membership_t *m);
 
 /* 1 if we own r with exactly this epoch and can write (the efficiency
  * check before an expensive write; the fence at the resource decides). */
-int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch);
+BATON_EXPORT int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r,
+                                   int64_t epoch);
 
 /* Writes the ZooKeeper path of our claim on r into buf (e.g.
  * "/baton/jobs/keys/nightly/claims/claim-<session>-0000000003"), so that
@@ -166,26 +181,26 @@ int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, in
  * BATON_NOTFOUND if we hold no claim on r right now (none yet, or it was
  * lost), or BATON_INVALID if r is unknown or buf is too small (512 bytes
  * always suffice). */
-int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
-                                size_t size);
+BATON_EXPORT int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r,
+                                             char *buf, size_t size);
 
 /* 1 if the assignment we last read gives r to us (owned or not yet). */
-int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r);
+BATON_EXPORT int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r);
 
 /* 1 once we were evicted (see baton_membership_poll). */
-int baton_membership_evicted(const baton_membership_t *m);
+BATON_EXPORT int baton_membership_evicted(const baton_membership_t *m);
 
 /* Gives up r at once (the resource said STALE): the claim is deleted if it
  * still exists; on_released is NOT called. r is claimed again only if it
  * is still assigned to us. */
-void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r);
+BATON_EXPORT void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r);
 
 /* Graceful leave: marks the member node "leaving" (the coordinator
  * reassigns our resources at once), calls on_released(LEAVE) for every
  * owned resource, waits until the assignment without them arrives (so the
  * successors already queue behind our claims; at most 2 s, e.g. when no
  * coordinator runs), then deletes every claim and the member node. */
-void baton_membership_leave(baton_membership_t *m);
+BATON_EXPORT void baton_membership_leave(baton_membership_t *m);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef BATON_ERR_H
 #define BATON_ERR_H
 
+#include "export.h"
+
 #define BATON_ERR_MAP(X)                                         \
     X(OK, 0, "success")                                          \
     X(INVALID, -1, "invalid argument")                           \
@@ -32,9 +34,9 @@ typedef enum {
 } baton_err_t;
 
 /* A static upper-case name of the error ("STALE", "CONNECTION"...), as logs print it. */
-const char *baton_err_name(int err);
+BATON_EXPORT const char *baton_err_name(int err);
 /* A static human description of the error. */
-const char *baton_strerror(int err);
+BATON_EXPORT const char *baton_strerror(int err);
 
 static inline int baton_err_is_input(int e) { return e <= -1 && e > -100; }
 static inline int baton_err_is_retriable(int e) { return e <= -100 && e > -200; }

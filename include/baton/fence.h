@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,24 +43,25 @@ extern "C" {
 
 /* Replaces the data with len bytes at data (NULL is fine when len is 0)
  * and stores epoch. */
-int baton_fence_file_write(const char *state_path, int64_t epoch, const void *data, size_t len,
-                           char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_fence_file_write(const char *state_path, int64_t epoch, const void *data,
+                                        size_t len, char *errstr, size_t errstr_size);
 
 /* Appends len bytes to the data (add your own newline) and stores epoch. */
-int baton_fence_file_append(const char *state_path, int64_t epoch, const void *data, size_t len,
-                            char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_fence_file_append(const char *state_path, int64_t epoch, const void *data,
+                                         size_t len, char *errstr, size_t errstr_size);
 
 /* Stores epoch without changing the data: a new owner calls it first, so
  * that from then on the previous owner's writes are refused, and only then
  * reads the state it continues from. Creates an empty fence file if there
  * is none. */
-int baton_fence_file_fence(const char *state_path, int64_t epoch, char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_fence_file_fence(const char *state_path, int64_t epoch, char *errstr,
+                                        size_t errstr_size);
 
 /* Reads the stored epoch (0 if the file does not exist yet) and, if data
  * is not NULL, a heap copy of the data, NUL-terminated for convenience
  * (*len excludes the NUL; the caller frees *data). */
-int baton_fence_file_read(const char *state_path, int64_t *epoch, char **data, size_t *len,
-                          char *errstr, size_t errstr_size);
+BATON_EXPORT int baton_fence_file_read(const char *state_path, int64_t *epoch, char **data,
+                                       size_t *len, char *errstr, size_t errstr_size);
 
 #ifdef __cplusplus
 }

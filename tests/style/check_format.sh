@@ -8,7 +8,7 @@ set -euo pipefail
 src=${BATON_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$src"
 command -v clang-format >/dev/null || { echo "check_format: clang-format is not installed (deploy/setup.sh installs it)" >&2; exit 1; }
-files=$(find assignment bench common coordinator ctl devkafka examples include run sink tests worker \
+files=$(find assignment bench common coordinator ctl devkafka examples include lib run sink tests worker \
     -name '*.[ch]' -not -path '*/corpus/*' | sort)
 bad=0
 for f in $files; do
