@@ -19,8 +19,8 @@
 #include "coord_racks.h"
 #include "baton_metrics.h"
 #include "coord_history.h"
-#include "coord_keys.h"
 #include "coord_standby.h"
+#include "plan.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -173,6 +173,7 @@ typedef struct handoff_s {
     int pending;            /* moved (or we were just elected): watch its claims */
     char claim[64];         /* the lowest claim not held by the owner, being timed */
     int64_t claim_since_ms; /* when we first saw that claim lowest */
+    int swept;              /* pending only for the sweep: one read may settle it */
 } handoff_t;
 
 static void handoffs_clear(coord_t *c) {
@@ -480,19 +481,6 @@ static published_t *pc_copy(const coord_t *c) {
         pub[i].standby = standby_copy(o->standby, o->nstandby);
     }
     return pub;
-}
-
-static int same_list(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
-    return na == nb && (na == 0 || memcmp(a, b, na * sizeof(int32_t)) == 0);
-}
-
-static int same_keys(char *const *a, size_t na, char *const *b, size_t nb) {
-    if (na != nb)
-        return 0;
-    for (size_t i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0)
-            return 0;
-    return 1;
 }
 
 /* ---- leave grace -------------------------------------------------------- */
@@ -841,20 +829,6 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
     return err;
 }
 
-/* Maps rack names to indices for the assignor: the racks workers declare
- * get 0..k-1; a leader rack no worker is in matches nobody (-1). */
-static int rack_index(char **names, size_t *n, const char *rack, int add) {
-    if (!rack || !rack[0])
-        return -1;
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp(names[i], rack) == 0)
-            return (int)i;
-    if (!add)
-        return -1;
-    names[*n] = xstrdup(rack);
-    return (int)(*n)++;
-}
-
 static const char *move_reason(const coord_t *c, const char *from, int prev_named, int prev_idx,
                                const coord_worker_t *w, int pinned) {
     if (!prev_named)
@@ -905,6 +879,7 @@ static void handoffs_record(coord_t *c, int32_t P, const int *next, const coord_
             free(h->owner);
             h->owner = id ? xstrdup(id) : NULL;
             h->pending = 1;
+            h->swept = 0;
             h->claim[0] = 0;
         }
         any |= h->pending;
@@ -919,11 +894,15 @@ static void handoffs_record(coord_t *c, int32_t P, const int *next, const coord_
 static void handoffs_mark_owner(coord_t *c, const char *id) {
     int any = 0;
     for (int32_t p = 0; p < c->nho; p++)
-        if (c->ho[p].owner && strcmp(c->ho[p].owner, id) == 0)
+        if (c->ho[p].owner && strcmp(c->ho[p].owner, id) == 0) {
             any = c->ho[p].pending = 1;
+            c->ho[p].swept = 0;
+        }
     for (size_t k = 0; k < c->nhok; k++)
-        if (c->hok[k].owner && strcmp(c->hok[k].owner, id) == 0)
+        if (c->hok[k].owner && strcmp(c->hok[k].owner, id) == 0) {
             any = c->hok[k].pending = 1;
+            c->hok[k].swept = 0;
+        }
     if (any && !c->ho_due_ms)
         c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
 }
@@ -953,6 +932,7 @@ static void handoffs_record_keys(coord_t *c, char **keys, size_t nkeys, const in
             free(h->owner);
             h->owner = id ? xstrdup(id) : NULL;
             h->pending = 1;
+            h->swept = 0;
             h->claim[0] = 0;
         }
         any |= h->pending;
@@ -1011,13 +991,16 @@ static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *
             lowest = names[i];
         }
     }
-    const mcache_t *om = h->owner ? mc_find(c, h->owner) : NULL;
+    /* A sweep's look settles with this one read when the owner's current
+     * session (its node unchanged since we read it) holds the lowest claim;
+     * after a move or an election every claim is read (and a corrupt one
+     * reported). */
+    const mcache_t *om = h->owner && h->swept ? mc_find(c, h->owner) : NULL;
     if (!lowest || !h->owner ||
         (om && om->valid && om->session && claim_of_session(lowest, om->session))) {
         /* Nothing blocks the owner (it will claim), nobody to hand to, or
-         * the owner's current session (its node unchanged since we read
-         * it) holds the lowest claim: handed over, no more reads. */
-        h->pending = 0;
+         * handed over. */
+        h->pending = h->swept = 0;
         h->claim[0] = 0;
         goto out;
     }
@@ -1101,7 +1084,7 @@ static void handoffs_sweep(coord_t *c) {
             c->ho_sweep = 0;
         handoff_t *h = j < c->nho ? &c->ho[j] : &c->hok[j - c->nho];
         if (!h->pending && h->owner) {
-            h->pending = 1;
+            h->pending = h->swept = 1;
             h->claim[0] = 0;
             marked++;
         }
@@ -1218,28 +1201,22 @@ static int coord_rebalance(coord_t *c) {
     size_t P1 = (size_t)P + 1;
     char *wdir = xasprintf("%s/workers", c->base);
     char *adir = xasprintf("%s/assignment", c->base);
-    char **raw = NULL, **live = NULL, **drains = NULL, **rack_names = NULL;
-    size_t nraw = 0, nlive = 0, ndrains = 0, nracks = 0, nw = 0;
+    char **raw = NULL, **live = NULL, **drains = NULL;
+    size_t nraw = 0, nlive = 0, ndrains = 0, nw = 0;
     published_t *pub = NULL;
     size_t npub = 0;
     coord_worker_t *w = NULL;
-    baton_assign_worker_t *aw = NULL;
-    int *prev = NULL, *next = NULL, *prev_pub = NULL, *pins = NULL, *lrack = NULL;
-    int *start = NULL, *order = NULL;
     char **pin_of = NULL;
     node_op_t *nodes = NULL;
     size_t nnodes = 0;
     char *meta_data = NULL, *meta_new = NULL;
-    int32_t *list = NULL;
     char **keys = NULL; /* the group's named keys, sorted */
     size_t nkeys = 0;
-    int *kprev = NULL, *kprev_pub = NULL, *knext = NULL;
-    coord_key_worker_t *kw = NULL;
-    char **klist = NULL;
-    int kmoved = 0;
-    int *sb = NULL, *ksb = NULL; /* each resource's standby (coord_standby.h) */
-    baton_standby_t **sbl = NULL;
-    size_t *nsbl = NULL;
+    baton_plan_member_t *members = NULL;
+    baton_plan_published_t *ppub = NULL;
+    const char **lrack = NULL;
+    baton_plan_t pl = {0};
+    int planned = 0;
 
     if (cached && c->live_valid) {
         raw = strings_dup(c->gs_live, c->gs_nlive);
@@ -1417,200 +1394,89 @@ static int coord_rebalance(coord_t *c) {
             w[k].flags |= BATON_ASSIGN_DRAINED;
     }
 
-    aw = xcalloc(nw + 1, sizeof(*aw));
-    rack_names = xcalloc(nw + 1, sizeof(char *));
+    /* The snapshot, and its plan (assignment/plan.h: pure). */
+    members = xcalloc(nw + 1, sizeof(*members));
     for (size_t i = 0; i < nw; i++)
-        aw[i] = (baton_assign_worker_t){.id = w[i].id,
-                                        .capacity = w[i].capacity,
-                                        .rack = rack_index(rack_names, &nracks, w[i].rack, 1),
-                                        /* a keys-only member takes no partitions */
-                                        .flags = w[i].flags |
-                                                 (w[i].no_partitions ? BATON_ASSIGN_DRAINED : 0)};
-
-    prev = xmalloc(sizeof(int) * P1);
-    next = xmalloc(sizeof(int) * P1);
-    /* prev_pub[p]: who the published assignment names, live or not (for
-     * the log); prev[p]: that owner's index if it is still a worker here. */
-    prev_pub = xmalloc(sizeof(int) * P1);
-    pins = xmalloc(sizeof(int) * P1);
-    for (int32_t p = 0; p < P; p++) {
-        prev[p] = prev_pub[p] = -1;
-        pins[p] = pin_of[p] ? cw_find(w, nw, pin_of[p]) : -1;
-    }
-    for (size_t i = 0; i < npub; i++) {
-        int k = cw_find(w, nw, pub[i].id);
-        for (size_t j = 0; j < pub[i].npartitions; j++) {
-            int32_t p = pub[i].partitions[j];
-            if (p >= P || prev_pub[p] != -1)
-                continue;
-            prev_pub[p] = (int)i;
-            prev[p] = k; /* a departed worker's partitions are up for grabs */
-        }
-    }
-    if (c->racks && nracks > 0) {
-        lrack = xmalloc(sizeof(int) * P1);
-        for (int32_t p = 0; p < P; p++)
-            lrack[p] = rack_index(rack_names, &nracks, coord_racks_of(c->racks, p), 0);
-    }
-    baton_assign_input_t in = {
-        .strategy = strategy,
-        .npartitions = P,
-        .prev = prev,
-        .workers = aw,
-        .nworkers = (int)nw,
-        .pins = pins,
-        .leader_rack = lrack,
-    };
-    baton_assign_stats_t st;
-    int64_t t0 = baton_now_ms();
-    int moved = baton_assign_compute(&in, next, &st, errstr, sizeof(errstr));
-    int64_t compute_ms = baton_now_ms() - t0;
-    if (moved < 0) {
-        BLOG_ERROR("event=assign_failed error=\"%s\"", errstr);
-        err = moved;
-        goto out;
-    }
-
-    /* Named keys: the same strategy over the members that may take each. */
-    kprev = xmalloc(sizeof(int) * (nkeys + 1));
-    kprev_pub = xmalloc(sizeof(int) * (nkeys + 1));
-    knext = xmalloc(sizeof(int) * (nkeys + 1));
-    for (size_t k = 0; k < nkeys; k++)
-        kprev[k] = kprev_pub[k] = -1;
-    for (size_t i = 0; i < npub; i++) {
-        int idx = cw_find(w, nw, pub[i].id);
-        for (size_t j = 0; j < pub[i].nkeys; j++) {
-            char **hit = bsearch(&pub[i].keys[j], keys, nkeys, sizeof(char *), baton_strcmp_p);
-            if (!hit || kprev_pub[hit - keys] != -1)
-                continue; /* a removed key, or listed twice: the first wins */
-            kprev_pub[hit - keys] = (int)i;
-            kprev[hit - keys] = idx;
-        }
-    }
-    kw = xcalloc(nw + 1, sizeof(*kw));
-    for (size_t i = 0; i < nw; i++)
-        kw[i] = (coord_key_worker_t){.id = w[i].id,
-                                     .capacity = w[i].capacity,
-                                     .flags = w[i].flags,
-                                     .keys_filter = w[i].keys_filter,
-                                     .keys = w[i].keys};
-    kmoved = coord_keys_assign(strategy, keys, nkeys, kw, nw, kprev, knext, errstr, sizeof(errstr));
-    if (kmoved < 0) {
-        BLOG_ERROR("event=assign_failed what=keys error=\"%s\"", errstr);
-        err = kmoved;
-        goto out;
-    }
-
-    /* Per-worker lists by one counting pass: start[k]..start[k+1] in order
-     * holds worker k's partitions, ascending. */
-    start = xcalloc(nw + 2, sizeof(int));
-    order = xmalloc(sizeof(int) * P1);
-    for (int32_t p = 0; p < P; p++)
-        if (next[p] >= 0)
-            start[next[p] + 1]++;
-    for (size_t k = 0; k < nw; k++)
-        start[k + 1] += start[k];
-    {
-        int *cur = xmalloc(sizeof(int) * (nw + 1));
-        memcpy(cur, start, sizeof(int) * (nw + 1));
-        for (int32_t p = 0; p < P; p++)
-            if (next[p] >= 0)
-                order[cur[next[p]]++] = p;
-        free(cur);
-    }
-
-    /* Standbys: who takes each resource when its owner leaves. Not with
-     * --leave-grace-ms: a leaver's resources are then reserved for it. */
-    sb = xmalloc(sizeof(int) * P1);
-    ksb = xmalloc(sizeof(int) * (nkeys + 1));
-    int64_t t_standby = baton_now_ms();
-    {
-        int rc = 0;
-        if (c->conf->leave_grace_ms > 0) {
-            for (int32_t p = 0; p < P; p++)
-                sb[p] = -1;
-            for (size_t k = 0; k < nkeys; k++)
-                ksb[k] = -1;
-        } else {
-            rc = coord_standby_compute(&in, next, keys, nkeys, kw, knext, sb, ksb, errstr,
-                                       sizeof(errstr));
-        }
-        if (rc < 0) {
-            BLOG_ERROR("event=assign_failed what=standby error=\"%s\"", errstr);
-            err = rc;
-            goto out;
-        }
-        if (rc == 1 && !c->standby_skip_logged) {
-            BLOG_INFO("event=standby_skipped workers=%zu partitions=%d keys=%zu budget=%d", nw, P,
-                      nkeys, COORD_STANDBY_BUDGET);
-            c->standby_skip_logged = 1;
-        }
-        const char **ids = xcalloc(nw + 1, sizeof(char *));
-        for (size_t k = 0; k < nw; k++)
-            ids[k] = w[k].id;
-        coord_standby_lists(start, order, sb, keys, nkeys, knext, ksb, ids, nw, &sbl, &nsbl);
-        free(ids);
-    }
-    int64_t standby_ms = baton_now_ms() - t_standby;
-
-    /* Never a generation already written: a leader that died between
-     * publish chunks left nodes at meta.generation + 1 while /assignment
-     * still says meta.generation. */
-    int64_t gen = meta.generation;
+        members[i] = (baton_plan_member_t){.id = w[i].id,
+                                           .capacity = w[i].capacity,
+                                           .rack = w[i].rack,
+                                           .flags = w[i].flags,
+                                           .no_partitions = w[i].no_partitions,
+                                           .keys_filter = w[i].keys_filter,
+                                           .keys = w[i].keys};
+    ppub = xcalloc(npub + 1, sizeof(*ppub));
     for (size_t i = 0; i < npub; i++)
-        if (pub[i].generation > gen)
-            gen = pub[i].generation;
-    gen++;
-    int republish = c->republish;
-    nodes = xcalloc(nw + npub + 1, sizeof(*nodes));
-    list = xmalloc(sizeof(int32_t) * P1);
-    klist = xcalloc(nkeys + 1, sizeof(char *));
-    for (size_t k = 0; k < nw; k++) {
-        size_t cnt = 0, kcnt = 0;
-        for (int i = start[k]; i < start[k + 1]; i++)
-            list[cnt++] = order[i];
-        for (size_t j = 0; j < nkeys; j++)
-            if (knext[j] == (int)k)
-                klist[kcnt++] = keys[j]; /* sorted, as keys is */
-        published_t *old = NULL;
-        for (size_t i = 0; i < npub; i++)
-            if (strcmp(pub[i].id, w[k].id) == 0)
-                old = &pub[i];
-        if (!republish && old && old->valid &&
-            same_list(old->partitions, old->npartitions, list, cnt) &&
-            same_keys(old->keys, old->nkeys, klist, kcnt) &&
-            baton_standby_equal(old->standby, old->nstandby, sbl[k], nsbl[k]))
-            continue;
-        baton_worker_assignment_t wa = {.generation = gen,
-                                        .partitions = list,
-                                        .npartitions = cnt,
-                                        .keys = klist,
-                                        .nkeys = kcnt,
-                                        .standby = sbl[k],
-                                        .nstandby = nsbl[k]};
-        node_op_t *o = &nodes[nnodes++];
-        o->kind = old ? NODE_SET : NODE_CREATE;
-        o->payload = baton_worker_assignment_encode(&wa);
-        o->path = xasprintf("%s/%s", adir, w[k].id);
-        o->delta = (long)(cnt + kcnt) - (long)(old ? old->npartitions + old->nkeys : 0);
-        o->bytes = strlen(o->payload) + strlen(o->path) + 64;
+        ppub[i] = (baton_plan_published_t){.id = pub[i].id,
+                                           .partitions = pub[i].partitions,
+                                           .npartitions = pub[i].npartitions,
+                                           .keys = pub[i].keys,
+                                           .nkeys = pub[i].nkeys,
+                                           .standby = pub[i].standby,
+                                           .nstandby = pub[i].nstandby,
+                                           .generation = pub[i].generation,
+                                           .valid = pub[i].valid};
+    if (c->racks) {
+        lrack = xcalloc(P1, sizeof(char *));
+        for (int32_t p = 0; p < P; p++)
+            lrack[p] = coord_racks_of(c->racks, p);
     }
-    for (size_t i = 0; i < npub; i++) {
-        if (cw_find(w, nw, pub[i].id) >= 0)
-            continue;
+    baton_plan_snapshot_t snap = {.strategy = strategy,
+                                  .npartitions = P,
+                                  .members = members,
+                                  .nmembers = nw,
+                                  .pin_of = (const char *const *)pin_of,
+                                  .keys = keys,
+                                  .nkeys = nkeys,
+                                  .published = ppub,
+                                  .npublished = npub,
+                                  .leader_rack = lrack,
+                                  .standbys = c->conf->leave_grace_ms <= 0,
+                                  .republish = c->republish,
+                                  .generation = meta.generation};
+    int64_t t0 = baton_now_ms();
+    planned = 1;
+    if ((err = baton_plan_compute(&snap, &pl, errstr, sizeof(errstr))) != BATON_OK) {
+        if (strcmp(pl.failed ? pl.failed : "", "partitions") == 0)
+            BLOG_ERROR("event=assign_failed error=\"%s\"", errstr);
+        else
+            BLOG_ERROR("event=assign_failed what=%s error=\"%s\"", pl.failed ? pl.failed : "plan",
+                       errstr);
+        goto out;
+    }
+    int64_t compute_ms = baton_now_ms() - t0;
+    if (pl.standby_skipped && !c->standby_skip_logged) {
+        BLOG_INFO("event=standby_skipped workers=%zu partitions=%d keys=%zu budget=%d", nw, P,
+                  nkeys, COORD_STANDBY_BUDGET);
+        c->standby_skip_logged = 1;
+    }
+    int64_t standby_ms = pl.standby_ms;
+    compute_ms -= standby_ms; /* as before: the assignment alone */
+    int64_t gen = pl.generation;
+    int republish = snap.republish;
+    int moved = pl.moved, kmoved = pl.kmoved;
+    const baton_assign_stats_t st = pl.stats;
+    const int *prev = pl.prev, *prev_pub = pl.prev_pub, *next = pl.next, *pins = pl.pins;
+    const int *kprev = pl.kprev, *kprev_pub = pl.kprev_pub, *knext = pl.knext;
+    nodes = xcalloc(pl.nops + 1, sizeof(*nodes));
+    for (size_t i = 0; i < pl.nops; i++) {
+        baton_plan_op_t *po = &pl.ops[i];
         node_op_t *o = &nodes[nnodes++];
-        o->kind = NODE_DELETE;
-        o->path = xasprintf("%s/%s", adir, pub[i].id);
-        o->delta = -(long)(pub[i].npartitions + pub[i].nkeys);
-        o->bytes = strlen(o->path) + 64;
+        o->kind = po->kind == BATON_PLAN_SET      ? NODE_SET
+                  : po->kind == BATON_PLAN_CREATE ? NODE_CREATE
+                                                  : NODE_DELETE;
+        o->payload = po->payload; /* moved */
+        po->payload = NULL;
+        o->path = xasprintf("%s/%s", adir, po->id);
+        o->delta = po->delta;
+        o->bytes = (o->payload ? strlen(o->payload) : 0) + strlen(o->path) + 64;
     }
     if (nnodes == 0) {
         err = BATON_OK;   /* nothing changed: publish nothing */
         c->republish = 0; /* no node to write (no worker) */
         handoffs_record(c, P, next, w);
         handoffs_record_keys(c, keys, nkeys, knext, w);
-        pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version,
-                 meta.generation, gen - 1);
+        pc_store(c, w, nw, pl.start, pl.order, keys, nkeys, knext, pl.standby, pl.nstandby,
+                 meta_st.version, meta.generation, gen - 1);
         goto out;
     }
     qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
@@ -1635,7 +1501,8 @@ static int coord_rebalance(coord_t *c) {
         BLOG_INFO("event=republished generation=%lld workers=%zu", (long long)gen, nw);
     c->republish = 0;
     /* Our last chunk set /assignment once: its version went up by one. */
-    pc_store(c, w, nw, start, order, keys, nkeys, knext, sbl, nsbl, meta_st.version + 1, gen, gen);
+    pc_store(c, w, nw, pl.start, pl.order, keys, nkeys, knext, pl.standby, pl.nstandby,
+             meta_st.version + 1, gen, gen);
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
               "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
@@ -1698,37 +1565,19 @@ out:
         free(nodes[i].payload);
     }
     free(nodes);
-    free(list);
-    free(start);
-    free(order);
+    if (planned)
+        baton_plan_release(&pl, nw);
+    free(members);
+    free(ppub);
+    free(lrack);
     free(meta_data);
     free(meta_new);
-    free(prev);
-    free(prev_pub);
-    free(next);
-    free(pins);
-    free(lrack);
     for (size_t i = 0; pin_of && i < (size_t)P; i++)
         free(pin_of[i]);
     free(pin_of);
-    for (size_t i = 0; i < nracks; i++)
-        free(rack_names[i]);
-    free(rack_names);
-    free(aw);
     for (size_t i = 0; w && i < nw; i++)
         free(w[i].keys);
     free(w);
-    free(kw);
-    free(klist);
-    for (size_t k = 0; sbl && k < nw; k++)
-        baton_standby_free(sbl[k], nsbl[k]);
-    free(sbl);
-    free(nsbl);
-    free(sb);
-    free(ksb);
-    free(kprev);
-    free(kprev_pub);
-    free(knext);
     baton_zk_strings_free(keys, nkeys);
     published_free(pub, npub);
     baton_zk_strings_free(drains, ndrains);

@@ -2,7 +2,7 @@
 #include "coord_standby.h"
 
 #include "baton_util.h"
-#include "err.h"
+#include "baton_err.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,343 @@
+/* test_plan.c: the plan step (assignment/plan.h), without ZooKeeper.
+ *
+ * Seeded random groups (members with capacities, racks, drains, absences,
+ * keys-only members and key filters; pins; named keys; every strategy)
+ * are planned from nothing, then again from what the first plan's diff
+ * would leave published. Properties:
+ *   - every op's payload decodes, carries the plan's generation, and lists
+ *     what the plan assigns that member; deletes are exactly the published
+ *     nodes of ids that are no member;
+ *   - the generation is past the snapshot's and every published node's;
+ *   - the diff is sorted losers first;
+ *   - no partition or key is listed by two nodes after the diff;
+ *   - planning again from the result changes nothing (no op), and with
+ *     republish writes every member's node once;
+ *   - a member that leaves loses its node and exactly its resources move.
+ */
+#include "plan.h"
+
+#include "baton_err.h"
+#include "baton_util.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define MAXW 12
+#define MAXP 64
+#define MAXK 8
+
+typedef struct {
+    char ids[MAXW][8];
+    char racks[MAXW][8];
+    char filters[MAXW][32];
+    baton_plan_member_t members[MAXW];
+    size_t nmembers;
+    char *keys[MAXK];
+    size_t nkeys;
+    const char *pin_of[MAXP];
+    const char *leader_rack[MAXP];
+    int32_t P;
+    baton_strategy_t strategy;
+    /* What is published: decoded nodes, owned. */
+    char *pub_ids[MAXW + 4];
+    baton_worker_assignment_t pub_wa[MAXW + 4];
+    baton_plan_published_t pub[MAXW + 4];
+    size_t npub;
+    int64_t generation;
+} group_t;
+
+static uint32_t rnd(uint32_t *s) {
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 8) & 0xffffff;
+}
+
+static void group_clear_pub(group_t *g) {
+    for (size_t i = 0; i < g->npub; i++) {
+        free(g->pub_ids[i]);
+        baton_worker_assignment_release(&g->pub_wa[i]);
+    }
+    g->npub = 0;
+}
+
+static void group_free(group_t *g) {
+    group_clear_pub(g);
+    for (size_t k = 0; k < g->nkeys; k++)
+        free(g->keys[k]);
+}
+
+static void group_random(group_t *g, uint32_t seed) {
+    memset(g, 0, sizeof(*g));
+    uint32_t s = seed;
+    static const baton_strategy_t strategies[] = {BATON_STRATEGY_STICKY, BATON_STRATEGY_RANGE,
+                                                  BATON_STRATEGY_ROUNDROBIN,
+                                                  BATON_STRATEGY_RENDEZVOUS};
+    g->strategy = strategies[rnd(&s) % 4];
+    g->P = (int32_t)(rnd(&s) % MAXP);
+    g->nmembers = rnd(&s) % (MAXW + 1);
+    for (size_t i = 0; i < g->nmembers; i++) {
+        snprintf(g->ids[i], sizeof(g->ids[i]), "w%02zu", i); /* sorted */
+        snprintf(g->racks[i], sizeof(g->racks[i]), "r%u", rnd(&s) % 3);
+        baton_plan_member_t *m = &g->members[i];
+        *m = (baton_plan_member_t){.id = g->ids[i],
+                                   .capacity = 1 + (int)(rnd(&s) % 3),
+                                   .rack = rnd(&s) % 4 ? g->racks[i] : "",
+                                   .flags = 0};
+        uint32_t r = rnd(&s) % 10;
+        if (r == 0)
+            m->flags |= BATON_ASSIGN_DRAINED;
+        else if (r == 1)
+            m->flags |= BATON_ASSIGN_ABSENT;
+        else if (r == 2)
+            m->no_partitions = 1;
+        if (rnd(&s) % 5 == 0) {
+            m->keys_filter = 1;
+            snprintf(g->filters[i], sizeof(g->filters[i]), "k%u,k%u", rnd(&s) % MAXK,
+                     rnd(&s) % MAXK);
+            m->keys = g->filters[i];
+        }
+    }
+    g->nkeys = rnd(&s) % (MAXK + 1);
+    for (size_t k = 0; k < g->nkeys; k++)
+        g->keys[k] = xasprintf("k%zu", k); /* sorted: k0..k7 */
+    for (int32_t p = 0; p < g->P; p++) {
+        g->pin_of[p] = g->nmembers && rnd(&s) % 8 == 0 ? g->ids[rnd(&s) % g->nmembers] : NULL;
+        g->leader_rack[p] = rnd(&s) % 2 ? "r0" : "r1";
+    }
+    g->generation = rnd(&s) % 5;
+}
+
+static baton_plan_snapshot_t snapshot(group_t *g, int republish) {
+    for (size_t i = 0; i < g->npub; i++) {
+        baton_worker_assignment_t *wa = &g->pub_wa[i];
+        g->pub[i] = (baton_plan_published_t){.id = g->pub_ids[i],
+                                             .partitions = wa->partitions,
+                                             .npartitions = wa->npartitions,
+                                             .keys = wa->keys,
+                                             .nkeys = wa->nkeys,
+                                             .standby = wa->standby,
+                                             .nstandby = wa->nstandby,
+                                             .generation = wa->generation,
+                                             .valid = 1};
+    }
+    return (baton_plan_snapshot_t){.strategy = g->strategy,
+                                   .npartitions = g->P,
+                                   .members = g->members,
+                                   .nmembers = g->nmembers,
+                                   .pin_of = g->pin_of,
+                                   .keys = g->keys,
+                                   .nkeys = g->nkeys,
+                                   .published = g->pub,
+                                   .npublished = g->npub,
+                                   .leader_rack = g->leader_rack,
+                                   .standbys = 1,
+                                   .republish = republish,
+                                   .generation = g->generation};
+}
+
+static int pub_find(const group_t *g, const char *id) {
+    for (size_t i = 0; i < g->npub; i++)
+        if (strcmp(g->pub_ids[i], id) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Checks the plan's properties against snapshot s, then applies its diff
+ * to g's published nodes (as a publish would leave them). */
+static void check_and_apply(group_t *g, const baton_plan_snapshot_t *s, const baton_plan_t *pl) {
+    assert_true(pl->generation > s->generation);
+    for (size_t i = 0; i < s->npublished; i++)
+        assert_true(pl->generation > s->published[i].generation);
+    for (size_t i = 1; i < pl->nops; i++)
+        assert_true(pl->ops[i - 1].delta <= pl->ops[i].delta);
+    for (size_t i = 0; i < pl->nops; i++) {
+        const baton_plan_op_t *o = &pl->ops[i];
+        int pi = pub_find(g, o->id);
+        int mi = -1;
+        for (size_t k = 0; k < s->nmembers; k++)
+            if (strcmp(s->members[k].id, o->id) == 0)
+                mi = (int)k;
+        if (o->kind == BATON_PLAN_DELETE) {
+            assert_true(mi < 0);
+            assert_true(pi >= 0);
+            free(g->pub_ids[pi]);
+            baton_worker_assignment_release(&g->pub_wa[pi]);
+            g->pub_ids[pi] = g->pub_ids[g->npub - 1];
+            g->pub_wa[pi] = g->pub_wa[g->npub - 1];
+            g->npub--;
+            continue;
+        }
+        assert_true(mi >= 0);
+        assert_int_equal(o->kind == BATON_PLAN_SET, pi >= 0);
+        baton_worker_assignment_t wa;
+        char why[256];
+        assert_int_equal(
+            baton_worker_assignment_decode(o->payload, strlen(o->payload), &wa, why, sizeof(why)),
+            BATON_OK);
+        assert_int_equal(wa.generation, pl->generation);
+        baton_worker_assignment_t want;
+        baton_plan_node(s, pl, (size_t)mi, &want);
+        assert_int_equal(wa.npartitions, want.npartitions);
+        for (size_t j = 0; j < wa.npartitions; j++) {
+            assert_int_equal(wa.partitions[j], want.partitions[j]);
+            assert_int_equal(pl->next[wa.partitions[j]], mi);
+        }
+        assert_int_equal(wa.nkeys, want.nkeys);
+        free(want.partitions);
+        free(want.keys);
+        if (pi < 0) {
+            pi = (int)g->npub++;
+            g->pub_ids[pi] = xstrdup(o->id);
+        } else {
+            baton_worker_assignment_release(&g->pub_wa[pi]);
+        }
+        g->pub_wa[pi] = wa;
+    }
+    /* After the diff: each partition and key listed once at most. */
+    int seen[MAXP] = {0}, kseen[MAXK] = {0};
+    for (size_t i = 0; i < g->npub; i++) {
+        for (size_t j = 0; j < g->pub_wa[i].npartitions; j++)
+            assert_int_equal(seen[g->pub_wa[i].partitions[j]]++, 0);
+        for (size_t j = 0; j < g->pub_wa[i].nkeys; j++)
+            assert_int_equal(kseen[atoi(g->pub_wa[i].keys[j] + 1)]++, 0);
+    }
+    g->generation = pl->generation;
+}
+
+static void plan_ok(const baton_plan_snapshot_t *s, baton_plan_t *pl) {
+    char err[256] = "";
+    int rc = baton_plan_compute(s, pl, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("plan failed: %s", err);
+}
+
+static void test_plan_properties(void **state) {
+    (void)state;
+    for (uint32_t seed = 1; seed <= 400; seed++) {
+        group_t *g = xcalloc(1, sizeof(*g));
+        group_random(g, seed);
+        baton_plan_t pl;
+        baton_plan_snapshot_t s = snapshot(g, 0);
+        plan_ok(&s, &pl);
+        check_and_apply(g, &s, &pl);
+        baton_plan_release(&pl, s.nmembers);
+        /* From its own result: nothing to write. */
+        s = snapshot(g, 0);
+        plan_ok(&s, &pl);
+        if (pl.nops != 0)
+            fail_msg("seed %u: %zu ops planning again from the result (first: %s)", seed, pl.nops,
+                     pl.ops[0].id);
+        assert_int_equal(pl.moved, 0);
+        assert_int_equal(pl.kmoved, 0);
+        baton_plan_release(&pl, s.nmembers);
+        /* Republish: every member's node once, nothing else. */
+        s = snapshot(g, 1);
+        plan_ok(&s, &pl);
+        assert_int_equal(pl.nops, s.nmembers);
+        for (size_t i = 0; i < pl.nops; i++)
+            assert_int_not_equal(pl.ops[i].kind, BATON_PLAN_DELETE);
+        check_and_apply(g, &s, &pl);
+        baton_plan_release(&pl, s.nmembers);
+        group_free(g);
+        free(g);
+    }
+}
+
+/* A member leaves (it is no member any more): its node is deleted and
+ * exactly its partitions move, to members that are still there. */
+static void test_plan_departure(void **state) {
+    (void)state;
+    for (uint32_t seed = 1; seed <= 200; seed++) {
+        group_t *g = xcalloc(1, sizeof(*g));
+        group_random(g, seed);
+        if (g->nmembers < 2) {
+            group_free(g);
+            free(g);
+            continue;
+        }
+        for (size_t i = 0; i < g->nmembers; i++) /* all live, none drained */
+            g->members[i].flags = 0;
+        baton_plan_t pl;
+        baton_plan_snapshot_t s = snapshot(g, 0);
+        plan_ok(&s, &pl);
+        check_and_apply(g, &s, &pl);
+        baton_plan_release(&pl, s.nmembers);
+        /* The first member leaves. */
+        int had = pub_find(g, g->ids[0]);
+        int lost = had >= 0 ? (int)g->pub_wa[had].npartitions : 0;
+        memmove(&g->members[0], &g->members[1], sizeof(g->members[0]) * (g->nmembers - 1));
+        g->nmembers--;
+        for (int32_t p = 0; p < g->P; p++)
+            if (g->pin_of[p] && strcmp(g->pin_of[p], "w00") == 0)
+                g->pin_of[p] = NULL;
+        s = snapshot(g, 0);
+        plan_ok(&s, &pl);
+        if (had >= 0) {
+            int deleted = 0;
+            for (size_t i = 0; i < pl.nops; i++)
+                deleted += pl.ops[i].kind == BATON_PLAN_DELETE && strcmp(pl.ops[i].id, "w00") == 0;
+            assert_int_equal(deleted, 1);
+        }
+        if (g->strategy == BATON_STRATEGY_STICKY)
+            assert_true(pl.moved >= lost);
+        for (int32_t p = 0; p < g->P; p++)
+            if (pl.prev[p] >= 0 && pl.next[p] >= 0 && pl.prev_pub[p] >= 0 &&
+                g->strategy == BATON_STRATEGY_STICKY && !g->pin_of[p])
+                assert_true(pl.prev[p] == pl.next[p] || pl.moved > 0);
+        check_and_apply(g, &s, &pl);
+        baton_plan_release(&pl, s.nmembers);
+        group_free(g);
+        free(g);
+    }
+}
+
+/* A leader that died between publish chunks left a node one generation
+ * ahead of /assignment: the plan goes past it. */
+static void test_plan_generation_past_partial(void **state) {
+    (void)state;
+    group_t *g = xcalloc(1, sizeof(*g));
+    group_random(g, 7);
+    baton_plan_t pl;
+    baton_plan_snapshot_t s = snapshot(g, 0);
+    plan_ok(&s, &pl);
+    check_and_apply(g, &s, &pl);
+    baton_plan_release(&pl, s.nmembers);
+    if (g->npub) {
+        g->pub_wa[0].generation = g->generation + 1; /* the partial chunk */
+        s = snapshot(g, 1);
+        plan_ok(&s, &pl);
+        assert_int_equal(pl.generation, g->generation + 2);
+        baton_plan_release(&pl, s.nmembers);
+    }
+    group_free(g);
+    free(g);
+}
+
+/* Refused: members out of order (the coordinator sorts them). */
+static void test_plan_refuses_unsorted(void **state) {
+    (void)state;
+    baton_plan_member_t m[2] = {{.id = "b", .capacity = 1}, {.id = "a", .capacity = 1}};
+    baton_plan_snapshot_t s = {
+        .strategy = BATON_STRATEGY_STICKY, .npartitions = 4, .members = m, .nmembers = 2};
+    baton_plan_t pl;
+    char err[256] = "";
+    assert_int_equal(baton_plan_compute(&s, &pl, err, sizeof(err)), BATON_INVALID);
+    assert_non_null(strstr(err, "not sorted"));
+    baton_plan_release(&pl, 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_properties),
+        cmocka_unit_test(test_plan_departure),
+        cmocka_unit_test(test_plan_generation_past_partial),
+        cmocka_unit_test(test_plan_refuses_unsorted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
