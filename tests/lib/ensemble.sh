@@ -66,6 +66,13 @@ CFG
         ens_node_start "$n"
     done
     ens_wait_quorum "$ENS_START_TIMEOUT" || h_fail "ens_start: no quorum after ${ENS_START_TIMEOUT}s"
+    # A peer that reports its mode may still be syncing with the leader and
+    # drop a client's first request (seen under load: the first batonctl
+    # init got "connection lost"): wait until each one serves a read.
+    for n in 1 2 3; do
+        h_wait_for "$ENS_START_TIMEOUT" "zk$n serves clients" \
+            "$BATON_BIN/baton-zk" --zk "127.0.0.1:${ENS_CLIENT[n]}" exists /
+    done
     export ZK="127.0.0.1:${ENS_CLIENT[1]},127.0.0.1:${ENS_CLIENT[2]},127.0.0.1:${ENS_CLIENT[3]}"
     h_log "zookeeper ensemble ready at $ZK in $(($(_h_now_ms) - t0)) ms (leader zk$(ens_leader), tick $ENS_TICK ms)"
 }
