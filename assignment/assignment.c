@@ -610,19 +610,6 @@ double baton_assign_imbalance(const baton_assign_input_t *in, const int *next) {
     return worst;
 }
 
-int baton_assign_diff(const int *prev, const int *next, int npartitions, baton_move_t *moves) {
-    int n = 0;
-    for (int p = 0; p < npartitions; p++) {
-        int from = prev ? prev[p] : -1;
-        if (from == next[p])
-            continue;
-        if (moves)
-            moves[n] = (baton_move_t){.partition = p, .from = from, .to = next[p]};
-        n++;
-    }
-    return n;
-}
-
 int baton_assign(baton_strategy_t strategy, int npartitions, const int *prev, int nworkers,
                  int *next) {
     if (nworkers < 0 || nworkers > 1000000)

@@ -100,18 +100,6 @@ int baton_assign_compute(const baton_assign_input_t *in, int *next, baton_assign
  * baton_assign_compute(). */
 double baton_assign_imbalance(const baton_assign_input_t *in, const int *next);
 
-/* One move of the diff. from or to is -1 for "nobody". */
-typedef struct {
-    int partition;
-    int from;
-    int to;
-} baton_move_t;
-
-/* Writes the partitions whose owner differs between prev (NULL = none owned)
- * and next into moves (caller-allocated, npartitions entries; may be NULL to
- * count only), ascending. Returns the count. */
-int baton_assign_diff(const int *prev, const int *next, int npartitions, baton_move_t *moves);
-
 /* The original simple entry point: equal capacities, no pins, drains or
  * racks. prev[p] is the live previous owner's index or -1 (prev may be NULL).
  * Returns the number of partitions whose owner changed, or BATON_INVALID. */

@@ -1,4 +1,5 @@
-/* baton_group.h: the ZooKeeper layout of one group (see ARCHITECTURE.md) and
+/* baton_group.h: the ZooKeeper layout of one group (docs/design.md, "ZooKeeper
+ * layout") and
  * the operations on it that several programs share: reading the config and
  * initialising the permanent znodes. */
 #ifndef BATON_GROUP_H

@@ -165,14 +165,6 @@ void baton_metric_vec_remove(baton_metric_t *m, const char *label_value) {
     pthread_mutex_unlock(&reg_lock);
 }
 
-void baton_metric_vec_clear(baton_metric_t *m) {
-    pthread_mutex_lock(&reg_lock);
-    for (size_t i = 0; i < m->nseries; i++)
-        free(m->series[i].label_value);
-    m->nseries = 0;
-    pthread_mutex_unlock(&reg_lock);
-}
-
 void baton_metric_observe(baton_metric_t *m, double v) {
     pthread_mutex_lock(&reg_lock);
     if (m->type == M_HISTOGRAM) {

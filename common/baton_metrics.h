@@ -35,7 +35,6 @@ void baton_metric_set(baton_metric_t *m, double v); /* gauge = v */
 /* Gauge family: sets (creating) or removes the series label=value. */
 void baton_metric_vec_set(baton_metric_t *m, const char *label_value, double v);
 void baton_metric_vec_remove(baton_metric_t *m, const char *label_value);
-void baton_metric_vec_clear(baton_metric_t *m);
 void baton_metric_observe(baton_metric_t *m, double v); /* histogram */
 
 /* Reads back a value (tests): counter/gauge value, a series of a family

@@ -9,14 +9,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t stop_requested = 0;
 static int sig_pipe[2] = {-1, -1};
-static atomic_int hups;
 static int dl_pipe[2] = {-1, -1}; /* see baton_signal_stop_deadline */
 
 static void on_stop(int sig) {
@@ -46,7 +44,6 @@ static void *hup_thread(void *arg) {
         int sig = 0;
         if (sigwait(&set, &sig) != 0)
             continue;
-        atomic_fetch_add(&hups, 1);
         BLOG_INFO("event=sighup action=none reason=\"logs go to stderr; nothing to reopen\"");
     }
     return NULL;
@@ -86,8 +83,6 @@ int baton_signal_hup_log(void) {
 }
 
 int baton_signal_stop_requested(void) { return stop_requested; }
-
-int baton_signal_hups(void) { return atomic_load(&hups); }
 
 /* The shutdown watchdog: the stop handler also writes to dl_pipe; the
  * thread wakes on it and counts down from there. */

@@ -20,8 +20,6 @@ int baton_signal_init(void);
 int baton_signal_hup_log(void);
 /* 1 once SIGTERM or SIGINT arrived. Async-signal-safe. */
 int baton_signal_stop_requested(void);
-/* How many SIGHUPs were received (for tests and logs). */
-int baton_signal_hups(void);
 
 /* Bounds the graceful stop: ms milliseconds after the first SIGTERM or
  * SIGINT, if the process is still running, logs event=shutdown_timeout and

@@ -94,8 +94,6 @@ void coord_history_merge(coord_history_t *into, coord_history_t *from) {
     from->nadd = 0;
 }
 
-size_t coord_history_pending(const coord_history_t *h) { return h ? h->nadd : 0; }
-
 int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
                         const char *fence_node) {
     if (h->nadd == 0)

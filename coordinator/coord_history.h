@@ -32,8 +32,6 @@ void coord_history_add(coord_history_t *h, int32_t p, const char *key, const cha
                        const char *to, int64_t gen, const char *reason);
 /* Moves from's moves to the end of into (from keeps its workers). */
 void coord_history_merge(coord_history_t *into, coord_history_t *from);
-/* How many moves wait to be flushed. */
-size_t coord_history_pending(const coord_history_t *h);
 /* Appends the moves to <base>/history, dropping the oldest beyond the
  * bound, in a multi that also checks fence_node (our candidate node) still
  * exists: a deposed leader records nothing. Retries a concurrent update a

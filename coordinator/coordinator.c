@@ -1,5 +1,5 @@
 /* coordinator.c: election, membership watch and fenced publication of the
- * assignment (see coordinator.h and ARCHITECTURE.md). Everything runs on the
+ * assignment (see coordinator.h and docs/design.md). Everything runs on the
  * caller's thread; ZooKeeper's completion thread only queues events.
  *
  * One loop, three timers: the rebalance debounce (membership churn within
@@ -755,8 +755,16 @@ static int node_op_cmp(const void *a, const void *b) {
 /* Writes the node ops in as few multis as fit under conf->max_multi_bytes.
  * Every multi starts with a check on our own candidate node and a version
  * check on /assignment; the last one also sets /assignment (bumping its
- * version and generation). So a deposed leader's chunk fails whole, and an
- * earlier chunk of ours makes a later one of a rival fail and vice versa.
+ * version and generation). So a chunk of a leader whose candidate node is
+ * gone fails whole. Only a last chunk moves /assignment's version, so only
+ * a last chunk fences a rival that read the same version: once ours has
+ * landed every chunk of the rival fails (and once the rival's has, every
+ * chunk of ours). Earlier chunks only check the version and fence nobody:
+ * until one side's last chunk lands, the two sides' earlier chunks can
+ * interleave, and the winner's nodes may hold some of the loser's writes.
+ * The winner trusts what it wrote (pc) until its next full read (the
+ * periodic resync) rewrites them; meanwhile the claim queues and the sink's
+ * fence keep one writer per partition, as for any stale assignment.
  *
  * Between chunks a worker may see its own node at generation G+1 while
  * /assignment still says G, and a partition listed by both its old and its

@@ -5,9 +5,11 @@
  * epochs. Whatever the evicted process still writes is rejected there; when
  * it wakes up it sees its member node gone and exits (worker/membership.c).
  *
- * A claim belongs to a session, not to a worker id (ARCHITECTURE.md): the
- * worker's claims are found by the session id in their names
- * (claim-<16 hex session>-<seq>) and checked against their ephemeralOwner. */
+ * A claim belongs to a session, not to a worker id (it is an ephemeral node
+ * of the session that created it; a restarted worker reuses the id with a
+ * new session): the worker's claims are found by the session id in their
+ * names (claim-<16 hex session>-<seq>) and checked against their
+ * ephemeralOwner. */
 #include "ctl.h"
 #include "ctl_status.h"
 #include "ctl_targets.h"

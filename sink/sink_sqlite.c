@@ -56,6 +56,10 @@ typedef struct {
     sqlite3_stmt *groups_insert;   /* ?2 group_uuid, ?3 bound_ms */
     int busy_ms;                   /* how long a statement waits for the write lock */
     int64_t busy_since_us;         /* when the current wait began */
+    /* sq_run's failed step's message: the reset after it can clear the
+     * connection's (a statement whose re-preparation failed, for one, leaves
+     * "not an error"), and sq_fail must name the error. */
+    char step_err[256];
 } sq_t;
 
 /* SQLite's own busy handler (sqlite3_busy_timeout) sleeps 1, 2, 5, 10, 15,
@@ -151,8 +155,12 @@ static int sq_fail(baton_sink_t *sink, int rc, const char *what, int32_t partiti
     char where[32] = "";
     if (partition >= 0)
         snprintf(where, sizeof(where), " partition %d", (int)partition);
+    const char *msg = sqlite3_errcode(sq->db) == SQLITE_OK && sq->step_err[0]
+                          ? sq->step_err
+                          : sqlite3_errmsg(sq->db);
     baton_sink__seterr(sink, err, "sink '%s' group '%s'%s: %s: %s%s", sink->uri, sink->group, where,
-                       what, sqlite3_errmsg(sq->db), err == BATON_BUSY ? " (retriable)" : "");
+                       what, msg, err == BATON_BUSY ? " (retriable)" : "");
+    sq->step_err[0] = '\0';
     sq_rollback(sq);
     if (err == BATON_BUSY)
         BLOG_WARN("event=sink_busy uri=%s group=%s partition=%d op=%s", sink->uri, sink->group,
@@ -163,9 +171,13 @@ static int sq_fail(baton_sink_t *sink, int rc, const char *what, int32_t partiti
     return err;
 }
 
-/* Runs a statement that returns no rows; returns an SQLite code. */
-static int sq_run(sqlite3_stmt *stmt) {
+/* Runs a statement of sq that returns no rows; returns an SQLite code. */
+static int sq_run(sq_t *sq, sqlite3_stmt *stmt) {
     int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE)
+        sq->step_err[0] = '\0';
+    else
+        snprintf(sq->step_err, sizeof(sq->step_err), "%s", sqlite3_errmsg(sq->db));
     sqlite3_reset(stmt);
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
@@ -177,7 +189,7 @@ static int sq_begin(sq_t *sq) {
         BLOG_WARN("event=sink_stale_transaction action=rollback");
         sq_rollback(sq);
     }
-    return sq_run(sq->begin);
+    return sq_run(sq, sq->begin);
 }
 
 /* The stored fence of one partition. */
@@ -248,7 +260,7 @@ static int sq_count_stale(baton_sink_t *sink, const char *op, int32_t partition,
                           int64_t stored_epoch) {
     sq_t *sq = sink->be;
     sqlite3_bind_int(sq->fence_reject, 2, partition);
-    int rc = sq_run(sq->fence_reject);
+    int rc = sq_run(sq, sq->fence_reject);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "count rejection", partition);
     baton_sink__stale(sink, op, partition, epoch, stored_epoch);
@@ -300,7 +312,7 @@ static int sq_group_check(baton_sink_t *sink) {
     }
     sqlite3_bind_text(sq->groups_insert, 2, sink->expect_group, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(sq->groups_insert, 3, baton_wall_ms());
-    int rc = sq_run(sq->groups_insert);
+    int rc = sq_run(sq, sq->groups_insert);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "insert baton_groups", -1);
     BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", sink->uri, sink->group,
@@ -339,7 +351,7 @@ static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
         if (!found) {
             sqlite3_bind_int(sq->fence_insert, 2, p);
             sqlite3_bind_int64(sq->fence_insert, 3, epochs[i]);
-            if ((rc = sq_run(sq->fence_insert)) != SQLITE_OK)
+            if ((rc = sq_run(sq, sq->fence_insert)) != SQLITE_OK)
                 return sq_fail(sink, rc, "insert fence", p);
             f.next_offset = 0;
         } else if (baton_sink__fence_rule(f.epoch, epochs[i]) == BATON_STALE) {
@@ -351,14 +363,14 @@ static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
         } else if (f.epoch != epochs[i]) {
             sqlite3_bind_int(sq->fence_set_epoch, 2, p);
             sqlite3_bind_int64(sq->fence_set_epoch, 3, epochs[i]);
-            if ((rc = sq_run(sq->fence_set_epoch)) != SQLITE_OK)
+            if ((rc = sq_run(sq, sq->fence_set_epoch)) != SQLITE_OK)
                 return sq_fail(sink, rc, "store epoch", p);
         }
         next_offsets[i] = f.next_offset;
         BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
                    sink->uri, sink->group, (int)p, (long long)epochs[i], (long long)f.next_offset);
     }
-    rc = sq_run(sq->commit);
+    rc = sq_run(sq, sq->commit);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "commit fence", partitions[0]);
     if (n > 1)
@@ -389,7 +401,7 @@ static int sq_insert_output(baton_sink_t *sink, int32_t partition, int64_t offse
     sq_bind_blob(ins, 6, o->value, o->value_len);
     if (seq)
         sqlite3_bind_int64(ins, 7, (int64_t)seq);
-    int rc = sq_run(ins);
+    int rc = sq_run(sq, ins);
     /* Drop the pointers into the caller's records. */
     sqlite3_bind_null(ins, 5);
     sqlite3_bind_null(ins, 6);
@@ -452,7 +464,7 @@ static int sq_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
     if (n) {
         sqlite3_bind_int(sq->fence_set_next, 2, partition);
         sqlite3_bind_int64(sq->fence_set_next, 3, floor);
-        int rc = sq_run(sq->fence_set_next);
+        int rc = sq_run(sq, sq->fence_set_next);
         if (rc != SQLITE_OK)
             return sq_fail(sink, rc, "store next_offset", partition);
     }
@@ -487,7 +499,7 @@ static int sq_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         }
         b->result = err;
     }
-    rc = sq_run(sq->commit);
+    rc = sq_run(sq, sq->commit);
     if (rc != SQLITE_OK) {
         for (size_t i = 0; i < n; i++)
             batches[i].applied = 0;

@@ -103,6 +103,10 @@ typedef struct {
      * fence. refused: it did not match; the loop leaves and exits 1. */
     int bind_checked;
     int refused;
+    /* The sink failed with an error retrying cannot fix (a fence or a
+     * write: not baton_err_is_retriable, not a refusal): nothing more is
+     * written; the loop leaves and exits 1. */
+    int sink_fatal;
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -232,6 +236,22 @@ static void part_deactivate(worker_t *w, int32_t p) {
 
 static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage, const char *error);
 
+/* Does the sink's error err of op ("fence", "write") end the worker? A
+ * retriable one (BUSY, CONNECTION, TIMEOUT) does not: the caller retries.
+ * Any other (IO, INTERNAL, CORRUPT...) would fail the same way forever: it
+ * is logged once, naming the sink and the error, and w->sink_fatal makes
+ * the loop leave the group and exit 1. */
+static int sink_failed_fatally(worker_t *w, const char *op, int err) {
+    if (baton_err_is_retriable(err))
+        return 0;
+    if (!w->sink_fatal)
+        BLOG_ERROR("event=sink_fatal sink=%s op=%s error=%s detail=\"%s\" "
+                   "action=leave_and_exit",
+                   baton_sink_uri(w->sink), op, baton_err_name(err), baton_sink_errstr(w->sink));
+    w->sink_fatal = 1;
+    return 1;
+}
+
 /* One partition's batch on its way to the sink: inputs pointing into the
  * buffered records (valid until the records are dropped). */
 typedef struct {
@@ -303,6 +323,8 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
         baton_membership_drop(w->m, &r);
         return BATON_STALE;
     }
+    if (sink_failed_fatally(w, "write", err))
+        return err;
     baton_metric_inc(baton_metric_counter(BATON_M_W_BATCH_ERRORS));
     BLOG_WARN("event=write_failed partition=%d error=%s detail=\"%s\" action=retry", p,
               baton_err_name(err), baton_sink_errstr(w->sink));
@@ -311,10 +333,11 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
 }
 
 /* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
- * (p was dropped), or a retriable error with the batch kept. */
+ * (p was dropped), or an error with the batch kept: retriable, or fatal with
+ * w->sink_fatal set (then nothing more is written). */
 static int part_flush(worker_t *w, int32_t p) {
     wpart_t *wp = &w->parts[p];
-    if (!wp->active || wp->nrecs == 0)
+    if (!wp->active || wp->nrecs == 0 || w->sink_fatal)
         return BATON_OK;
     if (!baton_membership_can_write(w->m))
         return BATON_CONNECTION; /* suspended: the session may be gone */
@@ -337,8 +360,8 @@ static void parts_flush(worker_t *w, const int32_t *parts, size_t n) {
         part_flush(w, parts[0]);
         return;
     }
-    if (!baton_membership_can_write(w->m))
-        return; /* suspended: the session may be gone */
+    if (!baton_membership_can_write(w->m) || w->sink_fatal)
+        return; /* suspended: the session may be gone; or the sink failed for good */
     wbatch_t *wb = xcalloc(n, sizeof(*wb));
     baton_sink_batch_t *sb = xcalloc(n, sizeof(*sb));
     for (size_t i = 0; i < n; i++) {
@@ -546,12 +569,13 @@ static int bind_ready(worker_t *w) {
 
 /* Fences every partition acquired since the last call, in one sink
  * transaction, then assigns them in Kafka together. A stale fence drops the
- * claim (a newer owner exists); a failed transaction (a busy sink) is
- * retried after 100 ms; a partition whose epoch is no longer valid (we
+ * claim (a newer owner exists); a transaction that failed retriably (a busy
+ * sink) is retried after 100 ms, one that failed otherwise ends the worker
+ * (sink_failed_fatally); a partition whose epoch is no longer valid (we
  * stopped hearing from ZooKeeper) waits until it is valid again or is
  * released. */
 static void fence_pending(worker_t *w) {
-    if (w->fence_retry_at > baton_now_ms())
+    if (w->fence_retry_at > baton_now_ms() || w->sink_fatal)
         return;
     int32_t n = 0;
     for (int32_t p = 0; p < w->nparts; p++)
@@ -580,9 +604,12 @@ static void fence_pending(worker_t *w) {
                        baton_sink_errstr(w->sink));
             w->refused = 1;
         } else if (err != BATON_OK) {
-            BLOG_WARN("event=fence_failed partitions=%d error=%s detail=\"%s\" action=retry", k,
-                      baton_err_name(err), baton_sink_errstr(w->sink));
-            w->fence_retry_at = baton_now_ms() + 100;
+            /* Fatal (sink_fatal): the loop leaves and exits 1. */
+            if (!sink_failed_fatally(w, "fence", err)) {
+                BLOG_WARN("event=fence_failed partitions=%d error=%s detail=\"%s\" action=retry", k,
+                          baton_err_name(err), baton_sink_errstr(w->sink));
+                w->fence_retry_at = baton_now_ms() + 100;
+            }
         } else {
             rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(k);
             rd_kafka_topic_partition_list_t *ul = NULL;
@@ -652,7 +679,7 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
         w->parts[p].fence_pending = 0; /* acquired and let go before its fence */
     if (p >= w->nparts || !w->parts[p].active)
         return;
-    if (reason == BATON_RELEASE_LEAVE)
+    if (reason == BATON_RELEASE_LEAVE && !w->sink_fatal)
         flush_due(w, 1); /* a leave releases them all: write every batch in one transaction */
     if (reason != BATON_RELEASE_LOST) {
         /* Hand over cleanly: what we read is written before the claim goes,
@@ -660,7 +687,7 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
          * loses nothing: the next owner reads from the sink's next_offset. */
         for (int failures = 0; failures < 5 && w->parts[p].active && w->parts[p].nrecs > 0;) {
             int err = part_flush(w, p);
-            if (err == BATON_STALE)
+            if (err == BATON_STALE || w->sink_fatal)
                 break;
             if (err != BATON_OK) {
                 failures++;
@@ -722,7 +749,7 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
     wp->nrecs = keep;
     for (int failures = 0; failures < 5 && wp->active && wp->nrecs > 0;) {
         int err = part_flush(w, p);
-        if (err == BATON_STALE)
+        if (err == BATON_STALE || w->sink_fatal)
             break;
         if (err != BATON_OK) {
             failures++;
@@ -1171,6 +1198,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             baton_membership_leave(w.m);
             goto out;
         }
+        if (w.sink_fatal)
+            break;
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
         int more = 0;
         for (int i = 0; i < 10000; i++) {
@@ -1188,7 +1217,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             }
         }
         flush_due(&w, 0);
-        if (baton_signal_stop_requested())
+        if (baton_signal_stop_requested() || w.sink_fatal)
             break;
         int timeout =
             more ? 0 : flush_due_in(&w, next_ms < WORKER_IDLE_MS ? next_ms : WORKER_IDLE_MS);
@@ -1207,10 +1236,12 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     BLOG_INFO("event=stopping action=graceful_leave");
     /* The leave marks our member node first (the coordinator names our
      * successors at once), then releases every partition (on_released
-     * writes its buffered batches) while the coordinator works, waits
-     * for the new assignment and only then deletes the claims. */
+     * writes its buffered batches, unless the sink failed for good: then
+     * the successors read them again from the sink's next_offset) while
+     * the coordinator works, waits for the new assignment and only then
+     * deletes the claims. */
     baton_membership_leave(w.m);
-    rc = 0;
+    rc = w.sink_fatal ? 1 : 0;
 out:
     parts_clear(&w);
     if (kq) {

@@ -108,7 +108,8 @@ static void test_open_bad_uri(void **state) {
     char err[512];
     char uri[256];
 
-    /* (postgresql: is a backend of its own: tests/integration/test_sink_pg.c.) */
+    /* (postgresql: is a backend of its own: its URIs in tests/unit/test_sink_pg.c,
+     * its server-side behaviour in tests/integration/test_sink_pg_server.c.) */
     assert_int_equal(open_err("mysql://db/baton", "g", err, sizeof(err)), BATON_INVALID);
     assert_non_null(strstr(err, "mysql://db/baton"));
     assert_non_null(strstr(err, "sqlite:PATH"));
