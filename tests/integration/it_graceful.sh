@@ -45,16 +45,10 @@ for p in $(seq 0 $((B_PARTITIONS - 1))); do
         b_log_has w1 "event=released partition=$p " || h_fail "w1 revoked $p without releasing its claim"
     fi
 done
-# w1's partition states: its log's transitions of partition P as
-# "from>to:reason ...".
-states_of() {
-    grep -E "event=partition_state partition=$1 " "$H_DIR/w1.log" |
-        sed -E 's/.* from=([a-z_]+) to=([a-z_]+) reason=([a-z_]+).*/\1>\2:\3/' | tr '\n' ' '
-}
 life='(none>fencing:acquired fencing|prefetching>fencing_prefetched:acquired fencing_prefetched)'
 life+='>fenced:fenced fenced>active:first_write active>releasing:leave releasing>none:released $'
 for p in $w1_parts; do
-    got=$(states_of "$p")
+    got=$(b_part_states w1 "$p")
     [[ $got =~ $life ]] || h_fail "partition $p: w1 logged the states '$got'"
 done
 for w in w1 w2; do
