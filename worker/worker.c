@@ -18,6 +18,7 @@
 #include "processor.h"
 #include "sink.h"
 #include "sink_bind.h"
+#include "wpart_state.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -51,34 +52,38 @@ typedef struct {
 } wrec_t;
 
 typedef struct {
-    int active;   /* fenced and assigned in Kafka */
-    int paused;   /* Kafka fetching paused: buffer full or cannot write */
-    int unassign; /* let go: still to be unassigned in Kafka (kafka_unassign_pending) */
+    /* Where the partition is in its life (wpart_state.h); changed only by
+     * wpart_set_state. It replaces the flags active, fresh, failed,
+     * fence_pending and prefetch. */
+    wpart_state_t state;
+    /* Two flags stay beside the state because they are not states of the
+     * ownership but of its Kafka side, and hold across states:
+     *   paused: Kafka fetching paused (a full buffer, or failed), in any
+     *     state that fetches (prefetching to failed); cleared when fetching
+     *     stops or restarts;
+     *   unassign: let go, still to be unassigned in Kafka
+     *     (kafka_unassign_pending). Still owed when a partition let go is
+     *     acquired again in the same poll (then fencing with unassign set):
+     *     it is unassigned before it is assigned again. */
+    int paused;
+    int unassign;
     int64_t epoch;
     int64_t next_offset; /* the sink's next_offset after our last write */
     int64_t expect;      /* next offset we expect from Kafka */
-    int fresh;           /* acquired, nothing written yet: write the first batch at once */
     /* Buffered input records, processed, in offset order; owned here. */
     wrec_t *recs;
     size_t nrecs, cap;
     /* The processor's state for this ownership (NULL for copy, or when the
      * processor keeps none), opened after the fence, closed on release. */
     void *pstate;
-    /* The processor failed on this partition: nothing more is consumed or
-     * written until the partition is released (see part_fail). */
-    int failed;
     int64_t first_ms;  /* when the oldest buffered record arrived */
     int64_t fenced_ms; /* when the fence returned; 0 once the first record came */
     int64_t retry_at;  /* after a failed write */
-    /* Acquired, not fenced yet: fence_pending runs after the membership's
-     * poll and fences every such partition in one sink transaction. */
-    int fence_pending;
+    /* fencing: the epoch fence_pending fences with (on_acquired's). */
     int64_t fence_epoch;
-    /* Assigned to us, not fenced yet: fetched ahead from pre_offset (the
-     * sink's next_offset when the assignment came), the messages held in
-     * pre, unprocessed, until the fence says where to start (see
-     * on_assigned). */
-    int prefetch;
+    /* prefetching: fetched ahead from pre_offset (the sink's next_offset
+     * when the assignment came), the messages held in pre, unprocessed,
+     * until the fence says where to start (see on_assigned). */
     int64_t pre_offset, pre_expect;
     rd_kafka_message_t **pre;
     size_t npre, precap;
@@ -156,18 +161,35 @@ static void ensure_parts(worker_t *w) {
     w->nparts = n;
 }
 
+/* Moves partition p to state `to` for reason why (one word, logged). Every
+ * change of a partition's state goes through here and is logged at debug
+ * (event=partition_state). A transition the table does not expect
+ * (wpart_transition_ok) is also logged at warn, with from and to, and made
+ * all the same: the callers go on as they did when the states were flags,
+ * so a surprise shows in the log and never crashes the worker. */
+static void wpart_set_state(worker_t *w, int32_t p, wpart_state_t to, const char *why) {
+    wpart_t *wp = &w->parts[p];
+    wpart_state_t from = wp->state;
+    if (!wpart_transition_ok(from, to))
+        BLOG_WARN("event=partition_state_unexpected partition=%d from=%s to=%s reason=%s", p,
+                  wpart_state_name(from), wpart_state_name(to), why);
+    BLOG_DEBUG("event=partition_state partition=%d from=%s to=%s reason=%s", p,
+               wpart_state_name(from), wpart_state_name(to), why);
+    wp->state = to;
+}
+
 /* Publishes p's epoch (or its absence) and the number of partitions owned. */
 static void metrics_owned(worker_t *w, int32_t p) {
     char label[16];
     snprintf(label, sizeof(label), "%d", p);
-    if (w->parts[p].active)
+    if (wpart_owned(w->parts[p].state))
         baton_metric_vec_set(baton_metric_gauge_vec(BATON_M_W_EPOCH), label,
                              (double)w->parts[p].epoch);
     else
         baton_metric_vec_remove(baton_metric_gauge_vec(BATON_M_W_EPOCH), label);
     int owned = 0;
     for (int32_t i = 0; i < w->nparts; i++)
-        owned += w->parts[i].active;
+        owned += wpart_owned(w->parts[i].state);
     baton_metric_set(baton_metric_gauge(BATON_M_W_OWNED), owned);
 }
 
@@ -215,22 +237,22 @@ static void kafka_unassign_pending(worker_t *w) {
 }
 
 /* Drops partition p locally: no more fetching, buffered records discarded
- * (the next owner reads them again from the sink's next_offset). */
-static void part_deactivate(worker_t *w, int32_t p) {
+ * (the next owner reads them again from the sink's next_offset). why: the
+ * state change's reason. */
+static void part_deactivate(worker_t *w, int32_t p, const char *why) {
     wpart_t *wp = &w->parts[p];
-    if (!wp->active)
+    if (!wpart_owned(wp->state))
         return;
     /* Unassigned in Kafka after the poll, with every other partition let go
      * in it: each rd_kafka_incremental_unassign is a round trip to
      * librdkafka's main thread, and the partitions we keep wait for them.
-     * Meanwhile part_append drops what still arrives (not active). */
+     * Meanwhile part_append drops what still arrives (not owned). */
     wp->unassign = 1;
     batch_clear(wp);
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
-    wp->active = 0;
+    wpart_set_state(w, p, WPART_NONE, why);
     wp->paused = 0;
-    wp->failed = 0;
     metrics_owned(w, p);
 }
 
@@ -303,13 +325,14 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
         BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu next_offset=%lld",
                    p, (long long)wp->epoch, count, applied, (long long)next);
         wp->next_offset = next;
-        wp->fresh = 0;
+        if (wp->state == WPART_FENCED)
+            wpart_set_state(w, p, WPART_ACTIVE, "first_write");
         w->records_written += (int64_t)applied;
         batch_drop_front(wp, count);
         /* The processor hears that its outputs so far are durable (not while
          * part_fail writes the records before a failure). */
         char perr[512];
-        if (!wp->failed &&
+        if (wp->state != WPART_FAILED &&
             baton_processor_flush(w->proc, wp->pstate, perr, sizeof(perr)) != BATON_OK)
             part_fail(w, p, next, "flush", perr);
         return BATON_OK;
@@ -318,7 +341,7 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
         BLOG_WARN("event=write_rejected partition=%d epoch=%lld records=%zu reason=%s", p,
                   (long long)wp->epoch, wp->nrecs, baton_err_name(err));
         baton_metric_inc(baton_metric_counter(BATON_M_W_STALE));
-        part_deactivate(w, p);
+        part_deactivate(w, p, "write_rejected");
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
         baton_membership_drop(w->m, &r);
         return BATON_STALE;
@@ -337,7 +360,7 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
  * w->sink_fatal set (then nothing more is written). */
 static int part_flush(worker_t *w, int32_t p) {
     wpart_t *wp = &w->parts[p];
-    if (!wp->active || wp->nrecs == 0 || w->sink_fatal)
+    if (!wpart_owned(wp->state) || wp->nrecs == 0 || w->sink_fatal)
         return BATON_OK;
     if (!baton_membership_can_write(w->m))
         return BATON_CONNECTION; /* suspended: the session may be gone */
@@ -398,12 +421,14 @@ static void parts_flush(worker_t *w, const int32_t *parts, size_t n) {
  * the sink back) starts over there. Nothing is processed or written
  * before the fence; the fence stays the only gate. */
 
-static void prefetch_stop(worker_t *w, int32_t p) {
+/* Stops fetching p ahead: prefetching (or fencing_prefetched) -> none, for
+ * reason why; nothing for p in another state. */
+static void prefetch_stop(worker_t *w, int32_t p, const char *why) {
     wpart_t *wp = &w->parts[p];
-    if (!wp->prefetch)
+    if (!wpart_prefetched(wp->state))
         return;
     pre_clear(wp);
-    wp->prefetch = 0;
+    wpart_set_state(w, p, WPART_NONE, why);
     wp->paused = 0;
     wp->unassign = 1; /* kafka_unassign_pending */
 }
@@ -455,20 +480,20 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
         int32_t p = rs[i].partition;
         wpart_t *wp = &w->parts[p];
         /* unassign: let go in this very poll, not unassigned in Kafka yet */
-        if (wp->active || wp->fence_pending || wp->prefetch || wp->unassign)
+        if (wp->state != WPART_NONE || wp->unassign)
             continue;
         const baton_fence_row_t *row =
             nrows ? bsearch(&p, rows, nrows, sizeof(*rows), fence_row_cmp) : NULL;
         if (!row)
             continue;
-        wp->prefetch = 1;
+        wpart_set_state(w, p, WPART_PREFETCHING, "assigned");
         wp->pre_offset = wp->pre_expect = row->next_offset;
         rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = row->next_offset;
     }
     if (l->cnt > 0) {
         if (kafka_incremental(w, l, 1, "prefetch_failed") != 0) {
             for (int i = 0; i < l->cnt; i++)
-                w->parts[l->elems[i].partition].prefetch = 0;
+                wpart_set_state(w, l->elems[i].partition, WPART_NONE, "prefetch_failed");
         } else {
             BLOG_DEBUG("event=prefetch partitions=%d took_us=%lld", l->cnt,
                        (long long)(mono_us() - t0));
@@ -479,13 +504,12 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
 }
 
 /* Stops fetching ahead what is no longer assigned to us (and was not
- * acquired: on_released clears fence_pending then). */
+ * acquired: on_released takes fencing_prefetched back to prefetching). */
 static void prefetch_check(worker_t *w) {
     for (int32_t p = 0; p < w->nparts; p++) {
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
-        if (w->parts[p].prefetch && !w->parts[p].fence_pending &&
-            !baton_membership_assigned(w->m, &r))
-            prefetch_stop(w, p);
+        if (w->parts[p].state == WPART_PREFETCHING && !baton_membership_assigned(w->m, &r))
+            prefetch_stop(w, p, "not_assigned");
     }
 }
 
@@ -494,7 +518,7 @@ static void prefetch_check(worker_t *w) {
  * in that poll at once (one transaction, one fsync, instead of one each:
  * a cold start or a failover acquires many together). Deferring it is
  * safe: nothing is read or written for p until its fence returned
- * next_offset (the partition is not active and not assigned in Kafka), the
+ * next_offset (the partition is not owned and not assigned in Kafka), the
  * sink refuses a write at an epoch it was not fenced with (UNFENCED), and a
  * fence that comes back STALE drops the claim as on_acquired's STALE did.
  * A release before the fence just forgets it (on_released). */
@@ -504,7 +528,9 @@ static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
         return BATON_OK; /* never assigned: the worker registers with no keys */
     int32_t p = r->partition;
     ensure_parts(w);
-    w->parts[p].fence_pending = 1;
+    wpart_set_state(
+        w, p, w->parts[p].state == WPART_PREFETCHING ? WPART_FENCING_PREFETCHED : WPART_FENCING,
+        "acquired");
     w->parts[p].fence_epoch = epoch;
     return BATON_OK;
 }
@@ -515,14 +541,12 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
     char errstr[512];
     wpart_t *wp = &w->parts[p];
     batch_clear(wp);
-    wp->active = 1;
+    wpart_set_state(w, p, WPART_FENCED, "fenced");
     wp->paused = 0;
-    wp->fresh = 1;
     wp->epoch = epoch;
     wp->next_offset = next;
     wp->expect = next;
     wp->fenced_ms = baton_now_ms();
-    wp->failed = 0;
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
     metrics_owned(w, p);
@@ -579,7 +603,7 @@ static void fence_pending(worker_t *w) {
         return;
     int32_t n = 0;
     for (int32_t p = 0; p < w->nparts; p++)
-        n += w->parts[p].fence_pending;
+        n += wpart_fencing(w->parts[p].state);
     if (n == 0 || !bind_ready(w))
         return;
     int32_t *parts = xmalloc(sizeof(int32_t) * (size_t)n);
@@ -590,7 +614,7 @@ static void fence_pending(worker_t *w) {
     for (int32_t p = 0; p < w->nparts; p++) {
         wpart_t *wp = &w->parts[p];
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
-        if (!wp->fence_pending || !baton_epoch_valid(w->m, &r, wp->fence_epoch))
+        if (!wpart_fencing(wp->state) || !baton_epoch_valid(w->m, &r, wp->fence_epoch))
             continue;
         parts[k] = p;
         epochs[k++] = wp->fence_epoch;
@@ -616,20 +640,22 @@ static void fence_pending(worker_t *w) {
             for (int32_t i = 0; i < k; i++) {
                 int32_t p = parts[i];
                 wpart_t *wp = &w->parts[p];
-                wp->fence_pending = 0;
+                int prefetched = wp->state == WPART_FENCING_PREFETCHED;
                 if (res[i] == BATON_STALE) {
                     BLOG_WARN("event=fence_failed partition=%d epoch=%lld error=STALE", p,
                               (long long)epochs[i]);
                     baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
                     baton_membership_drop(w->m, &r);
-                    prefetch_stop(w, p);
+                    if (prefetched)
+                        prefetch_stop(w, p, "stale_fence");
+                    else
+                        wpart_set_state(w, p, WPART_NONE, "stale_fence");
                     continue;
                 }
-                if (wp->prefetch && next[i] >= wp->pre_offset) {
+                if (prefetched && next[i] >= wp->pre_offset) {
                     /* Fetched ahead from where the fence starts, or before:
                      * keep fetching; what was held goes through part_append
                      * now, which drops what is below next_offset. */
-                    wp->prefetch = 0;
                     if (wp->paused)
                         kafka_pause(w, p, 0);
                     part_activate(w, p, epochs[i], next[i]);
@@ -639,12 +665,11 @@ static void fence_pending(worker_t *w) {
                         part_append(w, wp->pre[j]);
                     continue;
                 }
-                if (wp->prefetch) {
+                if (prefetched) {
                     /* The sink went back below where we fetched from. */
                     BLOG_INFO("event=prefetch_discarded partition=%d from=%lld next_offset=%lld", p,
                               (long long)wp->pre_offset, (long long)next[i]);
                     pre_clear(wp);
-                    wp->prefetch = 0;
                     wp->paused = 0;
                     if (!ul)
                         ul = rd_kafka_topic_partition_list_new(4);
@@ -675,17 +700,24 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     if (r->kind != BATON_RESOURCE_PARTITION)
         return;
     int32_t p = r->partition;
-    if (p < w->nparts)
-        w->parts[p].fence_pending = 0; /* acquired and let go before its fence */
-    if (p >= w->nparts || !w->parts[p].active)
+    if (p >= w->nparts)
         return;
+    wpart_state_t st = w->parts[p].state;
+    const char *why = baton_release_reason_name(reason);
+    if (wpart_fencing(st)) /* acquired and let go before its fence */
+        wpart_set_state(w, p, st == WPART_FENCING_PREFETCHED ? WPART_PREFETCHING : WPART_NONE,
+                        "released_before_fence");
+    if (!wpart_owned(st))
+        return;
+    wpart_set_state(w, p, WPART_RELEASING, why);
     if (reason == BATON_RELEASE_LEAVE && !w->sink_fatal)
         flush_due(w, 1); /* a leave releases them all: write every batch in one transaction */
     if (reason != BATON_RELEASE_LOST) {
         /* Hand over cleanly: what we read is written before the claim goes,
          * so the next owner starts exactly where we stopped. A failure here
          * loses nothing: the next owner reads from the sink's next_offset. */
-        for (int failures = 0; failures < 5 && w->parts[p].active && w->parts[p].nrecs > 0;) {
+        for (int failures = 0;
+             failures < 5 && wpart_owned(w->parts[p].state) && w->parts[p].nrecs > 0;) {
             int err = part_flush(w, p);
             if (err == BATON_STALE || w->sink_fatal)
                 break;
@@ -696,12 +728,8 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
         }
     }
     BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld", p,
-              (long long)w->parts[p].epoch,
-              reason == BATON_RELEASE_LOST    ? "lost"
-              : reason == BATON_RELEASE_LEAVE ? "leave"
-                                              : "revoked",
-              (long long)w->parts[p].next_offset);
-    part_deactivate(w, p);
+              (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset);
+    part_deactivate(w, p, "released");
 }
 
 /* Makes a processor's message safe inside a quoted log field. */
@@ -735,7 +763,7 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
     wpart_t *wp = &w->parts[p];
     char clean[512];
     log_clean(clean, sizeof(clean), error);
-    wp->failed = 1;
+    wpart_set_state(w, p, WPART_FAILED, "processor_error");
     BLOG_ERROR("event=processor_error partition=%d offset=%lld epoch=%lld processor=%s stage=%s "
                "error=\"%s\"",
                p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc), stage,
@@ -747,7 +775,7 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
     for (size_t i = keep; i < wp->nrecs; i++)
         wrec_release(&wp->recs[i]);
     wp->nrecs = keep;
-    for (int failures = 0; failures < 5 && wp->active && wp->nrecs > 0;) {
+    for (int failures = 0; failures < 5 && wpart_owned(wp->state) && wp->nrecs > 0;) {
         int err = part_flush(w, p);
         if (err == BATON_STALE || w->sink_fatal)
             break;
@@ -756,7 +784,7 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
             baton_sleep_ms(100);
         }
     }
-    if (!wp->active)
+    if (!wpart_owned(wp->state))
         return; /* a newer owner fenced us: it is theirs now */
     batch_clear(wp);
     if (!wp->paused)
@@ -777,11 +805,11 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
  * must be retried is written again without being processed again. */
 static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     int32_t p = msg->partition;
-    if (p >= 0 && p < w->nparts && !w->parts[p].active && w->parts[p].prefetch) {
+    if (p >= 0 && p < w->nparts && wpart_prefetched(w->parts[p].state)) {
         pre_hold(w, p, msg);
         return;
     }
-    if (p < 0 || p >= w->nparts || !w->parts[p].active || w->parts[p].failed ||
+    if (p < 0 || p >= w->nparts || !wpart_consuming(w->parts[p].state) ||
         msg->offset < w->parts[p].expect) {
         /* fetched before we let it go, or already buffered or applied, or
          * the partition is stopped after a processor error */
@@ -978,9 +1006,9 @@ static void flush_due(worker_t *w, int force) {
     for (int32_t p = 0; p < w->nparts; p++) {
         wpart_t *wp = &w->parts[p];
         buffered += wp->nrecs; /* before this flush: good enough for a gauge */
-        if (!wp->active || wp->failed || wp->nrecs == 0 || wp->retry_at > now)
+        if (!wpart_consuming(wp->state) || wp->nrecs == 0 || wp->retry_at > now)
             continue;
-        if (force || wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size ||
+        if (force || wp->state == WPART_FENCED || wp->nrecs >= (size_t)w->conf->batch_size ||
             now - wp->first_ms >= w->conf->linger_ms)
             due[ndue++] = p;
     }
@@ -992,12 +1020,11 @@ static void flush_due(worker_t *w, int force) {
         wpart_t *wp = &w->parts[p];
         /* Back-pressure: stop fetching while the buffer is full (a slow or
          * suspended sink); resume once it drains. */
-        if (wp->failed)
-            continue; /* stays paused */
-        if (wp->active && !wp->paused &&
-            wp->nrecs >= (size_t)w->conf->batch_size * WORKER_PAUSE_BATCHES)
+        if (!wpart_consuming(wp->state))
+            continue; /* failed: stays paused */
+        if (!wp->paused && wp->nrecs >= (size_t)w->conf->batch_size * WORKER_PAUSE_BATCHES)
             kafka_pause(w, p, 1);
-        else if (wp->active && wp->paused && wp->nrecs < (size_t)w->conf->batch_size)
+        else if (wp->paused && wp->nrecs < (size_t)w->conf->batch_size)
             kafka_pause(w, p, 0);
     }
     baton_metric_set(baton_metric_gauge(BATON_M_W_BUFFERED), (double)buffered);
@@ -1008,13 +1035,14 @@ static int flush_due_in(const worker_t *w, int cap) {
     int64_t now = baton_now_ms(), soon = cap;
     for (int32_t p = 0; p < w->nparts; p++) {
         const wpart_t *wp = &w->parts[p];
-        if (!wp->active || wp->nrecs == 0)
+        if (!wpart_owned(wp->state) || wp->nrecs == 0)
             continue;
         int64_t at = wp->first_ms + w->conf->linger_ms;
         /* A full batch (or a fresh partition's first) is due now, not at
          * the linger: sleeping here made the worker wait up to a linger
          * per batch under load (issue 5, throughput). */
-        if (!wp->failed && (wp->fresh || wp->nrecs >= (size_t)w->conf->batch_size))
+        if (wp->state != WPART_FAILED &&
+            (wp->state == WPART_FENCED || wp->nrecs >= (size_t)w->conf->batch_size))
             at = now;
         if (wp->retry_at > at)
             at = wp->retry_at;
@@ -1222,7 +1250,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         int timeout =
             more ? 0 : flush_due_in(&w, next_ms < WORKER_IDLE_MS ? next_ms : WORKER_IDLE_MS);
         for (int32_t p = 0; p < w.nparts && timeout > 0; p++)
-            if (w.parts[p].fence_pending)
+            if (wpart_fencing(w.parts[p].state))
                 timeout = timeout < 100 ? timeout : 100; /* a fence to retry */
         struct pollfd pfds[3] = {{.fd = baton_membership_fd(w.m), .events = POLLIN},
                                  {.fd = kpipe[0], .events = POLLIN},

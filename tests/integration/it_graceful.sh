@@ -2,7 +2,10 @@
 # it_graceful: SIGTERM is a graceful leave under continuous input: the
 # leaver flushes its last batch before releasing each claim, exits 0, its
 # partitions reach their new owner at once (no session timeout wait), the
-# other partitions never stop, and every record lands exactly once.
+# other partitions never stop, and every record lands exactly once. w1
+# logs at debug: each partition it held went through the named states
+# (event=partition_state) none -> fencing -> fenced -> active -> releasing
+# -> none, and no transition was unexpected.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -16,14 +19,19 @@ h_kafka_start "$B_TOPIC" $B_PARTITIONS
 B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS
 b_coord c1
-b_worker w1
+b_worker w1 --log-level debug
 b_worker w2
 h_wait_for 20 "w1 and w2 share the partitions" b_all_active 2
 w2_parts=$(b_partitions_of w2)
+w1_parts=$(b_partitions_of w1)
+[[ -n $w1_parts ]] || h_fail "w1 owns no partition"
 
 h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
     --partitions $B_PARTITIONS --count 3000 --rate 1000
 h_wait_for 10 "records flowing" b_sink_has 300
+# Every partition written at least once, so w1's are active (not just fenced).
+all_written() { (($(b_sql "SELECT count(DISTINCT partition) FROM baton_output WHERE grp='$B_GROUP'") == B_PARTITIONS)); }
+h_wait_for 10 "every partition written" all_written
 t0=$(_h_now_ms)
 h_kill w1 TERM
 h_wait_for 5 "w2 owns everything" b_all_active 1
@@ -36,6 +44,15 @@ for p in $(seq 0 $((B_PARTITIONS - 1))); do
     if b_log_has w1 "event=revoked partition=$p "; then
         b_log_has w1 "event=released partition=$p " || h_fail "w1 revoked $p without releasing its claim"
     fi
+done
+life='(none>fencing:acquired fencing|prefetching>fencing_prefetched:acquired fencing_prefetched)'
+life+='>fenced:fenced fenced>active:first_write active>releasing:leave releasing>none:released $'
+for p in $w1_parts; do
+    got=$(b_part_states w1 "$p")
+    [[ $got =~ $life ]] || h_fail "partition $p: w1 logged the states '$got'"
+done
+for w in w1 w2; do
+    ! b_log_has $w "event=partition_state_unexpected" || h_fail "$w: an unexpected partition state"
 done
 rc=0; h_wait_exit producer 30 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"

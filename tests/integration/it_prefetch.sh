@@ -8,7 +8,7 @@
 # fence) discards it (event=prefetch_discarded) and reads the partition
 # again from the fence's next_offset, so nothing is skipped. Both checked
 # against the sink's rows: every offset once, stamped with its writer's
-# epoch.
+# epoch, and in w2's debug log: prefetching -> fencing_prefetched -> fenced.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -46,6 +46,9 @@ h_kill w2 CONT
 h_wait_for 20 "w2 wrote partition $p through offset 19" bash -c "[[ \$(sqlite3 '$B_SINK' \"SELECT next_offset FROM baton_fence WHERE grp='$B_GROUP' AND partition=$p\") == 20 ]]"
 b_log_has w2 "event=prefetch_discarded partition=$p from=10 next_offset=5" ||
     h_fail "w2 should have discarded what it fetched from 10: $(grep -E 'prefetch|fenced' "$H_DIR/w2.log")"
+# w2's states for p: fetched ahead, acquired, fenced (the fetch discarded).
+ahead='none>prefetching:assigned prefetching>fencing_prefetched:acquired fencing_prefetched>fenced:fenced '
+[[ $(b_part_states w2 "$p") == "$ahead"* ]] || h_fail "partition $p: w2 logged the states '$(b_part_states w2 "$p")'"
 e2=$(b_epoch "$p")
 [[ $(rows_of "$p") == 20 ]] || h_fail "partition $p: $(rows_of "$p") rows, want 20"
 [[ $(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$p AND offset >= 5 AND epoch = $e2") == 15 ]] ||
@@ -60,6 +63,7 @@ h_wait_for 15 "w2 owns partition $q" bash -c "[[ \$('$BATON_BIN/batonctl' --zk '
 (($(grep -c 'event=prefetch partitions=1 ' "$H_DIR/w2.log") >= 2)) ||
     h_fail "w2 did not fetch partition $q ahead: $(grep -E 'prefetch' "$H_DIR/w2.log")"
 ! b_log_has w2 "event=prefetch_discarded partition=$q " || h_fail "nothing went back: partition $q's fetch must be kept"
+[[ $(b_part_states w2 "$q") == *"$ahead"* ]] || h_fail "partition $q: w2 logged the states '$(b_part_states w2 "$q")'"
 b_produce 20 c
 h_wait_for 15 "both partitions written through offset 29" \
     bash -c "[[ \$(sqlite3 '$B_SINK' \"SELECT group_concat(next_offset) FROM (SELECT next_offset FROM baton_fence WHERE grp='$B_GROUP' ORDER BY partition)\") == 30,30 ]]"
@@ -69,4 +73,5 @@ for part in 0 1; do
 done
 [[ $(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$q AND offset >= 20 AND epoch > $e1") == 10 ]] ||
     h_fail "offsets 20-29 of partition $q must be w2's"
+! b_log_has w2 "event=partition_state_unexpected" || h_fail "w2: an unexpected partition state"
 h_pass "fetch ahead of the fence: kept when the fence agrees, discarded when the sink went back"

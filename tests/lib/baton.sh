@@ -70,6 +70,14 @@ b_sink_has() { (($(b_sink_count 2>/dev/null || echo 0) >= ${1:?})); }
 # b_log_has NAME PATTERN: true if NAME's log matches PATTERN (grep -E).
 b_log_has() { grep -Eq -- "${2:?}" "$H_DIR/${1:?}.log"; }
 
+# b_part_states NAME P: the partition states worker NAME logged for
+# partition P (it must run with --log-level debug), one "from>to:reason "
+# per transition, oldest first; empty if none.
+b_part_states() {
+    { grep -E "event=partition_state partition=${2:?} " "$H_DIR/${1:?}.log" || true; } |
+        sed -E 's/.* from=([a-z_]+) to=([a-z_]+) reason=([a-z_]+).*/\1>\2:\3/' | tr '\n' ' '
+}
+
 # b_produce COUNT [PREFIX] [RATE]: produces COUNT records round robin.
 b_produce() {
     "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
