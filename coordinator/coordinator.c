@@ -193,6 +193,8 @@ static void handoffs_clear(coord_t *c) {
     c->nho = 0;
     c->ho_cursor = 0;
     c->ho_due_ms = 0;
+    c->ho_sweep = 0;
+    c->sweep_due_ms = 0; /* no sweep while there is nothing to sweep */
 }
 
 /* The published assignment as read back from ZooKeeper. */
@@ -1864,7 +1866,8 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         due = min_due(due, next_resync); /* on time, not up to wait_ms late */
         if (c.leader) {
             due = min_due(due, c.ho_due_ms);
-            due = min_due(due, c.sweep_due_ms);
+            if (c.nho || c.nhok)
+                due = min_due(due, c.sweep_due_ms);
         }
         if (c.leader && conf->brokers && c.racks_due_ms)
             due = min_due(due, c.racks_due_ms);

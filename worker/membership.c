@@ -960,13 +960,21 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
             goto out;
         char prefix[64];
         snprintf(prefix, sizeof(prefix), "claim-%s-", m->session_hex);
+        int found = 0;
         for (size_t i = 0; i < n; i++) {
             if (strncmp(names[i], prefix, strlen(prefix)) != 0)
                 continue;
             char *path = xasprintf("%s/%s", dir, names[i]);
             struct Stat st;
             int e = baton_zk_exists(m->zk, path, 0, &st);
-            if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+            if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk) && found) {
+                /* Names sort by sequence: we keep the lowest, found first.
+                 * Another would block the next owner once we let go. */
+                e = baton_zk_delete(m->zk, path, -1);
+                BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
+                          res_label(m, p), names[i], mp->claim, baton_err_name(e));
+            } else if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+                found = 1;
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
                 mp->czxid = st.czxid;
                 BLOG_INFO("event=claim_recovered %s claim=%s", res_label(m, p), mp->claim);
@@ -1775,8 +1783,14 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             goto done;
         m->all_dirty = 0;
         m->assignment_dirty = 1;
-        for (size_t i = 0; i < m->nstandby; i++)
-            m->standby[i].armed = 0; /* watches may have been lost: set them again */
+        for (size_t i = 0; i < m->nstandby; i++) {
+            mstandby_t *e = &m->standby[i];
+            e->armed = 0; /* watches may have been lost: set them again */
+            /* ... and the look at the owner after a promotion, which a
+             * connection loss may have cut short */
+            for (size_t j = 0; j < e->n && !e->verify; j++)
+                e->verify = res_st(m, e->rids[j])->promoted;
+        }
         for (int32_t i = 0; i < rid_count(m); i++)
             res_st(m, rid_at(m, i))->dirty = 1;
     }

@@ -34,8 +34,8 @@
 #define MAXK 8
 
 typedef struct {
-    char ids[MAXW][8];
-    char racks[MAXW][8];
+    char ids[MAXW][24];
+    char racks[MAXW][24];
     char filters[MAXW][32];
     baton_plan_member_t members[MAXW];
     size_t nmembers;
