@@ -102,7 +102,10 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
                                   optarg);
             strategy_arg = optarg;
             break;
-        case CTL_OPT_HELP: ctl_init_usage(stdout); return BATON_EXIT_OK;
+        case CTL_OPT_HELP:
+            ctl_init_usage(stdout);
+            free(kafka_props);
+            return BATON_EXIT_OK;
         default: ctl_bad_option(argc, argv);
         }
     }
