@@ -18,6 +18,9 @@ char *baton_layout_keys(const char *base) { return xasprintf("%s/keys", base); }
 char *baton_layout_drains(const char *base) { return xasprintf("%s/drains", base); }
 char *baton_layout_pins(const char *base) { return xasprintf("%s/pins", base); }
 
+char *baton_layout_candidate_create(const char *base) {
+    return xasprintf("%s/coordinators/c-", base);
+}
 char *baton_layout_worker(const char *base, const char *id) {
     return xasprintf("%s/workers/%s", base, id);
 }

@@ -41,6 +41,9 @@ char *baton_layout_keys(const char *base);
 char *baton_layout_drains(const char *base);
 char *baton_layout_pins(const char *base);
 
+/* The path a coordinator candidate is created at: <base>/coordinators/c-
+ * (ZOO_EPHEMERAL_SEQUENTIAL). */
+char *baton_layout_candidate_create(const char *base);
 /* <base>/workers/<id>, <base>/assignment/<id>, <base>/drains/<id>. */
 char *baton_layout_worker(const char *base, const char *id);
 char *baton_layout_assignment_of(const char *base, const char *id);

@@ -17,6 +17,7 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 
@@ -64,11 +65,11 @@ static void claims_clear(claim_list_t *l) {
     l->n = 0;
 }
 
-/* Lists the claims of session `hex` in every partition of base (P of them)
- * and every named key: names matching claim-<hex>- whose ephemeralOwner is
+/* Lists the claims of session in every partition of base (P of them) and
+ * every named key: claims named with the session whose ephemeralOwner is
  * the session. */
 static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_t session,
-                             const char *hex, claim_list_t *out, char *errstr, size_t n) {
+                             claim_list_t *out, char *errstr, size_t n) {
     char **keys = NULL;
     size_t nkeys = 0;
     int kerr = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
@@ -77,15 +78,12 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
     size_t np = (size_t)P + nkeys;
     char **dirs = xcalloc(np ? np : 1, sizeof(char *));
     ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), "claim-%s-", hex);
-    size_t plen = strlen(prefix);
     claim_list_t found = {0};
     int err = BATON_OK;
     for (size_t p = 0; p < (size_t)P; p++)
-        dirs[p] = xasprintf("%s/partitions/%zu/claims", base, p);
+        dirs[p] = baton_layout_partition_claims(base, (int64_t)p);
     for (size_t k = 0; k < nkeys; k++)
-        dirs[(size_t)P + k] = baton_group_key_claims(base, keys[k]);
+        dirs[(size_t)P + k] = baton_layout_key_claims(base, keys[k]);
     ctl_zkbatch_children(zk, dirs, np, reads);
     for (size_t p = 0; p < np; p++) {
         ctl_zkread_t *r = &reads[p];
@@ -96,22 +94,17 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
                                baton_strerror(r->err));
             goto out;
         }
-        int64_t low = INT64_MAX;
+        const char *lowest = baton_claim_lowest(r->names, r->count);
         for (size_t i = 0; i < r->count; i++) {
-            int64_t s = strncmp(r->names[i], "claim-", 6) == 0 ? baton_seq_of(r->names[i]) : -1;
-            if (s >= 0 && s < low)
-                low = s;
-        }
-        for (size_t i = 0; i < r->count; i++) {
-            if (strncmp(r->names[i], prefix, plen) != 0 || baton_seq_of(r->names[i]) < 0)
+            if (!baton_claim_of_session(r->names[i], session))
                 continue;
             int is_key = p >= (size_t)P;
             claims_push(&found, (evict_claim_t){
                                     .partition = is_key ? -1 : (int32_t)p,
                                     .key = is_key ? xstrdup(keys[p - (size_t)P]) : NULL,
-                                    .path = xasprintf("%s/%s", dirs[p], r->names[i]),
+                                    .path = baton_layout_child(dirs[p], r->names[i]),
                                     .name = xstrdup(r->names[i]),
-                                    .owner = baton_seq_of(r->names[i]) == low,
+                                    .owner = r->names[i] == lowest,
                                 });
         }
     }
@@ -229,7 +222,7 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     int rc = BATON_EXIT_FAILURE;
     char errstr[1024];
     char *base = baton_group_base(ctx->root, ctx->group);
-    char *member = xasprintf("%s/workers/%s", base, id);
+    char *member = baton_layout_worker(base, id);
     claim_list_t claims = {0}, removed = {0};
     json_t *out = NULL;
 
@@ -298,9 +291,8 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
         }
         mst = now;
         claims_clear(&claims);
-        if (session != 0 &&
-            (err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,
-                                     sizeof(errstr))) != BATON_OK) {
+        if (session != 0 && (err = claims_of_session(zk, base, cfg.partitions, session, &claims,
+                                                     errstr, sizeof(errstr))) != BATON_OK) {
             fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
             goto out;
         }
@@ -346,7 +338,7 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
      * between our listing and the multi. One by one; gone already is fine. */
     for (int round = 0; round < EVICT_ROUNDS && session != 0; round++) {
         claims_clear(&claims);
-        if ((err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,
+        if ((err = claims_of_session(zk, base, cfg.partitions, session, &claims, errstr,
                                      sizeof(errstr))) != BATON_OK) {
             fprintf(stderr, "%s: %s (the member node is already removed)\n", CTL_PROG, errstr);
             goto out;

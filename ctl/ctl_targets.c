@@ -7,6 +7,7 @@
 
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_layout.h"
 #include "baton_util.h"
 
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static int node_there(baton_zk_t *zk, const char *base, const char *dir, const c
 
 /* 1 if a pin names id, 0 if none does, or a negative error. */
 static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *errstr, size_t n) {
-    char *dir = xasprintf("%s/pins", base);
+    char *dir = baton_layout_pins(base);
     ctl_zkdir_t d;
     int err = ctl_zkdir_read(zk, dir, &d), rc = 0;
     if (err != BATON_OK && err != BATON_NOTFOUND)
@@ -72,7 +73,7 @@ static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *err
 /* 1 if the history ring names id (from or to), 0 if not or there is none,
  * or a negative error. A malformed ring counts as none. */
 static int in_history(baton_zk_t *zk, const char *base, const char *id, char *errstr, size_t n) {
-    char *path = xasprintf("%s/history", base), *data = NULL, why[256];
+    char *path = baton_layout_history(base), *data = NULL, why[256];
     size_t len = 0;
     baton_history_t h = {0};
     int rc = 0, err = baton_zk_get(zk, path, 0, &data, &len, NULL);
@@ -91,7 +92,7 @@ static int in_history(baton_zk_t *zk, const char *base, const char *id, char *er
 int ctl_target_lookup(baton_zk_t *zk, const char *base, const char *id, ctl_target_t *t,
                       char *errstr, size_t errstr_size) {
     memset(t, 0, sizeof(*t));
-    char *wdir = xasprintf("%s/workers", base);
+    char *wdir = baton_layout_workers(base);
     char **names = NULL;
     size_t n = 0;
     int err = baton_zk_children(zk, wdir, 0, &names, &n);

@@ -11,6 +11,7 @@
 
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_signal.h"
 #include "baton_util.h"
@@ -151,7 +152,7 @@ static void watches_arm_all(baton_zk_t *zk, const char *base, int32_t P) {
     for (size_t i = 0; i < BATON_ARRAY_SIZE(nodes); i++, k++)
         paths[k] = xasprintf("%s/%s", base, nodes[i]);
     for (int32_t p = 0; p < P; p++, k++) {
-        paths[k] = xasprintf("%s/partitions/%d/claims", base, p);
+        paths[k] = baton_layout_partition_claims(base, p);
         kids[k] = 1;
     }
     watches_arm(zk, paths, kids, n);

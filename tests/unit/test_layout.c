@@ -33,6 +33,7 @@ static void test_paths(void **state) {
     path_is(baton_layout_keys(b), "/baton/g/keys");
     path_is(baton_layout_drains(b), "/baton/g/drains");
     path_is(baton_layout_pins(b), "/baton/g/pins");
+    path_is(baton_layout_candidate_create(b), "/baton/g/coordinators/c-");
     path_is(baton_layout_worker(b, "w1"), "/baton/g/workers/w1");
     path_is(baton_layout_assignment_of(b, "w1"), "/baton/g/assignment/w1");
     path_is(baton_layout_drain(b, "w1"), "/baton/g/drains/w1");
