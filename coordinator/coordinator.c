@@ -17,6 +17,7 @@
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "baton_zk.h"
+#include "baton_zkbatch.h"
 #include "coord_racks.h"
 #include "baton_metrics.h"
 #include "coord_history.h"
@@ -382,29 +383,27 @@ static void published_free(published_t *pub, size_t n) {
     free(pub);
 }
 
-/* Reads assignment/<id> for every child. */
+/* Reads assignment/<id> for every child, the reads pipelined. */
 static int read_published(coord_t *c, published_t **out, size_t *nout) {
     char *dir = baton_layout_assignment(c->base);
-    char **names = NULL;
-    size_t n = 0;
-    int err = baton_zk_children(c->zk, dir, 0, &names, &n);
-    if (err != BATON_OK) {
-        free(dir);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(c->zk, dir, &d);
+    free(dir);
+    if (err != BATON_OK)
         return err;
-    }
+    size_t n = d.n;
     published_t *pub = xcalloc(n ? n : 1, sizeof(*pub));
     for (size_t i = 0; i < n; i++) {
-        pub[i].id = xstrdup(names[i]);
-        char *path = xasprintf("%s/%s", dir, names[i]);
-        char *data = NULL;
-        size_t len = 0;
-        err = baton_zk_get(c->zk, path, 0, &data, &len, NULL);
+        const baton_zkread_t *r = &d.reads[i];
+        pub[i].id = xstrdup(d.names[i]);
+        err = r->err;
         if (err == BATON_NOTFOUND) {
             err = BATON_OK; /* removed meanwhile: treat as empty */
         } else if (err == BATON_OK) {
             baton_worker_assignment_t wa;
             char why[256];
-            if (baton_worker_assignment_decode(data, len, &wa, why, sizeof(why)) == BATON_OK) {
+            if (baton_worker_assignment_decode(r->data, r->len, &wa, why, sizeof(why)) ==
+                BATON_OK) {
                 pub[i].partitions = wa.partitions;
                 pub[i].npartitions = wa.npartitions;
                 pub[i].keys = wa.keys;
@@ -414,16 +413,14 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
                 pub[i].generation = wa.generation;
                 pub[i].valid = 1;
             } else {
-                BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", path, why);
+                BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", d.paths[i],
+                           why);
             }
         }
-        free(data);
-        free(path);
         if (err != BATON_OK)
             break;
     }
-    baton_zk_strings_free(names, n);
-    free(dir);
+    baton_zkdir_release(&d);
     if (err != BATON_OK) {
         published_free(pub, n);
         return err;

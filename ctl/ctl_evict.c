@@ -11,7 +11,7 @@
 #include "ctl.h"
 #include "ctl_status.h"
 #include "ctl_targets.h"
-#include "ctl_zkbatch.h"
+#include "baton_zkbatch.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
@@ -77,16 +77,16 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
         return kerr;
     size_t np = (size_t)P + nkeys;
     char **dirs = xcalloc(np ? np : 1, sizeof(char *));
-    ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
+    baton_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
     claim_list_t found = {0};
     int err = BATON_OK;
     for (size_t p = 0; p < (size_t)P; p++)
         dirs[p] = baton_layout_partition_claims(base, (int64_t)p);
     for (size_t k = 0; k < nkeys; k++)
         dirs[(size_t)P + k] = baton_layout_key_claims(base, keys[k]);
-    ctl_zkbatch_children(zk, dirs, np, reads);
+    baton_zkbatch_children(zk, dirs, np, reads);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_t *r = &reads[p];
+        baton_zkread_t *r = &reads[p];
         if (r->err == BATON_NOTFOUND)
             continue;
         if (r->err != BATON_OK) {
@@ -110,10 +110,10 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
     }
     /* The name says whose it is; the stat proves it (and gives the epoch). */
     char **paths = xcalloc(found.n ? found.n : 1, sizeof(char *));
-    ctl_zkread_t *stats = xcalloc(found.n ? found.n : 1, sizeof(*stats));
+    baton_zkread_t *stats = xcalloc(found.n ? found.n : 1, sizeof(*stats));
     for (size_t i = 0; i < found.n; i++)
         paths[i] = found.v[i].path;
-    ctl_zkbatch_get(zk, paths, found.n, stats);
+    baton_zkbatch_get(zk, paths, found.n, stats);
     for (size_t i = 0; i < found.n; i++) {
         evict_claim_t *c = &found.v[i];
         if (stats[i].err == BATON_OK && stats[i].stat.ephemeralOwner == session) {
@@ -124,7 +124,7 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
             err = baton_seterr(errstr, n, stats[i].err, "cannot read '%s': %s", c->path,
                                baton_strerror(stats[i].err));
         }
-        ctl_zkread_release(&stats[i]);
+        baton_zkread_release(&stats[i]);
     }
     free(paths);
     free(stats);
@@ -132,7 +132,7 @@ out:
     claims_clear(&found);
     free(found.v);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_release(&reads[p]);
+        baton_zkread_release(&reads[p]);
         free(dirs[p]);
     }
     free(reads);

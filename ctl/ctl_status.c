@@ -12,7 +12,7 @@
 #include "baton_util.h"
 #include "ctl.h"
 #include "ctl_keys.h"
-#include "ctl_zkbatch.h"
+#include "baton_zkbatch.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -150,11 +150,11 @@ out:
 
 static int gather_workers(gather_t *g, json_t *workers) {
     char *dir = baton_layout_workers(g->base);
-    ctl_zkdir_t d;
-    int err = ctl_zkdir_read(g->zk, dir, &d);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(g->zk, dir, &d);
     char **names = d.names, **paths = d.paths;
     size_t n = d.n;
-    ctl_zkread_t *reads = d.reads;
+    baton_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         gather_warn(g, dir, "missing (the group layout is incomplete)");
         err = BATON_OK;
@@ -165,7 +165,7 @@ static int gather_workers(gather_t *g, json_t *workers) {
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        ctl_zkread_t *r = &reads[i];
+        baton_zkread_t *r = &reads[i];
         if (r->err == BATON_NOTFOUND)
             continue; /* left since the listing */
         if (r->err != BATON_OK) {
@@ -208,7 +208,7 @@ static int gather_workers(gather_t *g, json_t *workers) {
         json_array_append_new(workers, w);
     }
 out:
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(dir);
     return err;
 }
@@ -223,7 +223,7 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
     char *dir = baton_layout_assignment(g->base);
     char *data = NULL;
     size_t len = 0;
-    ctl_zkdir_t d = {0};
+    baton_zkdir_t d = {0};
     *generation = json_null();
     int err = baton_zk_get(g->zk, dir, 0, &data, &len, NULL);
     if (err == BATON_NOTFOUND) {
@@ -244,9 +244,9 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
             gather_warn(g, dir, "%s", why);
     }
 
-    err = ctl_zkdir_read(g->zk, dir, &d);
+    err = baton_zkdir_read(g->zk, dir, &d);
     char **names = d.names, **paths = d.paths;
-    ctl_zkread_t *reads = d.reads;
+    baton_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         err = BATON_OK; /* removed since the read above */
         goto out;
@@ -256,7 +256,7 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
         goto out;
     }
     for (size_t i = 0; i < d.n; i++) {
-        ctl_zkread_t *r = &reads[i];
+        baton_zkread_t *r = &reads[i];
         if (r->err == BATON_NOTFOUND)
             continue;
         if (r->err != BATON_OK) {
@@ -290,7 +290,7 @@ out:
     *anames = d.names;
     *nanames = d.n;
     d.names = NULL;
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(data);
     free(dir);
     return err;
@@ -384,18 +384,18 @@ static int owner_resolve_sync(gather_t *g, const char *dir, part_t *pt) {
 static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
     size_t np = (size_t)P;
     char **dirs = xcalloc(np ? np : 1, sizeof(char *));
-    ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
+    baton_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
     char **opaths = NULL;
     size_t *oidx = NULL;
-    ctl_zkread_t *oreads = NULL;
+    baton_zkread_t *oreads = NULL;
     size_t nowned = 0;
     int err = BATON_OK;
     for (size_t p = 0; p < np; p++)
         dirs[p] = baton_layout_partition_claims(g->base, (int64_t)p);
 
-    ctl_zkbatch_children(g->zk, dirs, np, reads);
+    baton_zkbatch_children(g->zk, dirs, np, reads);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_t *r = &reads[p];
+        baton_zkread_t *r = &reads[p];
         if (r->err == BATON_NOTFOUND) {
             parts[p].missing = 1;
             continue;
@@ -419,10 +419,10 @@ static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
             oidx[k] = p;
             opaths[k++] = baton_layout_child(dirs[p], parts[p].lowest);
         }
-    ctl_zkbatch_get(g->zk, opaths, nowned, oreads);
+    baton_zkbatch_get(g->zk, opaths, nowned, oreads);
     for (k = 0; k < nowned; k++) {
         size_t p = oidx[k];
-        ctl_zkread_t *r = &oreads[k];
+        baton_zkread_t *r = &oreads[k];
         if (r->err == BATON_OK) {
             owner_set(g, opaths[k], r->data, r->len, &r->stat, &parts[p]);
         } else if (r->err == BATON_NOTFOUND) {
@@ -439,13 +439,13 @@ static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
 out:
     for (size_t i = 0; i < nowned && opaths; i++) {
         free(opaths[i]);
-        ctl_zkread_release(&oreads[i]);
+        baton_zkread_release(&oreads[i]);
     }
     free(opaths);
     free(oidx);
     free(oreads);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_release(&reads[p]);
+        baton_zkread_release(&reads[p]);
         free(dirs[p]);
     }
     free(reads);
@@ -495,11 +495,11 @@ static char *pin_decode(const char *data, size_t len, char *why, size_t whylen) 
 
 static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
     char *dir = baton_layout_pins(g->base);
-    ctl_zkdir_t d;
-    int err = ctl_zkdir_read(g->zk, dir, &d);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(g->zk, dir, &d);
     char **names = d.names, **paths = d.paths;
     size_t n = d.n;
-    ctl_zkread_t *reads = d.reads;
+    baton_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         err = BATON_OK;
         goto out;
@@ -530,7 +530,7 @@ static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
         parts[p].pinned = w;
     }
 out:
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(dir);
     return err;
 }

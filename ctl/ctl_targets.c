@@ -3,7 +3,7 @@
  * pins and the history ring. */
 #include "ctl_targets.h"
 #include "ctl.h"
-#include "ctl_zkbatch.h"
+#include "baton_zkbatch.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
@@ -53,8 +53,8 @@ static int node_there(baton_zk_t *zk, const char *base, const char *dir, const c
 /* 1 if a pin names id, 0 if none does, or a negative error. */
 static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *errstr, size_t n) {
     char *dir = baton_layout_pins(base);
-    ctl_zkdir_t d;
-    int err = ctl_zkdir_read(zk, dir, &d), rc = 0;
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(zk, dir, &d), rc = 0;
     if (err != BATON_OK && err != BATON_NOTFOUND)
         rc = baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
     for (size_t i = 0; err == BATON_OK && i < d.n && !rc; i++) {
@@ -65,7 +65,7 @@ static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *err
             baton_pin_decode(d.reads[i].data, d.reads[i].len, &pin, why, sizeof(why)) == BATON_OK &&
             strcmp(pin.worker, id) == 0;
     }
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(dir);
     return rc;
 }
