@@ -1142,7 +1142,10 @@ static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct 
  * asynchronous requests: two round trips, not three per resource. A claim
  * that waits costs one more (the watch on its predecessor). The
  * completions run on ZooKeeper's completion thread and only store results
- * into a zbatch_t and signal; the owner's thread waits for them and acts. */
+ * into a zbatch_t and signal; the owner's thread waits for them and acts.
+ * (Not common/baton_zkbatch.h, the read batcher: this one mixes creates,
+ * lists and watched exists in one flight, and gives up waiting past a bound,
+ * leaving the batch to its last completion, as a member must not hang.) */
 
 typedef struct zbatch_s zbatch_t;
 
