@@ -113,8 +113,10 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
                      char *errstr, size_t n) {
     /* pins and drains came later: a group initialised without them works,
      * readers treat a missing one as empty. */
-    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions",
-                                 "pins",         "drains",  "keys"};
+    static char *(*const dirs[])(const char *) = {
+        baton_layout_coordinators, baton_layout_workers, baton_layout_assignment,
+        baton_layout_partitions,   baton_layout_pins,    baton_layout_drains,
+        baton_layout_keys};
     if (changed)
         *changed = 0;
     int err = baton_zk_mkdirs(zk, base);
@@ -140,7 +142,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         /* The permanent children first, the config last: a config that exists
          * means the layout under it is complete. */
         for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++) {
-            char *d = xasprintf("%s/%s", base, dirs[i]);
+            char *d = dirs[i](base);
             err = baton_zk_mkdirs(zk, d);
             free(d);
             if (err != BATON_OK)
@@ -388,7 +390,7 @@ static int child_paths(baton_zk_t *zk, const char *dir, char ***paths, size_t *n
         return err;
     *paths = xrealloc(*paths, sizeof(char *) * (*n + nk + 1));
     for (size_t k = 0; k < nk; k++)
-        (*paths)[(*n)++] = xasprintf("%s/%s", dir, kids[k]);
+        (*paths)[(*n)++] = baton_layout_child(dir, kids[k]);
     baton_zk_strings_free(kids, nk);
     return BATON_OK;
 }

@@ -661,11 +661,11 @@ static int verify_flush(coord_t *c, const char *wdir) {
     return again;
 }
 
-/* Lists <base>/<leaf> with a children watch. A missing directory (a group
- * made before pins and drains existed) is empty; an exists watch then tells
- * us when batonctl creates it. */
-static int read_dir_watched(coord_t *c, const char *leaf, char ***names, size_t *n) {
-    char *dir = xasprintf("%s/%s", c->base, leaf);
+/* Lists the directory dir_of(base) names (baton_layout_pins or _drains) with
+ * a children watch. A missing directory (a group made before pins and drains
+ * existed) is empty; an exists watch then tells us when batonctl creates it. */
+static int read_dir_watched(coord_t *c, char *(*dir_of)(const char *), char ***names, size_t *n) {
+    char *dir = dir_of(c->base);
     *names = NULL;
     *n = 0;
     int err = baton_zk_children(c->zk, dir, 1, names, n);
@@ -686,9 +686,10 @@ static int read_dir_watched(coord_t *c, const char *leaf, char ***names, size_t 
 static int read_pins(coord_t *c, int32_t P, char **pin_of) {
     char **names = NULL;
     size_t n = 0;
-    int err = read_dir_watched(c, "pins", &names, &n);
+    int err = read_dir_watched(c, baton_layout_pins, &names, &n);
+    char *dir = baton_layout_pins(c->base);
     for (size_t i = 0; err == BATON_OK && i < n; i++) {
-        char *path = xasprintf("%s/pins/%s", c->base, names[i]);
+        char *path = baton_layout_child(dir, names[i]);
         int64_t p;
         char *data = NULL;
         size_t len = 0;
@@ -712,6 +713,7 @@ static int read_pins(coord_t *c, int32_t P, char **pin_of) {
         free(path);
     }
     baton_zk_strings_free(names, n);
+    free(dir);
     return err;
 }
 
@@ -1236,7 +1238,7 @@ static int coord_rebalance(coord_t *c) {
         keys = strings_dup(c->gs_keys, c->gs_nkeys);
         nkeys = c->gs_nkeys;
     } else {
-        if ((err = read_dir_watched(c, "drains", &drains, &ndrains)) != BATON_OK)
+        if ((err = read_dir_watched(c, baton_layout_drains, &drains, &ndrains)) != BATON_OK)
             goto out;
         pin_of = xcalloc(P1, sizeof(char *));
         if ((err = read_pins(c, P, pin_of)) != BATON_OK)

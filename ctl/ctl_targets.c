@@ -38,10 +38,12 @@ static char *live_list(char **names, size_t n) {
     return s;
 }
 
-/* 1 if a node of dir/id exists, 0 if not, or a negative error. */
-static int node_there(baton_zk_t *zk, const char *base, const char *dir, const char *id,
-                      char *errstr, size_t n) {
-    char *path = xasprintf("%s/%s/%s", base, dir, id);
+/* 1 if the node path_of(base, id) exists (baton_layout_assignment_of,
+ * _drain...), 0 if not, or a negative error. */
+static int node_there(baton_zk_t *zk, const char *base,
+                      char *(*path_of)(const char *, const char *), const char *id, char *errstr,
+                      size_t n) {
+    char *path = path_of(base, id);
     int err = baton_zk_exists(zk, path, 0, NULL);
     int rc = err == BATON_OK ? 1 : err == BATON_NOTFOUND ? 0 : err;
     if (rc < 0)
@@ -112,10 +114,10 @@ int ctl_target_lookup(baton_zk_t *zk, const char *base, const char *id, ctl_targ
         const char *why;
         int (*check)(baton_zk_t *, const char *, const char *, char *, size_t);
     } checks[] = {{"pinned", pinned_to}, {"in the history", in_history}};
-    int rc = node_there(zk, base, "assignment", id, errstr, errstr_size);
+    int rc = node_there(zk, base, baton_layout_assignment_of, id, errstr, errstr_size);
     if (rc == 1)
         t->known = "assigned";
-    if (rc == 0 && (rc = node_there(zk, base, "drains", id, errstr, errstr_size)) == 1)
+    if (rc == 0 && (rc = node_there(zk, base, baton_layout_drain, id, errstr, errstr_size)) == 1)
         t->known = "drained";
     for (size_t i = 0; rc == 0 && i < BATON_ARRAY_SIZE(checks); i++)
         if ((rc = checks[i].check(zk, base, id, errstr, errstr_size)) == 1)

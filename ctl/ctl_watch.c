@@ -76,18 +76,19 @@ static int path_is_dir(const char *base, const char *path) {
 
 /* Every watch of a group with P partitions. */
 static void watches_arm_all(baton_zk_t *zk, const char *base, int32_t P) {
-    static const char *const dirs[] = {"workers", "coordinators", "drains", "pins"};
-    static const char *const nodes[] = {"assignment", "config"};
+    static char *(*const dirs[])(const char *) = {baton_layout_workers, baton_layout_coordinators,
+                                                  baton_layout_drains, baton_layout_pins};
+    static char *(*const nodes[])(const char *) = {baton_layout_assignment, baton_layout_config};
     size_t n = BATON_ARRAY_SIZE(dirs) + BATON_ARRAY_SIZE(nodes) + (size_t)P;
     char **paths = xcalloc(n, sizeof(char *));
     int *kids = xcalloc(n, sizeof(int));
     size_t k = 0;
     for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++, k++) {
-        paths[k] = xasprintf("%s/%s", base, dirs[i]);
+        paths[k] = dirs[i](base);
         kids[k] = 1;
     }
     for (size_t i = 0; i < BATON_ARRAY_SIZE(nodes); i++, k++)
-        paths[k] = xasprintf("%s/%s", base, nodes[i]);
+        paths[k] = nodes[i](base);
     for (int32_t p = 0; p < P; p++, k++) {
         paths[k] = baton_layout_partition_claims(base, p);
         kids[k] = 1;
