@@ -3,6 +3,7 @@
 #include "baton_group.h"
 
 #include "baton_err.h"
+#include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_util.h"
 
@@ -35,7 +36,7 @@ int baton_root_valid(const char *root) {
 
 int baton_group_config_read(baton_zk_t *zk, const char *base, int watch, baton_config_t *out,
                             char *errstr, size_t n) {
-    char *path = xasprintf("%s/config", base);
+    char *path = baton_layout_config(base);
     char *data = NULL;
     size_t len = 0;
     int err = baton_zk_get(zk, path, watch, &data, &len, NULL);
@@ -69,8 +70,8 @@ static int create_partition_batch(baton_zk_t *zk, const char *base, int32_t from
     char **paths = xcalloc((size_t)count, sizeof(char *));
     for (int32_t p = from; p < to; p++) {
         int i = (int)(p - from) * 2;
-        paths[i] = xasprintf("%s/partitions/%d", base, p);
-        paths[i + 1] = xasprintf("%s/partitions/%d/claims", base, p);
+        paths[i] = baton_layout_partition(base, p);
+        paths[i + 1] = baton_layout_partition_claims(base, p);
         zoo_create_op_init(&ops[i], paths[i], NULL, -1, baton_zk_acl(), 0, NULL, 0);
         zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, baton_zk_acl(), 0, NULL, 0);
     }
@@ -95,7 +96,7 @@ static int create_partition_nodes(baton_zk_t *zk, const char *base, int32_t from
                                 "cannot create partitions %d-%d under '%s/partitions': %s", lo,
                                 hi - 1, base, zerror(rc));
         for (int32_t p = lo; p < hi; p++) {
-            char *path = xasprintf("%s/partitions/%d/claims", base, p);
+            char *path = baton_layout_partition_claims(base, p);
             int err = baton_zk_mkdirs(zk, path);
             if (err != BATON_OK) {
                 baton_seterr(errstr, n, err, "cannot create '%s': %s", path, baton_strerror(err));
@@ -112,15 +113,17 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
                      char *errstr, size_t n) {
     /* pins and drains came later: a group initialised without them works,
      * readers treat a missing one as empty. */
-    static const char *dirs[] = {"coordinators", "workers", "assignment", "partitions",
-                                 "pins",         "drains",  "keys"};
+    static char *(*const dirs[])(const char *) = {
+        baton_layout_coordinators, baton_layout_workers, baton_layout_assignment,
+        baton_layout_partitions,   baton_layout_pins,    baton_layout_drains,
+        baton_layout_keys};
     if (changed)
         *changed = 0;
     int err = baton_zk_mkdirs(zk, base);
     if (err != BATON_OK)
         return baton_seterr(errstr, n, err, "cannot create '%s': %s", base, baton_strerror(err));
 
-    char *cfg_path = xasprintf("%s/config", base);
+    char *cfg_path = baton_layout_config(base);
     /* A new group gets its random id here; an existing one keeps its own
      * (or gets one now if it predates them). */
     baton_config_t next = *config;
@@ -139,7 +142,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         /* The permanent children first, the config last: a config that exists
          * means the layout under it is complete. */
         for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++) {
-            char *d = xasprintf("%s/%s", base, dirs[i]);
+            char *d = dirs[i](base);
             err = baton_zk_mkdirs(zk, d);
             free(d);
             if (err != BATON_OK)
@@ -229,7 +232,7 @@ out:
 
 int baton_group_uuid_ensure(baton_zk_t *zk, const char *base, baton_config_t *out, int *assigned,
                             char *errstr, size_t n) {
-    char *path = xasprintf("%s/config", base);
+    char *path = baton_layout_config(base);
     int err = BATON_CONFLICT;
     if (assigned)
         *assigned = 0;
@@ -274,7 +277,7 @@ int baton_group_uuid_ensure(baton_zk_t *zk, const char *base, baton_config_t *ou
 
 int baton_group_sink_read(baton_zk_t *zk, const char *base, baton_sink_binding_t *out,
                           int32_t *version, char *errstr, size_t n) {
-    char *path = xasprintf("%s/sink", base);
+    char *path = baton_layout_sink(base);
     char *data = NULL;
     size_t len = 0;
     struct Stat st;
@@ -299,7 +302,7 @@ int baton_group_sink_read(baton_zk_t *zk, const char *base, baton_sink_binding_t
 
 int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_binding_t *b,
                            int32_t version, char *errstr, size_t n) {
-    char *path = xasprintf("%s/sink", base);
+    char *path = baton_layout_sink(base);
     char *enc = baton_sink_binding_encode(b);
     int err = version < 0 ? baton_zk_create(zk, path, enc, strlen(enc), 0, NULL, 0, NULL)
                           : baton_zk_set(zk, path, enc, strlen(enc), version, NULL);
@@ -316,7 +319,7 @@ int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_bi
 
 int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
                      char *errstr, size_t n) {
-    char *dir = xasprintf("%s/keys", base);
+    char *dir = baton_layout_keys(base);
     int err = baton_zk_children(zk, dir, watch, names, count);
     if (err == BATON_NOTFOUND) {
         /* A group initialised before keys existed: none, but watch for the
@@ -337,10 +340,6 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
     return err;
 }
 
-char *baton_group_key_claims(const char *base, const char *key) {
-    return xasprintf("%s/keys/%s/claims", base, key);
-}
-
 int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                          size_t *added, char *errstr, size_t n) {
     if (added)
@@ -349,7 +348,7 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
         if (baton_key_valid(keys[i]) != 0)
             return baton_seterr(errstr, n, BATON_INVALID,
                                 "'%s' is not a key name (1-128 of [A-Za-z0-9._-])", keys[i]);
-    char *dir = xasprintf("%s/keys", base);
+    char *dir = baton_layout_keys(base);
     int err = baton_zk_mkdirs(zk, dir);
     free(dir);
     if (err != BATON_OK)
@@ -357,8 +356,8 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
                             baton_strerror(err));
     for (size_t i = 0; i < nkeys; i++) {
         /* The key and its claims directory together: a key node always has one. */
-        char *key = xasprintf("%s/keys/%s", base, keys[i]);
-        char *claims = baton_group_key_claims(base, keys[i]);
+        char *key = baton_layout_key(base, keys[i]);
+        char *claims = baton_layout_key_claims(base, keys[i]);
         zoo_op_t ops[2];
         zoo_op_result_t res[2];
         zoo_create_op_init(&ops[0], key, NULL, -1, baton_zk_acl(), 0, NULL, 0);
@@ -391,7 +390,7 @@ static int child_paths(baton_zk_t *zk, const char *dir, char ***paths, size_t *n
         return err;
     *paths = xrealloc(*paths, sizeof(char *) * (*n + nk + 1));
     for (size_t k = 0; k < nk; k++)
-        (*paths)[(*n)++] = xasprintf("%s/%s", dir, kids[k]);
+        (*paths)[(*n)++] = baton_layout_child(dir, kids[k]);
     baton_zk_strings_free(kids, nk);
     return BATON_OK;
 }
@@ -399,9 +398,9 @@ static int child_paths(baton_zk_t *zk, const char *dir, char ***paths, size_t *n
 /* One attempt at deleting a key with its claims and its --once run records
  * (runs/), children first, in one multi. */
 static int key_remove_once(baton_zk_t *zk, const char *base, const char *name) {
-    char *key = xasprintf("%s/keys/%s", base, name);
-    char *claims = baton_group_key_claims(base, name);
-    char *runs = xasprintf("%s/runs", key);
+    char *key = baton_layout_key(base, name);
+    char *claims = baton_layout_key_claims(base, name);
+    char *runs = baton_layout_key_runs(base, name);
     char **paths = NULL;
     size_t np = 0;
     int have_claims = 0, have_runs = 0;
@@ -445,7 +444,7 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
             return baton_seterr(errstr, n, BATON_INVALID,
                                 "'%s' is not a key name (1-128 of [A-Za-z0-9._-])", keys[i]);
     for (size_t i = 0; i < nkeys; i++) {
-        char *key = xasprintf("%s/keys/%s", base, keys[i]);
+        char *key = baton_layout_key(base, keys[i]);
         int err = baton_zk_exists(zk, key, 0, NULL);
         /* Live claims go with the key (their holders see them vanish: LOST,
          * and anything they still write is fenced by whoever owns next). */

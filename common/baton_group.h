@@ -1,7 +1,6 @@
-/* baton_group.h: the ZooKeeper layout of one group (docs/design.md, "ZooKeeper
- * layout") and
- * the operations on it that several programs share: reading the config and
- * initialising the permanent znodes. */
+/* baton_group.h: the operations on one group's ZooKeeper layout (its paths
+ * and queue rules: baton_layout.h) that several programs share: reading the
+ * config and initialising the permanent znodes. */
 #ifndef BATON_GROUP_H
 #define BATON_GROUP_H
 
@@ -43,14 +42,13 @@ int baton_group_sink_read(baton_zk_t *zk, const char *base, baton_sink_binding_t
 int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_binding_t *b,
                            int32_t version, char *errstr, size_t errstr_size);
 
-/* Named keys (batonctl keys): <base>/keys/<name>/claims/claim-... */
+/* Named keys (batonctl keys): <base>/keys/<name>/claims/claim-...
+ * (paths: baton_layout.h) */
 /* The sorted key names of the group (children of <base>/keys; none if that
  * does not exist). watch: leave a child watch (or an exists watch on a
  * missing directory). *names is freed with baton_zk_strings_free. */
 int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
                      char *errstr, size_t errstr_size);
-/* "<base>/keys/<key>/claims"; the caller frees. */
-char *baton_group_key_claims(const char *base, const char *key);
 /* Adds keys (key node + claims directory, atomically each); existing ones
  * are left alone. Every name is validated first: one bad name adds nothing. */
 int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,

@@ -4,6 +4,7 @@
 
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_util.h"
 
@@ -98,7 +99,7 @@ int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
                         const char *fence_node) {
     if (h->nadd == 0)
         return BATON_OK;
-    char *path = xasprintf("%s/history", base);
+    char *path = baton_layout_history(base);
     int err = BATON_CONFLICT;
     for (int attempt = 0; attempt < 3 && err == BATON_CONFLICT; attempt++) {
         char *data = NULL, errstr[256];

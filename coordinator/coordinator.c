@@ -12,10 +12,12 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "baton_zk.h"
+#include "baton_zkbatch.h"
 #include "coord_racks.h"
 #include "baton_metrics.h"
 #include "coord_history.h"
@@ -217,7 +219,7 @@ static int coord_candidate_create(coord_t *c) {
     snprintf(me.id, sizeof(me.id), "%s", c->conf->id);
     snprintf(me.host, sizeof(me.host), "%s", host);
     char *data = baton_member_encode(&me);
-    char *prefix = xasprintf("%s/coordinators/c-", c->base);
+    char *prefix = baton_layout_candidate_create(c->base);
     int err = baton_zk_create(c->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL,
                               c->my_node, sizeof(c->my_node), NULL);
     if (err == BATON_NOTFOUND) {
@@ -313,32 +315,17 @@ static int coord_elect(coord_t *c) {
     int err;
     if (!c->my_node[0] && (err = coord_candidate_create(c)) != BATON_OK)
         return err;
-    char *dir = xasprintf("%s/coordinators", c->base);
+    char *dir = baton_layout_coordinators(c->base);
     char **names = NULL;
     size_t n = 0;
     err = baton_zk_children(c->zk, dir, 0, &names, &n);
     if (err != BATON_OK)
         goto out;
     const char *mine = strrchr(c->my_node, '/') + 1;
-    int64_t my_seq = baton_seq_of(mine);
-    const char *pred = NULL, *lowest = NULL;
-    int64_t pred_seq = -1, low_seq = INT64_MAX;
+    /* Names without a sequence are not candidate nodes: ignored. */
     int found = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t s = baton_seq_of(names[i]);
-        if (s < 0)
-            continue; /* not a candidate node: ignore it */
-        if (strcmp(names[i], mine) == 0)
-            found = 1;
-        if (s < low_seq) {
-            low_seq = s;
-            lowest = names[i];
-        }
-        if (s < my_seq && s > pred_seq) {
-            pred_seq = s;
-            pred = names[i];
-        }
-    }
+    const char *pred = baton_seq_predecessor(names, n, mine, &found);
+    const char *lowest = baton_seq_lowest(names, n);
     if (!found) {
         /* Our node is gone though our session lives (an operator removed it):
          * we are deposed; join again at the back of the queue. */
@@ -361,7 +348,7 @@ static int coord_elect(coord_t *c) {
         }
     } else {
         coord_step_down(c, "not_lowest");
-        char *pred_path = xasprintf("%s/%s", dir, pred);
+        char *pred_path = baton_layout_child(dir, pred);
         err = baton_zk_exists(c->zk, pred_path, 1, NULL);
         if (err == BATON_NOTFOUND)
             err = BATON_CONFLICT; /* predecessor vanished meanwhile: evaluate again */
@@ -398,29 +385,27 @@ static void published_free(published_t *pub, size_t n) {
     free(pub);
 }
 
-/* Reads assignment/<id> for every child. */
+/* Reads assignment/<id> for every child, the reads pipelined. */
 static int read_published(coord_t *c, published_t **out, size_t *nout) {
-    char *dir = xasprintf("%s/assignment", c->base);
-    char **names = NULL;
-    size_t n = 0;
-    int err = baton_zk_children(c->zk, dir, 0, &names, &n);
-    if (err != BATON_OK) {
-        free(dir);
+    char *dir = baton_layout_assignment(c->base);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(c->zk, dir, &d);
+    free(dir);
+    if (err != BATON_OK)
         return err;
-    }
+    size_t n = d.n;
     published_t *pub = xcalloc(n ? n : 1, sizeof(*pub));
     for (size_t i = 0; i < n; i++) {
-        pub[i].id = xstrdup(names[i]);
-        char *path = xasprintf("%s/%s", dir, names[i]);
-        char *data = NULL;
-        size_t len = 0;
-        err = baton_zk_get(c->zk, path, 0, &data, &len, NULL);
+        const baton_zkread_t *r = &d.reads[i];
+        pub[i].id = xstrdup(d.names[i]);
+        err = r->err;
         if (err == BATON_NOTFOUND) {
             err = BATON_OK; /* removed meanwhile: treat as empty */
         } else if (err == BATON_OK) {
             baton_worker_assignment_t wa;
             char why[256];
-            if (baton_worker_assignment_decode(data, len, &wa, why, sizeof(why)) == BATON_OK) {
+            if (baton_worker_assignment_decode(r->data, r->len, &wa, why, sizeof(why)) ==
+                BATON_OK) {
                 pub[i].partitions = wa.partitions;
                 pub[i].npartitions = wa.npartitions;
                 pub[i].keys = wa.keys;
@@ -430,16 +415,14 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
                 pub[i].generation = wa.generation;
                 pub[i].valid = 1;
             } else {
-                BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", path, why);
+                BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", d.paths[i],
+                           why);
             }
         }
-        free(data);
-        free(path);
         if (err != BATON_OK)
             break;
     }
-    baton_zk_strings_free(names, n);
-    free(dir);
+    baton_zkdir_release(&d);
     if (err != BATON_OK) {
         published_free(pub, n);
         return err;
@@ -603,7 +586,7 @@ static void verify_clear(coord_t *c) {
 /* Reads a member's capacity and rack. A member that left meanwhile is
  * BATON_NOTFOUND; a malformed one counts with capacity 1 and no rack. */
 static int read_member(coord_t *c, const char *wdir, const char *id, coord_worker_t *out) {
-    char *path = xasprintf("%s/%s", wdir, id);
+    char *path = baton_layout_child(wdir, id);
     char *data = NULL;
     size_t len = 0;
     /* A data watch: a graceful leave marks the node before releasing. */
@@ -680,11 +663,11 @@ static int verify_flush(coord_t *c, const char *wdir) {
     return again;
 }
 
-/* Lists <base>/<leaf> with a children watch. A missing directory (a group
- * made before pins and drains existed) is empty; an exists watch then tells
- * us when batonctl creates it. */
-static int read_dir_watched(coord_t *c, const char *leaf, char ***names, size_t *n) {
-    char *dir = xasprintf("%s/%s", c->base, leaf);
+/* Lists the directory dir_of(base) names (baton_layout_pins or _drains) with
+ * a children watch. A missing directory (a group made before pins and drains
+ * existed) is empty; an exists watch then tells us when batonctl creates it. */
+static int read_dir_watched(coord_t *c, char *(*dir_of)(const char *), char ***names, size_t *n) {
+    char *dir = dir_of(c->base);
     *names = NULL;
     *n = 0;
     int err = baton_zk_children(c->zk, dir, 1, names, n);
@@ -705,9 +688,10 @@ static int read_dir_watched(coord_t *c, const char *leaf, char ***names, size_t 
 static int read_pins(coord_t *c, int32_t P, char **pin_of) {
     char **names = NULL;
     size_t n = 0;
-    int err = read_dir_watched(c, "pins", &names, &n);
+    int err = read_dir_watched(c, baton_layout_pins, &names, &n);
+    char *dir = baton_layout_pins(c->base);
     for (size_t i = 0; err == BATON_OK && i < n; i++) {
-        char *path = xasprintf("%s/pins/%s", c->base, names[i]);
+        char *path = baton_layout_child(dir, names[i]);
         int64_t p;
         char *data = NULL;
         size_t len = 0;
@@ -731,6 +715,7 @@ static int read_pins(coord_t *c, int32_t P, char **pin_of) {
         free(path);
     }
     baton_zk_strings_free(names, n);
+    free(dir);
     return err;
 }
 
@@ -960,21 +945,13 @@ static void handoffs_record_keys(coord_t *c, char **keys, size_t nkeys, const in
         c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
 }
 
-/* Whether claim node name was created by session (its name carries the
- * creator's session id: membership.c's claim-<session>-<seq>). */
-static int claim_of_session(const char *name, int64_t session) {
-    char want[40];
-    int n = snprintf(want, sizeof(want), "claim-%016llx-", (unsigned long long)session);
-    return strncmp(name, want, (size_t)n) == 0;
-}
-
 /* One pending partition: finds its lowest claim and, if it is not held by
  * the owner's current session for longer than --handoff-timeout-ms,
  * deletes it. Safe: the sink fences whatever its holder still writes, and
  * the holder learns of the deletion from the watch on its own claim. */
 static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *h, int64_t now) {
-    char *dir = key ? baton_group_key_claims(c->base, key)
-                    : xasprintf("%s/partitions/%d/claims", c->base, p);
+    char *dir =
+        key ? baton_layout_key_claims(c->base, key) : baton_layout_partition_claims(c->base, p);
     char what[BATON_ID_MAX + 16]; /* the log's resource field */
     if (key)
         snprintf(what, sizeof(what), "key=%s", key);
@@ -992,29 +969,21 @@ static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *
     }
     if (err != BATON_OK)
         goto out;
-    const char *lowest = NULL;
-    int64_t low_seq = INT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        int64_t s = baton_seq_of(names[i]);
-        if (s >= 0 && s < low_seq) {
-            low_seq = s;
-            lowest = names[i];
-        }
-    }
+    const char *lowest = baton_claim_lowest(names, n);
     /* A sweep's look settles with this one read when the owner's current
      * session (its node unchanged since we read it) holds the lowest claim;
      * after a move or an election every claim is read (and a corrupt one
      * reported). */
     const mcache_t *om = h->owner && h->swept ? mc_find(c, h->owner) : NULL;
     if (!lowest || !h->owner ||
-        (om && om->valid && om->session && claim_of_session(lowest, om->session))) {
+        (om && om->valid && om->session && baton_claim_of_session(lowest, om->session))) {
         /* Nothing blocks the owner (it will claim), nobody to hand to, or
          * handed over. */
         h->pending = h->swept = 0;
         h->claim[0] = 0;
         goto out;
     }
-    path = xasprintf("%s/%s", dir, lowest);
+    path = baton_layout_child(dir, lowest);
     struct Stat st, mst;
     size_t len = 0;
     if ((err = baton_zk_get(c->zk, path, 0, &data, &len, &st)) != BATON_OK) {
@@ -1028,7 +997,7 @@ static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *
         BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=treat_as_foreign", path, why);
         snprintf(claim.worker, sizeof(claim.worker), "?");
     }
-    mpath = xasprintf("%s/workers/%s", c->base, h->owner);
+    mpath = baton_layout_worker(c->base, h->owner);
     err = baton_zk_exists(c->zk, mpath, 0, &mst);
     if (err == BATON_NOTFOUND) {
         /* The owner is not live (a restart, or within its leave grace):
@@ -1209,8 +1178,8 @@ static int coord_rebalance(coord_t *c) {
 
     int32_t P = cfg.partitions;
     size_t P1 = (size_t)P + 1;
-    char *wdir = xasprintf("%s/workers", c->base);
-    char *adir = xasprintf("%s/assignment", c->base);
+    char *wdir = baton_layout_workers(c->base);
+    char *adir = baton_layout_assignment(c->base);
     char **raw = NULL, **live = NULL, **drains = NULL;
     size_t nraw = 0, nlive = 0, ndrains = 0, nw = 0;
     published_t *pub = NULL;
@@ -1279,7 +1248,7 @@ static int coord_rebalance(coord_t *c) {
         keys = strings_dup(c->gs_keys, c->gs_nkeys);
         nkeys = c->gs_nkeys;
     } else {
-        if ((err = read_dir_watched(c, "drains", &drains, &ndrains)) != BATON_OK)
+        if ((err = read_dir_watched(c, baton_layout_drains, &drains, &ndrains)) != BATON_OK)
             goto out;
         pin_of = xcalloc(P1, sizeof(char *));
         if ((err = read_pins(c, P, pin_of)) != BATON_OK)
@@ -1476,7 +1445,7 @@ static int coord_rebalance(coord_t *c) {
                                                   : NODE_DELETE;
         o->payload = po->payload; /* moved */
         po->payload = NULL;
-        o->path = xasprintf("%s/%s", adir, po->id);
+        o->path = baton_layout_child(adir, po->id);
         o->delta = po->delta;
         o->bytes = (o->payload ? strlen(o->payload) : 0) + strlen(o->path) + 64;
     }
@@ -1681,7 +1650,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         free(c.base);
         return 1;
     }
-    char *wdir = xasprintf("%s/workers", c.base);
+    char *wdir = baton_layout_workers(c.base);
     int dirty = 1;
     /* Debounce: membership churn sets first_change and rebal_due; the
      * rebalance runs at min(last change + delay, first change + max delay). */

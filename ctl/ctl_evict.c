@@ -13,12 +13,13 @@
 #include "ctl.h"
 #include "ctl_status.h"
 #include "ctl_targets.h"
-#include "ctl_zkbatch.h"
+#include "baton_zkbatch.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 
@@ -66,11 +67,11 @@ static void claims_clear(claim_list_t *l) {
     l->n = 0;
 }
 
-/* Lists the claims of session `hex` in every partition of base (P of them)
- * and every named key: names matching claim-<hex>- whose ephemeralOwner is
+/* Lists the claims of session in every partition of base (P of them) and
+ * every named key: claims named with the session whose ephemeralOwner is
  * the session. */
 static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_t session,
-                             const char *hex, claim_list_t *out, char *errstr, size_t n) {
+                             claim_list_t *out, char *errstr, size_t n) {
     char **keys = NULL;
     size_t nkeys = 0;
     int kerr = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
@@ -78,19 +79,16 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
         return kerr;
     size_t np = (size_t)P + nkeys;
     char **dirs = xcalloc(np ? np : 1, sizeof(char *));
-    ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), "claim-%s-", hex);
-    size_t plen = strlen(prefix);
+    baton_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
     claim_list_t found = {0};
     int err = BATON_OK;
     for (size_t p = 0; p < (size_t)P; p++)
-        dirs[p] = xasprintf("%s/partitions/%zu/claims", base, p);
+        dirs[p] = baton_layout_partition_claims(base, (int64_t)p);
     for (size_t k = 0; k < nkeys; k++)
-        dirs[(size_t)P + k] = baton_group_key_claims(base, keys[k]);
-    ctl_zkbatch_children(zk, dirs, np, reads);
+        dirs[(size_t)P + k] = baton_layout_key_claims(base, keys[k]);
+    baton_zkbatch_children(zk, dirs, np, reads);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_t *r = &reads[p];
+        baton_zkread_t *r = &reads[p];
         if (r->err == BATON_NOTFOUND)
             continue;
         if (r->err != BATON_OK) {
@@ -98,31 +96,26 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
                                baton_strerror(r->err));
             goto out;
         }
-        int64_t low = INT64_MAX;
+        const char *lowest = baton_claim_lowest(r->names, r->count);
         for (size_t i = 0; i < r->count; i++) {
-            int64_t s = strncmp(r->names[i], "claim-", 6) == 0 ? baton_seq_of(r->names[i]) : -1;
-            if (s >= 0 && s < low)
-                low = s;
-        }
-        for (size_t i = 0; i < r->count; i++) {
-            if (strncmp(r->names[i], prefix, plen) != 0 || baton_seq_of(r->names[i]) < 0)
+            if (!baton_claim_of_session(r->names[i], session))
                 continue;
             int is_key = p >= (size_t)P;
             claims_push(&found, (evict_claim_t){
                                     .partition = is_key ? -1 : (int32_t)p,
                                     .key = is_key ? xstrdup(keys[p - (size_t)P]) : NULL,
-                                    .path = xasprintf("%s/%s", dirs[p], r->names[i]),
+                                    .path = baton_layout_child(dirs[p], r->names[i]),
                                     .name = xstrdup(r->names[i]),
-                                    .owner = baton_seq_of(r->names[i]) == low,
+                                    .owner = r->names[i] == lowest,
                                 });
         }
     }
     /* The name says whose it is; the stat proves it (and gives the epoch). */
     char **paths = xcalloc(found.n ? found.n : 1, sizeof(char *));
-    ctl_zkread_t *stats = xcalloc(found.n ? found.n : 1, sizeof(*stats));
+    baton_zkread_t *stats = xcalloc(found.n ? found.n : 1, sizeof(*stats));
     for (size_t i = 0; i < found.n; i++)
         paths[i] = found.v[i].path;
-    ctl_zkbatch_get(zk, paths, found.n, stats);
+    baton_zkbatch_get(zk, paths, found.n, stats);
     for (size_t i = 0; i < found.n; i++) {
         evict_claim_t *c = &found.v[i];
         if (stats[i].err == BATON_OK && stats[i].stat.ephemeralOwner == session) {
@@ -133,7 +126,7 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
             err = baton_seterr(errstr, n, stats[i].err, "cannot read '%s': %s", c->path,
                                baton_strerror(stats[i].err));
         }
-        ctl_zkread_release(&stats[i]);
+        baton_zkread_release(&stats[i]);
     }
     free(paths);
     free(stats);
@@ -141,7 +134,7 @@ out:
     claims_clear(&found);
     free(found.v);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_release(&reads[p]);
+        baton_zkread_release(&reads[p]);
         free(dirs[p]);
     }
     free(reads);
@@ -231,7 +224,7 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
     int rc = BATON_EXIT_FAILURE;
     char errstr[1024];
     char *base = baton_group_base(ctx->root, ctx->group);
-    char *member = xasprintf("%s/workers/%s", base, id);
+    char *member = baton_layout_worker(base, id);
     claim_list_t claims = {0}, removed = {0};
     json_t *out = NULL;
 
@@ -300,9 +293,8 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
         }
         mst = now;
         claims_clear(&claims);
-        if (session != 0 &&
-            (err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,
-                                     sizeof(errstr))) != BATON_OK) {
+        if (session != 0 && (err = claims_of_session(zk, base, cfg.partitions, session, &claims,
+                                                     errstr, sizeof(errstr))) != BATON_OK) {
             fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
             goto out;
         }
@@ -348,7 +340,7 @@ int ctl_cmd_evict(ctl_ctx_t *ctx, int argc, char **argv) {
      * between our listing and the multi. One by one; gone already is fine. */
     for (int round = 0; round < EVICT_ROUNDS && session != 0; round++) {
         claims_clear(&claims);
-        if ((err = claims_of_session(zk, base, cfg.partitions, session, hex, &claims, errstr,
+        if ((err = claims_of_session(zk, base, cfg.partitions, session, &claims, errstr,
                                      sizeof(errstr))) != BATON_OK) {
             fprintf(stderr, "%s: %s (the member node is already removed)\n", CTL_PROG, errstr);
             goto out;

@@ -9,6 +9,7 @@
 #include "baton_codec.h"
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 
@@ -134,7 +135,7 @@ int ctl_cmd_history(ctl_ctx_t *ctx, int argc, char **argv) {
             goto out;
         }
     base = baton_group_base(ctx->root, ctx->group);
-    path = xasprintf("%s/history", base);
+    path = baton_layout_history(base);
     size_t len = 0;
     err = baton_zk_get(zk, path, 0, &data, &len, NULL);
     if (err == BATON_OK && len > 0) {

@@ -7,6 +7,7 @@
 #include "baton_codec.h"
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 #include "ctl_status.h"
@@ -48,14 +49,14 @@ static void warn(json_t *warnings, const char *path, const char *problem) {
 /* key -> assigned worker, from every assignment/<worker> node. */
 static int assigned_keys(baton_zk_t *zk, const char *base, char **keys, size_t nkeys,
                          char **assigned) {
-    char *dir = xasprintf("%s/assignment", base);
+    char *dir = baton_layout_assignment(base);
     char **names = NULL;
     size_t n = 0;
     int err = baton_zk_children(zk, dir, 0, &names, &n);
     if (err == BATON_NOTFOUND)
         err = BATON_OK;
     for (size_t i = 0; err == BATON_OK && i < n; i++) {
-        char *path = xasprintf("%s/%s", dir, names[i]);
+        char *path = baton_layout_child(dir, names[i]);
         char *data = NULL;
         size_t len = 0;
         int e = baton_zk_get(zk, path, 0, &data, &len, NULL);
@@ -94,11 +95,11 @@ static size_t count_children(baton_zk_t *zk, const char *dir) {
 /* One key's row: its claims queue, owner and epoch. */
 static int key_row(baton_zk_t *zk, const char *base, const char *key, const char *assigned,
                    int64_t now_ms, json_t *warnings, json_t **out) {
-    char *dir = baton_group_key_claims(base, key);
+    char *dir = baton_layout_key_claims(base, key);
     char **names = NULL;
     size_t n = 0, nclaims = 0;
     const char *lowest = NULL;
-    int64_t low = INT64_MAX, epoch = -1, ctime = -1;
+    int64_t epoch = -1, ctime = -1;
     char *owner = NULL;
     int err = BATON_OK;
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -106,7 +107,6 @@ static int key_row(baton_zk_t *zk, const char *base, const char *key, const char
         names = NULL;
         n = nclaims = 0;
         lowest = NULL;
-        low = INT64_MAX;
         err = baton_zk_children(zk, dir, 0, &names, &n);
         if (err == BATON_NOTFOUND) {
             warn(warnings, dir, "missing (key removed, or created by hand without claims/)");
@@ -115,19 +115,11 @@ static int key_row(baton_zk_t *zk, const char *base, const char *key, const char
         }
         if (err != BATON_OK)
             break;
-        for (size_t i = 0; i < n; i++) {
-            int64_t s = strncmp(names[i], "claim-", 6) == 0 ? baton_seq_of(names[i]) : -1;
-            if (s < 0)
-                continue;
-            nclaims++;
-            if (s < low) {
-                low = s;
-                lowest = names[i];
-            }
-        }
-        if (!lowest)
+        for (size_t i = 0; i < n; i++)
+            nclaims += baton_claim_seq(names[i]) >= 0;
+        if (!(lowest = baton_claim_lowest(names, n)))
             break;
-        char *path = xasprintf("%s/%s", dir, lowest);
+        char *path = baton_layout_child(dir, lowest);
         char *data = NULL;
         size_t len = 0;
         struct Stat st;
@@ -152,7 +144,7 @@ static int key_row(baton_zk_t *zk, const char *base, const char *key, const char
         const char *state = nclaims == 0                                    ? "unowned"
                             : owner && assigned && !strcmp(owner, assigned) ? "active"
                                                                             : "handoff";
-        char *runs = xasprintf("%s/keys/%s/runs", base, key);
+        char *runs = baton_layout_key_runs(base, key);
         json_t *row = json_object();
         json_object_set_new(row, "key", json_string(key));
         json_object_set_new(row, "assigned", assigned ? json_string(assigned) : json_null());

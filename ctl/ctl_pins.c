@@ -12,6 +12,7 @@
 #include "baton_codec.h"
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 
@@ -159,9 +160,9 @@ static int run_op(pin_op_t op, ctl_ctx_t *ctx, int argc, char **argv) {
     if (worker && ctl_target_check(zk, base, ctx->group, name, worker, force) != BATON_OK)
         goto out;
     if (op == OP_PIN || op == OP_UNPIN)
-        path = xasprintf("%s/pins/%lld", base, (long long)partition);
+        path = baton_layout_pin(base, partition);
     else
-        path = xasprintf("%s/drains/%s", base, worker);
+        path = baton_layout_drain(base, worker);
 
     if (op == OP_PIN) {
         baton_pin_t pin;

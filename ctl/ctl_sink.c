@@ -8,6 +8,7 @@
 
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 #include "sink_bind.h"
@@ -54,7 +55,7 @@ void ctl_sink_usage(FILE *f) {
 /* The live members that take partitions (keys-only members, baton-run,
  * never write a sink), comma-joined into buf; returns how many. */
 static int live_writers(baton_zk_t *zk, const char *base, char *buf, size_t size, int *err) {
-    char *dir = xasprintf("%s/workers", base);
+    char *dir = baton_layout_workers(base);
     char **names = NULL;
     size_t n = 0, used = 0;
     int count = 0;
@@ -63,7 +64,7 @@ static int live_writers(baton_zk_t *zk, const char *base, char *buf, size_t size
     if (*err == BATON_NOTFOUND)
         *err = BATON_OK;
     for (size_t i = 0; *err == BATON_OK && i < n; i++) {
-        char *path = xasprintf("%s/%s", dir, names[i]);
+        char *path = baton_layout_child(dir, names[i]);
         char *data = NULL, why[256];
         size_t len = 0;
         baton_member_t m;

@@ -7,11 +7,12 @@
 #include "baton_codec.h"
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
 #include "ctl.h"
 #include "ctl_keys.h"
-#include "ctl_zkbatch.h"
+#include "baton_zkbatch.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -77,7 +78,7 @@ static int cmp_seq(const void *a, const void *b) {
 /* The leader is the candidate with the lowest sequence; if it vanishes
  * between the listing and the read, the next one is the leader by then. */
 static int gather_coordinator(gather_t *g, json_t **out) {
-    char *dir = xasprintf("%s/coordinators", g->base);
+    char *dir = baton_layout_coordinators(g->base);
     char **names = NULL;
     size_t n = 0;
     seq_name_t *cands = NULL;
@@ -97,7 +98,7 @@ static int gather_coordinator(gather_t *g, json_t **out) {
     for (size_t i = 0; i < n; i++) {
         int64_t seq = baton_seq_of(names[i]);
         if (seq < 0) {
-            char *path = xasprintf("%s/%s", dir, names[i]);
+            char *path = baton_layout_child(dir, names[i]);
             gather_warn(g, path, "not a candidate node (no sequence suffix); ignored");
             free(path);
             continue;
@@ -106,7 +107,7 @@ static int gather_coordinator(gather_t *g, json_t **out) {
     }
     qsort(cands, ncands, sizeof(*cands), cmp_seq);
     for (size_t i = 0; i < ncands; i++) {
-        char *path = xasprintf("%s/%s", dir, cands[i].name);
+        char *path = baton_layout_child(dir, cands[i].name);
         char *data = NULL;
         size_t len = 0;
         struct Stat st;
@@ -148,12 +149,12 @@ out:
 /* ---- workers ---------------------------------------------------------- */
 
 static int gather_workers(gather_t *g, json_t *workers) {
-    char *dir = xasprintf("%s/workers", g->base);
-    ctl_zkdir_t d;
-    int err = ctl_zkdir_read(g->zk, dir, &d);
+    char *dir = baton_layout_workers(g->base);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(g->zk, dir, &d);
     char **names = d.names, **paths = d.paths;
     size_t n = d.n;
-    ctl_zkread_t *reads = d.reads;
+    baton_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         gather_warn(g, dir, "missing (the group layout is incomplete)");
         err = BATON_OK;
@@ -164,7 +165,7 @@ static int gather_workers(gather_t *g, json_t *workers) {
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        ctl_zkread_t *r = &reads[i];
+        baton_zkread_t *r = &reads[i];
         if (r->err == BATON_NOTFOUND)
             continue; /* left since the listing */
         if (r->err != BATON_OK) {
@@ -207,7 +208,7 @@ static int gather_workers(gather_t *g, json_t *workers) {
         json_array_append_new(workers, w);
     }
 out:
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(dir);
     return err;
 }
@@ -219,10 +220,10 @@ out:
  * assignment children, which the caller frees) or is NULL. */
 static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const char **assigned,
                              const char **standby, char ***anames, size_t *nanames) {
-    char *dir = xasprintf("%s/assignment", g->base);
+    char *dir = baton_layout_assignment(g->base);
     char *data = NULL;
     size_t len = 0;
-    ctl_zkdir_t d = {0};
+    baton_zkdir_t d = {0};
     *generation = json_null();
     int err = baton_zk_get(g->zk, dir, 0, &data, &len, NULL);
     if (err == BATON_NOTFOUND) {
@@ -243,9 +244,9 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
             gather_warn(g, dir, "%s", why);
     }
 
-    err = ctl_zkdir_read(g->zk, dir, &d);
+    err = baton_zkdir_read(g->zk, dir, &d);
     char **names = d.names, **paths = d.paths;
-    ctl_zkread_t *reads = d.reads;
+    baton_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         err = BATON_OK; /* removed since the read above */
         goto out;
@@ -255,7 +256,7 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
         goto out;
     }
     for (size_t i = 0; i < d.n; i++) {
-        ctl_zkread_t *r = &reads[i];
+        baton_zkread_t *r = &reads[i];
         if (r->err == BATON_NOTFOUND)
             continue;
         if (r->err != BATON_OK) {
@@ -289,7 +290,7 @@ out:
     *anames = d.names;
     *nanames = d.n;
     d.names = NULL;
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(data);
     free(dir);
     return err;
@@ -308,32 +309,22 @@ typedef struct {
     char *pinned; /* pins/<p>'s worker, heap, or NULL */
 } part_t;
 
-static int is_claim_name(const char *name) {
-    return strncmp(name, "claim-", 6) == 0 && baton_seq_of(name) >= 0;
-}
-
 /* Counts the claims among names and picks the lowest sequence; with dir,
  * warns about children that are not claims. */
 static void claims_pick(gather_t *g, const char *dir, char **names, size_t n, part_t *pt) {
-    int64_t low = INT64_MAX;
-    const char *lowest = NULL;
     pt->nclaims = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!is_claim_name(names[i])) {
+        if (baton_claim_seq(names[i]) < 0) {
             if (dir) {
-                char *path = xasprintf("%s/%s", dir, names[i]);
+                char *path = baton_layout_child(dir, names[i]);
                 gather_warn(g, path, "not a claim node (expected claim-<session>-<10 digits>)");
                 free(path);
             }
             continue;
         }
         pt->nclaims++;
-        int64_t s = baton_seq_of(names[i]);
-        if (s < low) {
-            low = s;
-            lowest = names[i];
-        }
     }
+    const char *lowest = baton_claim_lowest(names, n);
     free(pt->lowest);
     pt->lowest = lowest ? xstrdup(lowest) : NULL;
 }
@@ -372,7 +363,7 @@ static int owner_resolve_sync(gather_t *g, const char *dir, part_t *pt) {
         baton_zk_strings_free(names, n);
         if (!pt->lowest)
             return BATON_OK;
-        char *path = xasprintf("%s/%s", dir, pt->lowest);
+        char *path = baton_layout_child(dir, pt->lowest);
         char *data = NULL;
         size_t len = 0;
         struct Stat st;
@@ -393,18 +384,18 @@ static int owner_resolve_sync(gather_t *g, const char *dir, part_t *pt) {
 static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
     size_t np = (size_t)P;
     char **dirs = xcalloc(np ? np : 1, sizeof(char *));
-    ctl_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
+    baton_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
     char **opaths = NULL;
     size_t *oidx = NULL;
-    ctl_zkread_t *oreads = NULL;
+    baton_zkread_t *oreads = NULL;
     size_t nowned = 0;
     int err = BATON_OK;
     for (size_t p = 0; p < np; p++)
-        dirs[p] = xasprintf("%s/partitions/%zu/claims", g->base, p);
+        dirs[p] = baton_layout_partition_claims(g->base, (int64_t)p);
 
-    ctl_zkbatch_children(g->zk, dirs, np, reads);
+    baton_zkbatch_children(g->zk, dirs, np, reads);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_t *r = &reads[p];
+        baton_zkread_t *r = &reads[p];
         if (r->err == BATON_NOTFOUND) {
             parts[p].missing = 1;
             continue;
@@ -426,12 +417,12 @@ static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
     for (size_t p = 0; p < np; p++)
         if (parts[p].lowest) {
             oidx[k] = p;
-            opaths[k++] = xasprintf("%s/%s", dirs[p], parts[p].lowest);
+            opaths[k++] = baton_layout_child(dirs[p], parts[p].lowest);
         }
-    ctl_zkbatch_get(g->zk, opaths, nowned, oreads);
+    baton_zkbatch_get(g->zk, opaths, nowned, oreads);
     for (k = 0; k < nowned; k++) {
         size_t p = oidx[k];
-        ctl_zkread_t *r = &oreads[k];
+        baton_zkread_t *r = &oreads[k];
         if (r->err == BATON_OK) {
             owner_set(g, opaths[k], r->data, r->len, &r->stat, &parts[p]);
         } else if (r->err == BATON_NOTFOUND) {
@@ -448,13 +439,13 @@ static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
 out:
     for (size_t i = 0; i < nowned && opaths; i++) {
         free(opaths[i]);
-        ctl_zkread_release(&oreads[i]);
+        baton_zkread_release(&oreads[i]);
     }
     free(opaths);
     free(oidx);
     free(oreads);
     for (size_t p = 0; p < np; p++) {
-        ctl_zkread_release(&reads[p]);
+        baton_zkread_release(&reads[p]);
         free(dirs[p]);
     }
     free(reads);
@@ -470,7 +461,7 @@ out:
 
 /* Fills *drains with the drained worker ids (a JSON array of strings). */
 static int gather_drains(gather_t *g, json_t *drains) {
-    char *dir = xasprintf("%s/drains", g->base);
+    char *dir = baton_layout_drains(g->base);
     char **names = NULL;
     size_t n = 0;
     int err = baton_zk_children(g->zk, dir, 0, &names, &n);
@@ -503,12 +494,12 @@ static char *pin_decode(const char *data, size_t len, char *why, size_t whylen) 
 }
 
 static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
-    char *dir = xasprintf("%s/pins", g->base);
-    ctl_zkdir_t d;
-    int err = ctl_zkdir_read(g->zk, dir, &d);
+    char *dir = baton_layout_pins(g->base);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(g->zk, dir, &d);
     char **names = d.names, **paths = d.paths;
     size_t n = d.n;
-    ctl_zkread_t *reads = d.reads;
+    baton_zkread_t *reads = d.reads;
     if (err == BATON_NOTFOUND) {
         err = BATON_OK;
         goto out;
@@ -539,7 +530,7 @@ static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
         parts[p].pinned = w;
     }
 out:
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(dir);
     return err;
 }
@@ -566,7 +557,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         goto out;
     baton_strategy_t strategy;
     if (baton_strategy_parse(cfg.strategy, &strategy) != 0) {
-        char *path = xasprintf("%s/config", base);
+        char *path = baton_layout_config(base);
         gather_warn(&g, path, "unknown strategy '%s'", cfg.strategy);
         free(path);
     }

@@ -3,10 +3,11 @@
  * pins and the history ring. */
 #include "ctl_targets.h"
 #include "ctl.h"
-#include "ctl_zkbatch.h"
+#include "baton_zkbatch.h"
 
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_layout.h"
 #include "baton_util.h"
 
 #include <stdlib.h>
@@ -37,10 +38,12 @@ static char *live_list(char **names, size_t n) {
     return s;
 }
 
-/* 1 if a node of dir/id exists, 0 if not, or a negative error. */
-static int node_there(baton_zk_t *zk, const char *base, const char *dir, const char *id,
-                      char *errstr, size_t n) {
-    char *path = xasprintf("%s/%s/%s", base, dir, id);
+/* 1 if the node path_of(base, id) exists (baton_layout_assignment_of,
+ * _drain...), 0 if not, or a negative error. */
+static int node_there(baton_zk_t *zk, const char *base,
+                      char *(*path_of)(const char *, const char *), const char *id, char *errstr,
+                      size_t n) {
+    char *path = path_of(base, id);
     int err = baton_zk_exists(zk, path, 0, NULL);
     int rc = err == BATON_OK ? 1 : err == BATON_NOTFOUND ? 0 : err;
     if (rc < 0)
@@ -51,9 +54,9 @@ static int node_there(baton_zk_t *zk, const char *base, const char *dir, const c
 
 /* 1 if a pin names id, 0 if none does, or a negative error. */
 static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *errstr, size_t n) {
-    char *dir = xasprintf("%s/pins", base);
-    ctl_zkdir_t d;
-    int err = ctl_zkdir_read(zk, dir, &d), rc = 0;
+    char *dir = baton_layout_pins(base);
+    baton_zkdir_t d;
+    int err = baton_zkdir_read(zk, dir, &d), rc = 0;
     if (err != BATON_OK && err != BATON_NOTFOUND)
         rc = baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
     for (size_t i = 0; err == BATON_OK && i < d.n && !rc; i++) {
@@ -64,7 +67,7 @@ static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *err
             baton_pin_decode(d.reads[i].data, d.reads[i].len, &pin, why, sizeof(why)) == BATON_OK &&
             strcmp(pin.worker, id) == 0;
     }
-    ctl_zkdir_release(&d);
+    baton_zkdir_release(&d);
     free(dir);
     return rc;
 }
@@ -72,7 +75,7 @@ static int pinned_to(baton_zk_t *zk, const char *base, const char *id, char *err
 /* 1 if the history ring names id (from or to), 0 if not or there is none,
  * or a negative error. A malformed ring counts as none. */
 static int in_history(baton_zk_t *zk, const char *base, const char *id, char *errstr, size_t n) {
-    char *path = xasprintf("%s/history", base), *data = NULL, why[256];
+    char *path = baton_layout_history(base), *data = NULL, why[256];
     size_t len = 0;
     baton_history_t h = {0};
     int rc = 0, err = baton_zk_get(zk, path, 0, &data, &len, NULL);
@@ -91,7 +94,7 @@ static int in_history(baton_zk_t *zk, const char *base, const char *id, char *er
 int ctl_target_lookup(baton_zk_t *zk, const char *base, const char *id, ctl_target_t *t,
                       char *errstr, size_t errstr_size) {
     memset(t, 0, sizeof(*t));
-    char *wdir = xasprintf("%s/workers", base);
+    char *wdir = baton_layout_workers(base);
     char **names = NULL;
     size_t n = 0;
     int err = baton_zk_children(zk, wdir, 0, &names, &n);
@@ -111,10 +114,10 @@ int ctl_target_lookup(baton_zk_t *zk, const char *base, const char *id, ctl_targ
         const char *why;
         int (*check)(baton_zk_t *, const char *, const char *, char *, size_t);
     } checks[] = {{"pinned", pinned_to}, {"in the history", in_history}};
-    int rc = node_there(zk, base, "assignment", id, errstr, errstr_size);
+    int rc = node_there(zk, base, baton_layout_assignment_of, id, errstr, errstr_size);
     if (rc == 1)
         t->known = "assigned";
-    if (rc == 0 && (rc = node_there(zk, base, "drains", id, errstr, errstr_size)) == 1)
+    if (rc == 0 && (rc = node_there(zk, base, baton_layout_drain, id, errstr, errstr_size)) == 1)
         t->known = "drained";
     for (size_t i = 0; rc == 0 && i < BATON_ARRAY_SIZE(checks); i++)
         if ((rc = checks[i].check(zk, base, id, errstr, errstr_size)) == 1)

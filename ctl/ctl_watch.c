@@ -11,14 +11,15 @@
 
 #include "baton_err.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_signal.h"
 #include "baton_util.h"
+#include "baton_zkbatch.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
@@ -34,94 +35,31 @@
 
 /* ---- arming watches ---------------------------------------------------- */
 
-/* Asynchronous watch registration with a window of requests in flight, like
- * ctl_zkbatch but leaving watches (delivered through baton_zk_watcher onto
- * the session's event queue). */
-typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    size_t pending;
-    size_t missing; /* children reads that found no node */
-    char **missing_paths;
-} arm_t;
-
-typedef struct {
-    arm_t *arm;
-    char *path;
-} arm_req_t;
-
-/* @locality the completion thread: only bookkeeping. */
-static void arm_done(arm_req_t *req, int missing) {
-    arm_t *a = req->arm;
-    pthread_mutex_lock(&a->lock);
-    if (missing)
-        a->missing_paths[a->missing++] = req->path;
-    else
-        free(req->path);
-    a->pending--;
-    pthread_cond_signal(&a->cond);
-    pthread_mutex_unlock(&a->lock);
-    free(req);
-}
-
-static void on_children(int rc, const struct String_vector *sv, const void *ctx) {
-    (void)sv;
-    arm_done((arm_req_t *)ctx, rc == ZNONODE);
-}
-
-static void on_stat(int rc, const struct Stat *st, const void *ctx) {
-    (void)rc;
-    (void)st;
-    arm_done((arm_req_t *)ctx, 0);
-}
-
 /* Leaves a watch on each path: a children watch (children != 0) or an
  * exists watch (data changes, creation, deletion). A children watch on a
  * node that does not exist becomes an exists watch, so its creation is seen.
- * Returns when every registration has completed. */
+ * Returns when every registration has completed (baton_zkbatch, pipelined). */
 static void watches_arm(baton_zk_t *zk, char *const *paths, const int *children, size_t n) {
-    zhandle_t *zh = baton_zk_handle(zk);
-    arm_t a = {.pending = 0};
-    pthread_mutex_init(&a.lock, NULL);
-    pthread_cond_init(&a.cond, NULL);
-    a.missing_paths = xcalloc(n ? n : 1, sizeof(char *));
-    for (int round = 0; round < 2; round++) {
-        for (size_t i = 0; i < n; i++) {
-            if (round == 1 && i >= a.missing)
-                break;
-            int kids = round == 0 ? children[i] : 0;
-            const char *path = round == 0 ? paths[i] : a.missing_paths[i];
-            arm_req_t *req = xmalloc(sizeof(*req));
-            req->arm = &a;
-            req->path = xstrdup(path);
-            pthread_mutex_lock(&a.lock);
-            while (a.pending >= 256)
-                pthread_cond_wait(&a.cond, &a.lock);
-            a.pending++;
-            pthread_mutex_unlock(&a.lock);
-            int rc = kids ? zoo_awget_children(zh, path, baton_zk_watcher, zk, on_children, req)
-                          : zoo_awexists(zh, path, baton_zk_watcher, zk, on_stat, req);
-            if (rc != ZOK) {
-                pthread_mutex_lock(&a.lock);
-                a.pending--;
-                pthread_mutex_unlock(&a.lock);
-                free(req->path);
-                free(req);
-            }
-        }
-        pthread_mutex_lock(&a.lock);
-        while (a.pending > 0)
-            pthread_cond_wait(&a.cond, &a.lock);
-        pthread_mutex_unlock(&a.lock);
-        if (round == 1)
-            for (size_t i = 0; i < a.missing; i++)
-                free(a.missing_paths[i]);
-        if (!a.missing)
-            break;
-    }
-    free(a.missing_paths);
-    pthread_cond_destroy(&a.cond);
-    pthread_mutex_destroy(&a.lock);
+    char **dirs = xcalloc(n ? n : 1, sizeof(char *)), **nodes = xcalloc(n ? n : 1, sizeof(char *));
+    size_t nd = 0, nn = 0;
+    for (size_t i = 0; i < n; i++)
+        if (children[i])
+            dirs[nd++] = paths[i];
+        else
+            nodes[nn++] = paths[i];
+    baton_zkread_t *r = xcalloc(n ? n : 1, sizeof(*r));
+    baton_zkbatch_watch_children(zk, dirs, nd, r);
+    for (size_t i = 0; i < nd; i++)
+        if (r[i].err == BATON_NOTFOUND)
+            nodes[nn++] = dirs[i];
+    for (size_t i = 0; i < nd; i++)
+        baton_zkread_release(&r[i]);
+    baton_zkbatch_watch_exists(zk, nodes, nn, r);
+    for (size_t i = 0; i < nn; i++)
+        baton_zkread_release(&r[i]);
+    free(r);
+    free(dirs);
+    free(nodes);
 }
 
 /* Is path one we watch for its children (else for its data)? */
@@ -138,20 +76,21 @@ static int path_is_dir(const char *base, const char *path) {
 
 /* Every watch of a group with P partitions. */
 static void watches_arm_all(baton_zk_t *zk, const char *base, int32_t P) {
-    static const char *const dirs[] = {"workers", "coordinators", "drains", "pins"};
-    static const char *const nodes[] = {"assignment", "config"};
+    static char *(*const dirs[])(const char *) = {baton_layout_workers, baton_layout_coordinators,
+                                                  baton_layout_drains, baton_layout_pins};
+    static char *(*const nodes[])(const char *) = {baton_layout_assignment, baton_layout_config};
     size_t n = BATON_ARRAY_SIZE(dirs) + BATON_ARRAY_SIZE(nodes) + (size_t)P;
     char **paths = xcalloc(n, sizeof(char *));
     int *kids = xcalloc(n, sizeof(int));
     size_t k = 0;
     for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++, k++) {
-        paths[k] = xasprintf("%s/%s", base, dirs[i]);
+        paths[k] = dirs[i](base);
         kids[k] = 1;
     }
     for (size_t i = 0; i < BATON_ARRAY_SIZE(nodes); i++, k++)
-        paths[k] = xasprintf("%s/%s", base, nodes[i]);
+        paths[k] = nodes[i](base);
     for (int32_t p = 0; p < P; p++, k++) {
-        paths[k] = xasprintf("%s/partitions/%d/claims", base, p);
+        paths[k] = baton_layout_partition_claims(base, p);
         kids[k] = 1;
     }
     watches_arm(zk, paths, kids, n);

@@ -2,6 +2,7 @@
 #include "run_zk.h"
 
 #include "baton_err.h"
+#include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_util.h"
 #include "baton_zk.h"
@@ -29,11 +30,11 @@ int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms
     rz->session_timeout_ms = session_timeout_ms;
     rz->connect_timeout_ms = connect_timeout_ms;
     rz->key = xstrdup(key);
-    rz->key_path = xasprintf("%s/keys/%s", base, key);
-    rz->runs_path = xasprintf("%s/runs", rz->key_path);
+    rz->key_path = baton_layout_key(base, key);
+    rz->runs_path = baton_layout_key_runs(base, key);
     if (run_id) {
         rz->run_id = xstrdup(run_id);
-        rz->run_path = xasprintf("%s/%s", rz->runs_path, run_id);
+        rz->run_path = baton_layout_child(rz->runs_path, run_id);
     }
     int err = baton_zk_connect(hosts, session_timeout_ms, connect_timeout_ms, &rz->zk, errstr, n);
     if (err != BATON_OK) {

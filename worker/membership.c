@@ -11,6 +11,7 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
 #include "baton_util.h"
@@ -92,6 +93,7 @@ struct baton_membership_s {
     char *base;
     char *member_path;
     char session_hex[17];
+    int64_t session; /* the session id session_hex spells (our claims carry it) */
     baton_config_t config;
     mpart_t *parts;
     int32_t nparts;
@@ -112,8 +114,8 @@ struct baton_membership_s {
 };
 
 static void session_hex(baton_membership_t *m) {
-    snprintf(m->session_hex, sizeof(m->session_hex), "%016llx",
-             (unsigned long long)baton_zk_session_id(m->zk));
+    m->session = baton_zk_session_id(m->zk);
+    snprintf(m->session_hex, sizeof(m->session_hex), "%016llx", (unsigned long long)m->session);
 }
 
 /* ---- resources ------------------------------------------------------------ */
@@ -130,8 +132,8 @@ static mpart_t *res_st(baton_membership_t *m, int32_t rid) {
 }
 static char *claims_dir(const baton_membership_t *m, int32_t rid) {
     if (rid >= 0)
-        return xasprintf("%s/partitions/%d/claims", m->base, rid);
-    return baton_group_key_claims(m->base, m->keys[-rid - 1].name);
+        return baton_layout_partition_claims(m->base, rid);
+    return baton_layout_key_claims(m->base, m->keys[-rid - 1].name);
 }
 /* "partition=3" or "key=nightly", for log lines (one per line). */
 static const char *res_label(baton_membership_t *m, int32_t rid) {
@@ -453,7 +455,7 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
     m->conf = c;
     m->cbs = *cbs;
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
-    m->member_path = xasprintf("%s/workers/%s", m->base, m->conf.id);
+    m->member_path = baton_layout_worker(m->base, m->conf.id);
     m->hb = xcalloc(1, sizeof(*m->hb));
     int err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
@@ -503,7 +505,7 @@ static void delete_claim(baton_membership_t *m, int32_t p) {
     if (!mp->claim[0])
         return;
     char *dir = claims_dir(m, p);
-    char *path = xasprintf("%s/%s", dir, mp->claim);
+    char *path = baton_layout_child(dir, mp->claim);
     int err = baton_zk_delete(m->zk, path, -1);
     if (err != BATON_OK && err != BATON_NOTFOUND)
         BLOG_WARN("event=release_failed %s claim=%s error=%s", res_label(m, p), mp->claim,
@@ -701,7 +703,7 @@ static void standby_arm(baton_membership_t *m) {
         mstandby_t *e = &m->standby[i];
         if (e->armed)
             continue;
-        char *path = xasprintf("%s/workers/%s", m->base, e->owner);
+        char *path = baton_layout_worker(m->base, e->owner);
         if (e->verify) {
             size_t len = strlen(path) + 1;
             own_watch_t *ow = xmalloc(sizeof(*ow) + len);
@@ -744,7 +746,7 @@ static void standby_note(baton_membership_t *m, const char *id, int type) {
  * the next one (then it is not a departure). An error counts as gone: the
  * claims queue and the sink's fence still decide. */
 static int standby_owner_exists(baton_membership_t *m, const char *owner) {
-    char *path = xasprintf("%s/workers/%s", m->base, owner);
+    char *path = baton_layout_worker(m->base, owner);
     int err = baton_zk_exists(m->zk, path, 0, NULL);
     free(path);
     return err == BATON_OK;
@@ -866,7 +868,7 @@ static int promoted_keep(mpart_t *mp, int listed, int64_t generation) {
 /* Reads assignment/<id> (leaving a watch) and marks changed partitions;
  * notes the newly assigned ones for on_assigned. */
 static int read_assignment(baton_membership_t *m) {
-    char *path = xasprintf("%s/assignment/%s", m->base, m->conf.id);
+    char *path = baton_layout_assignment_of(m->base, m->conf.id);
     char *data = NULL;
     size_t len = 0;
     baton_worker_assignment_t wa = {0};
@@ -958,13 +960,11 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
         if ((err = baton_zk_sync(m->zk, dir)) != BATON_OK ||
             (err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
             goto out;
-        char prefix[64];
-        snprintf(prefix, sizeof(prefix), "claim-%s-", m->session_hex);
         int found = 0;
         for (size_t i = 0; i < n; i++) {
-            if (strncmp(names[i], prefix, strlen(prefix)) != 0)
+            if (!baton_claim_of_session(names[i], m->session))
                 continue;
-            char *path = xasprintf("%s/%s", dir, names[i]);
+            char *path = baton_layout_child(dir, names[i]);
             struct Stat st;
             int e = baton_zk_exists(m->zk, path, 0, &st);
             if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk) && found) {
@@ -1004,7 +1004,7 @@ static int create_claim(baton_membership_t *m, int32_t p) {
     baton_claim_t claim = {.generation = m->generation};
     snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
     char *data = baton_claim_encode(&claim);
-    char *prefix = xasprintf("%s/claim-%s-", dir, m->session_hex);
+    char *prefix = baton_layout_claim_create(dir, m->session);
     char created[512];
     struct Stat st;
     err = baton_zk_create(m->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL, created,
@@ -1040,17 +1040,13 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
      * was lost landed after the listing that looked for it. Keep the
      * lowest, which no other claim of ours may wait behind, and delete the
      * others: one would block us, or block the next owner after we let go. */
-    char own_prefix[64];
-    size_t own_len = (size_t)snprintf(own_prefix, sizeof(own_prefix), "claim-%s-", m->session_hex);
-    const char *own_low = NULL;
+    char **own = xcalloc(n ? n : 1, sizeof(char *));
     size_t nown = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(names[i], own_prefix, own_len) != 0 || baton_seq_of(names[i]) < 0)
-            continue;
-        nown++;
-        if (!own_low || baton_seq_of(names[i]) < baton_seq_of(own_low))
-            own_low = names[i];
-    }
+    for (size_t i = 0; i < n; i++)
+        if (baton_claim_of_session(names[i], m->session))
+            own[nown++] = names[i];
+    const char *own_low = baton_claim_lowest(own, nown);
+    free(own);
     if (nown > 1) {
         /* An owner keeps the claim its epoch came from (the lowest of all);
          * if that is gone, claim_lost below deals with it. */
@@ -1063,10 +1059,9 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
         }
         char *dir = claims_dir(m, p);
         for (size_t i = 0; keep && i < n; i++) {
-            if (strncmp(names[i], own_prefix, own_len) != 0 || names[i] == keep ||
-                baton_seq_of(names[i]) < 0)
+            if (names[i] == keep || !baton_claim_of_session(names[i], m->session))
                 continue;
-            char *path = xasprintf("%s/%s", dir, names[i]);
+            char *path = baton_layout_child(dir, names[i]);
             int e = baton_zk_delete(m->zk, path, -1);
             BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
                       res_label(m, p), names[i], keep, baton_err_name(e));
@@ -1080,21 +1075,8 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
         }
         free(dir);
     }
-    int64_t my_seq = baton_seq_of(mp->claim);
-    const char *pred = NULL;
-    int64_t pred_seq = -1;
     int found = 0;
-    for (size_t i = 0; i < n; i++) {
-        int64_t s = baton_seq_of(names[i]);
-        if (s < 0)
-            continue;
-        if (strcmp(names[i], mp->claim) == 0)
-            found = 1;
-        else if (s < my_seq && s > pred_seq) {
-            pred_seq = s;
-            pred = names[i];
-        }
-    }
+    const char *pred = baton_claim_predecessor(names, n, mp->claim, &found);
     if (!found) {
         /* Removed by someone else (an operator, or the coordinator's stuck
          * handoff revoke): claim again if still assigned. */
@@ -1112,7 +1094,7 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
     char *dir = claims_dir(m, p);
     /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
      * the predecessor only, so a release wakes one claimant, not a herd. */
-    char *watch_path = xasprintf("%s/%s", dir, pred ? pred : mp->claim);
+    char *watch_path = baton_layout_child(dir, pred ? pred : mp->claim);
     free(dir);
     return watch_path;
 }
@@ -1168,7 +1150,10 @@ static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct 
  * asynchronous requests: two round trips, not three per resource. A claim
  * that waits costs one more (the watch on its predecessor). The
  * completions run on ZooKeeper's completion thread and only store results
- * into a zbatch_t and signal; the owner's thread waits for them and acts. */
+ * into a zbatch_t and signal; the owner's thread waits for them and acts.
+ * (Not common/baton_zkbatch.h, the read batcher: this one mixes creates,
+ * lists and watched exists in one flight, and gives up waiting past a bound,
+ * leaving the batch to its last completion, as a member must not hang.) */
 
 typedef struct zbatch_s zbatch_t;
 
@@ -1317,7 +1302,7 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
     char *bufs = xcalloc((size_t)n, 512);
     for (int32_t i = 0; i < n; i++) {
         char *dir = claims_dir(m, rids[i]);
-        prefixes[i] = xasprintf("%s/claim-%s-", dir, m->session_hex);
+        prefixes[i] = baton_layout_claim_create(dir, m->session);
         free(dir);
         zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(),
                            ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
@@ -1382,7 +1367,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
         zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
         int rc;
         if (create[i]) {
-            char *prefix = xasprintf("%s/claim-%s-", dir, m->session_hex);
+            char *prefix = baton_layout_claim_create(dir, m->session);
             rc = zoo_acreate2(zh, prefix, data, (int)strlen(data), baton_zk_acl(),
                               ZOO_EPHEMERAL_SEQUENTIAL, zbatch_create_done, own);
             if (rc != ZOK)
@@ -1393,7 +1378,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
         if (rc != ZOK)
             zbatch_done(list, rc);
         if (!create[i]) {
-            char *path = xasprintf("%s/%s", dir, res_st(m, rids[i])->claim);
+            char *path = baton_layout_child(dir, res_st(m, rids[i])->claim);
             rc = zoo_awexists(zh, path, baton_zk_watcher, m->zk, zbatch_exists_done, own);
             if (rc != ZOK)
                 zbatch_done(own, rc);
@@ -1924,7 +1909,7 @@ static void claims_delete_all(baton_membership_t *m) {
         char **paths = xcalloc((size_t)n, sizeof(char *));
         for (int32_t i = 0; i < n; i++) {
             char *dir = claims_dir(m, rids[i]);
-            paths[i] = xasprintf("%s/%s", dir, res_st(m, rids[i])->claim);
+            paths[i] = baton_layout_child(dir, res_st(m, rids[i])->claim);
             free(dir);
             zoo_delete_op_init(&ops[i], paths[i], -1);
         }

@@ -1,6 +1,7 @@
 /* fuzz_codec.c: fuzz target for every znode decoder in baton_codec.h. Each
  * input is fed to all five decoders (config, member, assignment meta, worker
- * assignment, claim) and to baton_seq_of. Beyond "no crash, no leak, no
+ * assignment, claim), to baton_seq_of and to the claim-name parser
+ * (baton_layout.h). Beyond "no crash, no leak, no
  * out-of-bounds read", it checks the properties callers rely on:
  *  - an error returns BATON_CORRUPT with a non-empty message;
  *  - a success yields values inside the documented limits, and survives a
@@ -9,6 +10,7 @@
 
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_layout.h"
 
 #include <string.h>
 
@@ -172,14 +174,20 @@ static void fuzz_history(const char *buf, size_t len) {
     baton_history_release(&h2);
 }
 
-/* baton_seq_of against an independent reading of its contract: the last 10
- * characters are decimal digits, and their value. */
-static void fuzz_seq(const char *buf, size_t len) {
+/* The input as a NUL-terminated heap string (cut at its first NUL). */
+static char *cstr(const char *buf, size_t len) {
     char *name = malloc(len + 1);
     if (!name)
         abort();
     memcpy(name, buf, len);
     name[len] = '\0';
+    return name;
+}
+
+/* baton_seq_of against an independent reading of its contract: the last 10
+ * characters are decimal digits, and their value. */
+static void fuzz_seq(const char *buf, size_t len) {
+    char *name = cstr(buf, len);
     size_t n = strlen(name);
     int64_t want = -1;
     if (n >= 10) {
@@ -198,6 +206,24 @@ static void fuzz_seq(const char *buf, size_t len) {
     free(name);
 }
 
+/* baton_claim_parse (baton_layout.h): what it accepts is exactly what
+ * baton_claim_prefix and a 10-digit sequence build, and agrees with
+ * baton_claim_seq and baton_claim_of_session. */
+static void fuzz_claim_name(const char *buf, size_t len) {
+    char *name = cstr(buf, len);
+    baton_claim_name_t c = {.session = 0, .seq = -1};
+    if (baton_claim_parse(name, &c) == 0) {
+        char prefix[BATON_CLAIM_PREFIX_SIZE], again[64];
+        baton_claim_prefix(c.session, prefix);
+        snprintf(again, sizeof(again), "%s%010lld", prefix, (long long)c.seq);
+        FUZZ_CHECK(strcmp(again, name) == 0, "claim '%s' parsed, rebuilt as '%s'", name, again);
+        FUZZ_CHECK(baton_claim_seq(name) == c.seq, "claim '%s': seq %lld, parse %lld", name,
+                   (long long)baton_claim_seq(name), (long long)c.seq);
+        FUZZ_CHECK(baton_claim_of_session(name, c.session), "claim '%s' not of its session", name);
+    }
+    free(name);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *buf = (const char *)data;
     fuzz_config(buf, size);
@@ -207,5 +233,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_claim(buf, size);
     fuzz_history(buf, size);
     fuzz_seq(buf, size);
+    fuzz_claim_name(buf, size);
     return 0;
 }

@@ -1,7 +1,8 @@
-/* ctl_zkbatch.c: a window of asynchronous reads in flight; see ctl_zkbatch.h. */
-#include "ctl_zkbatch.h"
+/* baton_zkbatch.c: a window of asynchronous reads in flight; see baton_zkbatch.h. */
+#include "baton_zkbatch.h"
 
 #include "baton_err.h"
+#include "baton_layout.h"
 #include "baton_util.h"
 
 #include <pthread.h>
@@ -10,7 +11,7 @@
 
 /* Reads in flight at once: enough to hide loopback and LAN latency, small
  * enough not to flood the server's request queue. */
-#define CTL_ZKBATCH_WINDOW 256
+#define BATON_ZKBATCH_WINDOW 256
 
 typedef struct {
     pthread_mutex_t lock; /* protects pending */
@@ -20,7 +21,7 @@ typedef struct {
 
 typedef struct {
     batch_t *batch;
-    ctl_zkread_t *slot;
+    baton_zkread_t *slot;
 } request_t;
 
 /* @locality the completion thread */
@@ -35,7 +36,7 @@ static void batch_done(batch_t *b) {
 static void on_data(int rc, const char *value, int value_len, const struct Stat *stat,
                     const void *ctx) {
     const request_t *req = ctx;
-    ctl_zkread_t *r = req->slot;
+    baton_zkread_t *r = req->slot;
     r->err = baton_zk_err(rc);
     if (rc == ZOK) {
         size_t len = value && value_len > 0 ? (size_t)value_len : 0;
@@ -57,7 +58,7 @@ static int cmp_str(const void *a, const void *b) {
 /* @locality the completion thread */
 static void on_children(int rc, const struct String_vector *sv, const void *ctx) {
     const request_t *req = ctx;
-    ctl_zkread_t *r = req->slot;
+    baton_zkread_t *r = req->slot;
     r->err = baton_zk_err(rc);
     if (rc == ZOK) {
         size_t count = sv ? (size_t)sv->count : 0;
@@ -70,9 +71,31 @@ static void on_children(int rc, const struct String_vector *sv, const void *ctx)
     batch_done(req->batch);
 }
 
-static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, ctl_zkread_t *out,
-                      int children) {
+/* @locality the completion thread */
+static void on_stat(int rc, const struct Stat *stat, const void *ctx) {
+    const request_t *req = ctx;
+    req->slot->err = baton_zk_err(rc);
+    if (rc == ZOK && stat)
+        req->slot->stat = *stat;
+    batch_done(req->batch);
+}
+
+typedef enum { OP_GET, OP_CHILDREN, OP_EXISTS } op_t;
+
+/* Sends one request; ZOK if it was queued (a completion will come). */
+static int send_one(baton_zk_t *zk, op_t op, int watch, const char *path, request_t *req) {
     zhandle_t *zh = baton_zk_handle(zk);
+    watcher_fn w = watch ? baton_zk_watcher : NULL;
+    void *wctx = watch ? zk : NULL;
+    switch (op) {
+    case OP_GET: return zoo_awget(zh, path, w, wctx, on_data, req);
+    case OP_CHILDREN: return zoo_awget_children(zh, path, w, wctx, on_children, req);
+    default: return zoo_awexists(zh, path, w, wctx, on_stat, req);
+    }
+}
+
+static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out, op_t op,
+                      int watch) {
     batch_t b = {.pending = 0};
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.cond, NULL);
@@ -82,12 +105,11 @@ static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, ctl_zkread_t
         reqs[i].batch = &b;
         reqs[i].slot = &out[i];
         pthread_mutex_lock(&b.lock);
-        while (b.pending >= CTL_ZKBATCH_WINDOW)
+        while (b.pending >= BATON_ZKBATCH_WINDOW)
             pthread_cond_wait(&b.cond, &b.lock);
         b.pending++;
         pthread_mutex_unlock(&b.lock);
-        int rc = children ? zoo_aget_children(zh, paths[i], 0, on_children, &reqs[i])
-                          : zoo_aget(zh, paths[i], 0, on_data, &reqs[i]);
+        int rc = send_one(zk, op, watch, paths[i], &reqs[i]);
         if (rc != ZOK) {
             /* Not queued, so no completion will come for it. */
             out[i].err = baton_zk_err(rc);
@@ -107,21 +129,30 @@ static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, ctl_zkread_t
     pthread_mutex_destroy(&b.lock);
 }
 
-void ctl_zkbatch_get(baton_zk_t *zk, char *const *paths, size_t n, ctl_zkread_t *out) {
-    batch_run(zk, paths, n, out, 0);
+void baton_zkbatch_get(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out) {
+    batch_run(zk, paths, n, out, OP_GET, 0);
 }
 
-void ctl_zkbatch_children(baton_zk_t *zk, char *const *paths, size_t n, ctl_zkread_t *out) {
-    batch_run(zk, paths, n, out, 1);
+void baton_zkbatch_children(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out) {
+    batch_run(zk, paths, n, out, OP_CHILDREN, 0);
 }
 
-void ctl_zkread_release(ctl_zkread_t *r) {
+void baton_zkbatch_watch_children(baton_zk_t *zk, char *const *paths, size_t n,
+                                  baton_zkread_t *out) {
+    batch_run(zk, paths, n, out, OP_CHILDREN, 1);
+}
+
+void baton_zkbatch_watch_exists(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out) {
+    batch_run(zk, paths, n, out, OP_EXISTS, 1);
+}
+
+void baton_zkread_release(baton_zkread_t *r) {
     free(r->data);
     baton_zk_strings_free(r->names, r->count);
     memset(r, 0, sizeof(*r));
 }
 
-int ctl_zkdir_read(baton_zk_t *zk, const char *dir, ctl_zkdir_t *out) {
+int baton_zkdir_read(baton_zk_t *zk, const char *dir, baton_zkdir_t *out) {
     memset(out, 0, sizeof(*out));
     int err = baton_zk_children(zk, dir, 0, &out->names, &out->n);
     if (err != BATON_OK) {
@@ -130,16 +161,16 @@ int ctl_zkdir_read(baton_zk_t *zk, const char *dir, ctl_zkdir_t *out) {
         return err;
     }
     out->paths = xcalloc(out->n ? out->n : 1, sizeof(char *));
-    out->reads = xcalloc(out->n ? out->n : 1, sizeof(ctl_zkread_t));
+    out->reads = xcalloc(out->n ? out->n : 1, sizeof(baton_zkread_t));
     for (size_t i = 0; i < out->n; i++)
-        out->paths[i] = xasprintf("%s/%s", dir, out->names[i]);
-    ctl_zkbatch_get(zk, out->paths, out->n, out->reads);
+        out->paths[i] = baton_layout_child(dir, out->names[i]);
+    baton_zkbatch_get(zk, out->paths, out->n, out->reads);
     return BATON_OK;
 }
 
-void ctl_zkdir_release(ctl_zkdir_t *d) {
+void baton_zkdir_release(baton_zkdir_t *d) {
     for (size_t i = 0; d->reads && i < d->n; i++)
-        ctl_zkread_release(&d->reads[i]);
+        baton_zkread_release(&d->reads[i]);
     free(d->reads);
     for (size_t i = 0; d->paths && i < d->n; i++)
         free(d->paths[i]);

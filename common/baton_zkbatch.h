@@ -1,0 +1,73 @@
+/* baton_zkbatch.h: pipelined ZooKeeper reads (children and get), the one
+ * read batcher of batonctl and the coordinator.
+ *
+ * A status of a group with thousands of partitions needs two reads per
+ * partition, a leader reading what it published one read per member; made
+ * one at a time that is thousands of round trips. These
+ * helpers keep up to a window of asynchronous reads in flight and wait for
+ * them all, so the cost is bandwidth, not latency.
+ *
+ * @locality the zk owner thread (the caller blocks until every read has
+ * completed). The completions run on libzookeeper_mt's completion thread and
+ * only copy the reply into the caller's slot: no ZooKeeper call, no I/O. Only
+ * the watch_ calls leave watches. */
+#ifndef BATON_ZKBATCH_H
+#define BATON_ZKBATCH_H
+
+#include "baton_zk.h"
+
+#include <stddef.h>
+
+/* (The member library's claims batch, worker/membership.c zbatch_*, is not
+ * this: it pipelines creates and watched exists with the lists, and gives up
+ * waiting after a bound, leaving the batch to its last completion.) */
+
+/* The result of one read. err is a baton_err_t (BATON_NOTFOUND when the node
+ * does not exist). After a get: data (NUL-terminated heap copy, "" for a
+ * node without data), len and stat. After a children read: names (sorted by
+ * name) and count. Owned by the slot: free with baton_zkread_release. */
+typedef struct {
+    int err;
+    char *data;
+    size_t len;
+    struct Stat stat;
+    char **names;
+    size_t count;
+} baton_zkread_t;
+
+/* Reads the data and stat of paths[0..n) into out[0..n) (caller-allocated,
+ * zeroed or released). Returns when every read has completed, with up to a
+ * window of them in flight at once. */
+void baton_zkbatch_get(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out);
+/* Lists the children of paths[0..n) into out[0..n), each list sorted. */
+void baton_zkbatch_children(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out);
+/* The same, each leaving a watch delivered through baton_zk_watcher onto the
+ * session's event queue: a children watch (a read that finds no node leaves
+ * none: watch its creation with an exists watch), or an exists watch (data
+ * changes, creation, deletion; BATON_NOTFOUND still leaves it). These leave
+ * watches, unlike the rest of this API. */
+void baton_zkbatch_watch_children(baton_zk_t *zk, char *const *paths, size_t n,
+                                  baton_zkread_t *out);
+void baton_zkbatch_watch_exists(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out);
+/* Frees what a read holds and zeroes it; safe on a zeroed slot. */
+void baton_zkread_release(baton_zkread_t *r);
+
+/* A directory's children with their data: names (sorted), the full path of
+ * each and its read. */
+typedef struct {
+    char **names;
+    char **paths;
+    baton_zkread_t *reads;
+    size_t n;
+} baton_zkdir_t;
+
+/* Lists dir, then reads every child (baton_zkbatch_get) into *out (zeroed
+ * first). Returns the listing's error (BATON_NOTFOUND: no such directory;
+ * *out is empty then); each child's own result is in its read (a child
+ * deleted since the listing: BATON_NOTFOUND there). */
+int baton_zkdir_read(baton_zk_t *zk, const char *dir, baton_zkdir_t *out);
+/* Frees what baton_zkdir_read filled (names too, unless the caller took them
+ * and set names to NULL) and zeroes it. */
+void baton_zkdir_release(baton_zkdir_t *d);
+
+#endif
