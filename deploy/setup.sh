@@ -21,7 +21,8 @@ pkgs=(build-essential cmake pkg-config
       yamllint python3-kubernetes docker-compose
       libssl-dev # the coordinator's rack lookup speaks TLS
       openssl # the Kafka TLS test's throwaway CA and TLS listener
-      clang-format) # tests/style/check_format.sh (STYLE.md: .clang-format checked)
+      clang-format # tests/style/check_format.sh (STYLE.md: .clang-format checked)
+      prometheus) # promtool for deploy/prometheus, the server for it_prometheus
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
