@@ -2,10 +2,29 @@
 #include "baton_kafka_topic.h"
 
 #include "baton_err.h"
+#include "baton_log.h"
 #include "baton_util.h"
 
 #include <stdio.h>
 #include <string.h>
+
+static void kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf,
+                      int errors_logged) {
+    (void)rk;
+    baton_log_rdkafka(errors_logged && strcmp(fac, "FAIL") == 0 ? 7 : level, fac, buf);
+}
+
+static void kafka_log_all(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    kafka_log(rk, level, fac, buf, 0);
+}
+
+static void kafka_log_no_fail(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    kafka_log(rk, level, fac, buf, 1);
+}
+
+void baton_kafka_conf_log(rd_kafka_conf_t *conf, int errors_logged) {
+    rd_kafka_conf_set_log_cb(conf, errors_logged ? kafka_log_no_fail : kafka_log_all);
+}
 
 int baton_kafka_conf_no_autocreate(rd_kafka_conf_t *conf, char *errstr, size_t n) {
     char kerr[256];

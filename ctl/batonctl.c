@@ -117,14 +117,21 @@ void ctl_ctx_check(const ctl_ctx_t *ctx) {
 }
 
 void ctl_bad_option(int argc, char **argv) {
-    /* optopt holds the character of an unknown short option, or the value of
-     * a known option whose argument is missing; argv[optind - 1] is the word
-     * getopt stopped at. */
-    if (optopt > 0 && optopt < 256)
-        baton_usage_error(CTL_PROG, "unknown option '-%c'", optopt);
+    /* argv[optind - 1] is the word getopt_long stopped at. For a long
+     * option, optopt is 0 when it is unknown (or an ambiguous prefix) and
+     * the option's value when its argument is missing; for a short one,
+     * optopt is its character. */
     const char *word = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-    if (optopt >= 256)
-        baton_usage_error(CTL_PROG, "option '%s' needs a value", word);
+    if (strncmp(word, "--", 2) == 0) {
+        size_t len = strcspn(word, "=");
+        if (optopt != 0 && word[len] == 0)
+            baton_usage_error(CTL_PROG, "option '%s' needs a value", word);
+        if (optopt != 0)
+            baton_usage_error(CTL_PROG, "option '%.*s' takes no value", (int)len, word);
+        baton_usage_error(CTL_PROG, "unknown option '%.*s'", (int)len, word);
+    }
+    if (optopt > 0x20 && optopt < 0x7f)
+        baton_usage_error(CTL_PROG, "unknown option '-%c'", optopt);
     baton_usage_error(CTL_PROG, "unknown option '%s'", word);
 }
 
@@ -236,16 +243,10 @@ int main(int argc, char **argv) {
     }
 
     /* Quiet by default: an operator reads the command's own output. The
-     * ZooKeeper client would print a line per failed connection attempt. */
-    FILE *devnull = NULL;
-    if (ctx.verbose) {
-        baton_log_level = BATON_LOG_INFO;
-    } else {
-        baton_log_level = BATON_LOG_WARN;
-        devnull = fopen("/dev/null", "w");
-        if (devnull)
-            zoo_set_log_stream(devnull);
-    }
+     * ZooKeeper and Kafka clients would print a line per failed connection
+     * attempt. */
+    baton_log_level = ctx.verbose ? BATON_LOG_INFO : BATON_LOG_WARN;
+    baton_log_lib_quiet(!ctx.verbose);
     baton_log_init(CTL_PROG, NULL);
 
     int sub_argc = argc - optind;
@@ -253,9 +254,5 @@ int main(int argc, char **argv) {
     optind = 0; /* glibc: a full re-initialisation for the command's table */
     int rc = cmd->run(&ctx, sub_argc, sub_argv);
     fflush(stdout);
-    if (devnull) {
-        zoo_set_log_stream(NULL);
-        fclose(devnull);
-    }
     return rc;
 }

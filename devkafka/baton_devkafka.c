@@ -139,15 +139,9 @@ static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     (void)rk;
     /* The handle is created before the mock it owns, so it has no
      * bootstrap.servers yet and warns about it: expected, not news. */
-    if (strcmp(fac, "CONFWARN") == 0 && strstr(buf, "bootstrap.servers")) {
-        BLOG_DEBUG("event=rdkafka fac=%s msg=\"%s\"", fac, buf);
-        return;
-    }
-    baton_log_level_t lvl = level <= 3   ? BATON_LOG_ERROR
-                            : level <= 4 ? BATON_LOG_WARN
-                            : level <= 6 ? BATON_LOG_INFO
-                                         : BATON_LOG_DEBUG;
-    BATON_LOG(lvl, "event=rdkafka fac=%s msg=\"%s\"", fac, buf);
+    if (strcmp(fac, "CONFWARN") == 0 && strstr(buf, "bootstrap.servers"))
+        level = 7;
+    baton_log_rdkafka(level, fac, buf);
 }
 
 /* Watchdog thread: once per interval, asks the mock (through its own client
