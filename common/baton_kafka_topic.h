@@ -22,6 +22,11 @@
  * demoted to debug. */
 void baton_kafka_conf_log(rd_kafka_conf_t *conf, int errors_logged);
 
+/* Checks n "KEY=VALUE" librdkafka settings (--kafka) against librdkafka's
+ * own table without using them: BATON_OK, or BATON_INVALID with
+ * "--kafka 'KEY=VALUE': WHY" (an unknown key, a bad value). */
+int baton_kafka_props_check(const char *const *kv, size_t n, char *errstr, size_t errstr_size);
+
 /* Sets allow.auto.create.topics=false on conf. Call it after the user's
  * settings (--kafka), so none of them turns topic creation back on. */
 int baton_kafka_conf_no_autocreate(rd_kafka_conf_t *conf, char *errstr, size_t errstr_size);

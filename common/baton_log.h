@@ -10,6 +10,7 @@ typedef enum {
     BATON_LOG_INFO = 1,
     BATON_LOG_WARN = 2,
     BATON_LOG_ERROR = 3,
+    BATON_LOG_OFF = 4, /* as baton_log_level only: no line at all */
 } baton_log_level_t;
 
 typedef enum {

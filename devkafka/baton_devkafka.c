@@ -12,6 +12,7 @@
  * (4 partitions), so a misspelt topic name would not fail by itself;
  * devkafka_guard.c stops that: only the --topic topics exist. */
 #include "baton_log.h"
+#include "baton_opts.h"
 #include "devkafka_guard.h"
 #include "baton_util.h"
 
@@ -66,7 +67,7 @@ static void devkafka_usage(FILE *out) {
                  "as the first line on stdout, logs to stderr, and serves until SIGTERM\n"
                  "or SIGINT (exit 0). Records are kept in memory only. --racks sets the\n"
                  "rack each broker reports in Metadata (broker 1 gets R1, ...; a short\n"
-                 "list repeats).\n");
+                 "list repeats). --version prints the version.\n");
 }
 
 /* Reports a command-line error naming the culprit, then the usage; exit 2. */
@@ -89,6 +90,8 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
             devkafka_usage(stdout);
             exit(0);
         }
+        if (strcmp(a, "--version") == 0)
+            baton_version_exit("baton-devkafka");
         int is_topic = strcmp(a, "--topic") == 0;
         int is_parts = strcmp(a, "--partitions") == 0;
         int is_brokers = strcmp(a, "--brokers") == 0;
