@@ -3,6 +3,7 @@
 #include "baton_conf.h"
 
 #include "baton_err.h"
+#include "baton_opts.h"
 #include "baton_util.h"
 
 #include <errno.h>
@@ -226,7 +227,7 @@ static void add_kafka(baton_conf_t *c, const char *kv) {
 int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int argc, char **argv,
                      int *nposit, baton_conf_t *out, char *errstr, size_t n) {
     memset(out, 0, sizeof(*out));
-    enum { EXTRA = 3 };
+    enum { EXTRA = 4 };
     struct option *lo = xcalloc(nopts + EXTRA + 1, sizeof(struct option));
     int *src = xcalloc(nopts ? nopts : 1, sizeof(int));
     char **kafka_flags = xcalloc((size_t)argc + 1, sizeof(char *));
@@ -242,6 +243,7 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
     lo[nopts + 1] = (struct option){"help", no_argument, NULL, 'h'};
     lo[nopts + 2] = allow_kafka ? (struct option){"kafka", required_argument, NULL, 'k'}
                                 : (struct option){"help", no_argument, NULL, 'h'};
+    lo[nopts + 3] = (struct option){"version", no_argument, NULL, 'V'};
 
     /* "+" stops at the first positional argument when positionals are
      * allowed (a command after "--"); otherwise every argument is a flag. */
@@ -264,6 +266,8 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
             config = optarg;
         } else if (opt == 'h') {
             out->help = 1;
+        } else if (opt == 'V') {
+            out->version = 1;
         } else if (opt == 'k') {
             if (!strchr(optarg, '=') || optarg[0] == '=') {
                 err = baton_seterr(errstr, n, BATON_INVALID, "--kafka: '%s' is not KEY=VALUE",
@@ -272,8 +276,9 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
             }
             kafka_flags[nkafka_flags++] = optarg;
         } else {
-            err = baton_seterr(errstr, n, BATON_INVALID, "unknown or incomplete option '%s'",
-                               argv[optind - 1]);
+            char why[256];
+            baton_opt_bad_message(argc, argv, why, sizeof(why));
+            err = baton_seterr(errstr, n, BATON_INVALID, "%s", why);
             goto out;
         }
     }
@@ -283,7 +288,7 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
         err = baton_seterr(errstr, n, BATON_INVALID, "unexpected argument '%s'", argv[optind]);
         goto out;
     }
-    if (out->help)
+    if (out->help || out->version)
         goto out;
 
     /* The environment, for what no flag set. */

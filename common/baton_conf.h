@@ -40,6 +40,7 @@ typedef struct {
     char **kafka; /* "key=value" for librdkafka, file entries first then --kafka flags */
     size_t nkafka;
     int help;            /* --help was given */
+    int version;         /* --version was given */
     char *config_path;   /* the --config FILE read, or NULL */
     char *file_data;     /* storage the string targets may point into */
     char **file_strings; /* values copied from the file */
@@ -47,7 +48,7 @@ typedef struct {
 } baton_conf_t;
 
 /* Parses argv against opts (the table also accepts --config FILE, --kafka
- * KEY=VALUE when allow_kafka, and --help), then the environment, then the
+ * KEY=VALUE when allow_kafka, --help and --version), then the environment, then the
  * file, filling each target not set by a higher source. Positional
  * arguments are not allowed unless nposit is non-NULL: then argv is
  * reordered so they follow and *nposit counts them (they start at

@@ -2,10 +2,49 @@
 #include "baton_kafka_topic.h"
 
 #include "baton_err.h"
+#include "baton_log.h"
 #include "baton_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf,
+                      int errors_logged) {
+    (void)rk;
+    baton_log_rdkafka(errors_logged && strcmp(fac, "FAIL") == 0 ? 7 : level, fac, buf);
+}
+
+static void kafka_log_all(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    kafka_log(rk, level, fac, buf, 0);
+}
+
+static void kafka_log_no_fail(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    kafka_log(rk, level, fac, buf, 1);
+}
+
+void baton_kafka_conf_log(rd_kafka_conf_t *conf, int errors_logged) {
+    rd_kafka_conf_set_log_cb(conf, errors_logged ? kafka_log_no_fail : kafka_log_all);
+}
+
+int baton_kafka_props_check(const char *const *kv, size_t n, char *errstr, size_t errstr_size) {
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    int err = BATON_OK;
+    for (size_t i = 0; i < n && err == BATON_OK; i++) {
+        const char *eq = strchr(kv[i], '=');
+        char kerr[256] = "expected KEY=VALUE";
+        if (eq && eq != kv[i]) {
+            char *key = xasprintf("%.*s", (int)(eq - kv[i]), kv[i]);
+            if (rd_kafka_conf_set(conf, key, eq + 1, kerr, sizeof(kerr)) == RD_KAFKA_CONF_OK)
+                kerr[0] = 0;
+            free(key);
+        }
+        if (kerr[0])
+            err = baton_seterr(errstr, errstr_size, BATON_INVALID, "--kafka '%s': %s", kv[i], kerr);
+    }
+    rd_kafka_conf_destroy(conf);
+    return err;
+}
 
 int baton_kafka_conf_no_autocreate(rd_kafka_conf_t *conf, char *errstr, size_t n) {
     char kerr[256];

@@ -15,6 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Routes librdkafka's log lines on conf through baton's logger: lib=librdkafka,
+ * src=FACILITY, syslog levels mapped (0-3 error, 4 warn, 5-6 info, 7 debug),
+ * repeats collapsed. With errors_logged (the program has an error callback
+ * that logs every error), the FAIL lines that repeat those errors are
+ * demoted to debug. */
+void baton_kafka_conf_log(rd_kafka_conf_t *conf, int errors_logged);
+
+/* Checks n "KEY=VALUE" librdkafka settings (--kafka) against librdkafka's
+ * own table without using them: BATON_OK, or BATON_INVALID with
+ * "--kafka 'KEY=VALUE': WHY" (an unknown key, a bad value). */
+int baton_kafka_props_check(const char *const *kv, size_t n, char *errstr, size_t errstr_size);
+
 /* Sets allow.auto.create.topics=false on conf. Call it after the user's
  * settings (--kafka), so none of them turns topic creation back on. */
 int baton_kafka_conf_no_autocreate(rd_kafka_conf_t *conf, char *errstr, size_t errstr_size);

@@ -1,7 +1,9 @@
 /* baton_log.c: writes one key=value line per event to stderr. */
 #include "baton_log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,4 +173,95 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
     fputs(line, stderr);
     fputc('\n', stderr);
     funlockfile(stderr);
+}
+
+/* Library lines: one per kind of message (digits ignored, so a port or a
+ * retry count does not make a new kind) per BATON_LOG_REPEAT_MS; the
+ * repeats in between are counted and reported as suppressed=N on the next
+ * line of that kind. A small table: an unseen kind evicts the oldest. */
+#define BATON_LOG_REPEAT_MS 5000
+#define BATON_LOG_KINDS 32
+
+typedef struct {
+    uint64_t hash;
+    int64_t last_ms; /* when a line of this kind was last written; 0: free */
+    long suppressed;
+} log_kind_t;
+
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static log_kind_t lib_kinds[BATON_LOG_KINDS];
+static int lib_quiet = 0;
+
+void baton_log_lib_quiet(int quiet) { lib_quiet = quiet; }
+
+static uint64_t lib_kind_hash(const char *lib, const char *src, const char *msg) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    const char *parts[] = {lib, "|", src ? src : "", "|", msg};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++) {
+            if (*p >= '0' && *p <= '9')
+                continue;
+            h = (h ^ *p) * 1099511628211ULL;
+        }
+    return h;
+}
+
+/* Returns -1 to drop the line, else the count of repeats it reports. */
+static long lib_kind_admit(uint64_t hash) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 1;
+    long rc = 0;
+    pthread_mutex_lock(&lib_lock);
+    log_kind_t *k = NULL, *oldest = &lib_kinds[0];
+    for (int i = 0; i < BATON_LOG_KINDS && !k; i++) {
+        if (lib_kinds[i].last_ms && lib_kinds[i].hash == hash)
+            k = &lib_kinds[i];
+        else if (lib_kinds[i].last_ms < oldest->last_ms)
+            oldest = &lib_kinds[i];
+    }
+    if (!k) {
+        k = oldest;
+        *k = (log_kind_t){.hash = hash, .last_ms = now};
+    } else if (now - k->last_ms < BATON_LOG_REPEAT_MS) {
+        k->suppressed++;
+        rc = -1;
+    } else {
+        rc = k->suppressed;
+        k->suppressed = 0;
+        k->last_ms = now;
+    }
+    pthread_mutex_unlock(&lib_lock);
+    return rc;
+}
+
+void baton_log_lib(baton_log_level_t lvl, const char *lib, const char *src, const char *msg) {
+    if (lib_quiet || lvl < baton_log_level)
+        return;
+    long suppressed = lib_kind_admit(lib_kind_hash(lib, src, msg));
+    if (suppressed < 0)
+        return;
+    /* The message becomes one quoted value: no quotes or line breaks in it. */
+    char clean[1024];
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < sizeof(clean); p++)
+        clean[n++] = *p == '"' ? '\'' : ((unsigned char)*p < 0x20 ? ' ' : *p);
+    while (n > 0 && clean[n - 1] == ' ')
+        n--;
+    clean[n] = 0;
+    char extra[64] = "";
+    if (suppressed > 0)
+        snprintf(extra, sizeof(extra), " suppressed=%ld", suppressed);
+    if (src && *src)
+        baton_log_write(lvl, "lib=%s src=%s msg=\"%s\"%s", lib, src, clean, extra);
+    else
+        baton_log_write(lvl, "lib=%s msg=\"%s\"%s", lib, clean, extra);
+}
+
+void baton_log_rdkafka(int level, const char *fac, const char *buf) {
+    baton_log_level_t lvl = level <= 3   ? BATON_LOG_ERROR
+                            : level <= 4 ? BATON_LOG_WARN
+                            : level <= 6 ? BATON_LOG_INFO
+                                         : BATON_LOG_DEBUG;
+    baton_log_lib(lvl, "librdkafka", fac, buf);
 }

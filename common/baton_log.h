@@ -10,6 +10,7 @@ typedef enum {
     BATON_LOG_INFO = 1,
     BATON_LOG_WARN = 2,
     BATON_LOG_ERROR = 3,
+    BATON_LOG_OFF = 4, /* as baton_log_level only: no line at all */
 } baton_log_level_t;
 
 typedef enum {
@@ -30,6 +31,19 @@ void baton_log_set_format(baton_log_format_t fmt);
 int baton_log_level_parse(const char *s, baton_log_level_t *out);
 void baton_log_write(baton_log_level_t lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A line of a library's own log through the same writer:
+ * "lib=LIB src=SRC msg=\"MSG\"" (src, e.g. the function or facility that
+ * logged, may be NULL). Repeats are collapsed: one line per kind of message
+ * (its text with digits ignored) per 5 s; the next line of that kind after
+ * that says how many were left out, suppressed=N. Thread-safe: libraries
+ * log from their own threads. */
+void baton_log_lib(baton_log_level_t lvl, const char *lib, const char *src, const char *msg);
+/* A librdkafka log line (its log callback's level, facility and text):
+ * syslog levels mapped, 0-3 error, 4 warn, 5-6 info, 7 debug. */
+void baton_log_rdkafka(int level, const char *fac, const char *buf);
+/* 1: library lines are dropped (batonctl without --verbose). */
+void baton_log_lib_quiet(int quiet);
 
 #define BATON_LOG(lvl, ...)                  \
     do {                                     \

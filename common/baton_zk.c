@@ -29,12 +29,43 @@ struct baton_zk_s {
     int expired;
 };
 
-static void zk_log_quiet_once(void) {
+void baton_zk_log_cb(const char *message) {
+    /* The client's line: "DATE TIME,MS:PID(0xTID):ZOO_LEVEL@FUNCTION@LINE: TEXT". */
+    baton_log_level_t lvl = BATON_LOG_WARN;
+    char src[64] = "";
+    const char *text = message;
+    const char *z = strstr(message, ":ZOO_");
+    if (z) {
+        static const struct {
+            const char *name;
+            baton_log_level_t lvl;
+        } levels[] = {{"ERROR@", BATON_LOG_ERROR},
+                      {"WARN@", BATON_LOG_WARN},
+                      {"INFO@", BATON_LOG_INFO},
+                      {"DEBUG@", BATON_LOG_DEBUG}};
+        z += 5;
+        for (size_t i = 0; i < BATON_ARRAY_SIZE(levels); i++)
+            if (strncmp(z, levels[i].name, strlen(levels[i].name)) == 0) {
+                lvl = levels[i].lvl;
+                z += strlen(levels[i].name);
+                size_t fn = strcspn(z, "@:");
+                snprintf(src, sizeof(src), "%.*s", (int)(fn < 63 ? fn : 63), z);
+                const char *colon = strstr(z, ": ");
+                text = colon ? colon + 2 : z + fn;
+                break;
+            }
+    }
+    baton_log_lib(lvl, "zookeeper", src, text);
+}
+
+static void zk_log_level_once(void) {
     static int done = 0;
     if (!done) {
-        /* The client logs every reconnect attempt at INFO: keep stderr for
-         * baton's own key=value lines. */
-        zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+        /* The client's lines go through baton's logger (baton_zk_log_cb),
+         * which collapses repeats. Its INFO level is a line per connection
+         * attempt: only asked for with baton's debug level. */
+        zoo_set_debug_level(baton_log_level == BATON_LOG_DEBUG ? ZOO_LOG_LEVEL_INFO
+                                                               : ZOO_LOG_LEVEL_WARN);
         done = 1;
     }
 }
@@ -91,23 +122,26 @@ void baton_zk_watcher(zhandle_t *zh, int type, int state, const char *path, void
 
 int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
                      baton_zk_t **out, char *errstr, size_t n) {
-    zk_log_quiet_once();
+    zk_log_level_once();
     baton_zk_t *zk = xcalloc(1, sizeof(*zk));
     pthread_mutex_init(&zk->lock, NULL);
     if (pipe2(zk->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
         free(zk);
         return baton_seterr(errstr, n, BATON_IO, "pipe: %s", strerror(errno));
     }
-    zk->zh = zookeeper_init(hosts, baton_zk_watcher, session_timeout_ms, NULL, zk, 0);
+    zk->zh =
+        zookeeper_init2(hosts, baton_zk_watcher, session_timeout_ms, NULL, zk, 0, baton_zk_log_cb);
     if (!zk->zh) {
         int e = errno;
         baton_zk_destroy(zk);
         /* zookeeper_init fails at once on a string it cannot parse or a
-         * host name it cannot resolve; errno says little then. */
+         * host name it cannot resolve (errno ENOENT or EINVAL then, which
+         * strerror would misname). */
+        const char *why = e == EINVAL   ? "bad syntax"
+                          : e == ENOENT ? "a host name does not resolve"
+                                        : strerror(e);
         return baton_seterr(errstr, n, BATON_INVALID,
-                            "cannot use ZooKeeper connect string '%s': bad syntax or "
-                            "unresolvable host (%s)",
-                            hosts, strerror(e));
+                            "cannot use ZooKeeper connect string '%s': %s", hosts, why);
     }
     /* The identity of --zk-auth, if any: queued before the session is
      * established, so it precedes every request (and is re-sent on

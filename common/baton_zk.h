@@ -58,6 +58,9 @@ int baton_zk_expired(const baton_zk_t *zk);
 /* Maps a ZooKeeper return code onto baton_err_t. */
 int baton_zk_err(int rc);
 
+/* The ZooKeeper client's log callback (zookeeper_init2): its lines become
+ * baton log lines with lib=zookeeper, its level mapped, repeats collapsed. */
+void baton_zk_log_cb(const char *message);
 /* The watcher to pass to zoo_w* calls with the baton_zk_t as context, so the
  * event lands on the owner's queue. */
 void baton_zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);

@@ -100,6 +100,7 @@ static void usage(FILE *f) {
             "                             SASL/PLAIN (repeatable); in the file: kafka.KEY=VALUE\n"
             "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
             "  --help                     this text\n"
+            "  --version                  print the version and exit\n"
             "\n"
             "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal error (ZooKeeper unreachable\n"
             "at start, --metrics-addr in use), 2 on bad flags or settings. SIGHUP is\n"
@@ -117,6 +118,8 @@ int main(int argc, char **argv) {
     if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 1, argc, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
+    if (parsed.version)
+        baton_version_exit(prog);
     if (parsed.help) {
         usage(stdout);
         baton_conf_release(&parsed);
@@ -127,8 +130,10 @@ int main(int argc, char **argv) {
     if (baton_conf_zk_chroot(zk_hosts, zk_chroot, &zk_connect, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     zk_hosts = zk_connect;
-    if (!group || baton_id_valid(group) != 0)
-        baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
+    if (!group || !*group)
+        baton_usage_error(prog, "--group is required");
+    if (baton_id_valid(group) != 0)
+        baton_usage_error(prog, "--group: '%s' is not a valid group name", group);
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
     /* --zk-auth: every session authenticates, every create gets its ACL. */

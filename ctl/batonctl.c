@@ -12,9 +12,11 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_kafka_topic.h"
 #include "baton_log.h"
 #include "baton_opts.h"
 #include "baton_util.h"
+#include "sink.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,7 @@ static void usage(FILE *f) {
             "  --zk-chroot PATH  ZooKeeper chroot appended to --zk, e.g. /tenant-a\n"
             "                    (or BATON_ZK_CHROOT; same as HOSTS/tenant-a)\n"
             "  --help            this text; 'COMMAND --help' for a command's own\n"
+            "  --version         print the version and exit\n"
             "\n"
             "commands:\n",
             CTL_PROG, BATON_DEFAULT_ROOT, CTL_DEFAULT_TIMEOUT_MS);
@@ -116,16 +119,18 @@ void ctl_ctx_check(const ctl_ctx_t *ctx) {
         baton_usage_error(CTL_PROG, "--root: '%s' is not a valid ZooKeeper path", ctx->root);
 }
 
-void ctl_bad_option(int argc, char **argv) {
-    /* optopt holds the character of an unknown short option, or the value of
-     * a known option whose argument is missing; argv[optind - 1] is the word
-     * getopt stopped at. */
-    if (optopt > 0 && optopt < 256)
-        baton_usage_error(CTL_PROG, "unknown option '-%c'", optopt);
-    const char *word = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-    if (optopt >= 256)
-        baton_usage_error(CTL_PROG, "option '%s' needs a value", word);
-    baton_usage_error(CTL_PROG, "unknown option '%s'", word);
+void ctl_bad_option(int argc, char **argv) { baton_usage_bad_option(CTL_PROG, argc, argv); }
+
+void ctl_check_sink_uri(const char *uri) {
+    char errstr[512];
+    if (baton_sink_uri_check(uri, errstr, sizeof(errstr)) != BATON_OK)
+        baton_usage_error(CTL_PROG, "--sink: %s", errstr);
+}
+
+void ctl_check_kafka_props(const char *const *kv, size_t n) {
+    char errstr[512];
+    if (baton_kafka_props_check(kv, n, errstr, sizeof(errstr)) != BATON_OK)
+        baton_usage_error(CTL_PROG, "%s", errstr);
 }
 
 int ctl_config_read(baton_zk_t *zk, const char *group, const char *base, baton_config_t *cfg,
@@ -190,6 +195,7 @@ int main(int argc, char **argv) {
     static const struct option longopts[] = {
         CTL_GLOBAL_OPTIONS,
         {"help", no_argument, NULL, CTL_OPT_HELP},
+        {"version", no_argument, NULL, CTL_OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     ctl_ctx_t ctx = {.root = BATON_DEFAULT_ROOT, .timeout_ms = CTL_DEFAULT_TIMEOUT_MS};
@@ -201,6 +207,8 @@ int main(int argc, char **argv) {
             continue;
         if (opt == CTL_OPT_HELP)
             help = 1;
+        else if (opt == CTL_OPT_VERSION)
+            baton_version_exit(CTL_PROG);
         else
             ctl_bad_option(argc, argv);
     }
@@ -235,17 +243,13 @@ int main(int argc, char **argv) {
         return BATON_EXIT_OK;
     }
 
-    /* Quiet by default: an operator reads the command's own output. The
-     * ZooKeeper client would print a line per failed connection attempt. */
-    FILE *devnull = NULL;
-    if (ctx.verbose) {
-        baton_log_level = BATON_LOG_INFO;
-    } else {
-        baton_log_level = BATON_LOG_WARN;
-        devnull = fopen("/dev/null", "w");
-        if (devnull)
-            zoo_set_log_stream(devnull);
-    }
+    /* Quiet by default: an operator reads the command's own output, one
+     * message per failure. Log lines (the sink's, the ZooKeeper and Kafka
+     * clients' line per failed connection attempt) only with --verbose.
+     * Tests that arm failpoints (BATON_FAILPOINTS) wait for their warnings. */
+    const char *fp = getenv("BATON_FAILPOINTS");
+    baton_log_level = ctx.verbose ? BATON_LOG_INFO : fp && *fp ? BATON_LOG_WARN : BATON_LOG_OFF;
+    baton_log_lib_quiet(!ctx.verbose);
     baton_log_init(CTL_PROG, NULL);
 
     int sub_argc = argc - optind;
@@ -253,9 +257,5 @@ int main(int argc, char **argv) {
     optind = 0; /* glibc: a full re-initialisation for the command's table */
     int rc = cmd->run(&ctx, sub_argc, sub_argv);
     fflush(stdout);
-    if (devnull) {
-        zoo_set_log_stream(NULL);
-        fclose(devnull);
-    }
     return rc;
 }

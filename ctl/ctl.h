@@ -39,6 +39,7 @@ enum {
     CTL_OPT_ZK_AUTH_FILE,
     CTL_OPT_ZK_CHROOT,
     CTL_OPT_HELP,
+    CTL_OPT_VERSION,
 };
 
 /* The global flags as getopt_long entries, for each command to append to its
@@ -62,6 +63,11 @@ int ctl_global_opt(ctl_ctx_t *ctx, int opt, const char *arg);
 void ctl_ctx_check(const ctl_ctx_t *ctx);
 /* Exits 2 naming the flag that getopt_long rejected (argv[optind - 1]). */
 void ctl_bad_option(int argc, char **argv) __attribute__((noreturn));
+
+/* Exit 2 naming the flag unless uri names a sink baton has (--sink), or
+ * unless librdkafka accepts the n KEY=VALUE settings (--kafka). */
+void ctl_check_sink_uri(const char *uri);
+void ctl_check_kafka_props(const char *const *kv, size_t n);
 
 /* Connects within ctx->timeout_ms. On failure prints the reason and returns
  * NULL. The caller destroys the handle with baton_zk_destroy. */

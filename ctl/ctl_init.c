@@ -111,6 +111,7 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
     }
     if (optind < argc)
         baton_usage_error(CTL_PROG, "init: unexpected argument '%s'", argv[optind]);
+    ctl_check_kafka_props(kafka_props, kc.nprops);
     char **keys = NULL;
     size_t nkeys = 0;
     if (keys_arg)

@@ -14,14 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* librdkafka logs every failed connection attempt; batonctl reports the one
- * failure that matters itself. Shown with --verbose (log level info). */
-static void kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-    (void)rk;
-    if (baton_log_level <= BATON_LOG_INFO)
-        fprintf(stderr, "%s: kafka: %d %s: %s\n", CTL_PROG, level, fac, buf);
-}
-
 /* The first Kafka error that retrying cannot fix (a TLS handshake or SASL
  * failure: wrong ssl.ca.location, a certificate for another host name,
  * refused credentials), kept for the one message batonctl prints instead
@@ -46,7 +38,9 @@ static rd_kafka_t *kafka_new(const ctl_kafka_conf_t *kc, kafka_fatal_t *fatal, c
                              size_t n) {
     char kerr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, kafka_log);
+    /* librdkafka logs every failed connection attempt; batonctl reports the
+     * one failure that matters itself. Shown with --verbose. */
+    baton_kafka_conf_log(conf, 0);
     rd_kafka_conf_set_error_cb(conf, kafka_error_cb);
     rd_kafka_conf_set_opaque(conf, fatal);
     if (rd_kafka_conf_set(conf, "bootstrap.servers", kc->brokers, kerr, sizeof(kerr)) !=

@@ -260,9 +260,7 @@ int ctl_cmd_sink(ctl_ctx_t *ctx, int argc, char **argv) {
         switch (opt) {
         case OPT_JSON: as_json = 1; break;
         case OPT_SINK:
-            if (!optarg[0] || !strchr(optarg, ':'))
-                baton_usage_error(CTL_PROG, "--sink: '%s' is not a sink URI (sqlite:PATH, ...)",
-                                  optarg);
+            ctl_check_sink_uri(optarg);
             uri = optarg;
             break;
         case CTL_OPT_HELP: ctl_sink_usage(stdout); return BATON_EXIT_OK;

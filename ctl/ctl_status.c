@@ -1224,8 +1224,7 @@ void ctl_view_parse(ctl_ctx_t *ctx, ctl_view_opts_t *o, int argc, char **argv, u
             o->kafka.brokers = optarg;
             break;
         case OPT_SINK:
-            if (!strchr(optarg, ':'))
-                baton_usage_error(CTL_PROG, "--sink: '%s' is not a sink URI (sqlite:PATH)", optarg);
+            ctl_check_sink_uri(optarg);
             o->sink = optarg;
             break;
         case OPT_KAFKA:
@@ -1252,6 +1251,7 @@ void ctl_view_parse(ctl_ctx_t *ctx, ctl_view_opts_t *o, int argc, char **argv, u
     o->kafka.props = o->kafka_props;
     if (o->kafka.nprops && !o->kafka.brokers)
         baton_usage_error(CTL_PROG, "%s: --kafka needs --brokers", cmd);
+    ctl_check_kafka_props(o->kafka_props, o->kafka.nprops);
     if (optind < argc)
         baton_usage_error(CTL_PROG, "%s: unexpected argument '%s'", cmd, argv[optind]);
     if ((flags & CTL_VIEW_NEEDS_SINK) && !o->sink)

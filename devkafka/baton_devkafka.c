@@ -12,6 +12,7 @@
  * (4 partitions), so a misspelt topic name would not fail by itself;
  * devkafka_guard.c stops that: only the --topic topics exist. */
 #include "baton_log.h"
+#include "baton_opts.h"
 #include "devkafka_guard.h"
 #include "baton_util.h"
 
@@ -66,7 +67,7 @@ static void devkafka_usage(FILE *out) {
                  "as the first line on stdout, logs to stderr, and serves until SIGTERM\n"
                  "or SIGINT (exit 0). Records are kept in memory only. --racks sets the\n"
                  "rack each broker reports in Metadata (broker 1 gets R1, ...; a short\n"
-                 "list repeats).\n");
+                 "list repeats). --version prints the version.\n");
 }
 
 /* Reports a command-line error naming the culprit, then the usage; exit 2. */
@@ -89,6 +90,8 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
             devkafka_usage(stdout);
             exit(0);
         }
+        if (strcmp(a, "--version") == 0)
+            baton_version_exit("baton-devkafka");
         int is_topic = strcmp(a, "--topic") == 0;
         int is_parts = strcmp(a, "--partitions") == 0;
         int is_brokers = strcmp(a, "--brokers") == 0;
@@ -139,15 +142,9 @@ static void devkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, co
     (void)rk;
     /* The handle is created before the mock it owns, so it has no
      * bootstrap.servers yet and warns about it: expected, not news. */
-    if (strcmp(fac, "CONFWARN") == 0 && strstr(buf, "bootstrap.servers")) {
-        BLOG_DEBUG("event=rdkafka fac=%s msg=\"%s\"", fac, buf);
-        return;
-    }
-    baton_log_level_t lvl = level <= 3   ? BATON_LOG_ERROR
-                            : level <= 4 ? BATON_LOG_WARN
-                            : level <= 6 ? BATON_LOG_INFO
-                                         : BATON_LOG_DEBUG;
-    BATON_LOG(lvl, "event=rdkafka fac=%s msg=\"%s\"", fac, buf);
+    if (strcmp(fac, "CONFWARN") == 0 && strstr(buf, "bootstrap.servers"))
+        level = 7;
+    baton_log_rdkafka(level, fac, buf);
 }
 
 /* Watchdog thread: once per interval, asks the mock (through its own client

@@ -33,6 +33,7 @@ static void usage(FILE *f) {
             "  --data-file F      replace the data with F's content ('-': stdin)\n"
             "                     (neither: only fence, i.e. raise the stored epoch)\n"
             "  --help             this text\n"
+            "  --version          print the version and exit\n"
             "\n"
             "exit status: 0 written, 3 refused (FILE saw a higher epoch: stop, a newer\n"
             "owner runs), 1 error (I/O, FILE is not a fence file), 2 bad flags.\n"
@@ -70,9 +71,13 @@ static int slurp(FILE *f, char **out, size_t *len) {
 int main(int argc, char **argv) {
     const char *epoch_s = NULL, *state = NULL, *append = NULL, *data_file = NULL;
     static const struct option lo[] = {
-        {"epoch", required_argument, NULL, 'e'},  {"state", required_argument, NULL, 's'},
-        {"append", required_argument, NULL, 'a'}, {"data-file", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"epoch", required_argument, NULL, 'e'},
+        {"state", required_argument, NULL, 's'},
+        {"append", required_argument, NULL, 'a'},
+        {"data-file", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     opterr = 0;
     int opt;
@@ -83,7 +88,8 @@ int main(int argc, char **argv) {
         case 'a': append = optarg; break;
         case 'd': data_file = optarg; break;
         case 'h': usage(stdout); return BATON_EXIT_OK;
-        default: baton_usage_error(prog, "unknown or incomplete option '%s'", argv[optind - 1]);
+        case 'V': baton_version_exit(prog);
+        default: baton_usage_bad_option(prog, argc, argv);
         }
     }
     if (optind < argc)

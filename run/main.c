@@ -127,6 +127,7 @@ static void usage(FILE *f) {
     baton_conf_print_help(opts, BATON_ARRAY_SIZE(opts), f);
     fprintf(f,
             "  --help                     this text\n"
+            "  --version                  print the version and exit\n"
             "\n"
             "SIGTERM/SIGINT are forwarded to the command (SIGKILL after\n"
             "--kill-after-ms), then baton-run leaves gracefully; SIGHUP is forwarded.\n"
@@ -444,8 +445,11 @@ int main(int argc, char **argv) {
     while (dd < argc && strcmp(argv[dd], "--") != 0)
         dd++;
     int has_help = 0;
-    for (int i = 1; i < dd; i++)
+    for (int i = 1; i < dd; i++) {
         has_help |= strcmp(argv[i], "--help") == 0;
+        if (strcmp(argv[i], "--version") == 0)
+            baton_version_exit(prog);
+    }
     if (has_help) {
         usage(stdout);
         return BATON_EXIT_OK;
@@ -464,14 +468,15 @@ int main(int argc, char **argv) {
     char *zk_connect = NULL;
     if (baton_conf_zk_chroot(zk_hosts, zk_chroot, &zk_connect, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
-    if (!group || baton_id_valid(group) != 0)
-        baton_usage_error(prog,
-                          "--group: '%s' is not a valid group name (1-128 of "
-                          "[A-Za-z0-9._-])",
-                          group ? group : "");
-    if (!key || baton_key_valid(key) != 0)
-        baton_usage_error(prog, "--key: '%s' is not a key name (1-128 of [A-Za-z0-9._-])",
-                          key ? key : "");
+    if (!group || !*group)
+        baton_usage_error(prog, "--group is required");
+    if (baton_id_valid(group) != 0)
+        baton_usage_error(prog, "--group: '%s' is not a valid group name (1-128 of [A-Za-z0-9._-])",
+                          group);
+    if (!key || !*key)
+        baton_usage_error(prog, "--key is required");
+    if (baton_key_valid(key) != 0)
+        baton_usage_error(prog, "--key: '%s' is not a key name (1-128 of [A-Za-z0-9._-])", key);
     char *gen_id = NULL;
     if (!id)
         id = gen_id = default_id();

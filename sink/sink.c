@@ -47,6 +47,30 @@ int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...) {
 }
 
 static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t **out, char *errstr,
+                     size_t errstr_size);
+
+/* The backend of uri's scheme, or NULL. */
+static const baton_sink_ops_t *sink_backend(const char *uri) {
+    const char *colon = uri ? strchr(uri, ':') : NULL;
+    size_t scheme_len = colon ? (size_t)(colon - uri) : 0;
+    for (size_t i = 0; colon && i < BATON_ARRAY_SIZE(backends); i++)
+        if (scheme_is(backends[i]->scheme, uri, scheme_len) ||
+            scheme_is(backends[i]->alias, uri, scheme_len))
+            return backends[i];
+    return NULL;
+}
+
+int baton_sink_uri_check(const char *uri, char *errstr, size_t errstr_size) {
+    if (uri && *uri && sink_backend(uri))
+        return BATON_OK;
+    /* The same messages as an open; "-" is a group name that passes. */
+    baton_sink_t *sink = NULL;
+    int err = sink_open(uri, "-", 1, &sink, errstr, errstr_size);
+    baton_sink_destroy(sink);
+    return err;
+}
+
+static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t **out, char *errstr,
                      size_t errstr_size) {
     char supported[256];
     supported_schemes(supported, sizeof(supported));
@@ -61,12 +85,8 @@ static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t 
                             supported);
 
     const char *colon = strchr(uri, ':');
-    const baton_sink_ops_t *ops = NULL;
+    const baton_sink_ops_t *ops = sink_backend(uri);
     size_t scheme_len = colon ? (size_t)(colon - uri) : 0;
-    for (size_t i = 0; colon && i < BATON_ARRAY_SIZE(backends); i++)
-        if (scheme_is(backends[i]->scheme, uri, scheme_len) ||
-            scheme_is(backends[i]->alias, uri, scheme_len))
-            ops = backends[i];
     /* Every message below shows the URI with its secrets replaced; one of
      * an unknown scheme gets the URL and key=value redaction anyway, since
      * a mistyped "postgresq://user:pw@host" still carries a password. */

@@ -39,6 +39,9 @@ int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char
  * is opened at once, as baton_sink_open does. */
 int baton_sink_open_lazy(const char *uri, const char *group, baton_sink_t **out, char *errstr,
                          size_t errstr_size);
+/* Checks that uri names a sink baton has (its scheme), without opening it:
+ * BATON_OK, or BATON_INVALID with the message an open would give. */
+int baton_sink_uri_check(const char *uri, char *errstr, size_t errstr_size);
 void baton_sink_destroy(baton_sink_t *sink);
 
 /* fence(p, e), one transaction: if the stored epoch is greater than epoch,

@@ -7,6 +7,7 @@
 #include "baton_err.h"
 #include "baton_failpoint.h"
 #include "baton_group.h"
+#include "baton_kafka_topic.h"
 #include "baton_log.h"
 #include "baton_daemon.h"
 #include "baton_metrics_http.h"
@@ -14,6 +15,7 @@
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "processor.h"
+#include "sink.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +103,7 @@ static void usage(FILE *f) {
         "                             in the file: kafka.KEY=VALUE\n"
         "  --config FILE              a Java-properties file [BATON_CONFIG]\n"
         "  --help                     this text\n"
+        "  --version                  print the version and exit\n"
         "\n"
         "exit status: 0 after a graceful leave (SIGTERM/SIGINT), 1 on a fatal error\n"
         "(ZooKeeper or the sink unreachable at start, duplicate id, --metrics-addr\n"
@@ -121,6 +124,8 @@ int main(int argc, char **argv) {
     if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 1, argc, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
+    if (parsed.version)
+        baton_version_exit(prog);
     if (parsed.help) {
         usage(stdout);
         baton_conf_release(&parsed);
@@ -131,15 +136,24 @@ int main(int argc, char **argv) {
     if (baton_conf_zk_chroot(zk_hosts, zk_chroot, &zk_connect, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     zk_hosts = zk_connect;
-    if (!group || baton_id_valid(group) != 0)
-        baton_usage_error(prog, "--group: '%s' is not a valid group name", group ? group : "");
-    if (!id || baton_id_valid(id) != 0)
+    if (!group || !*group)
+        baton_usage_error(prog, "--group is required");
+    if (baton_id_valid(group) != 0)
+        baton_usage_error(prog, "--group: '%s' is not a valid group name", group);
+    if (!id || !*id)
+        baton_usage_error(prog, "--id is required");
+    if (baton_id_valid(id) != 0)
         baton_usage_error(prog, "--id: '%s' is not a valid worker id ([A-Za-z0-9._-], 1-128 chars)",
-                          id ? id : "");
+                          id);
     if (!brokers)
         baton_usage_error(prog, "--brokers (bootstrap.servers) is required");
     if (!sink_uri)
         baton_usage_error(prog, "--sink is required");
+    if (baton_sink_uri_check(sink_uri, errstr, sizeof(errstr)) != 0)
+        baton_usage_error(prog, "--sink: %s", errstr);
+    if (baton_kafka_props_check((const char *const *)parsed.kafka, parsed.nkafka, errstr,
+                                sizeof(errstr)) != 0)
+        baton_usage_error(prog, "%s", errstr);
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
     /* --zk-auth: every session authenticates, every create gets its ACL. */

@@ -933,6 +933,7 @@ static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char 
         return NULL;
     rd_kafka_conf_t *kc = rd_kafka_conf_new();
     rd_kafka_conf_set_error_cb(kc, kafka_error_cb);
+    baton_kafka_conf_log(kc, 1);
     rd_kafka_conf_set_opaque(kc, w);
     char group_id[300];
     snprintf(group_id, sizeof(group_id), "baton-%s", conf->group);

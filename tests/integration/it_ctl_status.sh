@@ -117,11 +117,11 @@ expect 2 "--partition: 'x' is not a partition" b_ctl status --partition x
 expect 2 "--partition: '3-1' is not" b_ctl status --partition 3-1
 expect 2 "--worker: 'a/b' is not a valid worker id" b_ctl status --worker a/b
 expect 2 "option '--brokers' does not apply" b_ctl workers --brokers "$BOOTSTRAP"
-expect 2 "--sink: 'nocolon' is not a sink URI" b_ctl status --sink nocolon
+expect 2 "--sink: sink uri 'nocolon' has no scheme" b_ctl status --sink nocolon
 expect 2 "--kafka needs --brokers" b_ctl status --kafka a=b
 expect 1 "--sink 'sqlite:$H_DIR/nope.db': '$H_DIR/nope.db' does not exist" b_ctl status --sink "sqlite:$H_DIR/nope.db"
 [[ ! -e $H_DIR/nope.db ]] || h_fail "a read command created the sink file"
-expect 1 "--kafka 'no.such.setting=1'" b_ctl status --brokers "$BOOTSTRAP" --kafka no.such.setting=1
+expect 2 "--kafka 'no.such.setting=1'" b_ctl status --brokers "$BOOTSTRAP" --kafka no.such.setting=1
 dead=$(h_free_port)
 # (the topic check comes first, so it is its metadata that does not come)
 expect 1 "--brokers '127.0.0.1:$dead': no metadata for topic 'in' within 1500 ms" \

@@ -49,8 +49,44 @@ expect_exit nz "$o" "--brokers: 'h:99999'" \
     "$B/baton-worker" --zk 127.0.0.1:1 --brokers 127.0.0.1:9092,h:99999 "${common[@]}"
 expect_exit nz "$o" "event=sink_open_failed .*/no/such/dir/x.db" "$B/baton-worker" --zk 127.0.0.1:1 \
     --brokers 127.0.0.1:9092 --group g --id w1 --sink sqlite:/no/such/dir/x.db
-expect_exit nz "$o" "unknown sink|sink" "$B/baton-worker" --zk 127.0.0.1:1 \
+expect_exit 2 "$o" "--sink: unknown sink scheme 'nosuchscheme'" "$B/baton-worker" --zk 127.0.0.1:1 \
     --brokers 127.0.0.1:9092 --group g --id w1 --sink "nosuchscheme:whatever"
+
+# --- CLI hygiene (issue 15): a bad or missing value exits 2 naming it --------
+expect_exit 2 "$o" "--sink: unknown sink scheme 'mysql'" "$B/baton-worker" --zk 127.0.0.1:1 \
+    --brokers 127.0.0.1:9092 --group g --id w1 --sink mysql://foo
+expect_exit 2 "$o" "--kafka 'fetch.wait.max.mss=5': No such configuration property" \
+    "$B/baton-worker" --zk 127.0.0.1:1 --brokers 127.0.0.1:9092 --group g --id w1 \
+    --sink "sqlite:$H_DIR/x.db" --kafka fetch.wait.max.mss=5
+[[ ! -e $H_DIR/x.db ]] || h_fail "a usage error left the sink file behind"
+expect_exit 2 "$o" "^baton-worker: --id is required" "$B/baton-worker" --zk 127.0.0.1:1 \
+    --brokers 127.0.0.1:9092 --group g --sink "sqlite:$H_DIR/x.db"
+expect_exit 2 "$o" "^baton-coordinator: --group is required" "$B/baton-coordinator" --zk 127.0.0.1:1
+expect_exit 2 "$o" "^baton-run: --key is required" "$B/baton-run" --zk 127.0.0.1:1 --group g -- true
+expect_exit 2 "$o" "^baton-worker: option '--zk' needs a value" "$B/baton-worker" --zk
+expect_exit 2 "$o" "^baton-fence-write: option '--state' needs a value" "$B/baton-fence-write" --state
+ctl=("$B/batonctl" --zk 127.0.0.1:1 --group g)
+expect_exit 2 "$o" "^batonctl: --sink: unknown sink scheme 'mysql'" "${ctl[@]}" fences --sink mysql://foo
+expect_exit 2 "$o" "^batonctl: --kafka 'fetch.wait.max.mss=5'" \
+    "${ctl[@]}" status --brokers 127.0.0.1:9092 --kafka fetch.wait.max.mss=5
+expect_exit 2 "$o" "^batonctl: --kafka 'fetch.wait.max.mss=5'" \
+    "${ctl[@]}" init --topic t --partitions 1 --brokers 127.0.0.1:9092 --kafka fetch.wait.max.mss=5
+for args in "status --partition" "status --worker" "init --topic" "fences --sink" \
+    "watch --max-updates" "partitions --sink" "sink --sink" "evict --timeout" \
+    "pin --zk-auth" "history --root" "--group"; do
+    # shellcheck disable=SC2086 # word splitting wanted
+    expect_exit 2 "$o" "^batonctl: option '${args##* }' needs a value\$" "${ctl[@]}" $args
+    [[ $(wc -l <"$o") -eq 2 ]] || h_fail "batonctl $args: more than one message: $(cat "$o")"
+done
+expect_exit 2 "$o" "^batonctl: option '--json' takes no value" "${ctl[@]}" status --json=yes
+expect_exit 2 "$o" "^batonctl: unknown option '--nope'" "${ctl[@]}" status --nope
+expect_exit 1 "$o" "'nosuchhost.invalid:2181': a host name does not resolve" \
+    "$B/baton-coordinator" --zk nosuchhost.invalid:2181 --group g
+grep -q "No such file or directory" "$o" && h_fail "an unresolvable host: $(cat "$o")"
+for b in baton-worker baton-coordinator batonctl baton-run baton-devkafka baton-fence-write; do
+    expect_exit 0 "$o" "^$b [0-9]+\.[0-9]+\.[0-9]+" "$B/$b" --version
+    [[ $(wc -l <"$o") -eq 1 ]] || h_fail "$b --version: $(cat "$o")"
+done
 
 # --- unreachable ZooKeeper: bounded, non-zero --------------------------------
 dead=127.0.0.1:$(h_free_port)

@@ -131,11 +131,7 @@ static void produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opa
 
 static void produce_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     (void)rk;
-    baton_log_level_t lvl = level <= 3   ? BATON_LOG_ERROR
-                            : level <= 4 ? BATON_LOG_WARN
-                            : level <= 6 ? BATON_LOG_INFO
-                                         : BATON_LOG_DEBUG;
-    BATON_LOG(lvl, "event=rdkafka fac=%s msg=\"%s\"", fac, buf);
+    baton_log_rdkafka(level, fac, buf);
 }
 
 static int produce_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value) {
