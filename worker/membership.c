@@ -264,13 +264,9 @@ static void probe_reset(baton_membership_t *m, int64_t t0) {
 static int probe_tick(baton_membership_t *m) {
     heartbeat_t *hb = m->hb;
     int64_t now = baton_now_ms(), interval = probe_interval_ms(m);
-    if (baton_zk_connected(m->zk) && !atomic_load(&hb->inflight) &&
-        now - atomic_load(&hb->sent_ms) >= interval) {
-        atomic_store(&hb->sent_ms, now);
-        atomic_store(&hb->inflight, 1);
-        if (zoo_aexists(baton_zk_handle(m->zk), m->member_path, 0, probe_done, hb) != ZOK)
-            atomic_store(&hb->inflight, 0);
-    }
+    /* Silence first, then the next probe: measured after sending, a probe
+     * answered before this thread looks again (it may be preempted right
+     * after the send) would hide a stall it just woke from. */
     int64_t silent = now - atomic_load(&hb->heard_ms), limit = silence_limit_ms(m);
     if (silent >= limit && !m->silent) {
         m->silent = 1;
@@ -283,6 +279,13 @@ static int probe_tick(baton_membership_t *m) {
         m->silent = 0;
         atomic_store(&hb->wake, 0);
         BLOG_INFO("event=zk_heard session=0x%s action=resume_writes", m->session_hex);
+    }
+    if (baton_zk_connected(m->zk) && !atomic_load(&hb->inflight) &&
+        now - atomic_load(&hb->sent_ms) >= interval) {
+        atomic_store(&hb->sent_ms, now);
+        atomic_store(&hb->inflight, 1);
+        if (zoo_aexists(baton_zk_handle(m->zk), m->member_path, 0, probe_done, hb) != ZOK)
+            atomic_store(&hb->inflight, 0);
     }
     int64_t next =
         atomic_load(&hb->inflight) ? interval : atomic_load(&hb->sent_ms) + interval - now;
