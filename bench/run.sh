@@ -195,6 +195,11 @@ bench_rebalance() {
 # the watcher sees N records in the sink. (Not in $( ): it spawns.)
 tp_run() {
     local kind=$1 i=$2 n=$3 db=$H_DIR/tp-$1-$2.db t0 line
+    # Each baton run writes a fresh sink: move the group's binding to it
+    # deliberately (the first run binds it; no worker is live in between).
+    if [[ $kind == baton ]] && ((i > 1)); then
+        b_ctl sink rebind --sink "sqlite:$db" >/dev/null || h_fail "throughput: sink rebind to $db failed"
+    fi
     bench_watch "tpwatch" "$db" "$B_GROUP" --until-total "$n" --max-s 300 --interval-us 5000
     t0=$(bench_now_us)
     if [[ $kind == baton ]]; then
