@@ -14,6 +14,20 @@
 
 const char *baton_sink_uri(const baton_sink_t *sink) { return sink ? sink->uri : ""; }
 
+/* The refusal when the group is bound to another sink than ours; ours is
+ * described by what (its id, or that it does not exist yet). */
+static int bound_elsewhere(char *errstr, size_t n, const char *group, const baton_sink_binding_t *b,
+                           const char *uri, const char *what) {
+    char when[32];
+    baton_time_iso(b->bound_ms, when, sizeof(when));
+    return baton_seterr(errstr, n, BATON_CONFLICT,
+                        "group '%s' is bound to sink %s (%s, bound by %s at %s); this worker's "
+                        "sink %s %s: refusing to write (batonctl sink show; a deliberate move: "
+                        "batonctl sink rebind)",
+                        group, b->sink_id, b->sink_uri[0] ? b->sink_uri : "uri unknown",
+                        b->bound_by[0] ? b->bound_by : "?", when, uri, what);
+}
+
 int baton_sink_bind_check(baton_zk_t *zk, const char *root, const char *group, baton_sink_t *sink,
                           const char *member, char *errstr, size_t n) {
     char *base = baton_group_base(root, group);
@@ -35,14 +49,8 @@ int baton_sink_bind_check(baton_zk_t *zk, const char *root, const char *group, b
          * it now (its first fence comes next anyway). */
         err = baton_group_sink_read(zk, base, &b, NULL, errstr, n);
         if (err == BATON_OK) {
-            baton_time_iso(b.bound_ms, when, sizeof(when));
-            err = baton_seterr(errstr, n, BATON_CONFLICT,
-                               "group '%s' is bound to sink %s (%s, bound by %s at %s); this "
-                               "worker's sink %s does not exist yet (a new sink): refusing to "
-                               "write, nothing created (batonctl sink show; a deliberate move: "
-                               "batonctl sink rebind)",
-                               group, b.sink_id, b.sink_uri[0] ? b.sink_uri : "uri unknown",
-                               b.bound_by[0] ? b.bound_by : "?", when, sink->uri);
+            err = bound_elsewhere(errstr, n, group, &b, sink->uri,
+                                  "does not exist yet (a new sink, nothing created)");
             goto out;
         }
         if (err != BATON_NOTFOUND)
@@ -70,13 +78,9 @@ int baton_sink_bind_check(baton_zk_t *zk, const char *root, const char *group, b
         if (err == BATON_OK) {
             if (strcasecmp(b.sink_id, meta.sink_id) == 0)
                 break;
-            baton_time_iso(b.bound_ms, when, sizeof(when));
-            err = baton_seterr(errstr, n, BATON_CONFLICT,
-                               "group '%s' is bound to sink %s (%s, bound by %s at %s); this "
-                               "worker's sink %s is %s: refusing to write (batonctl sink show; a "
-                               "deliberate move: batonctl sink rebind)",
-                               group, b.sink_id, b.sink_uri[0] ? b.sink_uri : "uri unknown",
-                               b.bound_by[0] ? b.bound_by : "?", when, sink->uri, meta.sink_id);
+            char what[64];
+            snprintf(what, sizeof(what), "is %s", meta.sink_id);
+            err = bound_elsewhere(errstr, n, group, &b, sink->uri, what);
             goto out;
         }
         if (err != BATON_NOTFOUND || attempt >= 3)
