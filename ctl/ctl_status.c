@@ -1323,12 +1323,13 @@ static int view_run(ctl_ctx_t *ctx, const ctl_view_opts_t *o,
 
 /* ---- the commands ----------------------------------------------------- */
 
-#define CTL_LAG_HELP                                                                  \
-    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"      \
-    "                     watermark (one ListOffsets round, bounded by --timeout)\n"  \
-    "  --sink URI         the group's fenced sink (sqlite:PATH): adds next_offset;\n" \
-    "                     with --brokers, lag = high watermark - next_offset\n"       \
-    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"    \
+#define CTL_LAG_HELP                                                                    \
+    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"        \
+    "                     watermark (one ListOffsets round, bounded by --timeout)\n"    \
+    "  --sink URI         the group's fenced sink (sqlite:PATH or postgresql://...):\n" \
+    "                     adds next_offset; with --brokers, lag = high watermark -\n"   \
+    "                     next_offset\n"                                                \
+    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"      \
     "                     security.protocol=SASL_SSL\n"
 #define CTL_FILTER_HELP                                                            \
     "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"                \
@@ -1360,14 +1361,19 @@ void ctl_status_usage(FILE *f) {
         "     \"group_uuid\"},\n"
         "     \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
         "     \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\", \"draining\",\n"
-        "                 \"pinned\", \"lag\"},\n"
+        "                 \"pinned\", \"lag\", \"not_active\": {\"handoff\": [partitions],\n"
+        "                 \"unowned\": [partitions]}, \"max_lag\": {\"partition\", \"lag\"}\n"
+        "                 | null},\n"
         "     \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\", \"session\",\n"
         "                  \"joined_ms\", \"session_age_ms\", \"owned\", \"assigned\",\n"
         "                  \"draining\"}],\n"
         "     \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\", \"state\",\n"
         "                     \"claims\", \"since_ms\", \"state_age_ms\", \"pinned\",\n"
         "                     \"next_offset\", \"high_watermark\", \"lag\", \"standby\"}],\n"
-        "     \"drains\": [ids], \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
+        "     \"drains\": [ids],\n"
+        "     \"keys\": [{\"key\", \"assigned\", \"owner\", \"epoch\", \"state\", \"claims\",\n"
+        "               \"since_ms\", \"state_age_ms\", \"runs\"}],\n"
+        "     \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
         "    with null where there is none (lag without --brokers and --sink).\n"
         "    *_ms times are milliseconds since the Unix epoch (ZooKeeper's clock).\n" CTL_LAG_HELP
             CTL_FILTER_HELP "\n"
