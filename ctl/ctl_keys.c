@@ -197,9 +197,9 @@ int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *wa
 
 void ctl_keys_print(const json_t *status, FILE *f) {
     static const ctl_col_t cols[] = {
-        {"KEY", "key", 8, 40, 0, ctl_cell_text},
-        {"ASSIGNED", "assigned", 8, 24, 0, ctl_cell_text},
-        {"OWNER", "owner", 8, 24, 0, ctl_cell_text},
+        {"KEY", "key", 8, CTL_COL_ID, 0, ctl_cell_text},
+        {"ASSIGNED", "assigned", 8, CTL_COL_ID, 0, ctl_cell_text},
+        {"OWNER", "owner", 8, CTL_COL_ID, 0, ctl_cell_text},
         {"EPOCH", "epoch", 5, 20, 1, ctl_cell_text},
         {"STATE", "state", 7, 7, 0, ctl_cell_text},
         {"FOR", "state_age_ms", 6, 6, 1, ctl_cell_age},
