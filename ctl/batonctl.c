@@ -72,6 +72,8 @@ static void usage(FILE *f) {
             "  --zk-auth-file FILE  the same from a file's first line (or BATON_ZK_AUTH_FILE)\n"
             "  --zk-chroot PATH  ZooKeeper chroot appended to --zk, e.g. /tenant-a\n"
             "                    (or BATON_ZK_CHROOT; same as HOSTS/tenant-a)\n"
+            "  --wide            tables never cut a cell (default: fit the terminal's width,\n"
+            "                    or $COLUMNS; piped output is never cut)\n"
             "  --help            this text; 'COMMAND --help' for a command's own\n"
             "  --version         print the version and exit\n"
             "\n"
@@ -102,6 +104,7 @@ int ctl_global_opt(ctl_ctx_t *ctx, int opt, const char *arg) {
     case CTL_OPT_ZK_AUTH: ctx->zk_auth = arg; return 1;
     case CTL_OPT_ZK_AUTH_FILE: ctx->zk_auth_file = arg; return 1;
     case CTL_OPT_ZK_CHROOT: ctx->zk_chroot = arg; return 1;
+    case CTL_OPT_WIDE: ctl_table_set_wide(1); return 1;
     default: return 0;
     }
 }

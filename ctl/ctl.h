@@ -38,21 +38,23 @@ enum {
     CTL_OPT_ZK_AUTH,
     CTL_OPT_ZK_AUTH_FILE,
     CTL_OPT_ZK_CHROOT,
+    CTL_OPT_WIDE,
     CTL_OPT_HELP,
     CTL_OPT_VERSION,
 };
 
 /* The global flags as getopt_long entries, for each command to append to its
  * own table. CTL_GLOBAL_OPTIONS_COUNT entries, no terminator. */
-#define CTL_GLOBAL_OPTIONS                                                 \
-    {"zk", required_argument, NULL, CTL_OPT_ZK},                           \
-        {"group", required_argument, NULL, CTL_OPT_GROUP},                 \
-        {"root", required_argument, NULL, CTL_OPT_ROOT},                   \
-        {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},             \
-        {"verbose", no_argument, NULL, CTL_OPT_VERBOSE},                   \
-        {"zk-auth", required_argument, NULL, CTL_OPT_ZK_AUTH},             \
-        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE}, { \
-        "zk-chroot", required_argument, NULL, CTL_OPT_ZK_CHROOT            \
+#define CTL_GLOBAL_OPTIONS                                               \
+    {"zk", required_argument, NULL, CTL_OPT_ZK},                         \
+        {"group", required_argument, NULL, CTL_OPT_GROUP},               \
+        {"root", required_argument, NULL, CTL_OPT_ROOT},                 \
+        {"timeout", required_argument, NULL, CTL_OPT_TIMEOUT},           \
+        {"verbose", no_argument, NULL, CTL_OPT_VERBOSE},                 \
+        {"zk-auth", required_argument, NULL, CTL_OPT_ZK_AUTH},           \
+        {"zk-auth-file", required_argument, NULL, CTL_OPT_ZK_AUTH_FILE}, \
+        {"zk-chroot", required_argument, NULL, CTL_OPT_ZK_CHROOT}, {     \
+        "wide", no_argument, NULL, CTL_OPT_WIDE                          \
     }
 
 /* Applies a global flag; returns 1 if opt was one, 0 if not. Exits 2 on a

@@ -43,8 +43,8 @@ void ctl_init_usage(FILE *f) {
             "\n"
             "  --topic T         Kafka topic the group consumes ([A-Za-z0-9._-], 1-249 chars)\n"
             "  --partitions N    partition count, 1-%d\n"
-            "  --strategy S      sticky, range or roundrobin (default: the group's current\n"
-            "                    strategy, or sticky for a new group)\n"
+            "  --strategy S      sticky, range, roundrobin or rendezvous (default: the\n"
+            "                    group's current strategy, or sticky for a new group)\n"
             "  --keys LIST       named keys, comma-separated; each 1-128 of [A-Za-z0-9._-]\n"
             "  --brokers B       Kafka bootstrap servers: check the topic there first\n"
             "  --kafka KEY=VALUE a librdkafka setting for --brokers (repeatable)\n"
@@ -98,7 +98,8 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
             break;
         case OPT_STRATEGY:
             if (baton_strategy_parse(optarg, &strategy) != 0)
-                baton_usage_error(CTL_PROG, "--strategy: '%s' is not sticky, range or roundrobin",
+                baton_usage_error(CTL_PROG,
+                                  "--strategy: '%s' is not sticky, range, roundrobin or rendezvous",
                                   optarg);
             strategy_arg = optarg;
             break;

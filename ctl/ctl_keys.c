@@ -197,9 +197,9 @@ int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *wa
 
 void ctl_keys_print(const json_t *status, FILE *f) {
     static const ctl_col_t cols[] = {
-        {"KEY", "key", 8, 40, 0, ctl_cell_text},
-        {"ASSIGNED", "assigned", 8, 24, 0, ctl_cell_text},
-        {"OWNER", "owner", 8, 24, 0, ctl_cell_text},
+        {"KEY", "key", 8, CTL_COL_ID, 0, ctl_cell_text},
+        {"ASSIGNED", "assigned", 8, CTL_COL_ID, 0, ctl_cell_text},
+        {"OWNER", "owner", 8, CTL_COL_ID, 0, ctl_cell_text},
         {"EPOCH", "epoch", 5, 20, 1, ctl_cell_text},
         {"STATE", "state", 7, 7, 0, ctl_cell_text},
         {"FOR", "state_age_ms", 6, 6, 1, ctl_cell_age},
@@ -215,26 +215,29 @@ void ctl_keys_print(const json_t *status, FILE *f) {
 /* ---- batonctl keys ---------------------------------------------------------- */
 
 void ctl_keys_usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --zk HOSTS --group G keys add KEY...\n"
-            "       %s --zk HOSTS --group G keys remove KEY...\n"
-            "       %s --zk HOSTS --group G keys list [--json]\n"
-            "\n"
-            "Named keys are resources like partitions, owned by one member at a time\n"
-            "with a rising epoch (the fencing token baton-run hands its command as\n"
-            "BATON_EPOCH). Names: 1-128 of [A-Za-z0-9._-]; KEY may also be a\n"
-            "comma-separated list.\n"
-            "\n"
-            "  add      creates the keys that are missing; the coordinator assigns them\n"
-            "  remove   deletes keys with their claims: a member holding one loses it at\n"
-            "           once (whatever it still writes is fenced by the next owner's epoch)\n"
-            "  list     each key's assigned member, owner, epoch, state, claims, runs\n"
-            "\n"
-            "examples:\n"
-            "  %s --zk 127.0.0.1:2181 --group jobs keys add nightly-report compaction-a\n"
-            "  %s --zk 127.0.0.1:2181 --group jobs keys remove compaction-a\n"
-            "  %s --zk 127.0.0.1:2181 --group jobs keys list --json | jq '.[].owner'\n",
-            CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+    fprintf(
+        f,
+        "usage: %s --zk HOSTS --group G keys add KEY...\n"
+        "       %s --zk HOSTS --group G keys remove KEY...\n"
+        "       %s --zk HOSTS --group G keys list [--json]\n"
+        "\n"
+        "Named keys are resources like partitions, owned by one member at a time\n"
+        "with a rising epoch (the fencing token baton-run hands its command as\n"
+        "BATON_EPOCH). Names: 1-128 of [A-Za-z0-9._-]; KEY may also be a\n"
+        "comma-separated list.\n"
+        "\n"
+        "  add      creates the keys that are missing; the coordinator assigns them\n"
+        "  remove   deletes keys with their claims: a member holding one loses it at\n"
+        "           once (whatever it still writes is fenced by the next owner's epoch)\n"
+        "  list     each key's assigned member, owner, epoch, state, claims, runs\n"
+        "  --json   (list) {\"group\", \"keys\": [{\"key\", \"assigned\", \"owner\", \"epoch\",\n"
+        "           \"state\", \"claims\", \"since_ms\", \"state_age_ms\", \"runs\"}]}\n"
+        "\n"
+        "examples:\n"
+        "  %s --zk 127.0.0.1:2181 --group jobs keys add nightly-report compaction-a\n"
+        "  %s --zk 127.0.0.1:2181 --group jobs keys remove compaction-a\n"
+        "  %s --zk 127.0.0.1:2181 --group jobs keys list --json | jq '.keys[].owner'\n",
+        CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
 int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
@@ -320,8 +323,11 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
                                                json_string_value(json_object_get(w, "path")),
                                                json_string_value(json_object_get(w, "problem")));
     if (as_json) {
-        json_dumpf(rows, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        /* An object with the group at top level, like every other --json. */
+        json_t *obj = json_pack("{s:s, s:O}", "group", ctx->group, "keys", rows);
+        json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fputc('\n', stdout);
+        json_decref(obj);
     } else if (json_array_size(rows) == 0) {
         printf("group %s has no keys\n", ctx->group);
     } else {

@@ -18,6 +18,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 /* How often a partition whose lowest claim vanished between the listing and
  * the read is looked at again before it is shown as it was listed. */
@@ -841,8 +843,69 @@ const char *ctl_cell_text(const json_t *row, const char *key, char *buf, size_t 
     return jtext(row, key, buf, n);
 }
 
+static int table_wide;
+
+void ctl_table_set_wide(int wide) { table_wide = wide; }
+
+/* The width a table must fit, or 0 for none. */
+static int table_width(FILE *f) {
+    if (table_wide)
+        return 0;
+    const char *env = getenv("COLUMNS");
+    if (env && env[0]) {
+        char *end = NULL;
+        long v = strtol(env, &end, 10);
+        if (!*end && v >= 20 && v <= 100000)
+            return (int)v;
+    }
+    struct winsize ws;
+    if (isatty(fileno(f)) && ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
+}
+
+/* v in at most w characters: whole, or its head and tail around "..". */
+static const char *cut_cell(const char *v, int w, char *out, size_t n) {
+    int len = (int)strlen(v);
+    if (len <= w)
+        return v;
+    int keep = w > 2 ? w - 2 : 0, head = (keep + 1) / 2;
+    snprintf(out, n, "%.*s..%s", head, v, v + len - (keep - head));
+    return out;
+}
+
+typedef struct {
+    char cut[CTL_CELL];
+    char full[CTL_CELL];
+} cut_pair_t;
+
+static int cut_pair_cmp(const void *a, const void *b) {
+    const cut_pair_t *x = a, *y = b;
+    int c = strcmp(x->cut, y->cut);
+    return c ? c : strcmp(x->full, y->full);
+}
+
+/* 1 if column c cut to width w still tells every two different values
+ * apart. */
+static int cuts_distinct(const json_t *rows, const ctl_col_t *col, int w) {
+    size_t nrows = json_array_size(rows);
+    cut_pair_t *p = xcalloc(nrows + 1, sizeof(*p));
+    for (size_t r = 0; r < nrows; r++) {
+        char buf[CTL_CELL];
+        const char *v = col->fn(json_array_get(rows, r), col->key, buf, sizeof(buf));
+        snprintf(p[r].full, sizeof(p[r].full), "%s", v);
+        snprintf(p[r].cut, sizeof(p[r].cut), "%s", cut_cell(v, w, buf, sizeof(buf)));
+    }
+    qsort(p, nrows, sizeof(*p), cut_pair_cmp);
+    int ok = 1;
+    for (size_t r = 1; r < nrows && ok; r++)
+        ok = strcmp(p[r].cut, p[r - 1].cut) != 0 || strcmp(p[r].full, p[r - 1].full) == 0;
+    free(p);
+    return ok;
+}
+
 void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t ncols) {
-    int w[CTL_TABLE_MAX_COLS];
+    int w[CTL_TABLE_MAX_COLS], fixed[CTL_TABLE_MAX_COLS] = {0};
     ncols = ncols < CTL_TABLE_MAX_COLS ? ncols : CTL_TABLE_MAX_COLS;
     size_t nrows = json_array_size(rows);
     int total = 0;
@@ -857,29 +920,32 @@ void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t 
         w[c] = w[c] < cols[c].max ? w[c] : cols[c].max;
         total += w[c] + (c ? 2 : 0);
     }
-    /* Too wide: take a column from the widest shrinkable one at a time. */
-    while (total > CTL_LINE_WIDTH) {
+    /* Too wide: take a column from the widest shrinkable one at a time; a
+     * column whose next cut would make two values alike stays as it is. */
+    int width = table_width(f);
+    while (width && total > width) {
         size_t widest = ncols;
         for (size_t c = 0; c < ncols; c++)
-            if (w[c] > cols[c].min && (widest == ncols || w[c] > w[widest]))
+            if (!fixed[c] && w[c] > cols[c].min && (widest == ncols || w[c] > w[widest]))
                 widest = c;
         if (widest == ncols)
             break;
+        if (!cuts_distinct(rows, &cols[widest], w[widest] - 1)) {
+            fixed[widest] = 1;
+            continue;
+        }
         w[widest]--;
         total--;
     }
     for (long r = -1; r < (long)nrows; r++) {
-        char line[1024];
+        char line[4096];
         size_t used = 0;
         for (size_t c = 0; c < ncols; c++) {
             char buf[CTL_CELL], cut[CTL_CELL];
             const char *v =
                 r < 0 ? cols[c].header
                       : cols[c].fn(json_array_get(rows, (size_t)r), cols[c].key, buf, sizeof(buf));
-            if ((int)strlen(v) > w[c]) {
-                snprintf(cut, sizeof(cut), "%.*s..", w[c] > 2 ? w[c] - 2 : 0, v);
-                v = cut;
-            }
+            v = cut_cell(v, w[c], cut, sizeof(cut));
             int last = c + 1 == ncols;
             int k = snprintf(line + used, sizeof(line) - used, "%s%*s%s", c ? "  " : "",
                              cols[c].right ? w[c] : (last ? 0 : -w[c]), v, "");
@@ -1050,7 +1116,7 @@ void ctl_status_print_summary(const json_t *st, FILE *f) {
 
 void ctl_status_print_workers(const json_t *st, FILE *f, int with_session) {
     static const col_t cols[] = {
-        {"WORKER", "id", 8, 24, 0, cell_text},
+        {"WORKER", "id", 8, CTL_COL_ID, 0, cell_text},
         {"HOST", "host", 6, 20, 0, cell_text},
         {"PID", "pid", 3, 10, 1, cell_text},
         {"CAP", "capacity", 3, 7, 1, cell_text},
@@ -1083,15 +1149,15 @@ static int any_string(const json_t *rows, const char *key) {
 void ctl_status_print_partitions(const json_t *st, FILE *f) {
     static const col_t cols[] = {
         {"PARTITION", "partition", 9, 9, 1, cell_text},
-        {"ASSIGNED", "assigned", 8, 24, 0, cell_text},
-        {"OWNER", "owner", 8, 24, 0, cell_text},
+        {"ASSIGNED", "assigned", 8, CTL_COL_ID, 0, cell_text},
+        {"OWNER", "owner", 8, CTL_COL_ID, 0, cell_text},
         {"EPOCH", "epoch", 5, 20, 1, cell_text},
         {"STATE", "state", 7, 7, 0, cell_text},
         {"FOR", "state_age_ms", 6, 6, 1, cell_age},
         {"CLAIMS", "claims", 6, 6, 1, cell_text},
         {"LAG", "lag", 3, 12, 1, cell_text},
-        {"STANDBY", "standby", 7, 24, 0, cell_text},
-        {"PINNED", "pinned", 6, 16, 0, cell_text},
+        {"STANDBY", "standby", 7, CTL_COL_ID, 0, cell_text},
+        {"PINNED", "pinned", 6, CTL_COL_ID, 0, cell_text},
     };
     const json_t *rows = json_object_get(st, "partitions");
     if (json_array_size(rows) == 0) {
@@ -1323,12 +1389,13 @@ static int view_run(ctl_ctx_t *ctx, const ctl_view_opts_t *o,
 
 /* ---- the commands ----------------------------------------------------- */
 
-#define CTL_LAG_HELP                                                                  \
-    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"      \
-    "                     watermark (one ListOffsets round, bounded by --timeout)\n"  \
-    "  --sink URI         the group's fenced sink (sqlite:PATH): adds next_offset;\n" \
-    "                     with --brokers, lag = high watermark - next_offset\n"       \
-    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"    \
+#define CTL_LAG_HELP                                                                    \
+    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"        \
+    "                     watermark (one ListOffsets round, bounded by --timeout)\n"    \
+    "  --sink URI         the group's fenced sink (sqlite:PATH or postgresql://...):\n" \
+    "                     adds next_offset; with --brokers, lag = high watermark -\n"   \
+    "                     next_offset\n"                                                \
+    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"      \
     "                     security.protocol=SASL_SSL\n"
 #define CTL_FILTER_HELP                                                            \
     "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"                \
@@ -1348,7 +1415,9 @@ void ctl_status_usage(FILE *f) {
         "without an owner) or unowned (no claim), how long it has been in it (since\n"
         "the owner claim's creation), and with --brokers and --sink its lag. A\n"
         "summary comes first (the partitions not active, the total and worst lag),\n"
-        "then the workers and partitions tables; lines fit 100 columns. Filters\n"
+        "then the workers and partitions tables, which fit $COLUMNS or the\n"
+        "terminal (cutting an id's middle, never into another id's text; piped or\n"
+        "with --wide, nothing is cut). Filters\n"
         "narrow the tables, not the summary. Reads only; leaves no watches.\n"
         "\n"
         "Malformed znode data is shown as '-' (null) with a warning on stderr naming\n"
@@ -1360,14 +1429,19 @@ void ctl_status_usage(FILE *f) {
         "     \"group_uuid\"},\n"
         "     \"generation\", \"coordinator\": {\"id\", \"epoch\", \"node\"} | null,\n"
         "     \"summary\": {\"workers\", \"active\", \"handoff\", \"unowned\", \"draining\",\n"
-        "                 \"pinned\", \"lag\"},\n"
+        "                 \"pinned\", \"lag\", \"not_active\": {\"handoff\": [partitions],\n"
+        "                 \"unowned\": [partitions]}, \"max_lag\": {\"partition\", \"lag\"}\n"
+        "                 | null},\n"
         "     \"workers\": [{\"id\", \"host\", \"pid\", \"capacity\", \"rack\", \"session\",\n"
         "                  \"joined_ms\", \"session_age_ms\", \"owned\", \"assigned\",\n"
         "                  \"draining\"}],\n"
         "     \"partitions\": [{\"partition\", \"assigned\", \"owner\", \"epoch\", \"state\",\n"
         "                     \"claims\", \"since_ms\", \"state_age_ms\", \"pinned\",\n"
         "                     \"next_offset\", \"high_watermark\", \"lag\", \"standby\"}],\n"
-        "     \"drains\": [ids], \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
+        "     \"drains\": [ids],\n"
+        "     \"keys\": [{\"key\", \"assigned\", \"owner\", \"epoch\", \"state\", \"claims\",\n"
+        "               \"since_ms\", \"state_age_ms\", \"runs\"}],\n"
+        "     \"time_ms\", \"warnings\": [{\"path\", \"problem\"}]}\n"
         "    with null where there is none (lag without --brokers and --sink).\n"
         "    *_ms times are milliseconds since the Unix epoch (ZooKeeper's clock).\n" CTL_LAG_HELP
             CTL_FILTER_HELP "\n"

@@ -120,9 +120,12 @@ int ctl_view_gather(baton_zk_t *zk, const ctl_ctx_t *ctx, const ctl_view_opts_t 
 int ctl_status_filter(json_t *status, const ctl_view_opts_t *o, char *errstr, size_t errstr_size);
 
 /* A column of a human table: each cell is fn(row, key, buf, n) (a string
- * that may live in buf); widths start at the widest cell (at most max) and
- * shrink towards min, cutting cells with "..", until a line fits 100
- * columns. right: right-aligned (numbers). */
+ * that may live in buf); widths start at the widest cell (at most max;
+ * CTL_COL_ID: uncapped, for ids) and, only when a width applies (see
+ * ctl_table_set_wide), shrink towards min, cutting a cell's middle to
+ * "..", but never so far that two different values in a column read the
+ * same. right: right-aligned (numbers). */
+#define CTL_COL_ID 100000
 typedef struct {
     const char *header;
     const char *key;
@@ -133,6 +136,9 @@ typedef struct {
 
 #define CTL_TABLE_MAX_COLS 16
 
+/* wide: tables never cut a cell. Otherwise they fit $COLUMNS if set, else
+ * the terminal's width when stdout is one, else nothing is cut. */
+void ctl_table_set_wide(int wide);
 /* Prints a header line and one line per element of the array rows. */
 void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t ncols);
 /* A string, integer or boolean ("yes"/"no") field as text; "-" for null. */

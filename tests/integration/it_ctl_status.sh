@@ -135,10 +135,24 @@ done
 "$BATON_BIN/batonctl" --zk "$ZK" --group big init --topic big --partitions 1000 >/dev/null
 long=w-$(printf 'x%.0s' {1..100})
 h_zk create /baton/big/workers/$long '{"id":"'$long'","host":"'$(printf 'h%.0s' {1..60})'","pid":1,"capacity":1}' >/dev/null
-"$BATON_BIN/batonctl" --zk "$ZK" --group big status >"$H_DIR/big.txt" 2>"$H_DIR/big.err"
+COLUMNS=100 "$BATON_BIN/batonctl" --zk "$ZK" --group big status >"$H_DIR/big.txt" 2>"$H_DIR/big.err"
 awk 'length > 100 { print NR": "length; bad = 1 } END { exit bad }' "$H_DIR/big.txt" || h_fail "lines over 100 columns in the 1,000-partition status"
 [[ $(grep -Ec '^ +[0-9]+  ' "$H_DIR/big.txt") == 1000 ]] || h_fail "expected 1000 partition rows"
 head -1 "$H_DIR/big.txt" | grep -Eq '^group: +big$' || h_fail "summary does not come first"
 grep -q '^not active:   1000 unowned: 0 1 2 3 4 5 6 7 ..$' "$H_DIR/big.txt" || h_fail "big not-active line: $(grep 'not active' "$H_DIR/big.txt")"
-grep -q '^w-xxxx.*\.\.  ' "$H_DIR/big.txt" || h_fail "a long worker id is not cut with '..'"
+grep -Eq '^w-x+\.\.x+  ' "$H_DIR/big.txt" || h_fail "a long worker id is not cut with '..'"
+# --- long ids: never cut when piped; cut to fit, they still differ -------
+ip1=ip-10-0-12-31.eu-west-1.compute.internal
+ip2=ip-10-0-12-32.eu-west-1.compute.internal
+for id in $ip1 $ip2; do
+    h_zk create /baton/big/workers/$id '{"id":"'$id'","host":"h","pid":1,"capacity":1}' >/dev/null
+done
+ids_shown() { awk '$1 ~ /^ip-/ { print $1 }' "$H_DIR/ids.txt" | sort -u; }
+"$BATON_BIN/batonctl" --zk "$ZK" --group big workers >"$H_DIR/ids.txt"
+[[ $(ids_shown) == "$ip1"$'\n'"$ip2" ]] || h_fail "piped, ids must be whole: $(<"$H_DIR/ids.txt")"
+COLUMNS=60 "$BATON_BIN/batonctl" --zk "$ZK" --group big workers >"$H_DIR/ids.txt"
+[[ $(ids_shown | wc -l) == 2 ]] || h_fail "cut to 60 columns, two ids read alike: $(<"$H_DIR/ids.txt")"
+grep -q '^ip-.*\.\.' "$H_DIR/ids.txt" || h_fail "at 60 columns the ids should be cut: $(<"$H_DIR/ids.txt")"
+COLUMNS=60 "$BATON_BIN/batonctl" --zk "$ZK" --group big workers --wide >"$H_DIR/ids.txt"
+[[ $(ids_shown) == "$ip1"$'\n'"$ip2" ]] || h_fail "--wide must not cut: $(<"$H_DIR/ids.txt")"
 h_pass "owner and epoch of partition 7, lag 0 -> 2 -> 0, ages, workers, drains, pins, filters, errors, 1,000 rows in 100 columns"

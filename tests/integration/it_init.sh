@@ -62,8 +62,16 @@ out_has "examples:"
 out_has "init"
 expect 0 "$CTL" init --help
 out_has "--partitions N"
+out_has "roundrobin or rendezvous"
 expect 0 "$CTL" status --help
 out_has "--json"
+# The schema names every top-level and summary field gather emits.
+out_has '"keys": [{"key"'
+out_has '"not_active": {"handoff"'
+out_has '"max_lag": {"partition", "lag"}'
+out_has "postgresql://"
+expect 0 "$CTL" fences --help
+out_has "postgresql://"
 expect 2 "$CTL"
 err_has "no command given"
 expect 2 "$CTL" --zk "$NOZK" --group g frobnicate
@@ -75,7 +83,7 @@ err_has "'--no-such-flag'"
 expect 2 "$CTL" --zk "$NOZK" --group g status --json --wat
 err_has "'--wat'"
 expect 2 "$CTL" --zk "$NOZK" --group g init --topic t --partitions 4 --strategy fastest
-err_has "'fastest'"
+err_has "'fastest' is not sticky, range, roundrobin or rendezvous"
 for bad in 0 -1 1000001 abc 3x ""; do
     expect 2 "$CTL" --zk "$NOZK" --group g init --topic t --partitions "$bad"
     err_has "--partitions"

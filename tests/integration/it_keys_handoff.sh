@@ -34,7 +34,7 @@ e2=$(awk '$1 == "r2" {print $2}' "$H_DIR/runs")
 [[ $(awk '{print $3}' "/proc/$(h_pid r1)/stat") == T ]] || h_fail "r1 should still be frozen"
 b_ctl history --json | jq -e '.entries | any(.key == "k" and .reason == "forced" and .from == "r1")' >/dev/null ||
     h_fail "no forced history entry for key k"
-b_ctl keys list --json | jq -e '.[0].owner == "r2" and .[0].state == "active"' >/dev/null || h_fail "r2 should own k"
+b_ctl keys list --json | jq -e '.keys[0].owner == "r2" and .keys[0].state == "active"' >/dev/null || h_fail "r2 should own k"
 h_kill r1 CONT
 h_stop r1
 h_stop r2
