@@ -945,6 +945,18 @@ out:
     return err;
 }
 
+/* Deletes dir/name, a second claim of our session beside keep (a create
+ * whose reply was lost landed after all): waiting behind it would last as
+ * long as our session, and left behind ours it would block the next owner. */
+static void claim_delete_duplicate(baton_membership_t *m, int32_t p, const char *dir,
+                                   const char *name, const char *keep) {
+    char *path = baton_layout_child(dir, name);
+    int e = baton_zk_delete(m->zk, path, -1);
+    BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s", res_label(m, p),
+              name, keep, baton_err_name(e));
+    free(path);
+}
+
 /* After a create whose reply was lost: finds the claim it may have made,
  * by our session id in the name and as its ephemeral owner (a claim of an
  * earlier session, even with our worker id, is never ours). Sets mp->claim
@@ -971,11 +983,8 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
             struct Stat st;
             int e = baton_zk_exists(m->zk, path, 0, &st);
             if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk) && found) {
-                /* Names sort by sequence: we keep the lowest, found first.
-                 * Another would block the next owner once we let go. */
-                e = baton_zk_delete(m->zk, path, -1);
-                BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
-                          res_label(m, p), names[i], mp->claim, baton_err_name(e));
+                /* Names sort by sequence: we keep the lowest, found first. */
+                claim_delete_duplicate(m, p, dir, names[i], mp->claim);
             } else if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
                 found = 1;
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
@@ -1064,11 +1073,7 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
         for (size_t i = 0; keep && i < n; i++) {
             if (names[i] == keep || !baton_claim_of_session(names[i], m->session))
                 continue;
-            char *path = baton_layout_child(dir, names[i]);
-            int e = baton_zk_delete(m->zk, path, -1);
-            BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
-                      res_label(m, p), names[i], keep, baton_err_name(e));
-            free(path);
+            claim_delete_duplicate(m, p, dir, names[i], keep);
             if (strcmp(mp->claim, names[i]) == 0) { /* not owned: take the kept one */
                 snprintf(mp->claim, sizeof(mp->claim), "%s", keep);
                 mp->czxid = 0; /* learnt from its stat once it is lowest (queue_settle) */
