@@ -89,6 +89,12 @@ extern const size_t baton_metrics_seconds_nbuckets;
         "from our claim's creation until the sink is fenced with its epoch", \
         BATON_M_SECONDS_BUCKETS
 
+#define BATON_M_W_LAG                                                                       \
+    "baton_worker_partition_lag",                                                           \
+        "records in Kafka past what the sink has, per owned partition: the high watermark " \
+        "librdkafka last saw minus the sink's next_offset",                                 \
+        "partition"
+
 #define BATON_M_W_STANDBY_PROMOTIONS                                                      \
     "baton_worker_standby_promotions_total",                                              \
         "resources taken as a standby when their owner marked its leave or disappeared, " \

@@ -104,6 +104,7 @@ typedef struct {
      * for an error retrying cannot fix: the loop exits 1. */
     int kafka_fatal;
     int64_t fence_retry_at; /* pending fences failed (busy sink): not before this */
+    int64_t lag_ms;         /* when metrics_lag last ran */
     /* The sink binding (sink_bind.h) was checked: once, before the first
      * fence. refused: it did not match; the loop leaves and exits 1. */
     int bind_checked;
@@ -1062,6 +1063,32 @@ static void parts_clear(worker_t *w) {
     }
 }
 
+/* baton_worker_partition_lag, at most once a second: for every partition
+ * we own, the high watermark librdkafka cached from its last fetch minus
+ * the sink's next_offset (0 when caught up); no series while the
+ * watermark is unknown or the partition is not ours. */
+static void metrics_lag(worker_t *w) {
+    int64_t now = baton_now_ms();
+    if (now - w->lag_ms < 1000)
+        return;
+    w->lag_ms = now;
+    baton_metric_t *vec = baton_metric_gauge_vec(BATON_M_W_LAG);
+    for (int32_t p = 0; p < w->nparts; p++) {
+        char label[16];
+        snprintf(label, sizeof(label), "%d", p);
+        int64_t lo = -1, hi = -1;
+        if (!wpart_owned(w->parts[p].state) ||
+            rd_kafka_get_watermark_offsets(w->rk, w->topic, p, &lo, &hi) !=
+                RD_KAFKA_RESP_ERR_NO_ERROR ||
+            hi < 0) {
+            baton_metric_vec_remove(vec, label);
+            continue;
+        }
+        int64_t lag = hi - w->parts[p].next_offset;
+        baton_metric_vec_set(vec, label, (double)(lag > 0 ? lag : 0));
+    }
+}
+
 /* Creates every worker metric, so a scrape shows zeros rather than gaps. */
 static void worker_metrics_register(void) {
     baton_metric_gauge(BATON_M_W_OWNED);
@@ -1073,6 +1100,8 @@ static void worker_metrics_register(void) {
     baton_metric_histogram(BATON_M_W_BATCH_SECONDS);
     baton_metric_counter(BATON_M_W_STALE);
     baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS);
+    baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS);
+    baton_metric_gauge_vec(BATON_M_W_LAG);
     baton_metric_gauge(BATON_M_ZK_CONNECTED);
     baton_metric_counter(BATON_M_ZK_RECONNECTS);
     baton_metric_counter(BATON_M_ZK_EXPIRATIONS);
@@ -1246,6 +1275,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             }
         }
         flush_due(&w, 0);
+        metrics_lag(&w);
         if (baton_signal_stop_requested() || w.sink_fatal)
             break;
         int timeout =

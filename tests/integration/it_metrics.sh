@@ -86,6 +86,8 @@ metric_is "127.0.0.1:$p1" baton_zk_connected 1 || h_fail "w1 should report ZooKe
 (($(metric "127.0.0.1:$p1" baton_worker_handoff_duration_seconds_count) == 4)) ||
     h_fail "w1 should have observed 4 handoffs (claim -> fenced)"
 metric_is "127.0.0.1:$p1" baton_worker_records_written_total 0 || h_fail "nothing written yet"
+metric_is "127.0.0.1:$p1" baton_worker_standby_promotions_total 0 ||
+    h_fail "w1 should export baton_worker_standby_promotions_total 0 before any promotion"
 
 b_produce 40 a
 h_wait_for 10 "w1 stopped at the failpoint" bash -c "grep -q 'event=failpoint name=worker.before_sink_write' '$H_DIR/w1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w1)/stat) == T ]]"
@@ -105,6 +107,23 @@ batches=$(metric "127.0.0.1:$p2" baton_worker_sink_batches_total)
 [[ $(metric "127.0.0.1:$p2" baton_worker_sink_batch_duration_seconds_count) == "$batches" ]] ||
     h_fail "the batch latency histogram should count every batch ($batches)"
 metric_is "127.0.0.1:$p2" baton_worker_stale_batches_rejected_total 0 || h_fail "w2 had nothing rejected"
+
+# Lag: one series per owned partition, high watermark minus the sink's
+# next_offset. Caught up, every one is 0; with the sink locked by another
+# process (its writes fail busy and are retried), 20 new records show as
+# lag 20, and drain back to 0 once the lock goes.
+lag_series_are() { [[ $(scrape "127.0.0.1:$p2" | grep -c '^baton_worker_partition_lag{partition="[0-3]"} ') == "$1" ]]; }
+lag_sum_is() { [[ $(scrape "127.0.0.1:$p2" | awk '/^baton_worker_partition_lag\{/ {s += $2} END {print s + 0}') == "$1" ]]; }
+h_wait_for 10 "w2 exports lag for its 4 partitions" lag_series_are 4
+h_wait_for 10 "w2's lag is 0 when caught up" lag_sum_is 0
+sqlite3 "$B_SINK" "BEGIN EXCLUSIVE;" ".shell sleep 8" "COMMIT;" &
+locker=$!
+h_wait_for 5 "the sink is locked" bash -c "! sqlite3 '$B_SINK' 'BEGIN IMMEDIATE; COMMIT;' 2>/dev/null"
+b_produce 20 c
+h_wait_for 15 "w2's lag shows the 20 unwritten records" lag_sum_is 20
+wait "$locker" || h_fail "the lock holder failed"
+h_wait_for 20 "100 records in the sink" b_sink_has 100
+h_wait_for 10 "w2's lag drains back to 0" lag_sum_is 0
 
 # The zombie wakes up: its batch is rejected, it notices its expired session.
 h_kill w1 CONT
