@@ -14,6 +14,7 @@
 #include "baton_log.h"
 #include "baton_opts.h"
 #include "devkafka_guard.h"
+#include "devkafka_port.h"
 #include "baton_util.h"
 
 #include <errno.h>
@@ -41,6 +42,7 @@ typedef struct devkafka_opts_s {
     int partitions; /* of every topic */
     int brokers;
     const char *racks; /* "r1,r2,...": rack of broker 1, 2, ...; NULL: none */
+    int port;          /* --port: a fixed bootstrap port on 127.0.0.1; 0: none */
 } devkafka_opts_t;
 
 /* State shared by the main thread and the watchdog thread; stop is set under
@@ -57,7 +59,7 @@ typedef struct devkafka_watch_s {
 
 static void devkafka_usage(FILE *out) {
     fprintf(out, "usage: baton-devkafka --topic T [--topic T2 ...] --partitions N [--brokers B]\n"
-                 "                      [--racks R1,R2,..]\n"
+                 "                      [--racks R1,R2,..] [--port N]\n"
                  "\n"
                  "Runs librdkafka's mock Kafka cluster on loopback with B brokers\n"
                  "(default 1) and the topics T, T2, ... of N partitions each. No other\n"
@@ -67,7 +69,11 @@ static void devkafka_usage(FILE *out) {
                  "as the first line on stdout, logs to stderr, and serves until SIGTERM\n"
                  "or SIGINT (exit 0). Records are kept in memory only. --racks sets the\n"
                  "rack each broker reports in Metadata (broker 1 gets R1, ...; a short\n"
-                 "list repeats). --version prints the version.\n");
+                 "list repeats). --port N also listens on 127.0.0.1:N and relays it to\n"
+                 "the first broker, a fixed bootstrap address for config files (the\n"
+                 "brokers themselves stay on ports the kernel picks; clients learn them\n"
+                 "from Metadata); the first line is then \"bootstrap=127.0.0.1:N\".\n"
+                 "--version prints the version.\n");
 }
 
 /* Reports a command-line error naming the culprit, then the usage; exit 2. */
@@ -84,6 +90,7 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
     o->partitions = 0;
     o->brokers = 1;
     o->racks = NULL;
+    o->port = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -96,7 +103,8 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
         int is_parts = strcmp(a, "--partitions") == 0;
         int is_brokers = strcmp(a, "--brokers") == 0;
         int is_racks = strcmp(a, "--racks") == 0;
-        if (!is_topic && !is_parts && !is_brokers && !is_racks)
+        int is_port = strcmp(a, "--port") == 0;
+        if (!is_topic && !is_parts && !is_brokers && !is_racks && !is_port)
             devkafka_bad_usage("unknown argument '%s'", a);
         if (i + 1 >= argc)
             devkafka_bad_usage("option '%s' needs a value", a);
@@ -117,6 +125,10 @@ static void devkafka_parse_args(int argc, char **argv, devkafka_opts_t *o) {
             if (baton_parse_i64(v, 1, DEVKAFKA_MAX_PARTITIONS, &n) != 0)
                 devkafka_bad_usage("bad value for --partitions: '%s'", v);
             o->partitions = (int)n;
+        } else if (is_port) {
+            if (baton_parse_i64(v, 1, 65535, &n) != 0)
+                devkafka_bad_usage("bad value for --port: '%s'", v);
+            o->port = (int)n;
         } else if (is_racks) {
             /* Names as baton-worker --rack accepts them, comma separated. */
             if (!*v ||
@@ -259,13 +271,25 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *bootstraps = rd_kafka_mock_cluster_bootstraps(mcluster);
-    printf("bootstrap=%s\n", bootstraps);
+    char fixed[64] = "";
+    if (o.port) {
+        char first[128];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(bootstraps, ","), bootstraps);
+        if (devkafka_port_start(o.port, first, errstr, sizeof(errstr)) != 0) {
+            fprintf(stderr, "baton-devkafka: %s\n", errstr);
+            rd_kafka_mock_cluster_destroy(mcluster);
+            rd_kafka_destroy(rk);
+            return 1;
+        }
+        snprintf(fixed, sizeof(fixed), "127.0.0.1:%d", o.port);
+    }
+    printf("bootstrap=%s\n", fixed[0] ? fixed : bootstraps);
     fflush(stdout);
     for (int t = 1; t < o.ntopics; t++)
         BLOG_INFO("event=topic_created topic=%s partitions=%d", o.topics[t], o.partitions);
     BLOG_INFO("event=ready bootstrap=%s topic=%s partitions=%d brokers=%d "
               "replication_factor=%d topics=%d",
-              bootstraps, o.topics[0], o.partitions, o.brokers, rf, o.ntopics);
+              fixed[0] ? fixed : bootstraps, o.topics[0], o.partitions, o.brokers, rf, o.ntopics);
 
     /* The watchdog is an ordinary client of the mock with its own handle, so
      * it can be destroyed while the mock still listens (the owner handle

@@ -12,9 +12,10 @@
  * close(), which the dynamic linker binds librdkafka's calls to (an
  * executable's symbols come first), and each calls the C library's own
  * through dlsym(RTLD_NEXT). A socket accept() returns is a connection to a
- * mock broker (no client in this process accepts); its bytes are followed
- * request by request and the one flag byte is set to 0 in the buffer
- * before librdkafka reads it. Every other socket passes untouched. */
+ * mock broker (devkafka_port.c's relay accepts with accept4(), which is not
+ * followed); its bytes are followed request by request and the one flag
+ * byte is set to 0 in the buffer before librdkafka reads it. Every other
+ * socket passes untouched. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif

@@ -115,6 +115,30 @@ h_kill kafka INT
 rc=0
 h_wait_exit kafka 10 || rc=$?
 ((rc == 0)) || h_fail "baton-devkafka exit $rc after SIGINT, want 0"
+
+# --port N: a fixed bootstrap address, relayed to the first of 3 brokers
+# (clients find the brokers through Metadata). A port in use is exit 1
+# naming it; a bad one exit 2.
+kport=$(h_free_port)
+_h_spawn_io kafka2 "$H_DIR/kafka2.out" "$H_DIR/kafka2.log" \
+    "$BATON_BIN/baton-devkafka" --topic fixed --partitions 2 --brokers 3 --port "$kport"
+h_wait_for 15 "devkafka --port prints its bootstrap" grep -qx "bootstrap=127.0.0.1:$kport" "$H_DIR/kafka2.out"
+out=$("$BATON_BIN/baton-produce" --brokers "127.0.0.1:$kport" --topic fixed --partitions 2 --count 20)
+[[ $out == produced=20 ]] || h_fail "produce through --port printed '$out'"
+n=$(timeout 30 kcat -b "127.0.0.1:$kport" -C -t fixed -o beginning -e -q | wc -l)
+((n == 20)) || h_fail "consumed $n records through --port, want 20"
+rc=0
+"$BATON_BIN/baton-devkafka" --topic fixed --partitions 1 --port "$kport" 2>"$H_DIR/port-taken.err" || rc=$?
+((rc == 1)) || h_fail "a second devkafka on port $kport: exit $rc, want 1"
+grep -q -- "--port $kport: cannot listen on 127.0.0.1:$kport" "$H_DIR/port-taken.err" ||
+    h_fail "a taken --port gives no clear error: $(cat "$H_DIR/port-taken.err")"
+for bad in 0 65536 x; do
+    rc=0
+    "$BATON_BIN/baton-devkafka" --topic t --partitions 1 --port "$bad" 2>"$H_DIR/port-bad.err" || rc=$?
+    ((rc == 2)) && grep -q "bad value for --port: '$bad'" "$H_DIR/port-bad.err" ||
+        h_fail "--port $bad: exit $rc, $(head -1 "$H_DIR/port-bad.err")"
+done
+h_stop kafka2
 h_pass "devkafka"
 
 # --- ZooKeeper and baton-zk ---------------------------------------------------
