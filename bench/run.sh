@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh: baton's benchmarks, one command each (see README.md, "Benchmarks").
+# run.sh: baton's benchmarks, one command each (see docs/benchmarks.md).
 #
 #   bench/run.sh rebalance    baton vs a librdkafka consumer group (range, cooperative-sticky)
 #   bench/run.sh throughput   records/s topic -> SQLite sink: baton-worker vs a plain consumer

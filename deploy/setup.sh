@@ -21,7 +21,7 @@ pkgs=(build-essential cmake pkg-config
       yamllint python3-kubernetes docker-compose
       libssl-dev # the coordinator's rack lookup speaks TLS
       openssl # the Kafka TLS test's throwaway CA and TLS listener
-      clang-format # tests/style/check_format.sh (STYLE.md: .clang-format checked)
+      clang-format # tests/style/check_format.sh: the tree is formatted as .clang-format says
       prometheus) # promtool for deploy/prometheus, the server for it_prometheus
 missing=()
 for p in "${pkgs[@]}"; do

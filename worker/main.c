@@ -76,7 +76,7 @@ static baton_conf_opt_t opts[] = {
     {"zk-auth-file", "zookeeper.auth.file", "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0,
      &zk_auth_file, "FILE", "the same from a file's first line (off the command line)", 0},
     {"processor", "processor", "BATON_PROCESSOR", BATON_CONF_STR, 0, 0, &processor_spec,
-     "NAME|PATH", "copy (default), project, or a processor .so (see README, Processors)", 0},
+     "NAME|PATH", "copy (default), project, or a processor .so (see docs/processors.md)", 0},
     {"processor-config", "processor.config", "BATON_PROCESSOR_CONFIG", BATON_CONF_STR, 0, 0,
      &processor_config, "JSON", "the processor's configuration: JSON text, or @FILE", 0},
     {"log-level", "log.level", "BATON_LOG_LEVEL", BATON_CONF_STR, 0, 0, &log_level, "L",

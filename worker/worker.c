@@ -37,7 +37,7 @@
  * response at once (thousands of records per partition), and a paused
  * partition's fetching restarts up to ~1 s after rd_kafka_resume_partitions
  * (its broker thread's idle tick), so pausing at 4 batches stalled every
- * catch-up about once a second (issue 5: throughput 0.56x -> see README). */
+ * catch-up about once a second (issue 5: throughput 0.56x -> see docs/benchmarks.md). */
 #define WORKER_PAUSE_BATCHES 40
 
 /* One buffered input record and what the processor made of it. */

@@ -72,7 +72,7 @@ h_log "control: the listener verifies with its CA and not with the unrelated one
 SECRET_KEY_PW="keypw-$RANDOM-SECRET123"
 SECRET_SASL_PW="saslpw-$RANDOM-SECRET456"
 # The secrets come from a --config file (kafka.KEY=VALUE, off the command
-# line, as the README advises) for one worker and from --kafka flags for
+# line, as docs/configuration.md advises) for one worker and from --kafka flags for
 # the other: neither way may they reach a log line.
 printf 'kafka.ssl.key.password=%s\nkafka.sasl.password=%s\n' "$SECRET_KEY_PW" "$SECRET_SASL_PW" >"$T/secrets.properties"
 tls_worker() { # NAME BROKERS CAFILE SECRETS...

@@ -65,7 +65,7 @@ build_app() {
     fi
 }
 # The probe in strict C17 (the headers need no extensions); the example
-# as the README builds an application, with the compiler's default dialect.
+# as docs/keys.md builds an application, with the compiler's default dialect.
 src=$BATON_SRC/tests/integration/member_probe.c
 build_app probe-shared "$src" shared -std=c17
 build_app probe-static "$src" static -std=c17

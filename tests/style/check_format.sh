@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_format.sh: every C source and header of the tree is formatted as
-# .clang-format says (STYLE.md: ".clang-format committed and checked").
+# .clang-format says (committed, and checked here).
 # Prints each file that differs with the first lines of its diff; exits 1
 # if any does. Fix with: clang-format -i FILE (or the whole tree:
 #   git ls-files '*.c' '*.h' | xargs clang-format -i).
