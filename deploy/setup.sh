@@ -38,5 +38,16 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# Quiet unless something fails: the build's output goes to BUILD/build.log,
+# and its tail is shown on a failure.
+log=$build/build.log
+mkdir -p "$build"
+t0=$SECONDS
+if ! { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" &&
+    cmake --build "$build" -j"$(nproc)"; } >"$log" 2>&1; then
+    grep -E 'error|Error|warning' "$log" | head -40 >&2 || true
+    echo "setup: the build failed; the last lines of $log:" >&2
+    tail -30 "$log" >&2
+    exit 1
+fi
+echo "setup: built $build in $((SECONDS - t0)) s (log: $log)" >&2
