@@ -78,7 +78,7 @@ static json_t *fences_build(const json_t *st, const char *uri, const baton_fence
 static void fences_print_human(const json_t *fx, FILE *f) {
     static const ctl_col_t cols[] = {
         {"PARTITION", "partition", 9, 9, 1, ctl_cell_text},
-        {"OWNER", "owner", 8, 24, 0, ctl_cell_text},
+        {"OWNER", "owner", 8, CTL_COL_ID, 0, ctl_cell_text},
         {"OWNER EPOCH", "owner_epoch", 11, 20, 1, ctl_cell_text},
         {"SINK EPOCH", "epoch", 10, 20, 1, ctl_cell_text},
         {"NEXT OFFSET", "next_offset", 11, 20, 1, ctl_cell_text},
@@ -87,8 +87,8 @@ static void fences_print_human(const json_t *fx, FILE *f) {
     };
     const json_t *sum = json_object_get(fx, "summary");
 #define SUMI(k) json_integer_value(json_object_get(sum, k))
-    fprintf(f, "group:        %.72s\n", json_string_value(json_object_get(fx, "group")));
-    fprintf(f, "sink:         %.72s\n", json_string_value(json_object_get(fx, "sink")));
+    fprintf(f, "group:        %s\n", json_string_value(json_object_get(fx, "group")));
+    fprintf(f, "sink:         %s\n", json_string_value(json_object_get(fx, "sink")));
     fprintf(f,
             "agreement:    %" JSON_INTEGER_FORMAT " agree, %" JSON_INTEGER_FORMAT
             " sink_behind, %" JSON_INTEGER_FORMAT " sink_ahead, %" JSON_INTEGER_FORMAT

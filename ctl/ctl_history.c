@@ -193,9 +193,9 @@ int ctl_cmd_history(ctl_ctx_t *ctx, int argc, char **argv) {
         static const ctl_col_t cols[] = {
             {"TIME (UTC)", "time_ms", 24, 24, 0, cell_time},
             {"PARTITION", "partition", 9, 9, 1, ctl_cell_text},
-            {"KEY", "key", 3, 32, 0, ctl_cell_text},
-            {"FROM", "from", 4, 20, 0, ctl_cell_text},
-            {"TO", "to", 4, 20, 0, ctl_cell_text},
+            {"KEY", "key", 3, CTL_COL_ID, 0, ctl_cell_text},
+            {"FROM", "from", 4, CTL_COL_ID, 0, ctl_cell_text},
+            {"TO", "to", 4, CTL_COL_ID, 0, ctl_cell_text},
             {"EPOCH", "epoch", 5, 20, 1, ctl_cell_text},
             {"GENERATION", "generation", 10, 12, 1, ctl_cell_text},
             {"REASON", "reason", 9, 9, 0, ctl_cell_text},

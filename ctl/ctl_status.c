@@ -1117,10 +1117,10 @@ void ctl_status_print_summary(const json_t *st, FILE *f) {
 void ctl_status_print_workers(const json_t *st, FILE *f, int with_session) {
     static const col_t cols[] = {
         {"WORKER", "id", 8, CTL_COL_ID, 0, cell_text},
-        {"HOST", "host", 6, 20, 0, cell_text},
+        {"HOST", "host", 6, CTL_COL_ID, 0, cell_text},
         {"PID", "pid", 3, 10, 1, cell_text},
         {"CAP", "capacity", 3, 7, 1, cell_text},
-        {"RACK", "rack", 4, 12, 0, cell_text},
+        {"RACK", "rack", 4, CTL_COL_ID, 0, cell_text},
         {"OWNED", "owned", 5, 7, 1, cell_text},
         {"ASSIGNED", "assigned", 8, 8, 1, cell_text},
         {"DRAINING", "draining", 8, 8, 0, cell_text},

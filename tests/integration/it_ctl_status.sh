@@ -155,4 +155,12 @@ COLUMNS=60 "$BATON_BIN/batonctl" --zk "$ZK" --group big workers >"$H_DIR/ids.txt
 grep -q '^ip-.*\.\.' "$H_DIR/ids.txt" || h_fail "at 60 columns the ids should be cut: $(<"$H_DIR/ids.txt")"
 COLUMNS=60 "$BATON_BIN/batonctl" --zk "$ZK" --group big workers --wide >"$H_DIR/ids.txt"
 [[ $(ids_shown) == "$ip1"$'\n'"$ip2" ]] || h_fail "--wide must not cut: $(<"$H_DIR/ids.txt")"
+# history: the same ids, whole when piped or --wide, told apart when cut.
+h_zk create /baton/big/history '{"entries":[{"partition":1,"from":"'$ip1'","to":"'$ip2'","epoch":5,"generation":2,"time_ms":1700000000000,"reason":"leave"},{"partition":2,"from":"'$ip2'","to":"'$ip1'","epoch":6,"generation":3,"time_ms":1700000000001,"reason":"drain"}]}' >/dev/null
+hist_ids() { awk '$3 ~ /^ip-/ { print $3; print $4 }' "$H_DIR/hist.txt" | sort -u; }
+"$BATON_BIN/batonctl" --zk "$ZK" --group big history >"$H_DIR/hist.txt"
+[[ $(hist_ids) == "$ip1"$'\n'"$ip2" ]] || h_fail "piped, history ids must be whole: $(<"$H_DIR/hist.txt")"
+COLUMNS=70 "$BATON_BIN/batonctl" --zk "$ZK" --group big history >"$H_DIR/hist.txt"
+[[ $(hist_ids | wc -l) == 2 ]] || h_fail "history cut to 70 columns, two ids read alike: $(<"$H_DIR/hist.txt")"
+grep -q '  ip-.*\.\.' "$H_DIR/hist.txt" || h_fail "at 70 columns the history ids should be cut: $(<"$H_DIR/hist.txt")"
 h_pass "owner and epoch of partition 7, lag 0 -> 2 -> 0, ages, workers, drains, pins, filters, errors, 1,000 rows in 100 columns"
