@@ -1,0 +1,174 @@
+/* test_incarnation.c: the member lock file (baton_incarnation.h): the lock
+ * is exclusive between processes and released when its holder is
+ * SIGKILLed; the previous incarnation is read back; a file that is not a
+ * lock file is refused (and left alone); the state directory is created,
+ * taken from $STATE_DIRECTORY when unset; the descriptor is close-on-exec. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "baton/err.h"
+#include "baton_incarnation.h"
+
+static char tmpdir[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_incarnation.XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_first_then_previous(void **state) {
+    (void)state;
+    char dir[128], err[512];
+    snprintf(dir, sizeof(dir), "%s/a/b", tmpdir); /* created, parents too */
+    baton_incarnation_t inc;
+    assert_int_equal(baton_incarnation_open(&inc, dir, "g", "w1", err, sizeof(err)), BATON_OK);
+    assert_string_equal(inc.previous, "");
+    assert_int_equal(strlen(inc.current), BATON_UUID_LEN);
+    int fl = fcntl(inc.fd, F_GETFD);
+    assert_true(fl >= 0 && (fl & FD_CLOEXEC));
+    char first[BATON_UUID_LEN + 1];
+    memcpy(first, inc.current, sizeof(first));
+    assert_int_equal(baton_incarnation_commit(&inc, err, sizeof(err)), BATON_OK);
+    /* A second open in the same process is another holder: refused. */
+    baton_incarnation_t again;
+    assert_int_equal(baton_incarnation_open(&again, dir, "g", "w1", err, sizeof(err)),
+                     BATON_EXISTS);
+    assert_int_equal(again.holder_pid, (long)getpid());
+    assert_non_null(strstr(err, "held by a live process"));
+    /* Another id is another file. */
+    assert_int_equal(baton_incarnation_open(&again, dir, "g", "w2", err, sizeof(err)), BATON_OK);
+    baton_incarnation_close(&again);
+    baton_incarnation_close(&inc);
+    baton_incarnation_close(&inc); /* twice is fine */
+    assert_int_equal(baton_incarnation_open(&inc, dir, "g", "w1", err, sizeof(err)), BATON_OK);
+    assert_string_equal(inc.previous, first);
+    assert_string_not_equal(inc.current, first);
+    baton_incarnation_close(&inc);
+}
+
+static void test_killed_holder_releases(void **state) {
+    (void)state;
+    char err[512];
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        baton_incarnation_t inc;
+        if (baton_incarnation_open(&inc, tmpdir, "g", "w9", err, sizeof(err)) != BATON_OK ||
+            baton_incarnation_commit(&inc, err, sizeof(err)) != BATON_OK)
+            _exit(1);
+        (void)!write(ready[1], inc.current, BATON_UUID_LEN);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char child_inc[BATON_UUID_LEN + 1] = "";
+    assert_int_equal(read(ready[0], child_inc, BATON_UUID_LEN), BATON_UUID_LEN);
+    close(ready[0]);
+    baton_incarnation_t inc;
+    assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "w9", err, sizeof(err)),
+                     BATON_EXISTS);
+    assert_int_equal(inc.holder_pid, (long)child);
+    char pidtext[32];
+    snprintf(pidtext, sizeof(pidtext), "pid %ld", (long)child);
+    assert_non_null(strstr(err, pidtext));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    /* The kernel released the lock: we get it, and the dead one's id. */
+    assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "w9", err, sizeof(err)), BATON_OK);
+    assert_string_equal(inc.previous, child_inc);
+    baton_incarnation_close(&inc);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_corrupt_refused(void **state) {
+    (void)state;
+    char path[256], err[512];
+    snprintf(path, sizeof(path), "%s/g.bad.lock", tmpdir);
+    const char *bad[] = {
+        "hello\n",
+        "incarnation=not-a-uuid-not-a-uuid-not-a-uuid-x\npid=1\n",
+        "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\n",        /* no pid */
+        "pid=12\n",                                                  /* no incarnation */
+        "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=x\n", /* bad pid */
+        "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=12",  /* unfinished */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        write_file(path, bad[i]);
+        baton_incarnation_t inc;
+        assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "bad", err, sizeof(err)),
+                         BATON_CORRUPT);
+        assert_non_null(strstr(err, path));
+        assert_non_null(strstr(err, "remove it"));
+        assert_int_equal(inc.fd, -1);
+        /* left as it was */
+        char back[256] = "";
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        size_t got = fread(back, 1, sizeof(back) - 1, f);
+        fclose(f);
+        back[got] = 0;
+        assert_string_equal(back, bad[i]);
+    }
+    write_file(path, "# a comment\nincarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=12\n"
+                     "host=h1\n");
+    baton_incarnation_t inc;
+    assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "bad", err, sizeof(err)), BATON_OK);
+    assert_string_equal(inc.previous, "0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f");
+    baton_incarnation_close(&inc);
+}
+
+static void test_state_dir(void **state) {
+    (void)state;
+    char err[512], file[256];
+    assert_string_equal(baton_incarnation_dir("/x"), "/x");
+    setenv("STATE_DIRECTORY", "/var/lib/one:/var/lib/two", 1);
+    assert_string_equal(baton_incarnation_dir(NULL), "/var/lib/one");
+    setenv("STATE_DIRECTORY", tmpdir, 1);
+    assert_string_equal(baton_incarnation_dir(""), tmpdir);
+    unsetenv("STATE_DIRECTORY");
+    assert_string_equal(baton_incarnation_dir(NULL), BATON_STATE_DIR_DEFAULT);
+    /* A file where the directory should be: a clear error. */
+    snprintf(file, sizeof(file), "%s/plain", tmpdir);
+    write_file(file, "x");
+    baton_incarnation_t inc;
+    assert_int_equal(baton_incarnation_open(&inc, file, "g", "w1", err, sizeof(err)), BATON_IO);
+    assert_non_null(strstr(err, "state directory"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_then_previous),
+        cmocka_unit_test(test_killed_holder_releases),
+        cmocka_unit_test(test_corrupt_refused),
+        cmocka_unit_test(test_state_dir),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
