@@ -13,7 +13,9 @@
 #     a's session (lib=zookeeper); b's (log.level info) to b's only, with
 #     no debug line; c has no callback, so its lines go to stderr as
 #     before, and a's and b's never do;
-#   - a bad setting or a missing required one is a clear error naming it.
+#   - a bad setting or a missing required one is a clear error naming it;
+#   - baton-run (the library's conf form, its identity from --zk-auth-file)
+#     writes as alice under /ra, and as bob is refused naming --zk-auth.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -105,4 +107,21 @@ grep -q 'event=left' "$H_DIR/a.lines" || h_fail "a's leave was not logged throug
 if grep -v '^=== ' "$H_DIR"/*.lines "$H_DIR"/m.log | grep -F -e "$PA" -e "$PB"; then
     h_fail "a ZooKeeper password in a log line"
 fi
+
+# baton-run, on the same library, builds its identity from --zk-auth-file /
+# BATON_ZK_AUTH: as alice it runs under /ra (its --once record carries
+# alice's ACL); as bob it is refused, naming its own flag.
+BATON_ZK_AUTH="digest:alice:$PA" b_ctl --root /ra keys add kr >/dev/null
+rc=0
+"$BATON_BIN/baton-run" --zk "$ZK" --root /ra --group "$B_GROUP" --key kr --once r1 \
+    --zk-auth-file "$H_DIR/alice.auth" --session-timeout-ms "$B_SESSION_MS" -- true \
+    >"$H_DIR/run-alice.out" 2>&1 || rc=$?
+((rc == 0)) || h_fail "baton-run as alice exited $rc: $(tail -3 "$H_DIR/run-alice.out")"
+/usr/share/zookeeper/bin/zkCli.sh -server "$ZK" getAcl "/ra/$B_GROUP/keys/kr/runs/r1" >"$H_DIR/acl-run.out" 2>&1
+grep -q "'digest,'alice:" "$H_DIR/acl-run.out" || h_fail "baton-run's run record is not alice's: $(cat "$H_DIR/acl-run.out")"
+rc=0
+BATON_ZK_AUTH="digest:bob:$PB" "$BATON_BIN/baton-run" --zk "$ZK" --root /ra --group "$B_GROUP" \
+    --key kr -- true >"$H_DIR/run-bob.out" 2>&1 || rc=$?
+((rc == 1)) && grep -q "'/ra' is writable only by digest:alice, not by digest user 'bob' (check --zk-auth)" "$H_DIR/run-bob.out" ||
+    h_fail "baton-run as bob under /ra: exit $rc, $(cat "$H_DIR/run-bob.out")"
 h_pass "three memberships in one process: each its own identity, its own log callback or stderr"
