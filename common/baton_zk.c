@@ -141,12 +141,14 @@ static void zk_log_level(void) {
      * attempt: only asked for with baton's debug level (the process's, or
      * the sink's of the session being made; the client's level is one for
      * the process, so it only rises). */
-    static int level = 0;
+    static int level = 0; /* under log_slots_lock: sessions may be made on several threads */
     int want = baton_log_on(BATON_LOG_DEBUG) ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_WARN;
+    pthread_mutex_lock(&log_slots_lock);
     if (want > level) {
         zoo_set_debug_level((ZooLogLevel)want);
         level = want;
     }
+    pthread_mutex_unlock(&log_slots_lock);
 }
 
 int baton_zk_err(int rc) {

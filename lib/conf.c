@@ -58,6 +58,12 @@ static const setting_t settings[S_COUNT] = {
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
+/* The public levels a log callback gets are baton_log's. */
+_Static_assert(BATON_LOG_LEVEL_DEBUG == (int)BATON_LOG_DEBUG &&
+                   BATON_LOG_LEVEL_INFO == (int)BATON_LOG_INFO &&
+                   BATON_LOG_LEVEL_WARN == (int)BATON_LOG_WARN &&
+                   BATON_LOG_LEVEL_ERROR == (int)BATON_LOG_ERROR,
+               "baton.h's log levels differ from baton_log.h's");
 
 struct baton_conf_s {
     char *str[S_COUNT]; /* SET_STR values (heap), NULL: not set */
