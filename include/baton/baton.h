@@ -34,6 +34,9 @@
  * baton_membership_leave() -- never on ZooKeeper's threads -- so a callback
  * may block (flush a sink, stop a child process). While a callback blocks,
  * ZooKeeper's session is still kept alive by the client's own threads.
+ * The one exception is the log callback (baton_conf_set_log_cb), which may
+ * also run on the ZooKeeper client's threads. Memberships are independent:
+ * a process may run several, each with its own ZooKeeper identity and log.
  *
  * Ownership of memory: a baton_conf_t copies every value it is given, and
  * a membership copies its baton_conf_t. (The frozen baton_membership_conf_t
