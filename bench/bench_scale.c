@@ -117,7 +117,7 @@ static void *scale_observer(void *arg) {
     const scale_conf_t *c = arg;
     char errstr[256];
     baton_zk_t *zk = NULL;
-    if (baton_zk_connect(c->zk, 10000, 15000, &zk, errstr, sizeof(errstr)) != BATON_OK) {
+    if (baton_zk_connect(c->zk, 10000, 15000, NULL, &zk, errstr, sizeof(errstr)) != BATON_OK) {
         fprintf(stderr, "baton-bench-scale: observer: %s\n", errstr);
         return NULL;
     }

@@ -207,7 +207,7 @@ static int read_file(const char *path, char **data, size_t *len, char *errstr, s
     return BATON_OK;
 }
 
-void baton_conf_release(baton_conf_t *c) {
+void baton_conf_release(baton_conf_parsed_t *c) {
     for (size_t i = 0; i < c->nkafka; i++)
         free(c->kafka[i]);
     free(c->kafka);
@@ -219,13 +219,13 @@ void baton_conf_release(baton_conf_t *c) {
     memset(c, 0, sizeof(*c));
 }
 
-static void add_kafka(baton_conf_t *c, const char *kv) {
+static void add_kafka(baton_conf_parsed_t *c, const char *kv) {
     c->kafka = xrealloc(c->kafka, sizeof(char *) * (c->nkafka + 1));
     c->kafka[c->nkafka++] = xstrdup(kv);
 }
 
 int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int argc, char **argv,
-                     int *nposit, baton_conf_t *out, char *errstr, size_t n) {
+                     int *nposit, baton_conf_parsed_t *out, char *errstr, size_t n) {
     memset(out, 0, sizeof(*out));
     enum { EXTRA = 4 };
     struct option *lo = xcalloc(nopts + EXTRA + 1, sizeof(struct option));

@@ -45,7 +45,7 @@ typedef struct {
     char *file_data;     /* storage the string targets may point into */
     char **file_strings; /* values copied from the file */
     size_t nfile_strings;
-} baton_conf_t;
+} baton_conf_parsed_t;
 
 /* Parses argv against opts (the table also accepts --config FILE, --kafka
  * KEY=VALUE when allow_kafka, --help and --version), then the environment, then the
@@ -54,8 +54,8 @@ typedef struct {
  * reordered so they follow and *nposit counts them (they start at
  * argv[argc - *nposit]). Returns BATON_OK, or BATON_INVALID with a message. */
 int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int argc, char **argv,
-                     int *nposit, baton_conf_t *out, char *errstr, size_t errstr_size);
-void baton_conf_release(baton_conf_t *c);
+                     int *nposit, baton_conf_parsed_t *out, char *errstr, size_t errstr_size);
+void baton_conf_release(baton_conf_parsed_t *c);
 
 /* --zk-chroot: the ZooKeeper connect string hosts with the chroot path
  * appended ("h1:2181,h2:2181" + "/tenant-a" -> "h1:2181,h2:2181/tenant-a";

@@ -72,8 +72,8 @@ static int create_partition_batch(baton_zk_t *zk, const char *base, int32_t from
         int i = (int)(p - from) * 2;
         paths[i] = baton_layout_partition(base, p);
         paths[i + 1] = baton_layout_partition_claims(base, p);
-        zoo_create_op_init(&ops[i], paths[i], NULL, -1, baton_zk_acl(), 0, NULL, 0);
-        zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, baton_zk_acl(), 0, NULL, 0);
+        zoo_create_op_init(&ops[i], paths[i], NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
+        zoo_create_op_init(&ops[i + 1], paths[i + 1], NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
     }
     int rc = baton_zk_multi(zk, count, ops, results);
     for (int i = 0; i < count; i++)
@@ -360,8 +360,8 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
         char *claims = baton_layout_key_claims(base, keys[i]);
         zoo_op_t ops[2];
         zoo_op_result_t res[2];
-        zoo_create_op_init(&ops[0], key, NULL, -1, baton_zk_acl(), 0, NULL, 0);
-        zoo_create_op_init(&ops[1], claims, NULL, -1, baton_zk_acl(), 0, NULL, 0);
+        zoo_create_op_init(&ops[0], key, NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
+        zoo_create_op_init(&ops[1], claims, NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
         int rc = baton_zk_multi(zk, 2, ops, res);
         free(key);
         free(claims);

@@ -1,4 +1,5 @@
-/* baton_log.c: writes one key=value line per event to stderr. */
+/* baton_log.c: writes one key=value line per event to stderr, or to the
+ * thread's current sink. */
 #include "baton_log.h"
 
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 baton_log_level_t baton_log_level = BATON_LOG_INFO;
+_Thread_local const baton_log_sink_t *baton_log_cur = NULL;
 static baton_log_format_t log_format = BATON_LOG_FORMAT_TEXT;
 static char log_proc[64] = "baton";
 static char log_id[128] = "";
@@ -38,6 +40,37 @@ int baton_log_format_parse(const char *s, baton_log_format_t *out) {
 }
 
 void baton_log_set_format(baton_log_format_t fmt) { log_format = fmt; }
+
+baton_log_sink_t *baton_log_sink_dup(const baton_log_sink_t *s) {
+    if (!s)
+        return NULL;
+    baton_log_sink_t *d = malloc(sizeof(*d));
+    if (d)
+        *d = *s;
+    return d;
+}
+
+const baton_log_sink_t *baton_log_enter(const baton_log_sink_t *s) {
+    const baton_log_sink_t *prev = baton_log_cur;
+    baton_log_cur = s;
+    return prev;
+}
+
+void baton_log_restore(const baton_log_sink_t *const *prev) { baton_log_cur = *prev; }
+
+/* A whole line to the thread's sink, or to stderr with one fputs (which
+ * keeps lines from several threads apart). */
+static void log_emit(baton_log_level_t lvl, const char *line) {
+    const baton_log_sink_t *s = baton_log_cur;
+    if (s) {
+        s->cb(s->opaque, (int)lvl, line);
+        return;
+    }
+    flockfile(stderr);
+    fputs(line, stderr);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+}
 
 /* Appends s (len bytes) to buf as the body of a JSON string. */
 static size_t json_escape(char *buf, size_t pos, size_t cap, const char *s, size_t len) {
@@ -154,10 +187,7 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
         pos = json_fields(json, pos, sizeof(json) - 2, msg);
         json[pos++] = '}';
         json[pos] = 0;
-        flockfile(stderr);
-        fputs(json, stderr);
-        fputc('\n', stderr);
-        funlockfile(stderr);
+        log_emit(lvl, json);
         return;
     }
     int n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s proc=%s%s%s ", when,
@@ -168,11 +198,7 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     va_end(ap);
-    /* One fputs of a whole line keeps lines from several threads apart. */
-    flockfile(stderr);
-    fputs(line, stderr);
-    fputc('\n', stderr);
-    funlockfile(stderr);
+    log_emit(lvl, line);
 }
 
 /* Library lines: one per kind of message (digits ignored, so a port or a
@@ -194,8 +220,9 @@ static int lib_quiet = 0;
 
 void baton_log_lib_quiet(int quiet) { lib_quiet = quiet; }
 
-static uint64_t lib_kind_hash(const char *lib, const char *src, const char *msg) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+/* Per sink: one handle's repeats do not hide another's lines. */
+static uint64_t lib_kind_hash(const void *sink, const char *lib, const char *src, const char *msg) {
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uintptr_t)sink; /* FNV-1a */
     const char *parts[] = {lib, "|", src ? src : "", "|", msg};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
         for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++) {
@@ -236,9 +263,9 @@ static long lib_kind_admit(uint64_t hash) {
 }
 
 void baton_log_lib(baton_log_level_t lvl, const char *lib, const char *src, const char *msg) {
-    if (lib_quiet || lvl < baton_log_level)
+    if (lib_quiet || !baton_log_on(lvl))
         return;
-    long suppressed = lib_kind_admit(lib_kind_hash(lib, src, msg));
+    long suppressed = lib_kind_admit(lib_kind_hash(baton_log_cur, lib, src, msg));
     if (suppressed < 0)
         return;
     /* The message becomes one quoted value: no quotes or line breaks in it. */

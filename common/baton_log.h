@@ -1,7 +1,14 @@
 /* baton_log.h: the logging facade. One line per event on stderr, key=value
  * fields: "ts=... level=info proc=baton-worker id=w1 event=claimed partition=3".
  * Callers write the event's fields as the format; arguments are not
- * evaluated when the level is filtered out. Thread-safe. */
+ * evaluated when the level is filtered out. Thread-safe.
+ *
+ * Sinks: a thread may name a current sink (a callback and its own minimum
+ * level; BATON_LOG_SCOPE): while it is set, every line that thread logs
+ * goes to the callback, filtered by the sink's level, instead of stderr.
+ * libbaton sets the sink of a membership handle in each of its entry
+ * points, so whatever is logged on the handle's behalf (including the
+ * ZooKeeper client's lines, baton_zk.c) reaches that handle's callback. */
 #ifndef BATON_LOG_H
 #define BATON_LOG_H
 
@@ -19,6 +26,39 @@ typedef enum {
 } baton_log_format_t;
 
 extern baton_log_level_t baton_log_level;
+
+/* A destination for lines: cb gets each formatted line (no newline; text
+ * or JSON as the process's format says) with its level; lines below level
+ * are not formatted at all. */
+typedef struct {
+    void (*cb)(void *opaque, int level, const char *line);
+    void *opaque;
+    baton_log_level_t level;
+} baton_log_sink_t;
+
+/* A heap copy of s (free it), or NULL for NULL. */
+baton_log_sink_t *baton_log_sink_dup(const baton_log_sink_t *s);
+
+/* The calling thread's current sink; NULL: the process's logger (stderr,
+ * baton_log_level). */
+extern _Thread_local const baton_log_sink_t *baton_log_cur;
+
+/* Makes s (NULL: none) the thread's current sink; returns the previous
+ * one, for baton_log_restore. */
+const baton_log_sink_t *baton_log_enter(const baton_log_sink_t *s);
+void baton_log_restore(const baton_log_sink_t *const *prev);
+/* For the rest of the enclosing block the thread's sink is s (NULL: the
+ * process's logger); the previous one comes back when the block is left,
+ * by any return. */
+#define BATON_LOG_SCOPE(s)                                                                        \
+    const baton_log_sink_t *baton_log_prev_ __attribute__((cleanup(baton_log_restore), unused)) = \
+        baton_log_enter(s)
+
+/* 1 if a line of level lvl would be written on this thread. */
+static inline int baton_log_on(baton_log_level_t lvl) {
+    const baton_log_sink_t *s = baton_log_cur;
+    return s ? lvl >= s->level : lvl >= baton_log_level;
+}
 
 /* Sets the process name and member id printed on every line (copied). The
  * environment variables BATON_LOG_FORMAT (text, json) and BATON_LOG_LEVEL
@@ -47,7 +87,7 @@ void baton_log_lib_quiet(int quiet);
 
 #define BATON_LOG(lvl, ...)                  \
     do {                                     \
-        if ((lvl) < baton_log_level)         \
+        if (!baton_log_on(lvl))              \
             break;                           \
         baton_log_write((lvl), __VA_ARGS__); \
     } while (0)

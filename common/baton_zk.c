@@ -27,6 +27,12 @@ struct baton_zk_s {
     zk_event_node_t *head, *tail;
     int connected;
     int expired;
+    baton_zk_auth_t *auth; /* our copy of the identity, or NULL */
+    /* The log sink current when the session was made (a membership
+     * handle's, baton_log.h), or NULL; and the log slot routing the
+     * client's lines of this handle to it, or -1. */
+    const baton_log_sink_t *log;
+    int log_slot;
 };
 
 void baton_zk_log_cb(const char *message) {
@@ -55,19 +61,94 @@ void baton_zk_log_cb(const char *message) {
                 break;
             }
     }
+    /* INFO is asked of the client only for debug (zk_log_level); it may be
+     * on for another session's sink. */
+    if (lvl == BATON_LOG_INFO && !baton_log_on(BATON_LOG_DEBUG))
+        return;
     baton_log_lib(lvl, "zookeeper", src, text);
 }
 
-static void zk_log_level_once(void) {
-    static int done = 0;
-    if (!done) {
-        /* The client's lines go through baton's logger (baton_zk_log_cb),
-         * which collapses repeats. Its INFO level is a line per connection
-         * attempt: only asked for with baton's debug level. */
-        zoo_set_debug_level(baton_log_level == BATON_LOG_DEBUG ? ZOO_LOG_LEVEL_INFO
-                                                               : ZOO_LOG_LEVEL_WARN);
-        done = 1;
+/* The client's log callback takes no context, and it runs on the client's
+ * own threads too, so a session made with a log sink gets a callback of its
+ * own: one of LOG_SLOTS trampolines, each bound to one session while it
+ * lives. Sessions without a sink (the programs'), or past LOG_SLOTS at
+ * once, use baton_zk_log_cb: the process's logger. */
+#define LOG_SLOTS 64
+static pthread_mutex_t log_slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static const baton_log_sink_t *log_slots[LOG_SLOTS];
+static unsigned char log_slot_used[LOG_SLOTS];
+
+static void zk_log_slot(int i, const char *message) {
+    pthread_mutex_lock(&log_slots_lock);
+    const baton_log_sink_t *sink = log_slots[i];
+    pthread_mutex_unlock(&log_slots_lock);
+    BATON_LOG_SCOPE(sink);
+    baton_zk_log_cb(message);
+}
+
+/* zk_log_slot_IJ passes slot I*8+J. */
+#define LOG_SLOT_FN(i, j) \
+    static void zk_log_slot_##i##j(const char *m) { zk_log_slot((i)*8 + (j), m); }
+#define LOG_SLOT_FN8(i) \
+    LOG_SLOT_FN(i, 0)   \
+    LOG_SLOT_FN(i, 1)   \
+    LOG_SLOT_FN(i, 2)   \
+    LOG_SLOT_FN(i, 3) LOG_SLOT_FN(i, 4) LOG_SLOT_FN(i, 5) LOG_SLOT_FN(i, 6) LOG_SLOT_FN(i, 7)
+LOG_SLOT_FN8(0)
+LOG_SLOT_FN8(1)
+LOG_SLOT_FN8(2)
+LOG_SLOT_FN8(3)
+LOG_SLOT_FN8(4)
+LOG_SLOT_FN8(5)
+LOG_SLOT_FN8(6)
+LOG_SLOT_FN8(7)
+#define LOG_SLOT_REF8(i)                                                            \
+    zk_log_slot_##i##0, zk_log_slot_##i##1, zk_log_slot_##i##2, zk_log_slot_##i##3, \
+        zk_log_slot_##i##4, zk_log_slot_##i##5, zk_log_slot_##i##6, zk_log_slot_##i##7
+static const log_callback_fn log_slot_fns[LOG_SLOTS] = {
+    LOG_SLOT_REF8(0), LOG_SLOT_REF8(1), LOG_SLOT_REF8(2), LOG_SLOT_REF8(3),
+    LOG_SLOT_REF8(4), LOG_SLOT_REF8(5), LOG_SLOT_REF8(6), LOG_SLOT_REF8(7)};
+
+/* A slot for sink, or -1 (none needed, or all taken). */
+static int log_slot_take(const baton_log_sink_t *sink) {
+    if (!sink)
+        return -1;
+    int got = -1;
+    pthread_mutex_lock(&log_slots_lock);
+    for (int i = 0; i < LOG_SLOTS && got < 0; i++)
+        if (!log_slot_used[i]) {
+            log_slot_used[i] = 1;
+            log_slots[i] = sink;
+            got = i;
+        }
+    pthread_mutex_unlock(&log_slots_lock);
+    return got;
+}
+
+/* Only once the client's threads are joined (zookeeper_close). */
+static void log_slot_give(int i) {
+    if (i < 0)
+        return;
+    pthread_mutex_lock(&log_slots_lock);
+    log_slot_used[i] = 0;
+    log_slots[i] = NULL;
+    pthread_mutex_unlock(&log_slots_lock);
+}
+
+static void zk_log_level(void) {
+    /* The client's lines go through baton's logger (baton_zk_log_cb),
+     * which collapses repeats. Its INFO level is a line per connection
+     * attempt: only asked for with baton's debug level (the process's, or
+     * the sink's of the session being made; the client's level is one for
+     * the process, so it only rises). */
+    static int level = 0; /* under log_slots_lock: sessions may be made on several threads */
+    int want = baton_log_on(BATON_LOG_DEBUG) ? ZOO_LOG_LEVEL_INFO : ZOO_LOG_LEVEL_WARN;
+    pthread_mutex_lock(&log_slots_lock);
+    if (want > level) {
+        zoo_set_debug_level((ZooLogLevel)want);
+        level = want;
     }
+    pthread_mutex_unlock(&log_slots_lock);
 }
 
 int baton_zk_err(int rc) {
@@ -121,16 +202,21 @@ void baton_zk_watcher(zhandle_t *zh, int type, int state, const char *path, void
 }
 
 int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
-                     baton_zk_t **out, char *errstr, size_t n) {
-    zk_log_level_once();
+                     const baton_zk_auth_t *auth, baton_zk_t **out, char *errstr, size_t n) {
+    zk_log_level();
     baton_zk_t *zk = xcalloc(1, sizeof(*zk));
+    zk->auth = baton_zk_auth_dup(auth);
+    zk->log = baton_log_cur;
+    zk->log_slot = log_slot_take(zk->log);
     pthread_mutex_init(&zk->lock, NULL);
     if (pipe2(zk->pipefd, O_NONBLOCK | O_CLOEXEC) != 0) {
+        log_slot_give(zk->log_slot);
+        baton_zk_auth_destroy(zk->auth);
         free(zk);
         return baton_seterr(errstr, n, BATON_IO, "pipe: %s", strerror(errno));
     }
-    zk->zh =
-        zookeeper_init2(hosts, baton_zk_watcher, session_timeout_ms, NULL, zk, 0, baton_zk_log_cb);
+    zk->zh = zookeeper_init2(hosts, baton_zk_watcher, session_timeout_ms, NULL, zk, 0,
+                             zk->log_slot >= 0 ? log_slot_fns[zk->log_slot] : baton_zk_log_cb);
     if (!zk->zh) {
         int e = errno;
         baton_zk_destroy(zk);
@@ -146,7 +232,7 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
     /* The identity of --zk-auth, if any: queued before the session is
      * established, so it precedes every request (and is re-sent on
      * reconnect by the client). */
-    int arc = baton_zk__auth_add(zk->zh);
+    int arc = baton_zk__auth_add(zk->auth, zk->zh);
     if (arc != ZOK) {
         baton_zk_destroy(zk);
         return baton_seterr(errstr, n, BATON_DENIED, "cannot add the ZooKeeper credentials: %s",
@@ -160,12 +246,15 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
         if (connected)
             break;
         if (expired) {
+            const char *user = baton_zk_auth_user(zk->auth);
+            int err = user ? baton_seterr(errstr, n, BATON_DENIED,
+                                          "ZooKeeper at '%s' refused the session or the "
+                                          "credentials of digest user '%s'",
+                                          hosts, user)
+                           : BATON_OK;
             baton_zk_destroy(zk);
-            if (baton_zk_auth_user())
-                return baton_seterr(errstr, n, BATON_DENIED,
-                                    "ZooKeeper at '%s' refused the session or the credentials "
-                                    "of digest user '%s'",
-                                    hosts, baton_zk_auth_user());
+            if (err != BATON_OK)
+                return err;
             return baton_seterr(errstr, n, BATON_EXPIRED, "ZooKeeper at '%s' refused the session",
                                 hosts);
         }
@@ -179,7 +268,7 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
         struct pollfd pfd = {.fd = zk->pipefd[0], .events = POLLIN};
         poll(&pfd, 1, (int)(left < 100 ? left : 100));
     }
-    int cerr = baton_zk__auth_check(zk->zh, hosts, errstr, n);
+    int cerr = baton_zk__auth_check(zk->auth, zk->zh, hosts, errstr, n);
     if (cerr != BATON_OK) {
         baton_zk_destroy(zk);
         return cerr;
@@ -199,6 +288,8 @@ void baton_zk_destroy(baton_zk_t *zk) {
     close(zk->pipefd[0]);
     close(zk->pipefd[1]);
     pthread_mutex_destroy(&zk->lock);
+    log_slot_give(zk->log_slot);
+    baton_zk_auth_destroy(zk->auth);
     free(zk);
 }
 
@@ -232,6 +323,8 @@ void baton_zk_event_release(baton_zk_event_t *ev) {
 }
 
 zhandle_t *baton_zk_handle(const baton_zk_t *zk) { return zk->zh; }
+
+const struct ACL_vector *baton_zk_acl(const baton_zk_t *zk) { return baton_zk_auth_acl(zk->auth); }
 
 int64_t baton_zk_session_id(const baton_zk_t *zk) {
     const clientid_t *cid = zoo_client_id(zk->zh);
@@ -332,7 +425,7 @@ int baton_zk_create(baton_zk_t *zk, const char *path, const char *data, size_t l
                     char *created, size_t created_size, struct Stat *stat) {
     char buf[1024];
     struct Stat st;
-    int rc = zoo_create2(zk->zh, path, data, data ? (int)len : -1, baton_zk_acl(), mode, buf,
+    int rc = zoo_create2(zk->zh, path, data, data ? (int)len : -1, baton_zk_acl(zk), mode, buf,
                          sizeof(buf), &st);
     if (rc != ZOK)
         return baton_zk_err(rc);
@@ -350,7 +443,7 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
         if (*p == '/' || *p == 0) {
             char saved = *p;
             *p = 0;
-            int rc = zoo_create(zk->zh, copy, NULL, -1, baton_zk_acl(), 0, NULL, 0);
+            int rc = zoo_create(zk->zh, copy, NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
             *p = saved;
             if (rc != ZOK && rc != ZNODEEXISTS) {
                 err = baton_zk_err(rc);

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <zookeeper.h>
 
-/* baton_zk_acl(): the ACL every create must pass (--zk-auth). */
+/* baton_zk_auth_t: the identity a session authenticates as (--zk-auth). */
 #include "baton_zk_auth.h"
 
 typedef struct baton_zk_s baton_zk_t;
@@ -32,11 +32,14 @@ typedef struct {
 
 /* Connects and waits up to connect_timeout_ms for the session to be
  * established. Returns BATON_OK and *out, or BATON_TIMEOUT/BATON_CONNECTION
- * with a message in errstr. With an identity set (baton_zk_auth_init) the
- * session authenticates first, and a root this identity may not write is
- * BATON_DENIED with a message naming the user (never the password). */
+ * with a message in errstr. auth (NULL: no identity, no root check) is
+ * copied: with an identity the session authenticates first, its creates
+ * carry the identity's ACL (baton_zk_acl), and a root this identity may not
+ * write is BATON_DENIED with a message naming the user (never the
+ * password). */
 int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
-                     baton_zk_t **out, char *errstr, size_t errstr_size);
+                     const baton_zk_auth_t *auth, baton_zk_t **out, char *errstr,
+                     size_t errstr_size);
 /* Closes the session (its ephemeral nodes go at once) and frees everything. */
 void baton_zk_destroy(baton_zk_t *zk);
 
@@ -47,6 +50,9 @@ int baton_zk_next_event(baton_zk_t *zk, baton_zk_event_t *ev);
 void baton_zk_event_release(baton_zk_event_t *ev);
 
 zhandle_t *baton_zk_handle(const baton_zk_t *zk);
+/* The ACL every create on this session must pass: its identity's
+ * (baton_zk_auth_acl). */
+const struct ACL_vector *baton_zk_acl(const baton_zk_t *zk);
 int64_t baton_zk_session_id(const baton_zk_t *zk);
 /* The negotiated session timeout in milliseconds. */
 int baton_zk_session_timeout(const baton_zk_t *zk);

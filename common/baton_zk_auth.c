@@ -1,4 +1,4 @@
-/* baton_zk_auth.c: the process's ZooKeeper identity, the ACL of baton's
+/* baton_zk_auth.c: a ZooKeeper identity, the ACL of baton's
  * znodes, and the check of the root's ACL at connect (see baton_zk_auth.h).
  * SHA-1 and base64 are here, small, so that computing ZooKeeper's digest id
  * needs no crypto library: it only names an identity, it protects nothing. */
@@ -15,7 +15,7 @@
 
 #define AUTH_MAX 1024
 
-static struct {
+struct baton_zk_auth_s {
     int set;
     char user_pass[AUTH_MAX]; /* "USER:PASS": the digest scheme's credential */
     char user[AUTH_MAX];
@@ -24,7 +24,9 @@ static struct {
     int require_write;
     struct ACL acl[2];
     struct ACL_vector vec;
-} auth;
+    char what[40]; /* the option named in parse errors: "--zk-auth", "--zk-auth-file" */
+    char opt[32];  /* the option named in connect errors: "--zk-auth" */
+};
 
 /* --- SHA-1 (FIPS 180-1) and base64 ------------------------------------------ */
 
@@ -121,39 +123,23 @@ void baton_zk__digest_id(const char *user_pass, char *out, size_t out_size) {
 /* --- the identity ------------------------------------------------------------ */
 
 /* Reads the first line of path into buf (without the newline). */
-static int read_first_line(const char *path, char *buf, size_t size, char *errstr, size_t n) {
+static int read_first_line(const char *path, const char *what, char *buf, size_t size, char *errstr,
+                           size_t n) {
     FILE *f = fopen(path, "r");
     if (!f)
-        return baton_seterr(errstr, n, BATON_INVALID, "--zk-auth-file: cannot read '%s': %s", path,
+        return baton_seterr(errstr, n, BATON_INVALID, "%s: cannot read '%s': %s", what, path,
                             strerror(errno));
     int ok = fgets(buf, (int)size, f) != NULL;
     fclose(f);
     if (!ok)
-        return baton_seterr(errstr, n, BATON_INVALID, "--zk-auth-file: '%s' is empty", path);
+        return baton_seterr(errstr, n, BATON_INVALID, "%s: '%s' is empty", what, path);
     buf[strcspn(buf, "\r\n")] = '\0';
     return BATON_OK;
 }
 
-int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root, int require_write,
-                       char *errstr, size_t n) {
-    char buf[AUTH_MAX];
-    const char *what = "--zk-auth";
-    memset(&auth, 0, sizeof(auth));
-    if (spec && spec_file)
-        return baton_seterr(errstr, n, BATON_INVALID, "give --zk-auth or --zk-auth-file, not both");
-    if (spec_file) {
-        int err = read_first_line(spec_file, buf, sizeof(buf), errstr, n);
-        if (err != BATON_OK)
-            return err;
-        spec = buf;
-        what = "--zk-auth-file";
-    }
-    if (strlen(root ? root : "") >= sizeof(auth.root))
-        return baton_seterr(errstr, n, BATON_INVALID, "--root: too long");
-    snprintf(auth.root, sizeof(auth.root), "%s", root ? root : "");
-    auth.require_write = require_write;
-    if (!spec)
-        return BATON_OK;
+/* Fills a from spec; a->what names the option. */
+static int auth_parse(baton_zk_auth_t *a, const char *spec, const char *what, char *errstr,
+                      size_t n) {
     /* Never print spec itself: it holds the password. */
     if (strncmp(spec, "digest:", 7) != 0)
         return baton_seterr(errstr, n, BATON_INVALID,
@@ -163,33 +149,86 @@ int baton_zk_auth_init(const char *spec, const char *spec_file, const char *root
         return baton_seterr(errstr, n, BATON_INVALID,
                             "%s: expected digest:USER:PASS with a non-empty user and password",
                             what);
-    if (strlen(up) >= sizeof(auth.user_pass))
+    if (strlen(up) >= sizeof(a->user_pass))
         return baton_seterr(errstr, n, BATON_INVALID, "%s: too long", what);
-    snprintf(auth.user_pass, sizeof(auth.user_pass), "%s", up);
-    snprintf(auth.user, sizeof(auth.user), "%.*s", (int)(colon - up), up);
-    baton_zk__digest_id(auth.user_pass, auth.digest_id, sizeof(auth.digest_id));
+    snprintf(a->user_pass, sizeof(a->user_pass), "%s", up);
+    snprintf(a->user, sizeof(a->user), "%.*s", (int)(colon - up), up);
+    baton_zk__digest_id(a->user_pass, a->digest_id, sizeof(a->digest_id));
     /* "auth" with an empty id: the server stores the creating session's
      * authenticated identities (our digest id) in its place. */
-    auth.acl[0].perms = ZOO_PERM_ALL;
-    auth.acl[0].id.scheme = (char *)"auth";
-    auth.acl[0].id.id = (char *)"";
-    auth.acl[1].perms = ZOO_PERM_READ;
-    auth.acl[1].id.scheme = (char *)"world";
-    auth.acl[1].id.id = (char *)"anyone";
-    auth.vec.count = 2;
-    auth.vec.data = auth.acl;
-    auth.set = 1;
+    a->acl[0].perms = ZOO_PERM_ALL;
+    a->acl[0].id.scheme = (char *)"auth";
+    a->acl[0].id.id = (char *)"";
+    a->acl[1].perms = ZOO_PERM_READ;
+    a->acl[1].id.scheme = (char *)"world";
+    a->acl[1].id.id = (char *)"anyone";
+    a->vec.count = 2;
+    a->vec.data = a->acl;
+    a->set = 1;
     return BATON_OK;
 }
 
-const struct ACL_vector *baton_zk_acl(void) { return auth.set ? &auth.vec : &ZOO_OPEN_ACL_UNSAFE; }
+int baton_zk_auth_new(const char *spec, const char *spec_file, const char *root, int require_write,
+                      const char *what, baton_zk_auth_t **out, char *errstr, size_t n) {
+    char buf[AUTH_MAX], what_file[40];
+    if (!what)
+        what = "--zk-auth";
+    /* The file's option: --zk-auth-file, zookeeper.auth.file. */
+    snprintf(what_file, sizeof(what_file), "%.30s%s", what,
+             strncmp(what, "--", 2) == 0 ? "-file" : ".file");
+    if (spec && spec_file)
+        return baton_seterr(errstr, n, BATON_INVALID, "give %s or %s, not both", what, what_file);
+    if (spec_file) {
+        int err = read_first_line(spec_file, what_file, buf, sizeof(buf), errstr, n);
+        if (err != BATON_OK)
+            return err;
+        spec = buf;
+    }
+    if (strlen(root ? root : "") >= AUTH_MAX)
+        return baton_seterr(errstr, n, BATON_INVALID, "--root: too long");
+    baton_zk_auth_t *a = xcalloc(1, sizeof(*a));
+    snprintf(a->root, sizeof(a->root), "%s", root ? root : "");
+    snprintf(a->what, sizeof(a->what), "%s", spec_file ? what_file : what);
+    snprintf(a->opt, sizeof(a->opt), "%.30s", what);
+    a->require_write = require_write;
+    if (spec) {
+        int err = auth_parse(a, spec, a->what, errstr, n);
+        memset(buf, 0, sizeof(buf));
+        if (err != BATON_OK) {
+            baton_zk_auth_destroy(a);
+            return err;
+        }
+    }
+    *out = a;
+    return BATON_OK;
+}
 
-const char *baton_zk_auth_user(void) { return auth.set ? auth.user : NULL; }
+baton_zk_auth_t *baton_zk_auth_dup(const baton_zk_auth_t *a) {
+    if (!a)
+        return NULL;
+    baton_zk_auth_t *d = xmalloc(sizeof(*d));
+    memcpy(d, a, sizeof(*d));
+    d->vec.data = d->acl;
+    return d;
+}
 
-int baton_zk__auth_add(zhandle_t *zh) {
-    if (!auth.set)
+void baton_zk_auth_destroy(baton_zk_auth_t *a) {
+    if (!a)
+        return;
+    memset(a->user_pass, 0, sizeof(a->user_pass));
+    free(a);
+}
+
+const struct ACL_vector *baton_zk_auth_acl(const baton_zk_auth_t *a) {
+    return a && a->set ? &a->vec : &ZOO_OPEN_ACL_UNSAFE;
+}
+
+const char *baton_zk_auth_user(const baton_zk_auth_t *a) { return a && a->set ? a->user : NULL; }
+
+int baton_zk__auth_add(const baton_zk_auth_t *a, zhandle_t *zh) {
+    if (!a || !a->set)
         return ZOK;
-    return zoo_add_auth(zh, "digest", auth.user_pass, (int)strlen(auth.user_pass), NULL, NULL);
+    return zoo_add_auth(zh, "digest", a->user_pass, (int)strlen(a->user_pass), NULL, NULL);
 }
 
 /* The user part of a digest id "USER:HASH" into out. */
@@ -198,31 +237,32 @@ static void id_user(const char *id, char *out, size_t size) {
     snprintf(out, size, "%.*s", colon ? (int)(colon - id) : (int)strlen(id), id);
 }
 
-int baton_zk__auth_check(zhandle_t *zh, const char *hosts, char *errstr, size_t n) {
-    if (!auth.require_write || auth.root[0] == '\0')
+int baton_zk__auth_check(const baton_zk_auth_t *a, zhandle_t *zh, const char *hosts, char *errstr,
+                         size_t n) {
+    if (!a || !a->require_write || a->root[0] == '\0')
         return BATON_OK;
     struct ACL_vector acl = {0};
     struct Stat st;
-    int rc = zoo_get_acl(zh, auth.root, &acl, &st);
+    int rc = zoo_get_acl(zh, a->root, &acl, &st);
     if (rc == ZNONODE)
         return BATON_OK;
     if (rc != ZOK)
         return baton_seterr(errstr, n, BATON_CONNECTION, "cannot read the ACL of '%s' at '%s': %s",
-                            auth.root, hosts, zerror(rc));
+                            a->root, hosts, zerror(rc));
     const int wperms = ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE;
     int ok = 0, same_user = 0;
     char others[512] = "", u[AUTH_MAX];
     for (int32_t i = 0; i < acl.count; i++) {
-        const struct ACL *a = &acl.data[i];
-        if ((a->perms & wperms) != wperms)
+        const struct ACL *e = &acl.data[i];
+        if ((e->perms & wperms) != wperms)
             continue;
-        if (strcmp(a->id.scheme, "world") == 0 && strcmp(a->id.id, "anyone") == 0)
+        if (strcmp(e->id.scheme, "world") == 0 && strcmp(e->id.id, "anyone") == 0)
             ok = 1;
-        else if (strcmp(a->id.scheme, "digest") == 0) {
-            if (auth.set && strcmp(a->id.id, auth.digest_id) == 0)
+        else if (strcmp(e->id.scheme, "digest") == 0) {
+            if (a->set && strcmp(e->id.id, a->digest_id) == 0)
                 ok = 1;
-            id_user(a->id.id, u, sizeof(u));
-            if (auth.set && strcmp(u, auth.user) == 0)
+            id_user(e->id.id, u, sizeof(u));
+            if (a->set && strcmp(u, a->user) == 0)
                 same_user = 1;
             size_t len = strlen(others);
             if (len < sizeof(others) - 140)
@@ -232,18 +272,18 @@ int baton_zk__auth_check(zhandle_t *zh, const char *hosts, char *errstr, size_t 
     deallocate_ACL_vector(&acl);
     if (ok)
         return BATON_OK;
-    if (!auth.set)
+    if (!a->set)
         return baton_seterr(errstr, n, BATON_DENIED,
-                            "'%s' is protected by ZooKeeper ACLs (writable only by %s): give "
-                            "--zk-auth or --zk-auth-file",
-                            auth.root, others[0] ? others : "other identities");
+                            "'%s' is protected by ZooKeeper ACLs (writable only by %s): give %s%s",
+                            a->root, others[0] ? others : "other identities", a->opt,
+                            strncmp(a->opt, "--", 2) == 0 ? " or --zk-auth-file" : "");
     if (same_user)
         return baton_seterr(errstr, n, BATON_DENIED,
                             "ZooKeeper authentication failed: '%s' belongs to digest user '%s' "
-                            "with another password (check --zk-auth)",
-                            auth.root, auth.user);
+                            "with another password (check %s)",
+                            a->root, a->user, a->opt);
     return baton_seterr(errstr, n, BATON_DENIED,
                         "ZooKeeper authentication failed: '%s' is writable only by %s, not by "
-                        "digest user '%s' (check --zk-auth)",
-                        auth.root, others[0] ? others : "other identities", auth.user);
+                        "digest user '%s' (check %s)",
+                        a->root, others[0] ? others : "other identities", a->user, a->opt);
 }

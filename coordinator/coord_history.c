@@ -131,7 +131,8 @@ int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
         if (exists)
             zoo_set_op_init(&ops[1], path, body, (int)strlen(body), st.version, NULL);
         else
-            zoo_create_op_init(&ops[1], path, body, (int)strlen(body), baton_zk_acl(), 0, NULL, 0);
+            zoo_create_op_init(&ops[1], path, body, (int)strlen(body), baton_zk_acl(zk), 0, NULL,
+                               0);
         int rc = baton_zk_multi(zk, 2, ops, res);
         free(body);
         if (rc == ZOK)

@@ -790,8 +790,8 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
             if (o->kind == NODE_SET)
                 zoo_set_op_init(op, o->path, o->payload, (int)strlen(o->payload), -1, NULL);
             else if (o->kind == NODE_CREATE)
-                zoo_create_op_init(op, o->path, o->payload, (int)strlen(o->payload), baton_zk_acl(),
-                                   0, NULL, 0);
+                zoo_create_op_init(op, o->path, o->payload, (int)strlen(o->payload),
+                                   baton_zk_acl(c->zk), 0, NULL, 0);
             else
                 zoo_delete_op_init(op, o->path, -1);
         }
@@ -1625,7 +1625,8 @@ static int coord_step(coord_t *c) {
 static int coord_connect(coord_t *c, int first) {
     char errstr[256];
     int err = baton_zk_connect(c->conf->zk_hosts, c->conf->session_timeout_ms,
-                               c->conf->connect_timeout_ms, &c->zk, errstr, sizeof(errstr));
+                               c->conf->connect_timeout_ms, c->conf->zk_auth, &c->zk, errstr,
+                               sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=zk_connect_failed error=\"%s\"%s", errstr, first ? " action=exit" : "");
         return err;

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+struct baton_zk_auth_s;
+
 typedef struct {
     const char *zk_hosts;
     const char *root;
@@ -38,6 +40,8 @@ typedef struct {
      * current session (a stuck handoff) is deleted by the leader after this
      * long; the sink fences the old holder. 0: never. */
     int handoff_timeout_ms;
+    /* The ZooKeeper identity of every session (--zk-auth); NULL: none. */
+    const struct baton_zk_auth_s *zk_auth;
 } baton_coord_conf_t;
 
 /* Runs until stop_fd becomes readable (SIGTERM). Returns 0 on a clean stop,

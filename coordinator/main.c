@@ -114,7 +114,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     char errstr[512];
-    baton_conf_t parsed;
+    baton_conf_parsed_t parsed;
     if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 1, argc, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
@@ -137,7 +137,8 @@ int main(int argc, char **argv) {
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
     /* --zk-auth: every session authenticates, every create gets its ACL. */
-    if (baton_zk_auth_init(zk_auth, zk_auth_file, root, 1, errstr, sizeof(errstr)) != 0)
+    baton_zk_auth_t *auth = NULL;
+    if (baton_zk_auth_new(zk_auth, zk_auth_file, root, 1, NULL, &auth, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     char default_id[300];
     if (!id) {
@@ -172,6 +173,7 @@ int main(int argc, char **argv) {
         .racks_refresh_ms = (int)racks_refresh_ms,
         .max_multi_bytes = (int)max_multi_bytes,
         .handoff_timeout_ms = (int)handoff_timeout_ms,
+        .zk_auth = auth,
     };
     int stop_fd = -1;
     baton_metrics_server_t *metrics = NULL;

@@ -162,9 +162,10 @@ baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
         auth = getenv("BATON_ZK_AUTH");
         auth_file = getenv("BATON_ZK_AUTH_FILE");
     }
-    if (baton_zk_auth_init(auth && *auth ? auth : NULL, auth_file && *auth_file ? auth_file : NULL,
-                           ctx->root, (auth && *auth) || (auth_file && *auth_file), errstr,
-                           sizeof(errstr)) != BATON_OK)
+    baton_zk_auth_t *za = NULL;
+    if (baton_zk_auth_new(auth && *auth ? auth : NULL, auth_file && *auth_file ? auth_file : NULL,
+                          ctx->root, (auth && *auth) || (auth_file && *auth_file), NULL, &za,
+                          errstr, sizeof(errstr)) != BATON_OK)
         baton_usage_error(CTL_PROG, "%s", errstr);
     /* The session only lives as long as the command; its timeout doubles as
      * the bound on a connection lost mid-command. */
@@ -174,7 +175,8 @@ baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
                              sizeof(errstr)) != BATON_OK)
         baton_usage_error(CTL_PROG, "%s", errstr);
     int err =
-        baton_zk_connect(hosts, ctx->timeout_ms, ctx->timeout_ms, &zk, errstr, sizeof(errstr));
+        baton_zk_connect(hosts, ctx->timeout_ms, ctx->timeout_ms, za, &zk, errstr, sizeof(errstr));
+    baton_zk_auth_destroy(za);
     free(hosts);
     if (err != BATON_OK) {
         fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);

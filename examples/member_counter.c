@@ -68,13 +68,18 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
 static void usage(FILE *f) {
     fprintf(f, "usage: member_counter --zk HOSTS --group G --key KEY --id ID --state FILE\n"
                "                      [--count N] [--interval-ms MS] [--session-timeout-ms MS]\n"
+               "                      [--set NAME=VALUE]...\n"
                "Increments the counter in FILE while this member owns KEY; exits after N\n"
-               "increments (default: never) or on SIGTERM/SIGINT, leaving the group.\n");
+               "increments (default: never) or on SIGTERM/SIGINT, leaving the group.\n"
+               "--set passes any setting of the library's configuration (baton/baton.h,\n"
+               "baton_conf_set), e.g. --set zookeeper.auth.file=FILE --set rack=r1.\n");
 }
 
 int main(int argc, char **argv) {
     const char *zk = NULL, *group = NULL, *key = NULL, *id = NULL, *state = NULL;
     long count = -1, interval_ms = 100, session_ms = 4000;
+    char *sets[32];
+    int nsets = 0;
     static const struct option lo[] = {
         {"zk", required_argument, NULL, 'z'},
         {"group", required_argument, NULL, 'g'},
@@ -84,6 +89,7 @@ int main(int argc, char **argv) {
         {"count", required_argument, NULL, 'c'},
         {"interval-ms", required_argument, NULL, 'm'},
         {"session-timeout-ms", required_argument, NULL, 't'},
+        {"set", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -98,6 +104,13 @@ int main(int argc, char **argv) {
         case 'c': count = strtol(optarg, NULL, 10); break;
         case 'm': interval_ms = strtol(optarg, NULL, 10); break;
         case 't': session_ms = strtol(optarg, NULL, 10); break;
+        case 'S':
+            if (nsets == 32 || !strchr(optarg, '=')) {
+                usage(stderr);
+                return 2;
+            }
+            sets[nsets++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -111,27 +124,44 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
 
     counter_t c = {.state = state};
+    /* The configuration: settings by name (a bad one is an error naming
+     * it), then the callbacks. */
+    char err[512], timeout[32];
+    snprintf(timeout, sizeof(timeout), "%ld", session_ms);
     const char *keys[] = {key};
-    baton_membership_conf_t conf = {
-        .zk_hosts = zk,
-        .root = "/baton",
-        .group = group,
-        .id = id,
-        .session_timeout_ms = (int)session_ms,
-        .keys = keys,
-        .nkeys = 1,
-        .no_partitions = 1, /* a keys-only member for KEY */
-    };
-    baton_membership_cbs_t cbs = {
-        .on_acquired = on_acquired, .on_released = on_released, .opaque = &c};
+    baton_conf_t *conf = baton_conf_new();
+    int rc = baton_conf_set(conf, "zookeeper.connect", zk, err, sizeof(err));
+    if (rc == BATON_OK)
+        rc = baton_conf_set(conf, "group", group, err, sizeof(err));
+    if (rc == BATON_OK)
+        rc = baton_conf_set(conf, "worker.id", id, err, sizeof(err));
+    if (rc == BATON_OK)
+        rc = baton_conf_set(conf, "session.timeout.ms", timeout, err, sizeof(err));
+    if (rc == BATON_OK) /* a keys-only member for KEY */
+        rc = baton_conf_set(conf, "no.partitions", "true", err, sizeof(err));
+    if (rc == BATON_OK)
+        rc = baton_conf_set_keys(conf, keys, 1, err, sizeof(err));
+    for (int i = 0; i < nsets && rc == BATON_OK; i++) {
+        char *eq = strchr(sets[i], '=');
+        *eq = '\0';
+        rc = baton_conf_set(conf, sets[i], eq + 1, err, sizeof(err));
+    }
+    if (rc != BATON_OK) {
+        fprintf(stderr, "member_counter: %s\n", err);
+        baton_conf_destroy(conf);
+        return 2;
+    }
+    baton_conf_set_acquired_cb(conf, on_acquired);
+    baton_conf_set_released_cb(conf, on_released);
+    baton_conf_set_opaque(conf, &c);
     baton_membership_t *m;
-    char err[512];
-    if (baton_membership_new(&conf, &cbs, &m, err, sizeof(err)) != BATON_OK) {
+    rc = baton_membership_new_conf(conf, &m, err, sizeof(err));
+    baton_conf_destroy(conf); /* the membership keeps its own copy */
+    if (rc != BATON_OK) {
         fprintf(stderr, "member_counter: %s\n", err);
         return 1;
     }
     baton_resource_t res = {.kind = BATON_RESOURCE_KEY, .partition = -1, .key = key};
-    int rc = 0;
     while (!stop && count != 0) {
         /* Callbacks run in here, on this thread. */
         if (baton_membership_wait(m, (int)interval_ms, err, sizeof(err)) != BATON_OK) {

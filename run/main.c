@@ -22,7 +22,7 @@
 #include "baton_log.h"
 #include "baton_opts.h"
 #include "baton_util.h"
-#include "baton_zk_auth.h"
+#include "baton_member_int.h"
 #include "child.h"
 #include "guard.h"
 #include "run_zk.h"
@@ -457,7 +457,7 @@ int main(int argc, char **argv) {
     if (dd >= argc)
         baton_usage_error(prog, "missing '-- COMMAND [ARGS...]': the command to run");
     char errstr[512];
-    baton_conf_t parsed;
+    baton_conf_parsed_t parsed;
     if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 0, dd, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
@@ -493,7 +493,8 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "--log-level: '%s' is not debug, info, warn or error", log_level);
     if (baton_log_format_parse(log_format, &format) != 0)
         baton_usage_error(prog, "--log-format: '%s' is not text or json", log_format);
-    if (baton_zk_auth_init(zk_auth, zk_auth_file, root, 1, errstr, sizeof(errstr)) != 0)
+    baton_zk_auth_t *auth = NULL;
+    if (baton_zk_auth_new(zk_auth, zk_auth_file, root, 1, NULL, &auth, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     char *path = run_child_resolve(argv[dd + 1]);
     if (!path) {
@@ -543,23 +544,30 @@ int main(int argc, char **argv) {
                    .path = path,
                    .argv = argv + dd + 1};
     char *base = baton_group_base(root, group);
-    const char *keys[1] = {key};
-    baton_membership_conf_t conf = {
-        .zk_hosts = zk_connect,
-        .root = root,
-        .group = group,
-        .id = id,
-        .session_timeout_ms = (int)session_timeout_ms,
-        .connect_timeout_ms = (int)connect_timeout_ms,
-        .keys = keys,
-        .nkeys = 1,
-        .no_partitions = 1,
-    };
-    baton_membership_cbs_t cbs = {
-        .on_acquired = on_acquired, .on_released = on_released, .opaque = &rn};
+    /* The member: this one key, no partitions (values checked above). */
+    baton_conf_t *conf = baton_conf_new();
+    char st[32], ct[32];
+    snprintf(st, sizeof(st), "%d", (int)session_timeout_ms);
+    snprintf(ct, sizeof(ct), "%d", (int)connect_timeout_ms);
+    const char *settings[][2] = {{"zookeeper.connect", zk_connect},
+                                 {"zookeeper.root", root},
+                                 {"group", group},
+                                 {"worker.id", id},
+                                 {"session.timeout.ms", st},
+                                 {"connect.timeout.ms", ct},
+                                 {"keys", key},
+                                 {"no.partitions", "true"}};
+    int err = BATON_OK;
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(settings) && err == BATON_OK; i++)
+        err = baton_conf_set(conf, settings[i][0], settings[i][1], errstr, sizeof(errstr));
+    baton_conf__set_zk_auth(conf, auth);
+    baton_conf_set_acquired_cb(conf, on_acquired);
+    baton_conf_set_released_cb(conf, on_released);
+    baton_conf_set_opaque(conf, &rn);
     /* The key must exist: a runner for a key nobody added would wait forever. */
-    int err = run_zk_new(zk_connect, (int)session_timeout_ms, (int)connect_timeout_ms, base, key,
-                         once_id, &rn.rz, errstr, sizeof(errstr));
+    if (err == BATON_OK)
+        err = run_zk_new(zk_connect, (int)session_timeout_ms, (int)connect_timeout_ms, auth, base,
+                         key, once_id, &rn.rz, errstr, sizeof(errstr));
     if (err == BATON_OK)
         err = run_zk_key_check(rn.rz, errstr, sizeof(errstr));
     if (err != BATON_OK) {
@@ -570,7 +578,7 @@ int main(int argc, char **argv) {
         run_zk_destroy(rn.rz);
         rn.rz = NULL;
     }
-    if ((err = baton_membership_new(&conf, &cbs, &rn.m, errstr, sizeof(errstr))) != BATON_OK) {
+    if ((err = baton_membership_new_conf(conf, &rn.m, errstr, sizeof(errstr))) != BATON_OK) {
         fprintf(stderr, "%s: %s\n", prog, errstr);
         goto out;
     }
@@ -582,6 +590,8 @@ int main(int argc, char **argv) {
     BLOG_INFO("event=exit code=%d", rc);
 out:
     baton_membership_destroy(rn.m);
+    baton_conf_destroy(conf);
+    baton_zk_auth_destroy(auth);
     run_zk_destroy(rn.rz);
     free(base);
     free(path);

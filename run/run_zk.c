@@ -21,12 +21,15 @@ struct run_zk_s {
     char *run_path;  /* <base>/keys/<key>/runs/<run-id>, or NULL */
     char *run_id;
     char *key;
+    baton_zk_auth_t *auth; /* --zk-auth (copy), or NULL */
 };
 
-int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms, const char *base,
-               const char *key, const char *run_id, run_zk_t **out, char *errstr, size_t n) {
+int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
+               const baton_zk_auth_t *auth, const char *base, const char *key, const char *run_id,
+               run_zk_t **out, char *errstr, size_t n) {
     run_zk_t *rz = xcalloc(1, sizeof(*rz));
     rz->hosts = xstrdup(hosts);
+    rz->auth = baton_zk_auth_dup(auth);
     rz->session_timeout_ms = session_timeout_ms;
     rz->connect_timeout_ms = connect_timeout_ms;
     rz->key = xstrdup(key);
@@ -36,7 +39,8 @@ int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms
         rz->run_id = xstrdup(run_id);
         rz->run_path = baton_layout_child(rz->runs_path, run_id);
     }
-    int err = baton_zk_connect(hosts, session_timeout_ms, connect_timeout_ms, &rz->zk, errstr, n);
+    int err = baton_zk_connect(hosts, session_timeout_ms, connect_timeout_ms, rz->auth, &rz->zk,
+                               errstr, n);
     if (err != BATON_OK) {
         run_zk_destroy(rz);
         return err;
@@ -49,6 +53,7 @@ void run_zk_destroy(run_zk_t *rz) {
     if (!rz)
         return;
     baton_zk_destroy(rz->zk);
+    baton_zk_auth_destroy(rz->auth);
     free(rz->hosts);
     free(rz->key);
     free(rz->key_path);
@@ -70,7 +75,7 @@ static int session(run_zk_t *rz, char *errstr, size_t n) {
     }
     int t = rz->connect_timeout_ms < rz->session_timeout_ms ? rz->connect_timeout_ms
                                                             : rz->session_timeout_ms;
-    return baton_zk_connect(rz->hosts, rz->session_timeout_ms, t, &rz->zk, errstr, n);
+    return baton_zk_connect(rz->hosts, rz->session_timeout_ms, t, rz->auth, &rz->zk, errstr, n);
 }
 
 int run_zk_fd(const run_zk_t *rz) { return rz->zk ? baton_zk_fd(rz->zk) : -1; }
@@ -170,8 +175,8 @@ int run_zk_run_record(run_zk_t *rz, const char *claim_path, int64_t epoch, int e
         zoo_op_result_t res[2];
         memset(res, 0, sizeof(res));
         zoo_check_op_init(&ops[0], claim_path, -1);
-        zoo_create_op_init(&ops[1], rz->run_path, data, (int)strlen(data), baton_zk_acl(), 0, NULL,
-                           0);
+        zoo_create_op_init(&ops[1], rz->run_path, data, (int)strlen(data), baton_zk_acl(rz->zk), 0,
+                           NULL, 0);
         int rc = baton_zk_multi(rz->zk, 2, ops, res);
         if (rc == ZOK) {
             err = BATON_OK;

@@ -11,13 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "baton_zk_auth.h"
+
 typedef struct run_zk_s run_zk_t;
 
 /* Connects. base is "<root>/<group>", run_id NULL without --once (copied).
  * Returns BATON_OK or a connection error with errstr set. */
-int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms, const char *base,
-               const char *key, const char *run_id, run_zk_t **out, char *errstr,
-               size_t errstr_size);
+int run_zk_new(const char *hosts, int session_timeout_ms, int connect_timeout_ms,
+               const baton_zk_auth_t *auth, const char *base, const char *key, const char *run_id,
+               run_zk_t **out, char *errstr, size_t errstr_size);
 void run_zk_destroy(run_zk_t *rz);
 
 /* The session's event descriptor (-1 while reconnecting). */

@@ -120,7 +120,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     char errstr[512];
-    baton_conf_t parsed;
+    baton_conf_parsed_t parsed;
     if (baton_conf_parse(opts, BATON_ARRAY_SIZE(opts), 1, argc, argv, NULL, &parsed, errstr,
                          sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
@@ -157,7 +157,8 @@ int main(int argc, char **argv) {
     if (baton_root_valid(root) != 0)
         baton_usage_error(prog, "--root: '%s' is not a valid ZooKeeper path", root);
     /* --zk-auth: every session authenticates, every create gets its ACL. */
-    if (baton_zk_auth_init(zk_auth, zk_auth_file, root, 1, errstr, sizeof(errstr)) != 0)
+    baton_zk_auth_t *auth = NULL;
+    if (baton_zk_auth_new(zk_auth, zk_auth_file, root, 1, NULL, &auth, errstr, sizeof(errstr)) != 0)
         baton_usage_error(prog, "%s", errstr);
     if (rack && (baton_id_valid(rack) != 0 || strlen(rack) >= 64))
         baton_usage_error(prog, "--rack: '%s' is not a valid rack name", rack);
@@ -186,6 +187,7 @@ int main(int argc, char **argv) {
         .kafka_props = (const char **)parsed.kafka,
         .nkafka_props = parsed.nkafka,
         .processor = processor,
+        .zk_auth = auth,
     };
     int stop_fd = -1;
     baton_metrics_server_t *metrics = NULL;

@@ -16,7 +16,7 @@
 #include "baton_metrics.h"
 #include "baton_util.h"
 #include "baton_zk.h"
-#include "baton_zk_auth.h"
+#include "baton_member_int.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -111,6 +111,9 @@ struct baton_membership_s {
     size_t nadded, addedcap;
     mstandby_t *standby; /* sorted by owner */
     size_t nstandby;
+    baton_zk_auth_t *auth;       /* ZooKeeper identity (copy), or NULL */
+    baton_log_sink_t *log;       /* log sink (copy; set by every entry point), or NULL */
+    baton_membership_ext_t keep; /* its keep and keep_free only */
 };
 
 static void session_hex(baton_membership_t *m) {
@@ -377,7 +380,7 @@ static int grow_parts(baton_membership_t *m, int32_t nparts) {
 static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
     int64_t t0 = baton_now_ms(); /* the session cannot have been renewed before this */
     int err = baton_zk_connect(m->conf.zk_hosts, m->conf.session_timeout_ms,
-                               m->conf.connect_timeout_ms, &m->zk, errstr, n);
+                               m->conf.connect_timeout_ms, m->auth, &m->zk, errstr, n);
     if (err != BATON_OK)
         return err;
     probe_reset(m, t0);
@@ -440,16 +443,13 @@ static int conf_check(baton_membership_conf_t *c, char *errstr, size_t n) {
         return baton_seterr(errstr, n, BATON_INVALID,
                             "the key filter is over %d bytes: take every key instead",
                             BATON_MEMBER_KEYS_MAX);
-    if (c->zk_auth) {
-        int err = baton_zk_auth_init(c->zk_auth, NULL, c->root, 1, errstr, n);
-        if (err != BATON_OK)
-            return err;
-    }
     return BATON_OK;
 }
 
-int baton_membership_new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
-                         baton_membership_t **out, char *errstr, size_t n) {
+int baton_membership__new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
+                          const baton_membership_ext_t *ext, baton_membership_t **out, char *errstr,
+                          size_t n) {
+    BATON_LOG_SCOPE(ext ? ext->log : NULL);
     baton_membership_conf_t c = *conf;
     int cerr = conf_check(&c, errstr, n);
     if (cerr != BATON_OK)
@@ -460,11 +460,15 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
     m->member_path = baton_layout_worker(m->base, m->conf.id);
     m->hb = xcalloc(1, sizeof(*m->hb));
+    m->auth = baton_zk_auth_dup(ext ? ext->zk_auth : NULL);
+    m->log = baton_log_sink_dup(ext ? ext->log : NULL);
+    baton_log_enter(m->log); /* restored on return */
     int err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
         baton_membership_destroy(m);
         return err;
     }
+    m->keep = ext ? *ext : (baton_membership_ext_t){0};
     *out = m;
     return BATON_OK;
 }
@@ -472,7 +476,9 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
 void baton_membership_destroy(baton_membership_t *m) {
     if (!m)
         return;
+    BATON_LOG_SCOPE(m->log);
     baton_zk_destroy(m->zk); /* joins the completion thread: no probe_done after this */
+    baton_zk_auth_destroy(m->auth);
     free(m->hb);
     free(m->added);
     standby_clear(m);
@@ -482,6 +488,9 @@ void baton_membership_destroy(baton_membership_t *m) {
     free(m->keys);
     free(m->member_path);
     free(m->base);
+    free(m->log);
+    if (m->keep.keep_free)
+        m->keep.keep_free(m->keep.keep);
     free(m);
 }
 
@@ -531,6 +540,7 @@ static void drop_rid(baton_membership_t *m, int32_t p) {
 }
 
 void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r) {
+    BATON_LOG_SCOPE(m->log);
     int ok;
     int32_t rid = res_rid(m, r, &ok);
     if (ok)
@@ -1312,7 +1322,7 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
         char *dir = claims_dir(m, rids[i]);
         prefixes[i] = baton_layout_claim_create(dir, m->session);
         free(dir);
-        zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(),
+        zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(m->zk),
                            ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
     }
     int rc = baton_zk_multi(m->zk, n, ops, res);
@@ -1376,7 +1386,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
         int rc;
         if (create[i]) {
             char *prefix = baton_layout_claim_create(dir, m->session);
-            rc = zoo_acreate2(zh, prefix, data, (int)strlen(data), baton_zk_acl(),
+            rc = zoo_acreate2(zh, prefix, data, (int)strlen(data), baton_zk_acl(m->zk),
                               ZOO_EPHEMERAL_SEQUENTIAL, zbatch_create_done, own);
             if (rc != ZOK)
                 zbatch_done(own, rc);
@@ -1696,6 +1706,7 @@ static int rejoin(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
 }
 
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
+    BATON_LOG_SCOPE(m->log);
     if (m->evicted)
         return baton_seterr(errstr, n, BATON_EVICTED, "evicted: '%s' was deleted", m->member_path);
     if (!m->zk)
@@ -1943,6 +1954,7 @@ static void claims_delete_all(baton_membership_t *m) {
 }
 
 void baton_membership_leave(baton_membership_t *m) {
+    BATON_LOG_SCOPE(m->log);
     if (!m->zk)
         return;
     /* Say we are leaving before releasing anything, so the coordinator can

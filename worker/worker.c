@@ -11,6 +11,7 @@
 #include "baton_group.h"
 #include "baton_kafka_topic.h"
 #include "baton_log.h"
+#include "baton_member_int.h"
 #include "baton_metrics.h"
 #include "baton_signal.h"
 #include "baton_util.h"
@@ -1127,8 +1128,8 @@ static int source_topic_check(worker_t *w, const baton_worker_conf_t *conf) {
     char errstr[512], warn[512];
     baton_zk_t *zk = NULL;
     baton_config_t cfg = {0};
-    if (baton_zk_connect(conf->zk_hosts, conf->session_timeout_ms, conf->connect_timeout_ms, &zk,
-                         errstr, sizeof(errstr)) != BATON_OK)
+    if (baton_zk_connect(conf->zk_hosts, conf->session_timeout_ms, conf->connect_timeout_ms,
+                         conf->zk_auth, &zk, errstr, sizeof(errstr)) != BATON_OK)
         return 0;
     char *base = baton_group_base(conf->root ? conf->root : BATON_DEFAULT_ROOT, conf->group);
     int err = baton_group_config_read(zk, base, 0, &cfg, errstr, sizeof(errstr));
@@ -1214,7 +1215,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     if (source_topic_check(&w, conf) != 0)
         goto out;
     rd_kafka_poll_set_consumer(w.rk);
-    err = baton_membership_new(&mc, &cbs, &w.m, errstr, sizeof(errstr));
+    baton_membership_ext_t ext = {.zk_auth = conf->zk_auth};
+    err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
         goto out;

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+struct baton_zk_auth_s;
+
 typedef struct {
     const char *zk_hosts;
     const char *root;
@@ -22,6 +24,8 @@ typedef struct {
     size_t nkafka_props;
     /* The loaded processor (processor.h), owned by the caller; NULL: copy. */
     const struct baton_processor_s *processor;
+    /* The ZooKeeper identity of every session (--zk-auth); NULL: none. */
+    const struct baton_zk_auth_s *zk_auth;
 } baton_worker_conf_t;
 
 /* Runs until SIGTERM/SIGINT (graceful leave, returns 0) or a fatal error

@@ -4,8 +4,14 @@
  * assigned resource, tells the application when it owns one and with which
  * epoch (the fencing token), and when it stops owning it.
  *
+ *     baton_conf_t *conf = baton_conf_new();
+ *     if (baton_conf_set(conf, "zookeeper.connect", "zk1:2181", err, sizeof(err)) != BATON_OK ||
+ *         baton_conf_set(conf, "group", "jobs", err, sizeof(err)) != BATON_OK || ...) ...
+ *     baton_conf_set_acquired_cb(conf, on_acquired);   // and released, opaque...
  *     baton_membership_t *m;
- *     if (baton_membership_new(&conf, &cbs, &m, err, sizeof(err)) != BATON_OK) ...
+ *     int rc = baton_membership_new_conf(conf, &m, err, sizeof(err));
+ *     baton_conf_destroy(conf);                        // the member keeps a copy
+ *     if (rc != BATON_OK) ...
  *     for (;;) {                                  // the application's thread
  *         if (baton_membership_wait(m, 1000, err, sizeof(err)) != BATON_OK) break;
  *         ... write to the protected resource, stamped with the epoch that
@@ -28,16 +34,29 @@
  * baton_membership_leave() -- never on ZooKeeper's threads -- so a callback
  * may block (flush a sink, stop a child process). While a callback blocks,
  * ZooKeeper's session is still kept alive by the client's own threads.
+ * The one exception is the log callback (baton_conf_set_log_cb), which may
+ * also run on the ZooKeeper client's threads. Memberships are independent:
+ * a process may run several, each with its own ZooKeeper identity and log.
  *
- * Ownership of memory: conf strings must outlive the object. A
+ * Ownership of memory: a baton_conf_t copies every value it is given, and
+ * a membership copies its baton_conf_t. (The frozen baton_membership_conf_t
+ * form does not: its strings must outlive the membership.) A
  * baton_resource_t passed to a callback (and its key string) is valid only
  * during the call: copy what you keep.
+ *
+ * ABI: libbaton.so.MAJOR keeps every function and struct of this header as
+ * it is. What grows is the configuration: new settings come as new
+ * baton_conf_set() names and new typed baton_conf_set_*() setters, never as
+ * new fields of a public struct. baton_membership_conf_t and
+ * baton_membership_cbs_t are frozen: they keep working, but new settings
+ * reach only baton_conf_t.
  *
  * Errors: functions return BATON_OK (0) or a negative code (baton/err.h
  * numbering: -1xx input errors, -2xx fatal ones, others retriable) and write
  * a one-line message naming what was wrong into errstr. The library never
  * exits the process and never prints except through its key=value log on
- * stderr. */
+ * stderr, or through the log callback of the membership's configuration
+ * (baton_conf_set_log_cb). */
 #ifndef BATON_BATON_H
 #define BATON_BATON_H
 
@@ -124,17 +143,112 @@ typedef struct {
     const char *const *keys;
     size_t nkeys;
     int no_partitions;
-    /* ZooKeeper identity, "digest:USER:PASS", or NULL: the process's own
-     * (set by its main from --zk-auth), or none. Process-global once set. */
+    /* This membership's ZooKeeper identity, "digest:USER:PASS", or NULL:
+     * none. */
     const char *zk_auth;
 } baton_membership_conf_t;
 
-/* Connects, reads the group config and registers the member. A live member
- * with the same id is BATON_EXISTS after waiting one session timeout for a
- * previous incarnation's node to expire; bad credentials are BATON_DENIED. */
+/* The stable but frozen form of baton_membership_new_conf (kept for the
+ * applications written against it; new settings are not added to these
+ * structs). conf->zk_auth NULL: no ZooKeeper identity. */
 BATON_EXPORT int baton_membership_new(const baton_membership_conf_t *conf,
                                       const baton_membership_cbs_t *cbs, baton_membership_t **out,
                                       char *errstr, size_t errstr_size);
+
+/* --- Configuration that grows without breaking the ABI ----------------------
+ *
+ * An opaque set of settings, made with baton_conf_new() and filled by name
+ * (the names of the programs' config-file keys where they exist):
+ *
+ *   zookeeper.connect    required. "host:port[,host:port...][/chroot]"
+ *                        (alias zookeeper.hosts)
+ *   zookeeper.root       znode root of all groups (default "/baton")
+ *   group                required. the group (1-128 of [A-Za-z0-9._-])
+ *   worker.id            required. the member id, unique in the group and
+ *                        stable across restarts (alias id)
+ *   capacity             weight in balancing, 1..1000000 (default 1)
+ *   rack                 the member's rack, at most 63 bytes ("": none)
+ *   session.timeout.ms   ZooKeeper session timeout, 100..3600000 (10000)
+ *                        (alias zookeeper.session.timeout.ms)
+ *   connect.timeout.ms   give up connecting after this, 100..3600000 (10000)
+ *                        (alias zookeeper.connect.timeout.ms)
+ *   keys                 the keys this member takes, comma-separated ("":
+ *                        none; not set: every key of the group). Also
+ *                        baton_conf_set_keys().
+ *   no.partitions        true: take no partitions (false)
+ *   zookeeper.auth       this membership's ZooKeeper identity,
+ *                        "digest:USER:PASS" (secret: never printed; README,
+ *                        ZooKeeper authentication). Each membership
+ *                        authenticates as its own identity, even two in one
+ *                        process.
+ *   zookeeper.auth.file  the same from a file's first line
+ *   log.level            the least level of line given to the log callback:
+ *                        debug, info, warn, error, off (default info)
+ *
+ * A NULL value resets a setting to its default. */
+typedef struct baton_conf_s baton_conf_t;
+
+/* A configuration with every default; NULL only if memory ran out. */
+BATON_EXPORT baton_conf_t *baton_conf_new(void);
+/* A copy of conf (NULL: NULL). */
+BATON_EXPORT baton_conf_t *baton_conf_dup(const baton_conf_t *conf);
+/* NULL is fine. */
+BATON_EXPORT void baton_conf_destroy(baton_conf_t *conf);
+
+/* Sets name to value (copied). Returns BATON_OK, or BATON_INVALID with a
+ * message naming the setting (and the value, except a secret's) when the
+ * name is unknown or the value is bad; conf is unchanged then. */
+BATON_EXPORT int baton_conf_set(baton_conf_t *conf, const char *name, const char *value,
+                                char *errstr, size_t errstr_size);
+/* The value of name as text into buf (the password of zookeeper.auth as
+ * "***"; a setting not set: its default, "" for none). Returns BATON_OK,
+ * BATON_INVALID for an unknown name or a buf too small. */
+BATON_EXPORT int baton_conf_get(const baton_conf_t *conf, const char *name, char *buf, size_t size);
+
+/* The callbacks (see baton_membership_cbs_t for what each means) and the
+ * opaque pointer they get. on_acquired and on_released are required. */
+BATON_EXPORT void baton_conf_set_acquired_cb(
+    baton_conf_t *conf, int (*on_acquired)(void *opaque, const baton_resource_t *r, int64_t epoch));
+BATON_EXPORT void baton_conf_set_released_cb(baton_conf_t *conf,
+                                             void (*on_released)(void *opaque,
+                                                                 const baton_resource_t *r,
+                                                                 baton_release_reason_t reason));
+BATON_EXPORT void
+baton_conf_set_assigned_cb(baton_conf_t *conf,
+                           void (*on_assigned)(void *opaque, const baton_resource_t *rs, size_t n));
+BATON_EXPORT void baton_conf_set_opaque(baton_conf_t *conf, void *opaque);
+
+/* The log levels a log callback receives. */
+#define BATON_LOG_LEVEL_DEBUG 0
+#define BATON_LOG_LEVEL_INFO 1
+#define BATON_LOG_LEVEL_WARN 2
+#define BATON_LOG_LEVEL_ERROR 3
+
+/* The membership's log: every line the library logs on its behalf --
+ * including the ZooKeeper client's lines of its session (lib=zookeeper) --
+ * goes to log(log_opaque, level, line) instead of stderr, if level is at
+ * least log.level. line is the line as baton prints it (key=value text, or
+ * JSON when the process's BATON_LOG_FORMAT is json), without a newline, and
+ * valid only during the call. The callback runs on the membership's thread
+ * inside the library's functions, or on the ZooKeeper client's threads (so
+ * it must be thread-safe, must not block long, and must not call the
+ * library). log NULL: stderr (the default). */
+BATON_EXPORT void baton_conf_set_log_cb(baton_conf_t *conf,
+                                        void (*log)(void *opaque, int level, const char *line),
+                                        void *log_opaque);
+/* The key filter as a list (copied): keys NULL means every key of the
+ * group; otherwise exactly the n keys named (n 0: none). BATON_INVALID
+ * (conf unchanged) for a key that is not a key name. */
+BATON_EXPORT int baton_conf_set_keys(baton_conf_t *conf, const char *const *keys, size_t n,
+                                     char *errstr, size_t errstr_size);
+
+/* Like baton_membership_new, from a baton_conf_t: connects (as the
+ * configuration's ZooKeeper identity, if any), reads the group config and
+ * registers the member. conf is not taken: the membership keeps its own
+ * copy, so the caller may destroy conf at once. A missing required setting
+ * or callback is BATON_INVALID naming it. */
+BATON_EXPORT int baton_membership_new_conf(const baton_conf_t *conf, baton_membership_t **out,
+                                           char *errstr, size_t errstr_size);
 /* Closes the session without releasing anything gracefully (the claims go
  * when the session closes). NULL is fine. */
 BATON_EXPORT void baton_membership_destroy(baton_membership_t *m);

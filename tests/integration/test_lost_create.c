@@ -374,7 +374,7 @@ int main(int argc, char **argv) {
     int rc = 1;
     /* An independent look at the claims, with a session of our own. */
     baton_zk_t *zc = NULL;
-    if (baton_zk_connect(zk, 4000, 10000, &zc, errstr, sizeof(errstr)) != BATON_OK) {
+    if (baton_zk_connect(zk, 4000, 10000, NULL, &zc, errstr, sizeof(errstr)) != BATON_OK) {
         fprintf(stderr, "test_lost_create: %s\n", errstr);
         goto out;
     }

@@ -120,7 +120,7 @@ static char *write_tmp(const char *text) {
     return path;
 }
 
-static int run(settings_t *s, baton_conf_t *c, char *err, int argc, char **argv) {
+static int run(settings_t *s, baton_conf_parsed_t *c, char *err, int argc, char **argv) {
     baton_conf_opt_t o[3];
     size_t n = table(s, o);
     return baton_conf_parse(o, n, 1, argc, argv, NULL, c, err, 256);
@@ -134,7 +134,7 @@ static void test_precedence(void **state) {
     snprintf(cfg, sizeof(cfg), "%s", path);
     char err[256];
     settings_t s = {.zk = "default", .timeout = 10000};
-    baton_conf_t c;
+    baton_conf_parsed_t c;
 
     /* file only */
     unsetenv("BATON_TEST_ZK");
@@ -177,7 +177,7 @@ static void test_file_errors(void **state) {
     (void)state;
     char err[256];
     settings_t s = {0};
-    baton_conf_t c;
+    baton_conf_parsed_t c;
     char *path = write_tmp("zookeeper.connect=x\nsesion.timeout.ms=3000\n");
     char *a1[] = {"prog", "--config", path, NULL};
     assert_int_equal(run(&s, &c, err, 3, a1), BATON_INVALID);
@@ -201,7 +201,7 @@ static void test_flag_errors(void **state) {
     (void)state;
     char err[256];
     settings_t s = {0};
-    baton_conf_t c;
+    baton_conf_parsed_t c;
     char *a1[] = {"prog", "--bogus", NULL};
     assert_int_equal(run(&s, &c, err, 2, a1), BATON_INVALID);
     assert_non_null(strstr(err, "'--bogus'"));
@@ -231,7 +231,7 @@ static void test_secret_not_echoed(void **state) {
     int64_t dummy = 0;
     baton_conf_opt_t oi[1] = {{"pin", "pin", NULL, BATON_CONF_INT, 0, 9, &dummy, "N", "x", 1}};
     char err[256];
-    baton_conf_t c;
+    baton_conf_parsed_t c;
     char *a[] = {"prog", "--pin", "hunter2", NULL};
     assert_int_equal(baton_conf_parse(oi, 1, 0, 3, a, NULL, &c, err, sizeof(err)), BATON_INVALID);
     assert_null(strstr(err, "hunter2"));
@@ -247,7 +247,7 @@ static void test_positionals(void **state) {
     settings_t s = {0};
     baton_conf_opt_t o[3];
     size_t n = table(&s, o);
-    baton_conf_t c;
+    baton_conf_parsed_t c;
     char err[256];
     int npos = 0;
     char *a[] = {"prog", "--zk", "h:1", "--", "cmd", "--zk", "x", NULL};

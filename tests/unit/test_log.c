@@ -1,6 +1,8 @@
 /* test_log.c: the logging facade's two formats (common/baton_log.h): the
  * key=value text line and the --log-format json object, read back from a
- * redirected stderr; and level filtering without evaluating arguments. */
+ * redirected stderr; level filtering without evaluating arguments; and a
+ * thread's sink (a membership's log callback): its own level, both formats,
+ * library lines, nesting, and stderr untouched while it is set. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,6 +95,80 @@ static void test_filtering(void **state) {
     baton_log_level = BATON_LOG_INFO;
 }
 
+typedef struct {
+    int n, level;
+    char last[8192];
+} sink_seen_t;
+
+static void sink_cb(void *opaque, int level, const char *line) {
+    sink_seen_t *seen = opaque;
+    seen->n++;
+    seen->level = level;
+    snprintf(seen->last, sizeof(seen->last), "%s", line);
+}
+
+static sink_seen_t seen_a, seen_b;
+static const baton_log_sink_t sink_a = {sink_cb, &seen_a, BATON_LOG_DEBUG};
+static const baton_log_sink_t sink_b = {sink_cb, &seen_b, BATON_LOG_WARN};
+
+/* Lines under sink a, then b nested inside, then a again. */
+static void emit_scoped(void) {
+    BATON_LOG_SCOPE(&sink_a);
+    BLOG_DEBUG("event=a1 n=%d", side_effect());
+    {
+        BATON_LOG_SCOPE(&sink_b);
+        BLOG_INFO("event=b_info n=%d", side_effect()); /* below b's level */
+        BLOG_WARN("event=b_warn");
+        baton_log_lib(BATON_LOG_ERROR, "zookeeper", "check_events", "refused \"x\"");
+    }
+    BLOG_INFO("event=a2");
+}
+
+static void test_sink(void **state) {
+    (void)state;
+    baton_log_init("app", NULL);
+    baton_log_set_format(BATON_LOG_FORMAT_TEXT);
+    baton_log_level = BATON_LOG_ERROR; /* the process's level does not apply to a sink */
+    memset(&seen_a, 0, sizeof(seen_a));
+    memset(&seen_b, 0, sizeof(seen_b));
+    evaluated = 0;
+    char *out = capture(emit_scoped);
+    assert_string_equal(out, ""); /* nothing on stderr */
+    free(out);
+    assert_int_equal(seen_a.n, 2);
+    assert_int_equal(seen_a.level, BATON_LOG_INFO);
+    assert_non_null(strstr(seen_a.last, "level=info proc=app event=a2"));
+    assert_null(strchr(seen_a.last, '\n'));
+    assert_int_equal(seen_b.n, 2);
+    assert_int_equal(seen_b.level, BATON_LOG_ERROR);
+    assert_non_null(strstr(
+        seen_b.last, "level=error proc=app lib=zookeeper src=check_events msg=\"refused 'x'\""));
+    assert_int_equal(evaluated, 1); /* b's filtered info line was not formatted */
+    assert_null(baton_log_cur);     /* every scope restored */
+
+    /* JSON, as the process's format says. */
+    baton_log_set_format(BATON_LOG_FORMAT_JSON);
+    out = capture(emit_scoped);
+    assert_string_equal(out, "");
+    free(out);
+    json_error_t jerr;
+    json_t *o = json_loads(seen_a.last, 0, &jerr);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "event")), "a2");
+    json_decref(o);
+    baton_log_set_format(BATON_LOG_FORMAT_TEXT);
+
+    /* No sink: stderr again. */
+    baton_log_level = BATON_LOG_INFO;
+    out = capture(emit);
+    assert_non_null(strstr(out, "event=acquired"));
+    free(out);
+    baton_log_sink_t *copy = baton_log_sink_dup(&sink_b);
+    assert_ptr_equal(copy->opaque, &seen_b);
+    free(copy);
+    assert_null(baton_log_sink_dup(NULL));
+}
+
 static void test_parse(void **state) {
     (void)state;
     baton_log_format_t f;
@@ -109,10 +185,8 @@ static void test_parse(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text),
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_filtering),
-        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_text),  cmocka_unit_test(test_json), cmocka_unit_test(test_filtering),
+        cmocka_unit_test(test_parse), cmocka_unit_test(test_sink),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

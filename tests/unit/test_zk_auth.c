@@ -41,18 +41,33 @@ static void test_spec_errors(void **state) {
     char err[512];
     const char *bad[] = {"sasl:u:hunter2", "digest:hunter2", "digest::hunter2",
                          "digest:u:", "hunter2"};
+    baton_zk_auth_t *a = NULL;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
-        assert_int_equal(baton_zk_auth_init(bad[i], NULL, "/baton", 1, err, sizeof(err)),
+        assert_int_equal(baton_zk_auth_new(bad[i], NULL, "/baton", 1, NULL, &a, err, sizeof(err)),
                          BATON_INVALID);
         assert_non_null(strstr(err, "--zk-auth"));
         assert_null(strstr(err, "hunter2"));
+        /* A library's configuration names its own setting. */
+        assert_int_equal(
+            baton_zk_auth_new(bad[i], NULL, "/baton", 1, "zookeeper.auth", &a, err, sizeof(err)),
+            BATON_INVALID);
+        assert_non_null(strstr(err, "zookeeper.auth:"));
+        assert_null(strstr(err, "hunter2"));
     }
-    assert_int_equal(baton_zk_auth_init("digest:u:p", "/x", "/baton", 1, err, sizeof(err)),
+    assert_null(a);
+    assert_int_equal(baton_zk_auth_new("digest:u:p", "/x", "/baton", 1, NULL, &a, err, sizeof(err)),
                      BATON_INVALID);
-    assert_int_equal(baton_zk_auth_init(NULL, "/nonexistent/auth", "/baton", 1, err, sizeof(err)),
+    assert_string_equal(err, "give --zk-auth or --zk-auth-file, not both");
+    assert_int_equal(
+        baton_zk_auth_new(NULL, "/nonexistent/auth", "/baton", 1, NULL, &a, err, sizeof(err)),
+        BATON_INVALID);
+    assert_non_null(strstr(err, "--zk-auth-file: cannot read '/nonexistent/auth'"));
+    assert_int_equal(baton_zk_auth_new(NULL, "/nonexistent/auth", "/baton", 1, "zookeeper.auth", &a,
+                                       err, sizeof(err)),
                      BATON_INVALID);
-    assert_non_null(strstr(err, "/nonexistent/auth"));
+    assert_non_null(strstr(err, "zookeeper.auth.file: cannot read"));
+    assert_null(a);
 }
 
 static void test_file_and_acl(void **state) {
@@ -63,10 +78,12 @@ static void test_file_and_acl(void **state) {
     const char *line = "digest:alice:s3cret\n";
     assert_int_equal(write(fd, line, strlen(line)), (int)strlen(line));
     close(fd);
-    assert_int_equal(baton_zk_auth_init(NULL, path, "/baton", 1, err, sizeof(err)), BATON_OK);
+    baton_zk_auth_t *a = NULL, *none = NULL;
+    assert_int_equal(baton_zk_auth_new(NULL, path, "/baton", 1, NULL, &a, err, sizeof(err)),
+                     BATON_OK);
     unlink(path);
-    assert_string_equal(baton_zk_auth_user(), "alice");
-    const struct ACL_vector *acl = baton_zk_acl();
+    assert_string_equal(baton_zk_auth_user(a), "alice");
+    const struct ACL_vector *acl = baton_zk_auth_acl(a);
     assert_int_equal(acl->count, 2);
     assert_string_equal(acl->data[0].id.scheme, "auth");
     assert_int_equal(acl->data[0].perms, ZOO_PERM_ALL);
@@ -74,10 +91,33 @@ static void test_file_and_acl(void **state) {
     assert_string_equal(acl->data[1].id.id, "anyone");
     assert_int_equal(acl->data[1].perms, ZOO_PERM_READ);
 
-    /* No identity: the open ACL, and no user. */
-    assert_int_equal(baton_zk_auth_init(NULL, NULL, "/baton", 1, err, sizeof(err)), BATON_OK);
-    assert_null(baton_zk_auth_user());
-    assert_ptr_equal(baton_zk_acl(), &ZOO_OPEN_ACL_UNSAFE);
+    /* Two identities side by side (two memberships in one process), and a
+     * copy that outlives its original. */
+    baton_zk_auth_t *b = NULL;
+    assert_int_equal(baton_zk_auth_new("digest:bob:pw", NULL, "/other", 1, "zookeeper.auth", &b,
+                                       err, sizeof(err)),
+                     BATON_OK);
+    baton_zk_auth_t *copy = baton_zk_auth_dup(a);
+    baton_zk_auth_destroy(a);
+    assert_string_equal(baton_zk_auth_user(copy), "alice");
+    assert_string_equal(baton_zk_auth_user(b), "bob");
+    /* The copy's ACL is its own, not the destroyed original's. */
+    assert_string_equal(baton_zk_auth_acl(copy)->data[0].id.scheme, "auth");
+    assert_int_equal(baton_zk_auth_acl(copy)->count, 2);
+    assert_ptr_not_equal(baton_zk_auth_acl(copy), baton_zk_auth_acl(b));
+    baton_zk_auth_destroy(copy);
+    baton_zk_auth_destroy(b);
+
+    /* No identity: the open ACL, and no user; NULL the same. */
+    assert_int_equal(baton_zk_auth_new(NULL, NULL, "/baton", 1, NULL, &none, err, sizeof(err)),
+                     BATON_OK);
+    assert_null(baton_zk_auth_user(none));
+    assert_ptr_equal(baton_zk_auth_acl(none), &ZOO_OPEN_ACL_UNSAFE);
+    assert_null(baton_zk_auth_user(NULL));
+    assert_ptr_equal(baton_zk_auth_acl(NULL), &ZOO_OPEN_ACL_UNSAFE);
+    assert_null(baton_zk_auth_dup(NULL));
+    baton_zk_auth_destroy(none);
+    baton_zk_auth_destroy(NULL);
 }
 
 int main(void) {

@@ -1,0 +1,36 @@
+/* baton_member_int.h: libbaton's in-tree membership entry points, beside
+ * the public include/baton/baton.h: what a member has that the frozen
+ * baton_membership_conf_t cannot carry (its ZooKeeper identity as an
+ * object, its log sink), and the in-tree setter of a baton_conf_t's
+ * identity. Not exported (no BATON_EXPORT): the tree's programs link the
+ * archive. */
+#ifndef BATON_MEMBER_INT_H
+#define BATON_MEMBER_INT_H
+
+#include <baton/baton.h>
+
+#include "baton_log.h"
+#include "baton_zk_auth.h"
+
+/* zk_auth and log are copied by baton_membership__new; keep is the
+ * member's once it is made (freed with keep_free when it is destroyed:
+ * what conf's strings point into), the caller's if that fails. */
+typedef struct {
+    const baton_zk_auth_t *zk_auth; /* its ZooKeeper identity; NULL: none */
+    const baton_log_sink_t *log;    /* its log sink; NULL: the process's logger */
+    void *keep;
+    void (*keep_free)(void *);
+} baton_membership_ext_t;
+
+/* baton_membership_new with ext (NULL: no identity, the process's logger).
+ * conf->zk_auth is not read here (lib/conf.c turns it into ext->zk_auth). */
+int baton_membership__new(const baton_membership_conf_t *conf, const baton_membership_cbs_t *cbs,
+                          const baton_membership_ext_t *ext, baton_membership_t **out, char *errstr,
+                          size_t errstr_size);
+
+/* Sets the configuration's identity from an object the caller built
+ * (copied; NULL: none), in place of zookeeper.auth(.file): a program that
+ * parsed --zk-auth/--zk-auth-file itself, so its messages name its flags. */
+void baton_conf__set_zk_auth(baton_conf_t *conf, const baton_zk_auth_t *auth);
+
+#endif
