@@ -2,10 +2,15 @@
  * assignment (see coordinator.h and docs/design.md). Everything runs on the
  * caller's thread; ZooKeeper's completion thread only queues events.
  *
- * One loop, three timers: the rebalance debounce (membership churn within
- * --rebalance-delay-ms coalesces, bounded by --max-rebalance-delay-ms after
- * the first change), the leave grace (a vanished worker's partitions stay
- * reserved until its --leave-grace-ms runs out) and the resync safety net. */
+ * One loop in named phases (baton_coord_run) over one timer set
+ * (coord_timers.h): among them the rebalance debounce (membership churn
+ * within --rebalance-delay-ms coalesces, bounded by --max-rebalance-delay-ms
+ * after the first change), the leave grace (a vanished worker's partitions
+ * stay reserved until its --leave-grace-ms runs out) and the resync safety
+ * net. A rebalance is snapshot (snap_read) -> plan (coord_plan, the pure
+ * assignment/plan.h) -> publish (coord_publish) -> report (coord_report).
+ * coord_t holds one sub-struct per job (election, caches, departures,
+ * history, handoff watchdog, timers). */
 #include "coordinator.h"
 
 #include "assignment.h"
@@ -67,61 +72,93 @@ typedef struct {
     int64_t since_ms;
 } vanished_t;
 
+/* The election: our candidate node and whether it leads. */
+typedef struct {
+    char my_node[512]; /* full path of our c- node; "" when we have none */
+    int leader;
+    int64_t epoch;          /* czxid of our c- node while leading */
+    int64_t missing_log_ms; /* when event=group_missing was last logged; 0: not yet */
+    int64_t missing_quiet;  /* group_missing attempts not logged since then */
+} coord_election_t;
+
+/* Members' node contents as last read (sorted by id), so a rebalance reads
+ * only members that are new or whose data watch fired; dropped with the
+ * published cache (pc_drop). Cleared by mc_clear. */
+typedef struct {
+    struct mcache_s *v;
+    size_t n;
+} coord_mcache_t;
+
+/* What we last published (or found already published), kept so a
+ * rebalance does not re-read every worker's assignment node (a cost
+ * growing with the group, not with what moves). Trusted only while
+ * /assignment still has the version our publish left (every publish, ours
+ * or a rival's, bumps it) and until the next full read: a resync, a
+ * reconnection, an error or a change of leadership. Cleared by pc_free. */
+typedef struct {
+    struct published_s *v;
+    size_t n;
+    int valid;
+    int32_t version; /* /assignment's version that v matches */
+    int64_t gen;     /* /assignment's generation when v matches it */
+    int full_read;   /* the next rebalance re-reads every assignment node */
+} coord_pcache_t;
+
+/* The group's settings as the last full rebalance read them, each read
+ * leaving a watch: config, drains, pins, keys, our leadership (the exists
+ * watch on our own node) and the member list (the workers/ children
+ * watch). Trusted until one of those watches fires (valid or live_valid =
+ * 0), a reconnection, the resync, an error or a change of leadership;
+ * ZooKeeper delivers the watch event before we can read the change, and
+ * the loop handles events before it rebalances. So a leave mark or a crash
+ * costs the reads of what changed, not ten round trips. (/assignment's
+ * version and generation are kept with the published cache: only
+ * coordinators write it, and a publish checks the version anyway.)
+ * Cleared by gs_clear. */
+typedef struct {
+    int valid, live_valid;
+    baton_config_t cfg;
+    char **drains, **pin_of, **keys, **live;
+    size_t ndrains, nkeys, nlive;
+    int32_t npins;
+} coord_settings_t;
+
+/* Departures: leave marks, vanished members within their grace, and marks
+ * to verify. Cleared by leave_clear. */
+typedef struct {
+    char **leaving; /* ids whose member node said "leaving" (graceful) */
+    size_t nleaving;
+    vanished_t *gone;
+    size_t ngone;
+    /* Members whose leave mark was acted on from the data event alone
+     * (see event_member): read again once the publish is out, which
+     * re-arms their watch and confirms the mark. */
+    char **verify;
+    size_t nverify;
+} coord_leave_t;
+
+/* The history: moves published, not yet in <base>/history (written when
+ * T_HISTORY is due). Cleared by hist_flush or coord_step_down. */
+typedef struct {
+    coord_history_t *pending;
+    int64_t published_gen; /* the generation we last published */
+} coord_hist_t;
+
+/* One coordinator: its connection, and one sub-struct per job. Zeroed is
+ * the initial state of every part (timers: timers_setup). */
 typedef struct {
     const baton_coord_conf_t *conf;
     baton_zk_t *zk;
     char *base;
-    char my_node[512]; /* full path of our c- node; "" when we have none */
-    int leader;
-    int64_t epoch;         /* czxid of our c- node while leading */
-    int64_t published_gen; /* the generation we last published (for history) */
-    char **leaving;        /* ids whose member node said "leaving" (graceful) */
-    size_t nleaving;
-    vanished_t *gone;
-    size_t ngone;
-    int standby_skip_logged; /* event=standby_skipped logged once */
-    int64_t missing_log_ms;  /* when event=group_missing was last logged; 0: not yet */
-    int64_t missing_quiet;   /* group_missing attempts not logged since then */
-    coord_racks_t *racks;    /* partition leader racks from Kafka; NULL without --brokers */
+    coord_election_t el;
+    coord_mcache_t mc;
+    coord_pcache_t pc;
+    coord_settings_t gs;
+    coord_leave_t lv;
+    coord_hist_t hist;
     coord_handoffs_t ho;     /* the stuck-handoff watchdog */
-    /* What we last published (or found already published), kept so a
-     * rebalance does not re-read every worker's assignment node (a cost
-     * growing with the group, not with what moves). Trusted only while
-     * /assignment still has the version our publish left (every publish,
-     * ours or a rival's, bumps it) and until the next full read: a resync,
-     * a reconnection, an error or a change of leadership. */
-    struct published_s *pc;
-    size_t npc;
-    int pc_valid;
-    int32_t pc_version; /* /assignment's version that pc matches */
-    int full_read;      /* the next rebalance re-reads every assignment node */
-    /* Members' node contents as last read (sorted by id), so a rebalance
-     * reads only members that are new or whose data watch fired; dropped
-     * with pc (see pc_drop). */
-    struct mcache_s *mc;
-    size_t nmc;
-    /* The group's settings as the last full rebalance read them, each read
-     * leaving a watch: config, drains, pins, keys, our leadership (the
-     * exists watch on our own node) and the member list (the workers/
-     * children watch). Trusted until one of those watches fires (gs_valid
-     * or live_valid = 0), a reconnection, the resync, an error or a change
-     * of leadership; ZooKeeper delivers the watch event before we can read
-     * the change, and the loop handles events before it rebalances. So a
-     * leave mark or a crash costs the reads of what changed, not ten round
-     * trips. (/assignment's version and generation are kept with pc: only
-     * coordinators write it, and a publish checks the version anyway.) */
-    int gs_valid, live_valid;
-    baton_config_t gs_cfg;
-    char **gs_drains, **gs_pin_of, **gs_keys, **gs_live;
-    size_t gs_ndrains, gs_nkeys, gs_nlive;
-    int32_t gs_npins;
-    int64_t pc_gen;        /* /assignment's generation when pc matches it */
-    coord_history_t *hist; /* moves published, not yet in <base>/history */
-    /* Members whose leave mark was acted on from the data event alone
-     * (see the event loop): read again once the publish is out, which
-     * re-arms their watch and confirms the mark. */
-    char **verify;
-    size_t nverify;
+    coord_racks_t *racks;    /* partition leader racks from Kafka; NULL without --brokers */
+    int standby_skip_logged; /* event=standby_skipped logged once */
     /* The next rebalance writes every node with a new generation, even if
      * none changed: a member came back as a new incarnation, or a claim
      * not its owner's was revoked. Either can leave a standby holding a
@@ -164,13 +201,13 @@ typedef struct mcache_s {
 } mcache_t;
 
 static void mc_clear(coord_t *c) {
-    for (size_t i = 0; i < c->nmc; i++) {
-        free(c->mc[i].id);
-        free(c->mc[i].keys);
+    for (size_t i = 0; i < c->mc.n; i++) {
+        free(c->mc.v[i].id);
+        free(c->mc.v[i].keys);
     }
-    free(c->mc);
-    c->mc = NULL;
-    c->nmc = 0;
+    free(c->mc.v);
+    c->mc.v = NULL;
+    c->mc.n = 0;
 }
 
 static int mc_cmp(const void *a, const void *b) {
@@ -179,7 +216,7 @@ static int mc_cmp(const void *a, const void *b) {
 
 static mcache_t *mc_find(coord_t *c, const char *id) {
     mcache_t key = {.id = (char *)id};
-    return c->nmc ? bsearch(&key, c->mc, c->nmc, sizeof(mcache_t), mc_cmp) : NULL;
+    return c->mc.n ? bsearch(&key, c->mc.v, c->mc.n, sizeof(mcache_t), mc_cmp) : NULL;
 }
 
 /* Its data watch fired (a change or a deletion): read it again. */
@@ -233,28 +270,28 @@ static int coord_candidate_create(coord_t *c) {
     char *data = baton_member_encode(&me);
     char *prefix = baton_layout_candidate_create(c->base);
     int err = baton_zk_create(c->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL,
-                              c->my_node, sizeof(c->my_node), NULL);
+                              c->el.my_node, sizeof(c->el.my_node), NULL);
     if (err == BATON_NOTFOUND) {
         /* Retried every second until someone runs init: said once, then
          * every GROUP_MISSING_LOG_MS with the attempts in between. */
         int64_t now = baton_now_ms();
-        if (!c->missing_log_ms || now - c->missing_log_ms >= GROUP_MISSING_LOG_MS) {
+        if (!c->el.missing_log_ms || now - c->el.missing_log_ms >= GROUP_MISSING_LOG_MS) {
             BLOG_ERROR("event=group_missing path=%s/coordinators attempts_since_last=%lld "
                        "msg=\"run batonctl init first\" action=retry",
-                       c->base, (long long)c->missing_quiet);
-            c->missing_log_ms = now;
-            c->missing_quiet = 0;
+                       c->base, (long long)c->el.missing_quiet);
+            c->el.missing_log_ms = now;
+            c->el.missing_quiet = 0;
         } else {
-            c->missing_quiet++;
+            c->el.missing_quiet++;
             BLOG_DEBUG("event=group_missing_again path=%s/coordinators attempts_since_last=%lld",
-                       c->base, (long long)c->missing_quiet);
+                       c->base, (long long)c->el.missing_quiet);
         }
     } else if (err == BATON_OK) {
-        if (c->missing_log_ms)
+        if (c->el.missing_log_ms)
             BLOG_INFO("event=group_found path=%s attempts_since_last=%lld", c->base,
-                      (long long)c->missing_quiet);
-        c->missing_log_ms = c->missing_quiet = 0;
-        BLOG_INFO("event=candidate node=%s", c->my_node);
+                      (long long)c->el.missing_quiet);
+        c->el.missing_log_ms = c->el.missing_quiet = 0;
+        BLOG_INFO("event=candidate node=%s", c->el.my_node);
     }
     free(prefix);
     free(data);
@@ -264,23 +301,23 @@ static int coord_candidate_create(coord_t *c) {
 static void published_free(published_t *pub, size_t n);
 
 static void pc_free(coord_t *c) {
-    published_free(c->pc, c->npc);
-    c->pc = NULL;
-    c->npc = 0;
-    c->pc_valid = 0;
+    published_free(c->pc.v, c->pc.n);
+    c->pc.v = NULL;
+    c->pc.n = 0;
+    c->pc.valid = 0;
 }
 
 static void gs_clear(coord_t *c) {
-    baton_zk_strings_free(c->gs_drains, c->gs_ndrains);
-    baton_zk_strings_free(c->gs_keys, c->gs_nkeys);
-    baton_zk_strings_free(c->gs_live, c->gs_nlive);
-    for (int32_t p = 0; c->gs_pin_of && p < c->gs_npins; p++)
-        free(c->gs_pin_of[p]);
-    free(c->gs_pin_of);
-    c->gs_drains = c->gs_keys = c->gs_live = c->gs_pin_of = NULL;
-    c->gs_ndrains = c->gs_nkeys = c->gs_nlive = 0;
-    c->gs_npins = 0;
-    c->gs_valid = c->live_valid = 0;
+    baton_zk_strings_free(c->gs.drains, c->gs.ndrains);
+    baton_zk_strings_free(c->gs.keys, c->gs.nkeys);
+    baton_zk_strings_free(c->gs.live, c->gs.nlive);
+    for (int32_t p = 0; c->gs.pin_of && p < c->gs.npins; p++)
+        free(c->gs.pin_of[p]);
+    free(c->gs.pin_of);
+    c->gs.drains = c->gs.keys = c->gs.live = c->gs.pin_of = NULL;
+    c->gs.ndrains = c->gs.nkeys = c->gs.nlive = 0;
+    c->gs.npins = 0;
+    c->gs.valid = c->gs.live_valid = 0;
 }
 
 /* Forgets everything cached: the next rebalance reads it all. */
@@ -298,34 +335,37 @@ static char **strings_dup(char *const *v, size_t n) {
     return out;
 }
 
+/* Drops the pending history entries unwritten. */
+static void hist_drop(coord_t *c) {
+    coord_history_destroy(c->hist.pending);
+    c->hist.pending = NULL;
+    coord_timers_disarm(&c->timers, T_HISTORY);
+}
+
 /* Writes the pending history entries (now, whatever T_HISTORY says). */
 static void hist_flush(coord_t *c) {
-    if (c->hist && c->zk && c->my_node[0])
-        coord_history_flush(c->hist, c->zk, c->base, c->my_node);
-    coord_history_destroy(c->hist);
-    c->hist = NULL;
-    coord_timers_disarm(&c->timers, T_HISTORY);
+    if (c->hist.pending && c->zk && c->el.my_node[0])
+        coord_history_flush(c->hist.pending, c->zk, c->base, c->el.my_node);
+    hist_drop(c);
 }
 
 static void coord_step_down(coord_t *c, const char *why) {
     /* A deposed leader's pending entries are lost (its write would fail
      * the fence anyway); the assignment they describe is published. */
-    coord_history_destroy(c->hist);
-    c->hist = NULL;
-    coord_timers_disarm(&c->timers, T_HISTORY);
+    hist_drop(c);
     pc_drop(c);
-    if (c->leader)
-        BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->epoch);
-    c->leader = 0;
-    c->epoch = 0;
+    if (c->el.leader)
+        BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->el.epoch);
+    c->el.leader = 0;
+    c->el.epoch = 0;
     handoffs_clear(c);
 }
 
-/* Evaluates the election; sets c->leader. Leaves a watch on the predecessor
+/* Evaluates the election; sets c->el.leader. Leaves a watch on the predecessor
  * (standby) or on our own node (leader). */
 static int coord_elect(coord_t *c) {
     int err;
-    if (!c->my_node[0] && (err = coord_candidate_create(c)) != BATON_OK)
+    if (!c->el.my_node[0] && (err = coord_candidate_create(c)) != BATON_OK)
         return err;
     char *dir = baton_layout_coordinators(c->base);
     char **names = NULL;
@@ -333,7 +373,7 @@ static int coord_elect(coord_t *c) {
     err = baton_zk_children(c->zk, dir, 0, &names, &n);
     if (err != BATON_OK)
         goto out;
-    const char *mine = strrchr(c->my_node, '/') + 1;
+    const char *mine = strrchr(c->el.my_node, '/') + 1;
     /* Names without a sequence are not candidate nodes: ignored. */
     int found = 0;
     const char *pred = baton_seq_predecessor(names, n, mine, &found);
@@ -342,21 +382,21 @@ static int coord_elect(coord_t *c) {
         /* Our node is gone though our session lives (an operator removed it):
          * we are deposed; join again at the back of the queue. */
         coord_step_down(c, "candidate_node_removed");
-        BLOG_WARN("event=candidate_lost node=%s", c->my_node);
-        c->my_node[0] = 0;
+        BLOG_WARN("event=candidate_lost node=%s", c->el.my_node);
+        c->el.my_node[0] = 0;
         err = BATON_CONFLICT;
         goto out;
     }
     if (lowest && strcmp(lowest, mine) == 0) {
         struct Stat st;
         /* Watch our own node too: its deletion deposes us at once. */
-        err = baton_zk_exists(c->zk, c->my_node, 1, &st);
+        err = baton_zk_exists(c->zk, c->el.my_node, 1, &st);
         if (err != BATON_OK)
             goto out;
-        if (!c->leader) {
-            c->leader = 1;
-            c->epoch = st.czxid;
-            BLOG_INFO("event=elected node=%s epoch=%lld", c->my_node, (long long)c->epoch);
+        if (!c->el.leader) {
+            c->el.leader = 1;
+            c->el.epoch = st.czxid;
+            BLOG_INFO("event=elected node=%s epoch=%lld", c->el.my_node, (long long)c->el.epoch);
         }
     } else {
         coord_step_down(c, "not_lowest");
@@ -464,9 +504,9 @@ static baton_standby_t *standby_copy(const baton_standby_t *sb, size_t n) {
 
 /* A deep copy of the cache, for a rebalance that trusts it. */
 static published_t *pc_copy(const coord_t *c) {
-    published_t *pub = xcalloc(c->npc ? c->npc : 1, sizeof(*pub));
-    for (size_t i = 0; i < c->npc; i++) {
-        const published_t *o = &c->pc[i];
+    published_t *pub = xcalloc(c->pc.n ? c->pc.n : 1, sizeof(*pub));
+    for (size_t i = 0; i < c->pc.n; i++) {
+        const published_t *o = &c->pc.v[i];
         pub[i].id = xstrdup(o->id);
         pub[i].valid = o->valid;
         pub[i].generation = o->generation;
@@ -483,18 +523,18 @@ static published_t *pc_copy(const coord_t *c) {
 /* ---- leave grace -------------------------------------------------------- */
 
 static vanished_t *gone_find(coord_t *c, const char *id) {
-    for (size_t i = 0; i < c->ngone; i++)
-        if (strcmp(c->gone[i].id, id) == 0)
-            return &c->gone[i];
+    for (size_t i = 0; i < c->lv.ngone; i++)
+        if (strcmp(c->lv.gone[i].id, id) == 0)
+            return &c->lv.gone[i];
     return NULL;
 }
 
 static void gone_clear(coord_t *c) {
-    for (size_t i = 0; i < c->ngone; i++)
-        free(c->gone[i].id);
-    free(c->gone);
-    c->gone = NULL;
-    c->ngone = 0;
+    for (size_t i = 0; i < c->lv.ngone; i++)
+        free(c->lv.gone[i].id);
+    free(c->lv.gone);
+    c->lv.gone = NULL;
+    c->lv.ngone = 0;
     coord_timers_disarm(&c->timers, T_GRACE);
 }
 
@@ -503,8 +543,8 @@ static void gone_clear(coord_t *c) {
  * never reassigned. */
 static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t *pub, size_t npub) {
     size_t k = 0;
-    for (size_t i = 0; i < c->ngone; i++) {
-        vanished_t *g = &c->gone[i];
+    for (size_t i = 0; i < c->lv.ngone; i++) {
+        vanished_t *g = &c->lv.gone[i];
         int published = 0;
         for (size_t j = 0; j < npub; j++)
             if (strcmp(pub[j].id, g->id) == 0)
@@ -517,9 +557,9 @@ static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t 
             free(g->id);
             continue;
         }
-        c->gone[k++] = *g;
+        c->lv.gone[k++] = *g;
     }
-    c->ngone = k;
+    c->lv.ngone = k;
 }
 
 /* ---- reading the group -------------------------------------------------- */
@@ -550,8 +590,8 @@ static int cw_find(const coord_worker_t *w, size_t n, const char *id) {
  * ("leaving": true) before it releases anything; one whose node vanishes
  * unmarked crashed (or its session expired, or it was evicted). */
 static int leaving_has(const coord_t *c, const char *id) {
-    for (size_t i = 0; i < c->nleaving; i++)
-        if (strcmp(c->leaving[i], id) == 0)
+    for (size_t i = 0; i < c->lv.nleaving; i++)
+        if (strcmp(c->lv.leaving[i], id) == 0)
             return 1;
     return 0;
 }
@@ -559,17 +599,17 @@ static int leaving_has(const coord_t *c, const char *id) {
 static void leaving_note(coord_t *c, const char *id) {
     if (leaving_has(c, id))
         return;
-    c->leaving = xrealloc(c->leaving, sizeof(char *) * (c->nleaving + 1));
-    c->leaving[c->nleaving++] = xstrdup(id);
+    c->lv.leaving = xrealloc(c->lv.leaving, sizeof(char *) * (c->lv.nleaving + 1));
+    c->lv.leaving[c->lv.nleaving++] = xstrdup(id);
 }
 
 /* An unmarked node under that id (a new process reusing the id of one
  * that left) is not leaving: forget the old mark, or it would be drained. */
 static void leaving_forget(coord_t *c, const char *id) {
-    for (size_t i = 0; i < c->nleaving; i++)
-        if (strcmp(c->leaving[i], id) == 0) {
-            free(c->leaving[i]);
-            c->leaving[i] = c->leaving[--c->nleaving];
+    for (size_t i = 0; i < c->lv.nleaving; i++)
+        if (strcmp(c->lv.leaving[i], id) == 0) {
+            free(c->lv.leaving[i]);
+            c->lv.leaving[i] = c->lv.leaving[--c->lv.nleaving];
             return;
         }
 }
@@ -577,22 +617,33 @@ static void leaving_forget(coord_t *c, const char *id) {
 /* Forgets marks of workers no longer live (their departure is recorded). */
 static void leaving_prune(coord_t *c, const coord_worker_t *w, size_t nw) {
     size_t k = 0;
-    for (size_t i = 0; i < c->nleaving; i++) {
-        if (cw_find(w, nw, c->leaving[i]) >= 0)
-            c->leaving[k++] = c->leaving[i];
+    for (size_t i = 0; i < c->lv.nleaving; i++) {
+        if (cw_find(w, nw, c->lv.leaving[i]) >= 0)
+            c->lv.leaving[k++] = c->lv.leaving[i];
         else
-            free(c->leaving[i]);
+            free(c->lv.leaving[i]);
     }
-    c->nleaving = k;
+    c->lv.nleaving = k;
 }
 
 static void verify_clear(coord_t *c) {
-    for (size_t i = 0; i < c->nverify; i++)
-        free(c->verify[i]);
-    free(c->verify);
-    c->verify = NULL;
-    c->nverify = 0;
+    for (size_t i = 0; i < c->lv.nverify; i++)
+        free(c->lv.verify[i]);
+    free(c->lv.verify);
+    c->lv.verify = NULL;
+    c->lv.nverify = 0;
     coord_timers_disarm(&c->timers, T_VERIFY);
+}
+
+/* Forgets every departure: marks, vanished members, marks to verify. */
+static void leave_clear(coord_t *c) {
+    gone_clear(c);
+    verify_clear(c);
+    for (size_t i = 0; i < c->lv.nleaving; i++)
+        free(c->lv.leaving[i]);
+    free(c->lv.leaving);
+    c->lv.leaving = NULL;
+    c->lv.nleaving = 0;
 }
 
 /* Reads a member's capacity and rack. A member that left meanwhile is
@@ -651,13 +702,13 @@ static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
     m->valid = 1;
 }
 
-/* Reads the members in c->verify again (re-arming their data watches).
+/* Reads the members in c->lv.verify again (re-arming their data watches).
  * Returns 1 if one of them turns out not to be leaving after all (its
  * data changed for another reason): the caller rebalances again. */
 static int verify_flush(coord_t *c, const char *wdir) {
     int again = 0;
-    for (size_t i = 0; i < c->nverify; i++) {
-        const char *id = c->verify[i];
+    for (size_t i = 0; i < c->lv.nverify; i++) {
+        const char *id = c->lv.verify[i];
         coord_worker_t tmp = {0};
         int err = read_member(c, wdir, id, &tmp);
         if (err == BATON_OK) {
@@ -776,7 +827,7 @@ static int node_op_cmp(const void *a, const void *b) {
 static int publish_chunks(coord_t *c, const char *adir, int version, const char *meta_new,
                           node_op_t *nodes, size_t n, int64_t gen, size_t *nmulti_out) {
     size_t budget = (size_t)c->conf->max_multi_bytes;
-    size_t fixed = 256 + strlen(c->my_node) + strlen(adir) + strlen(meta_new);
+    size_t fixed = 256 + strlen(c->el.my_node) + strlen(adir) + strlen(meta_new);
     zoo_op_t *ops = xcalloc(n + 2, sizeof(zoo_op_t));
     zoo_op_result_t *results = xcalloc(n + 2, sizeof(zoo_op_result_t));
     size_t i = 0, nmulti = 0;
@@ -791,7 +842,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
                       nodes[i].bytes, budget);
         int last = j == n;
         size_t nops = 0;
-        zoo_check_op_init(&ops[nops++], c->my_node, -1);
+        zoo_check_op_init(&ops[nops++], c->el.my_node, -1);
         if (last)
             zoo_set_op_init(&ops[nops++], adir, meta_new, (int)strlen(meta_new), version, NULL);
         else
@@ -816,7 +867,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
                  * leader we thought we were; this chunk wrote nothing. */
                 BLOG_WARN("event=deposed reason=%s epoch=%lld generation=%lld chunk=%zu",
                           results[0].err == ZNONODE ? "candidate_node_gone" : "assignment_changed",
-                          (long long)c->epoch, (long long)gen, nmulti);
+                          (long long)c->el.epoch, (long long)gen, nmulti);
                 err = BATON_DEPOSED;
             } else {
                 err = baton_zk_err(rc);
@@ -1021,8 +1072,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
              * to record it loses only the entry. */
             coord_history_t *fh = coord_history_new();
             coord_history_add(fh, res->kind == BATON_RESOURCE_KEY ? -1 : res->partition, res->key,
-                              claim.worker, h->owner, c->published_gen, "forced");
-            coord_history_flush(fh, c->zk, c->base, c->my_node);
+                              claim.worker, h->owner, c->hist.published_gen, "forced");
+            coord_history_flush(fh, c->zk, c->base, c->el.my_node);
             coord_history_destroy(fh);
             /* Held by another worker than the owner: a standby's promotion,
              * say, which only a newer generation ends (else it claims
@@ -1115,9 +1166,9 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw,
                      const baton_plan_snapshot_t *snap, const baton_plan_t *pl, int32_t version,
                      int64_t gen, int64_t node_gen) {
     pc_free(c);
-    c->pc = xcalloc(nw + 1, sizeof(published_t));
+    c->pc.v = xcalloc(nw + 1, sizeof(published_t));
     for (size_t k = 0; k < nw; k++) {
-        published_t *o = &c->pc[k];
+        published_t *o = &c->pc.v[k];
         baton_worker_assignment_t wa;
         baton_plan_node(snap, pl, k, &wa);
         o->id = xstrdup(w[k].id);
@@ -1131,10 +1182,10 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw,
         o->nstandby = wa.nstandby;
         o->generation = node_gen; /* at most: an unchanged node kept an older one */
     }
-    c->npc = nw;
-    c->pc_version = version;
-    c->pc_gen = gen;
-    c->pc_valid = 1;
+    c->pc.n = nw;
+    c->pc.version = version;
+    c->pc.gen = gen;
+    c->pc.valid = 1;
 }
 
 /* ---- the rebalance: read a snapshot, plan, publish, report -------------- */
@@ -1143,7 +1194,7 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw,
  * Owns everything it points to; released by snap_release. */
 typedef struct {
     int64_t t_read; /* when reading began */
-    int cached;     /* the settings as last read are still current (gs_valid) */
+    int cached;     /* the settings as last read are still current (gs.valid) */
     int full;       /* members are read afresh, not taken from the cache */
     baton_config_t cfg;
     baton_strategy_t strategy;
@@ -1189,7 +1240,7 @@ static int snap_read_config(coord_t *c, coord_snap_t *rs) {
     char errstr[256];
     int err;
     if (rs->cached) {
-        rs->cfg = c->gs_cfg;
+        rs->cfg = c->gs.cfg;
     } else if ((err = baton_group_config_read(c->zk, c->base, 1, &rs->cfg, errstr,
                                               sizeof(errstr))) != BATON_OK) {
         BLOG_ERROR("event=config_error error=\"%s\"", errstr);
@@ -1216,9 +1267,9 @@ static int snap_read_config(coord_t *c, coord_snap_t *rs) {
  * published nodes, each from its cache while that is still current. */
 static int snap_read_published(coord_t *c, coord_snap_t *rs) {
     int err;
-    if (rs->cached && c->live_valid) {
-        rs->raw = strings_dup(c->gs_live, c->gs_nlive);
-        rs->nraw = c->gs_nlive;
+    if (rs->cached && c->gs.live_valid) {
+        rs->raw = strings_dup(c->gs.live, c->gs.nlive);
+        rs->nraw = c->gs.nlive;
     } else if ((err = baton_zk_children(c->zk, rs->wdir, 1, &rs->raw, &rs->nraw)) != BATON_OK) {
         return err;
     }
@@ -1232,12 +1283,12 @@ static int snap_read_published(coord_t *c, coord_snap_t *rs) {
         rs->live[rs->nlive++] = rs->raw[i];
     }
     size_t meta_len = 0;
-    if (rs->cached && c->pc_valid) {
+    if (rs->cached && c->pc.valid) {
         /* What we published last is what is there: only coordinators write
          * /assignment, and if a rival did, our publish's version check
          * fails and we step down. */
-        rs->meta.generation = c->pc_gen;
-        rs->meta_st.version = c->pc_version;
+        rs->meta.generation = c->pc.gen;
+        rs->meta_st.version = c->pc.version;
     } else if ((err = baton_zk_get(c->zk, rs->adir, 0, &rs->meta_data, &meta_len, &rs->meta_st)) !=
                BATON_OK) {
         return err;
@@ -1250,15 +1301,15 @@ static int snap_read_published(coord_t *c, coord_snap_t *rs) {
             rs->meta.generation = 0;
         }
     }
-    rs->full = c->full_read || !c->pc_valid;
-    if (c->pc_valid && !c->full_read && rs->meta_st.version == c->pc_version) {
+    rs->full = c->pc.full_read || !c->pc.valid;
+    if (c->pc.valid && !c->pc.full_read && rs->meta_st.version == c->pc.version) {
         rs->pub = pc_copy(c);
-        rs->npub = c->npc;
+        rs->npub = c->pc.n;
         return BATON_OK;
     }
     if ((err = read_published(c, &rs->pub, &rs->npub)) != BATON_OK)
         return err;
-    c->full_read = 0;
+    c->pc.full_read = 0;
     return BATON_OK;
 }
 
@@ -1268,11 +1319,11 @@ static int snap_read_settings(coord_t *c, coord_snap_t *rs) {
     int err;
     int32_t P = rs->P;
     if (rs->cached) {
-        rs->drains = strings_dup(c->gs_drains, c->gs_ndrains);
-        rs->ndrains = c->gs_ndrains;
-        rs->pin_of = strings_dup(c->gs_pin_of, (size_t)P);
-        rs->keys = strings_dup(c->gs_keys, c->gs_nkeys);
-        rs->nkeys = c->gs_nkeys;
+        rs->drains = strings_dup(c->gs.drains, c->gs.ndrains);
+        rs->ndrains = c->gs.ndrains;
+        rs->pin_of = strings_dup(c->gs.pin_of, (size_t)P);
+        rs->keys = strings_dup(c->gs.keys, c->gs.nkeys);
+        rs->nkeys = c->gs.nkeys;
     } else {
         char errstr[256];
         if ((err = read_dir_watched(c, baton_layout_drains, &rs->drains, &rs->ndrains)) != BATON_OK)
@@ -1285,20 +1336,20 @@ static int snap_read_settings(coord_t *c, coord_snap_t *rs) {
             return err;
         /* All read, each with its watch: keep them until one fires. */
         gs_clear(c);
-        c->gs_cfg = rs->cfg;
-        c->gs_drains = strings_dup(rs->drains, rs->ndrains);
-        c->gs_ndrains = rs->ndrains;
-        c->gs_pin_of = strings_dup(rs->pin_of, (size_t)P);
-        c->gs_npins = P;
-        c->gs_keys = strings_dup(rs->keys, rs->nkeys);
-        c->gs_nkeys = rs->nkeys;
-        c->gs_valid = 1;
+        c->gs.cfg = rs->cfg;
+        c->gs.drains = strings_dup(rs->drains, rs->ndrains);
+        c->gs.ndrains = rs->ndrains;
+        c->gs.pin_of = strings_dup(rs->pin_of, (size_t)P);
+        c->gs.npins = P;
+        c->gs.keys = strings_dup(rs->keys, rs->nkeys);
+        c->gs.nkeys = rs->nkeys;
+        c->gs.valid = 1;
     }
-    if (!c->live_valid || !rs->cached) {
-        baton_zk_strings_free(c->gs_live, c->gs_nlive);
-        c->gs_live = strings_dup(rs->raw, rs->nraw);
-        c->gs_nlive = rs->nraw;
-        c->live_valid = 1;
+    if (!c->gs.live_valid || !rs->cached) {
+        baton_zk_strings_free(c->gs.live, c->gs.nlive);
+        c->gs.live = strings_dup(rs->raw, rs->nraw);
+        c->gs.nlive = rs->nraw;
+        c->gs.live_valid = 1;
     }
     return BATON_OK;
 }
@@ -1348,16 +1399,16 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
     }
     /* Remember them (live is sorted, so is the cache). */
     mc_clear(c);
-    c->mc = xcalloc(nw + 1, sizeof(mcache_t));
+    c->mc.v = xcalloc(nw + 1, sizeof(mcache_t));
     for (size_t i = 0; i < nw; i++) {
-        c->mc[c->nmc++] = (mcache_t){.id = xstrdup(w[i].id),
-                                     .capacity = w[i].capacity,
-                                     .no_partitions = w[i].no_partitions,
-                                     .keys_filter = w[i].keys_filter,
-                                     .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
-                                     .session = w[i].session,
-                                     .valid = 1};
-        snprintf(c->mc[i].rack, sizeof(c->mc[i].rack), "%s", w[i].rack);
+        c->mc.v[c->mc.n++] = (mcache_t){.id = xstrdup(w[i].id),
+                                        .capacity = w[i].capacity,
+                                        .no_partitions = w[i].no_partitions,
+                                        .keys_filter = w[i].keys_filter,
+                                        .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
+                                        .session = w[i].session,
+                                        .valid = 1};
+        snprintf(c->mc.v[i].rack, sizeof(c->mc.v[i].rack), "%s", w[i].rack);
     }
     return BATON_OK;
 }
@@ -1377,8 +1428,8 @@ static void snap_members_flags(coord_t *c, coord_snap_t *rs, int64_t now) {
             continue;
         vanished_t *g = gone_find(c, pub->id);
         if (!g) {
-            c->gone = xrealloc(c->gone, (c->ngone + 1) * sizeof(*c->gone));
-            g = &c->gone[c->ngone++];
+            c->lv.gone = xrealloc(c->lv.gone, (c->lv.ngone + 1) * sizeof(*c->lv.gone));
+            g = &c->lv.gone[c->lv.ngone++];
             *g = (vanished_t){.id = xstrdup(pub->id), .since_ms = now};
             BLOG_INFO("event=leave_grace worker=%s partitions=%zu grace_ms=%d", pub->id,
                       pub->npartitions, c->conf->leave_grace_ms);
@@ -1405,8 +1456,8 @@ static void snap_members_flags(coord_t *c, coord_snap_t *rs, int64_t now) {
      * claims, and they queue behind them. Not with --leave-grace-ms: the
      * operator asked that a worker who goes (a rolling restart) keeps its
      * partitions reserved until it is back or the grace runs out. */
-    for (size_t i = 0; c->conf->leave_grace_ms <= 0 && i < c->nleaving; i++) {
-        int k = cw_find(w, rs->nw, c->leaving[i]);
+    for (size_t i = 0; c->conf->leave_grace_ms <= 0 && i < c->lv.nleaving; i++) {
+        int k = cw_find(w, rs->nw, c->lv.leaving[i]);
         if (k >= 0)
             w[k].flags |= BATON_ASSIGN_DRAINED;
     }
@@ -1416,7 +1467,7 @@ static void snap_members_flags(coord_t *c, coord_snap_t *rs, int64_t now) {
 static int snap_read(coord_t *c, coord_snap_t *rs) {
     int err;
     rs->t_read = baton_now_ms();
-    rs->cached = c->gs_valid && !c->full_read;
+    rs->cached = c->gs.valid && !c->pc.full_read;
     if ((err = snap_read_config(c, rs)) != BATON_OK)
         return err;
     rs->wdir = baton_layout_workers(c->base);
@@ -1547,7 +1598,7 @@ static int coord_publish(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp, s
                          size_t *nmulti, int64_t *t_publish) {
     node_op_t *nodes = publish_nodes(rs, &cp->pl, nnodes);
     baton_assignment_meta_t new_meta = {.generation = cp->pl.generation,
-                                        .coordinator_epoch = c->epoch};
+                                        .coordinator_epoch = c->el.epoch};
     snprintf(new_meta.strategy, sizeof(new_meta.strategy), "%s", baton_strategy_name(rs->strategy));
     char *meta_new = baton_assignment_meta_encode(&new_meta);
     *t_publish = baton_now_ms();
@@ -1597,11 +1648,11 @@ static void report_moves(coord_t *c, const coord_snap_t *rs, const coord_plan_t 
     }
     if (logged > ASSIGN_LOG_MAX)
         BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
-    if (!c->hist) {
-        c->hist = hist;
+    if (!c->hist.pending) {
+        c->hist.pending = hist;
         coord_timers_arm(&c->timers, T_HISTORY, baton_now_ms() + HISTORY_DELAY_MS);
     } else {
-        coord_history_merge(c->hist, hist);
+        coord_history_merge(c->hist.pending, hist);
         coord_history_destroy(hist);
     }
 }
@@ -1622,7 +1673,7 @@ static void coord_report(coord_t *c, const coord_snap_t *rs, const coord_plan_t 
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
               "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
-              (long long)gen, (long long)c->epoch, rs->nw, rs->P, pl->moved, st->minimal,
+              (long long)gen, (long long)c->el.epoch, rs->nw, rs->P, pl->moved, st->minimal,
               st->reserved, st->pinned, st->rack_local, rs->nkeys, pl->kmoved, nnodes, nmulti,
               (long long)(cp->t0 - rs->t_read), (long long)cp->compute_ms,
               (long long)pl->standby_ms, (long long)(baton_now_ms() - t_publish));
@@ -1632,7 +1683,7 @@ static void coord_report(coord_t *c, const coord_snap_t *rs, const coord_plan_t 
     baton_metric_observe(baton_metric_histogram(BATON_M_C_REBALANCE_SECONDS),
                          (double)(baton_now_ms() - cp->t0) / 1000.0);
     report_moves(c, rs, cp);
-    c->published_gen = gen;
+    c->hist.published_gen = gen;
     leaving_prune(c, rs->w, rs->nw);
 }
 
@@ -1694,10 +1745,10 @@ static int coord_racks_refresh(coord_t *c) {
 static int coord_step(coord_t *c) {
     /* A leader whose settings are cached still leads: its own node's
      * exists watch (set by coord_elect) has not fired. */
-    int err = c->leader && c->gs_valid && !c->full_read ? BATON_OK : coord_elect(c);
+    int err = c->el.leader && c->gs.valid && !c->pc.full_read ? BATON_OK : coord_elect(c);
     if (err != BATON_OK)
         return err;
-    if (!c->leader) {
+    if (!c->el.leader) {
         pc_drop(c); /* a standby keeps nothing: a new term starts by reading */
         return BATON_OK;
     }
@@ -1708,9 +1759,9 @@ static int coord_step(coord_t *c) {
     if (err == BATON_DEPOSED) {
         /* If our node still exists someone else published: yield to them by
          * rejoining the queue at its back. */
-        if (c->my_node[0] && baton_zk_delete(c->zk, c->my_node, -1) == BATON_OK)
-            BLOG_INFO("event=candidate_withdrawn node=%s", c->my_node);
-        c->my_node[0] = 0;
+        if (c->el.my_node[0] && baton_zk_delete(c->zk, c->el.my_node, -1) == BATON_OK)
+            BLOG_INFO("event=candidate_withdrawn node=%s", c->el.my_node);
+        c->el.my_node[0] = 0;
     }
     return err;
 }
@@ -1765,7 +1816,7 @@ static void timers_setup(coord_timers_t *ts) {
  * the children event it comes with; an unmarked one (a crash, an expiry)
  * is rebalanced at once too unless more churn is pending. */
 static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev, const char *id) {
-    if (ev->type == ZOO_CHANGED_EVENT && c->leader && c->conf->leave_grace_ms <= 0 &&
+    if (ev->type == ZOO_CHANGED_EVENT && c->el.leader && c->conf->leave_grace_ms <= 0 &&
         !leaving_has(c, id) && mc_find(c, id)) {
         /* A member changes its node's data only to mark its leave
          * (baton_membership_leave): act on the event itself, a read less
@@ -1773,8 +1824,8 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
          * unchanged; the read that re-arms the watch and confirms the mark
          * comes after the publish (verify_flush). */
         leaving_note(c, id);
-        c->verify = xrealloc(c->verify, sizeof(char *) * (c->nverify + 1));
-        c->verify[c->nverify++] = xstrdup(id);
+        c->lv.verify = xrealloc(c->lv.verify, sizeof(char *) * (c->lv.nverify + 1));
+        c->lv.verify[c->lv.nverify++] = xstrdup(id);
         coord_timers_arm_once(&c->timers, T_VERIFY, baton_now_ms() + VERIFY_DELAY_MS);
         BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
         l->dirty = 1;
@@ -1793,7 +1844,7 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
         }
     } else {
         l->churn = 1;
-        c->live_valid = 0;
+        c->gs.live_valid = 0;
         if (ev->type == ZOO_DELETED_EVENT && !leaving_has(c, id))
             l->crash = 1;
     }
@@ -1811,7 +1862,7 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
             if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
                 expired = 1;
             else if (ev.state == ZOO_CONNECTED_STATE)
-                l->dirty = c->full_read = 1; /* watches may have been missed: re-read */
+                l->dirty = c->pc.full_read = 1; /* watches may have been missed: re-read */
             if (ev.state == ZOO_CONNECTED_STATE || ev.state == ZOO_CONNECTING_STATE)
                 baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
             else if (expired)
@@ -1821,13 +1872,13 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
         } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, l->wdir) == 0) {
             BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
             l->churn = 1;
-            c->live_valid = 0;
+            c->gs.live_valid = 0;
         } else {
             /* Election, config, pins, drains, keys: act at once, on
              * everything read afresh. */
             BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
             l->dirty = 1;
-            c->gs_valid = c->live_valid = 0;
+            c->gs.valid = c->gs.live_valid = 0;
         }
         baton_zk_event_release(&ev);
     }
@@ -1841,7 +1892,7 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
 static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
     const baton_coord_conf_t *conf = c->conf;
     coord_timers_t *ts = &c->timers;
-    if (!c->leader || conf->rebalance_delay_ms == 0 ||
+    if (!c->el.leader || conf->rebalance_delay_ms == 0 ||
         (l->crash && !coord_timers_due_ms(ts, T_DEBOUNCE))) {
         l->dirty = 1;
         return;
@@ -1881,11 +1932,11 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
         if (l->dirty) {
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_DEFER_MS);
         } else {
-            l->dirty = c->full_read = 1;
+            l->dirty = c->pc.full_read = 1;
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_INTERVAL_MS);
         }
     }
-    if (c->leader && baton_zk_connected(c->zk) && coord_racks_refresh(c))
+    if (c->el.leader && baton_zk_connected(c->zk) && coord_racks_refresh(c))
         l->dirty = 1;
 }
 
@@ -1895,14 +1946,14 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
         return;
     l->dirty = 0;
     int err = coord_step(c);
-    if (err == BATON_OK && c->leader) {
+    if (err == BATON_OK && c->el.leader) {
         l->first_change = 0; /* this rebalance read everything */
         coord_timers_disarm(&c->timers, T_DEBOUNCE);
     }
     if (err != BATON_OK) {
         /* Retry soon: connection loss, a vanished predecessor, a refused
          * publish or a group not yet initialised. */
-        l->dirty = c->full_read = 1;
+        l->dirty = c->pc.full_read = 1;
         l->wait_ms = err == BATON_CONFLICT || err == BATON_DEPOSED ? 0 : RETRY_BACKOFF_MS;
         if (err == BATON_NOTFOUND || err == BATON_CORRUPT)
             l->wait_ms = 1000;
@@ -1912,7 +1963,7 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
 /* What follows a publish: the handoff watchdog (leader), then the history
  * write and the leave-mark verify when due, in deadline order. */
 static void loop_timers_after(coord_t *c, coord_loop_t *l, int64_t now) {
-    if (c->leader && baton_zk_connected(c->zk)) {
+    if (c->el.leader && baton_zk_connected(c->zk)) {
         handoffs_check(c);
         if (c->republish && !l->dirty) {
             l->dirty = 1;
@@ -1936,16 +1987,16 @@ static void loop_timers_after(coord_t *c, coord_loop_t *l, int64_t now) {
 /* Sleeps until an event, a stop request or the earliest deadline (a
  * standby leaves the leader's timers out), at most l->wait_ms. */
 static void loop_wait(coord_t *c, coord_loop_t *l, int stop_fd, int64_t now) {
-    unsigned groups = G_ALWAYS | (c->leader ? G_LEADER : 0);
+    unsigned groups = G_ALWAYS | (c->el.leader ? G_LEADER : 0);
     int64_t wait_ms = coord_timers_wait_ms(&c->timers, groups, now, l->wait_ms);
     /* Disconnected, whatever is due waits for the connection (and the
      * reconnection's event wakes us): a deadline already past must not
      * make this loop spin. */
     if (!baton_zk_connected(c->zk) && wait_ms < DISCONNECTED_WAIT_MS)
         wait_ms = DISCONNECTED_WAIT_MS;
-    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c->leader);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c->el.leader);
     baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c->zk));
-    baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c->leader ? (double)c->epoch : 0);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c->el.leader ? (double)c->el.epoch : 0);
     struct pollfd pfds[2] = {{.fd = baton_zk_fd(c->zk), .events = POLLIN},
                              {.fd = stop_fd, .events = POLLIN}};
     poll(pfds, 2, (int)wait_ms);
@@ -1985,28 +2036,24 @@ static int loop_session_lost(coord_t *c) {
     BLOG_WARN("event=session_expired action=reconnect");
     baton_zk_destroy(c->zk);
     c->zk = NULL;
-    c->my_node[0] = 0;
+    c->el.my_node[0] = 0;
     return 1;
 }
 
 static void coord_shutdown(coord_t *c) {
-    BLOG_INFO("event=stopping leader=%d", c->leader);
-    if (c->leader && c->zk && baton_zk_connected(c->zk))
+    BLOG_INFO("event=stopping leader=%d", c->el.leader);
+    if (c->el.leader && c->zk && baton_zk_connected(c->zk))
         hist_flush(c); /* what was published is recorded before we go */
-    coord_history_destroy(c->hist);
+    hist_drop(c);
     if (c->zk) {
-        if (c->my_node[0])
-            baton_zk_delete(c->zk, c->my_node, -1);
+        if (c->el.my_node[0])
+            baton_zk_delete(c->zk, c->el.my_node, -1);
         baton_zk_destroy(c->zk);
     }
-    gone_clear(c);
-    verify_clear(c);
+    leave_clear(c);
     handoffs_clear(c);
     pc_drop(c);
     coord_racks_destroy(c->racks);
-    for (size_t i = 0; i < c->nleaving; i++)
-        free(c->leaving[i]);
-    free(c->leaving);
     free(c->base);
 }
 
