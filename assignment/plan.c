@@ -145,10 +145,10 @@ static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
         .pins = p->pins,
         .leader_rack = lrack,
     };
-    p->moved = baton_assign_compute(in, p->next, &p->stats, errstr, n);
+    int rc = baton_assign_compute(in, p->next, &p->stats, errstr, n);
     free(rack_names);
     /* in->leader_rack stays set for the standbys; freed by the caller. */
-    return p->moved < 0 ? p->moved : 0;
+    return rc < 0 ? rc : 0;
 }
 
 /* Named keys (rows [npartitions, nrows)): the same strategy over the
@@ -162,9 +162,9 @@ static int plan_keys(const baton_plan_snapshot_t *s, baton_plan_t *p, coord_key_
                                      .flags = s->members[i].flags,
                                      .keys_filter = s->members[i].keys_filter,
                                      .keys = s->members[i].keys};
-    p->kmoved = coord_keys_assign(s->strategy, s->keys, s->nkeys, kw, s->nmembers, p->prev + k0,
-                                  p->next + k0, errstr, n);
-    return p->kmoved < 0 ? p->kmoved : 0;
+    int rc = coord_keys_assign(s->strategy, s->keys, s->nkeys, kw, s->nmembers, p->prev + k0,
+                               p->next + k0, errstr, n);
+    return rc < 0 ? rc : 0;
 }
 
 /* Per-member lists by one counting pass: start[k]..start[k+1] in order
@@ -213,6 +213,20 @@ static int plan_standbys(const baton_plan_snapshot_t *s, baton_plan_t *p,
     free(sb);
     p->standby_ms = baton_now_ms() - t0;
     return rc < 0 ? rc : 0;
+}
+
+/* What moved, by kind: the rows whose owner changed (newly owned
+ * included), as the assignors count them. */
+static void plan_moves(const baton_plan_snapshot_t *s, baton_plan_t *p) {
+    p->moved = p->kmoved = 0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (p->next[r] == p->prev[r])
+            continue;
+        if (baton_plan_row_is_key(s, r))
+            p->kmoved++;
+        else
+            p->moved++;
+    }
 }
 
 /* The node diff against what is published. */
@@ -293,8 +307,10 @@ int baton_plan_compute(const baton_plan_snapshot_t *s, baton_plan_t *out, char *
         if ((err = plan_standbys(s, out, &in, kw, errstr, n)) != 0)
             out->failed = "standby";
     }
-    if (!err)
+    if (!err) {
+        plan_moves(s, out);
         plan_diff(s, out);
+    }
     free((void *)in.leader_rack);
     free(aw);
     free(kw);

@@ -226,6 +226,16 @@ static void plan_ok(const baton_plan_snapshot_t *s, baton_plan_t *pl) {
     int rc = baton_plan_compute(s, pl, err, sizeof(err));
     if (rc != 0)
         fail_msg("plan failed: %s", err);
+    /* The moves, counted over rows: as the assignor counts partitions, and
+     * every key row whose owner is not its previous one. */
+    assert_int_equal(pl->nrows, (size_t)s->npartitions + s->nkeys);
+    assert_int_equal(pl->moved, pl->stats.moved);
+    int kmoved = 0;
+    for (size_t k = 0; k < s->nkeys; k++) {
+        size_t r = baton_plan_key_row(s, k);
+        kmoved += pl->next[r] != pl->prev[r];
+    }
+    assert_int_equal(pl->kmoved, kmoved);
 }
 
 static void test_plan_properties(void **state) {
