@@ -19,10 +19,14 @@ int coord_keys_has(const char *list, const char *key) {
     return 0;
 }
 
+int coord_keys_takes(int keys_filter, const char *keys, const char *key) {
+    return !keys_filter || coord_keys_has(keys, key);
+}
+
 static int eligible(const coord_key_worker_t *w, const char *key) {
     if (w->flags & (BATON_ASSIGN_DRAINED | BATON_ASSIGN_ABSENT))
         return 0;
-    return !w->keys_filter || coord_keys_has(w->keys, key);
+    return coord_keys_takes(w->keys_filter, w->keys, key);
 }
 
 /* Keys sorted by their eligibility signature, then by index. */

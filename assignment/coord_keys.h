@@ -31,4 +31,9 @@ int coord_keys_assign(baton_strategy_t strategy, char *const *keys, size_t nkeys
 /* 1 if the comma-separated list has key. */
 int coord_keys_has(const char *list, const char *key);
 
+/* 1 if a member with this filter (keys_filter 0: every key) may take key:
+ * the eligibility rule of keys, shared with the plan's
+ * baton_plan_member_takes. */
+int coord_keys_takes(int keys_filter, const char *keys, const char *key);
+
 #endif

@@ -1,38 +1,34 @@
 /* coord_standby.c: standbys, see coord_standby.h. */
 #include "coord_standby.h"
 
-#include "baton_util.h"
 #include "baton_err.h"
+#include "baton_util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int coord_standby_compute(const baton_assign_input_t *in, const int *next, char *const *keys,
-                          size_t nkeys, const coord_key_worker_t *kw, const int *knext, int *sb,
-                          int *ksb, char *errstr, size_t errstr_size) {
+int coord_standby_compute(const baton_assign_input_t *in, char *const *keys, size_t nkeys,
+                          const coord_key_worker_t *kw, const int *next, int *sb, char *errstr,
+                          size_t errstr_size) {
     int P = in->npartitions, nw = in->nworkers;
-    for (int p = 0; p < P; p++)
-        sb[p] = -1;
-    for (size_t k = 0; k < nkeys; k++)
-        ksb[k] = -1;
-    if ((size_t)nw * ((size_t)P + nkeys) > COORD_STANDBY_BUDGET)
+    size_t nrows = (size_t)P + nkeys;
+    const int *knext = next + P;
+    for (size_t r = 0; r < nrows; r++)
+        sb[r] = -1;
+    if ((size_t)nw * nrows > COORD_STANDBY_BUDGET)
         return 1;
     /* What each worker owns (1: partitions, 2: keys): only those
      * departures are simulated, and only for what the owner has. */
     char *owns = xcalloc((size_t)nw + 1, 1);
-    for (int p = 0; p < P; p++)
-        if (next[p] >= 0 && next[p] < nw)
-            owns[next[p]] |= 1;
-    for (size_t k = 0; k < nkeys; k++)
-        if (knext[k] >= 0 && knext[k] < nw)
-            owns[knext[k]] |= 2;
+    for (size_t r = 0; r < nrows; r++)
+        if (next[r] >= 0 && next[r] < nw)
+            owns[next[r]] |= r < (size_t)P ? 1 : 2;
     baton_assign_worker_t *aw = xcalloc((size_t)nw + 1, sizeof(*aw));
     coord_key_worker_t *kw2 = xcalloc((size_t)nw + 1, sizeof(*kw2));
     memcpy(aw, in->workers, sizeof(*aw) * (size_t)nw);
     if (nkeys)
         memcpy(kw2, kw, sizeof(*kw2) * (size_t)nw);
-    int *alt = xmalloc(sizeof(int) * ((size_t)P + 1));
-    int *kalt = xmalloc(sizeof(int) * (nkeys + 1));
+    int *alt = xmalloc(sizeof(int) * (nrows + 1)); /* rows, as next */
     baton_assign_input_t sim = *in;
     sim.prev = next;
     sim.workers = aw;
@@ -44,24 +40,25 @@ int coord_standby_compute(const baton_assign_input_t *in, const int *next, char 
         int saved = aw[o].flags;
         if ((owns[o] & 1) && !(saved & BATON_ASSIGN_ABSENT)) {
             aw[o].flags |= BATON_ASSIGN_DRAINED; /* what a leave mark does */
-            if ((err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size)) >= 0)
-                for (int p = 0; p < P; p++)
-                    if (next[p] == o && alt[p] >= 0 && alt[p] != o)
-                        sb[p] = alt[p];
+            err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size);
             aw[o].flags = saved;
         }
         if (err >= 0 && (owns[o] & 2) && !(kw2[o].flags & BATON_ASSIGN_ABSENT)) {
             int ksaved = kw2[o].flags;
             kw2[o].flags |= BATON_ASSIGN_DRAINED;
-            err = coord_keys_assign(in->strategy, keys, nkeys, kw2, (size_t)nw, knext, kalt, errstr,
-                                    errstr_size);
+            err = coord_keys_assign(in->strategy, keys, nkeys, kw2, (size_t)nw, knext, alt + P,
+                                    errstr, errstr_size);
             kw2[o].flags = ksaved;
-            for (size_t k = 0; err >= 0 && k < nkeys; k++)
-                if (knext[k] == o && kalt[k] >= 0 && kalt[k] != o)
-                    ksb[k] = kalt[k];
+        }
+        /* The rows o owns, of a kind just simulated, go to their successor. */
+        for (size_t r = 0; err >= 0 && r < nrows; r++) {
+            int kind = r < (size_t)P ? 1 : 2;
+            int simulated =
+                kind == 1 ? !(saved & BATON_ASSIGN_ABSENT) : !(kw2[o].flags & BATON_ASSIGN_ABSENT);
+            if (next[r] == o && (owns[o] & kind) && simulated && alt[r] >= 0 && alt[r] != o)
+                sb[r] = alt[r];
         }
     }
-    free(kalt);
     free(alt);
     free(kw2);
     free(aw);
@@ -84,8 +81,8 @@ static baton_standby_t *entry_for(baton_standby_t **lists, size_t *nlists, size_
     return e;
 }
 
-void coord_standby_lists(const int *start, const int *order, const int *sb, char *const *keys,
-                         size_t nkeys, const int *knext, const int *ksb, const char *const *ids,
+void coord_standby_lists(const int *start, const int *order, int32_t npartitions, char *const *keys,
+                         size_t nkeys, const int *next, const int *sb, const char *const *ids,
                          size_t nw, baton_standby_t ***lists_out, size_t **nlists_out) {
     baton_standby_t **lists = xcalloc(nw + 1, sizeof(*lists));
     size_t *nlists = xcalloc(nw + 1, sizeof(size_t)), *caps = xcalloc(nw + 1, sizeof(size_t));
@@ -99,9 +96,10 @@ void coord_standby_lists(const int *start, const int *order, const int *sb, char
             e->partitions[e->npartitions++] = p;
         }
         for (size_t k = 0; k < nkeys; k++) {
-            if (knext[k] != (int)o || ksb[k] < 0)
+            size_t r = (size_t)npartitions + k;
+            if (next[r] != (int)o || sb[r] < 0)
                 continue;
-            baton_standby_t *e = entry_for(lists, nlists, caps, ksb[k], ids[o]);
+            baton_standby_t *e = entry_for(lists, nlists, caps, sb[r], ids[o]);
             e->keys = xrealloc(e->keys, sizeof(char *) * (e->nkeys + 1));
             e->keys[e->nkeys++] = xstrdup(keys[k]);
         }

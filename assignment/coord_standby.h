@@ -17,31 +17,34 @@
 #include "coord_keys.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Standbys are skipped when nworkers x (partitions + keys) is above this:
  * one assignment per worker (0.1 ms each at 10,000 partitions) must not
  * slow a big group's rebalance by seconds. */
 #define COORD_STANDBY_BUDGET 2000000
 
-/* The input: the rebalance's partition input (its prev is ignored: next is
- * the previous assignment of the simulated departure), its result next,
- * and the keys' (kw, nw entries, as coord_keys_assign takes them; knext
- * their owners). sb[p] / ksb[k] receive the standby's worker index, or -1
- * (none: unowned, no other eligible worker, or a budget skip). Returns 0,
- * 1 if skipped for the budget (every entry -1), or BATON_INVALID with a
- * message in errstr. */
-int coord_standby_compute(const baton_assign_input_t *in, const int *next, char *const *keys,
-                          size_t nkeys, const coord_key_worker_t *kw, const int *knext, int *sb,
-                          int *ksb, char *errstr, size_t errstr_size);
+/* Rows as baton_resource.h lays them out: partition p is row p, key k is
+ * row in->npartitions + k. The input: the rebalance's partition input (its
+ * prev is ignored: next is the previous assignment of the simulated
+ * departure), the keys' members (kw, nw entries, as coord_keys_assign takes
+ * them) and next[row], every row's owner. sb[row] receives the standby's
+ * worker index, or -1 (none: unowned, no other eligible worker, or a
+ * budget skip). Returns 0, 1 if skipped for the budget (every entry -1),
+ * or BATON_INVALID with a message in errstr. */
+int coord_standby_compute(const baton_assign_input_t *in, char *const *keys, size_t nkeys,
+                          const coord_key_worker_t *kw, const int *next, int *sb, char *errstr,
+                          size_t errstr_size);
 
 /* Per-worker standby lists: owner o's partitions are
  * order[start[o]..start[o+1]) (ascending, as the coordinator lays out its
- * publish), sb[p] their standbys; knext/ksb the same for keys. lists[s]
- * (nw entries, each a heap array of nlists[s] standbys sorted by owner id,
- * as the worker ids are sorted) is what worker s stands by for. ids[k] is
- * worker k's id. Free each with baton_standby_free, then lists/nlists. */
-void coord_standby_lists(const int *start, const int *order, const int *sb, char *const *keys,
-                         size_t nkeys, const int *knext, const int *ksb, const char *const *ids,
+ * publish); next/sb per row as above, over npartitions + nkeys rows.
+ * lists[s] (nw entries, each a heap array of nlists[s] standbys sorted by
+ * owner id, as the worker ids are sorted) is what worker s stands by for.
+ * ids[k] is worker k's id. Free each with baton_standby_free, then
+ * lists/nlists. */
+void coord_standby_lists(const int *start, const int *order, int32_t npartitions, char *const *keys,
+                         size_t nkeys, const int *next, const int *sb, const char *const *ids,
                          size_t nw, baton_standby_t ***lists, size_t **nlists);
 
 #endif

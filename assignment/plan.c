@@ -56,6 +56,44 @@ static int op_cmp(const void *a, const void *b) {
     return strcmp(x->id, y->id);
 }
 
+int baton_plan_member_takes(const baton_plan_member_t *m, const baton_resource_t *r) {
+    if (r->kind == BATON_RESOURCE_PARTITION)
+        return !m->no_partitions;
+    return r->kind == BATON_RESOURCE_KEY && r->key &&
+           coord_keys_takes(m->keys_filter, m->keys, r->key);
+}
+
+/* Every row's previous owner: the first published node that lists it
+ * (prev_pub) and that node's member index (prev; -1 once it is gone).
+ * Rows outside the snapshot (a partition out of range, a removed key)
+ * are skipped; a row listed twice keeps the first. */
+static void plan_previous(const baton_plan_snapshot_t *s, baton_plan_t *p) {
+    for (size_t r = 0; r < p->nrows; r++)
+        p->prev[r] = p->prev_pub[r] = p->pins[r] = -1;
+    for (int32_t q = 0; q < s->npartitions; q++)
+        p->pins[q] = s->pin_of && s->pin_of[q] ? member_find(s, s->pin_of[q]) : -1;
+    for (size_t i = 0; i < s->npublished; i++) {
+        const baton_plan_published_t *pub = &s->published[i];
+        int k = member_find(s, pub->id); /* a departed worker's rows are up for grabs */
+        size_t n = pub->npartitions + pub->nkeys;
+        for (size_t j = 0; j < n; j++) {
+            long r = -1;
+            if (j < pub->npartitions) {
+                int32_t q = pub->partitions[j];
+                r = q >= 0 && q < s->npartitions ? q : -1;
+            } else if (s->nkeys) {
+                char *const *hit = bsearch(&pub->keys[j - pub->npartitions], s->keys, s->nkeys,
+                                           sizeof(char *), baton_strcmp_p);
+                r = hit ? (long)baton_plan_key_row(s, (size_t)(hit - s->keys)) : -1;
+            }
+            if (r < 0 || p->prev_pub[r] != -1)
+                continue;
+            p->prev_pub[r] = (int)i;
+            p->prev[r] = k;
+        }
+    }
+}
+
 void baton_plan_node(const baton_plan_snapshot_t *s, const baton_plan_t *p, size_t k,
                      baton_worker_assignment_t *wa) {
     size_t cnt = (size_t)(p->start[k + 1] - p->start[k]), kcnt = 0;
@@ -64,7 +102,7 @@ void baton_plan_node(const baton_plan_snapshot_t *s, const baton_plan_t *p, size
         list[i] = p->order[p->start[k] + (int)i];
     char **klist = xcalloc(s->nkeys + 1, sizeof(char *));
     for (size_t j = 0; j < s->nkeys; j++)
-        if (p->knext[j] == (int)k)
+        if (p->next[baton_plan_key_row(s, j)] == (int)k)
             klist[kcnt++] = s->keys[j]; /* sorted, as keys is */
     *wa = (baton_worker_assignment_t){.generation = p->generation,
                                       .partitions = list,
@@ -75,40 +113,22 @@ void baton_plan_node(const baton_plan_snapshot_t *s, const baton_plan_t *p, size
                                       .nstandby = p->nstandby[k]};
 }
 
-/* Partitions: the assignor over the members, from what is published. */
+/* Partitions: the assignor over the members that take partitions, from
+ * what is published (rows [0, npartitions)). */
 static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
                            baton_assign_worker_t *aw, baton_assign_input_t *in, char *errstr,
                            size_t n) {
     int32_t P = s->npartitions;
     size_t P1 = (size_t)P + 1, nracks = 0;
     const char **rack_names = xcalloc(s->nmembers + 1, sizeof(char *));
+    const baton_resource_t partition = {.kind = BATON_RESOURCE_PARTITION};
     for (size_t i = 0; i < s->nmembers; i++) {
         const baton_plan_member_t *m = &s->members[i];
+        int takes = baton_plan_member_takes(m, &partition);
         aw[i] = (baton_assign_worker_t){.id = m->id,
                                         .capacity = m->capacity,
                                         .rack = rack_index(rack_names, &nracks, m->rack, 1),
-                                        /* a keys-only member takes no partitions */
-                                        .flags = m->flags |
-                                                 (m->no_partitions ? BATON_ASSIGN_DRAINED : 0)};
-    }
-    p->next = xmalloc(sizeof(int) * P1);
-    p->prev = xmalloc(sizeof(int) * P1);
-    p->prev_pub = xmalloc(sizeof(int) * P1);
-    p->pins = xmalloc(sizeof(int) * P1);
-    for (int32_t q = 0; q < P; q++) {
-        p->prev[q] = p->prev_pub[q] = -1;
-        p->pins[q] = s->pin_of && s->pin_of[q] ? member_find(s, s->pin_of[q]) : -1;
-    }
-    for (size_t i = 0; i < s->npublished; i++) {
-        const baton_plan_published_t *pub = &s->published[i];
-        int k = member_find(s, pub->id);
-        for (size_t j = 0; j < pub->npartitions; j++) {
-            int32_t q = pub->partitions[j];
-            if (q < 0 || q >= P || p->prev_pub[q] != -1)
-                continue;
-            p->prev_pub[q] = (int)i;
-            p->prev[q] = k; /* a departed worker's partitions are up for grabs */
-        }
+                                        .flags = m->flags | (takes ? 0 : BATON_ASSIGN_DRAINED)};
     }
     int *lrack = NULL;
     if (s->leader_rack && nracks > 0) {
@@ -125,42 +145,26 @@ static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
         .pins = p->pins,
         .leader_rack = lrack,
     };
-    p->moved = baton_assign_compute(in, p->next, &p->stats, errstr, n);
+    int rc = baton_assign_compute(in, p->next, &p->stats, errstr, n);
     free(rack_names);
     /* in->leader_rack stays set for the standbys; freed by the caller. */
-    return p->moved < 0 ? p->moved : 0;
+    return rc < 0 ? rc : 0;
 }
 
-/* Named keys: the same strategy over the members that may take each. */
+/* Named keys (rows [npartitions, nrows)): the same strategy over the
+ * members that may take each. */
 static int plan_keys(const baton_plan_snapshot_t *s, baton_plan_t *p, coord_key_worker_t *kw,
                      char *errstr, size_t n) {
-    size_t nk = s->nkeys;
-    p->kprev = xmalloc(sizeof(int) * (nk + 1));
-    p->kprev_pub = xmalloc(sizeof(int) * (nk + 1));
-    p->knext = xmalloc(sizeof(int) * (nk + 1));
-    for (size_t k = 0; k < nk; k++)
-        p->kprev[k] = p->kprev_pub[k] = p->knext[k] = -1;
-    for (size_t i = 0; i < s->npublished; i++) {
-        const baton_plan_published_t *pub = &s->published[i];
-        int idx = member_find(s, pub->id);
-        for (size_t j = 0; j < pub->nkeys; j++) {
-            char *const *hit =
-                nk ? bsearch(&pub->keys[j], s->keys, nk, sizeof(char *), baton_strcmp_p) : NULL;
-            if (!hit || p->kprev_pub[hit - s->keys] != -1)
-                continue; /* a removed key, or listed twice: the first wins */
-            p->kprev_pub[hit - s->keys] = (int)i;
-            p->kprev[hit - s->keys] = idx;
-        }
-    }
+    size_t k0 = baton_plan_key_row(s, 0);
     for (size_t i = 0; i < s->nmembers; i++)
         kw[i] = (coord_key_worker_t){.id = s->members[i].id,
                                      .capacity = s->members[i].capacity,
                                      .flags = s->members[i].flags,
                                      .keys_filter = s->members[i].keys_filter,
                                      .keys = s->members[i].keys};
-    p->kmoved =
-        coord_keys_assign(s->strategy, s->keys, nk, kw, s->nmembers, p->kprev, p->knext, errstr, n);
-    return p->kmoved < 0 ? p->kmoved : 0;
+    int rc = coord_keys_assign(s->strategy, s->keys, s->nkeys, kw, s->nmembers, p->prev + k0,
+                               p->next + k0, errstr, n);
+    return rc < 0 ? rc : 0;
 }
 
 /* Per-member lists by one counting pass: start[k]..start[k+1] in order
@@ -183,38 +187,46 @@ static void plan_layout(const baton_plan_snapshot_t *s, baton_plan_t *p) {
     free(cur);
 }
 
-/* Standbys: who takes each resource when its owner leaves. */
+/* Standbys: who takes each row when its owner leaves. */
 static int plan_standbys(const baton_plan_snapshot_t *s, baton_plan_t *p,
                          const baton_assign_input_t *in, const coord_key_worker_t *kw, char *errstr,
                          size_t n) {
-    int32_t P = s->npartitions;
     size_t nw = s->nmembers;
-    int *sb = xmalloc(sizeof(int) * ((size_t)P + 1));
-    int *ksb = xmalloc(sizeof(int) * (s->nkeys + 1));
+    int *sb = xmalloc(sizeof(int) * (p->nrows + 1));
     int64_t t0 = baton_now_ms();
     int rc = 0;
     if (!s->standbys) {
-        for (int32_t q = 0; q < P; q++)
-            sb[q] = -1;
-        for (size_t k = 0; k < s->nkeys; k++)
-            ksb[k] = -1;
+        for (size_t r = 0; r < p->nrows; r++)
+            sb[r] = -1;
     } else {
-        rc =
-            coord_standby_compute(in, p->next, s->keys, s->nkeys, kw, p->knext, sb, ksb, errstr, n);
+        rc = coord_standby_compute(in, s->keys, s->nkeys, kw, p->next, sb, errstr, n);
     }
     if (rc >= 0) {
         p->standby_skipped = rc == 1;
         const char **ids = xcalloc(nw + 1, sizeof(char *));
         for (size_t k = 0; k < nw; k++)
             ids[k] = s->members[k].id;
-        coord_standby_lists(p->start, p->order, sb, s->keys, s->nkeys, p->knext, ksb, ids, nw,
-                            &p->standby, &p->nstandby);
+        coord_standby_lists(p->start, p->order, s->npartitions, s->keys, s->nkeys, p->next, sb, ids,
+                            nw, &p->standby, &p->nstandby);
         free(ids);
     }
     free(sb);
-    free(ksb);
     p->standby_ms = baton_now_ms() - t0;
     return rc < 0 ? rc : 0;
+}
+
+/* What moved, by kind: the rows whose owner changed (newly owned
+ * included), as the assignors count them. */
+static void plan_moves(const baton_plan_snapshot_t *s, baton_plan_t *p) {
+    p->moved = p->kmoved = 0;
+    for (size_t r = 0; r < p->nrows; r++) {
+        if (p->next[r] == p->prev[r])
+            continue;
+        if (baton_plan_row_is_key(s, r))
+            p->kmoved++;
+        else
+            p->moved++;
+    }
 }
 
 /* The node diff against what is published. */
@@ -277,6 +289,14 @@ int baton_plan_compute(const baton_plan_snapshot_t *s, baton_plan_t *out, char *
     baton_assign_worker_t *aw = xcalloc(s->nmembers + 1, sizeof(*aw));
     coord_key_worker_t *kw = xcalloc(s->nmembers + 1, sizeof(*kw));
     baton_assign_input_t in = {0};
+    out->nrows = (size_t)s->npartitions + s->nkeys;
+    out->next = xmalloc(sizeof(int) * (out->nrows + 1));
+    out->prev = xmalloc(sizeof(int) * (out->nrows + 1));
+    out->prev_pub = xmalloc(sizeof(int) * (out->nrows + 1));
+    out->pins = xmalloc(sizeof(int) * (out->nrows + 1));
+    for (size_t r = 0; r < out->nrows; r++)
+        out->next[r] = -1;
+    plan_previous(s, out);
     int err = plan_partitions(s, out, aw, &in, errstr, n);
     if (err)
         out->failed = "partitions";
@@ -287,8 +307,10 @@ int baton_plan_compute(const baton_plan_snapshot_t *s, baton_plan_t *out, char *
         if ((err = plan_standbys(s, out, &in, kw, errstr, n)) != 0)
             out->failed = "standby";
     }
-    if (!err)
+    if (!err) {
+        plan_moves(s, out);
         plan_diff(s, out);
+    }
     free((void *)in.leader_rack);
     free(aw);
     free(kw);
@@ -307,9 +329,6 @@ void baton_plan_release(baton_plan_t *p, size_t nmembers) {
     free(p->prev);
     free(p->prev_pub);
     free(p->pins);
-    free(p->knext);
-    free(p->kprev);
-    free(p->kprev_pub);
     free(p->start);
     free(p->order);
     memset(p, 0, sizeof(*p));

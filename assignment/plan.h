@@ -14,6 +14,7 @@
 #define BATON_PLAN_H
 
 #include "assignment.h"
+#include "baton/baton.h"
 #include "baton_codec.h"
 
 #include <stddef.h>
@@ -72,13 +73,13 @@ typedef struct {
 
 typedef struct {
     int64_t generation; /* of this plan's writes: past every generation written */
-    /* Per partition p: */
-    int *next;     /* the member index owning p, or -1 */
+    /* One entry per row, rows as baton_resource.h lays them out: partition
+     * p is row p, the snapshot's key k is row npartitions + k. */
+    size_t nrows;  /* npartitions + nkeys */
+    int *next;     /* the member index owning the row, or -1 */
     int *prev;     /* the published owner's member index, or -1 (gone or none) */
-    int *prev_pub; /* the published node that lists p, or -1 */
-    int *pins;     /* the member index p is pinned to, or -1 */
-    /* Per key k (snapshot order): */
-    int *knext, *kprev, *kprev_pub;
+    int *prev_pub; /* the published node that lists the row, or -1 */
+    int *pins;     /* the member index the row is pinned to, or -1 (keys: always) */
     /* Member k's partitions are order[start[k]..start[k+1]), ascending. */
     int *start, *order;
     /* What member k stands by for: standby[k][0..nstandby[k]). */
@@ -89,13 +90,27 @@ typedef struct {
      * publish. */
     baton_plan_op_t *ops;
     size_t nops;
-    int moved;  /* partitions whose owner changed */
-    int kmoved; /* keys whose owner changed */
+    int moved;  /* partition rows whose owner changed */
+    int kmoved; /* key rows whose owner changed */
     baton_assign_stats_t stats;
     int standby_skipped; /* over COORD_STANDBY_BUDGET: no standbys named */
     const char *failed;  /* on an error: "partitions", "keys" or "standby" */
     int64_t standby_ms;  /* what naming the standbys took (they cost most) */
 } baton_plan_t;
+
+/* The row of the snapshot's key k, and whether a row is a key's. */
+static inline size_t baton_plan_key_row(const baton_plan_snapshot_t *s, size_t k) {
+    return (size_t)s->npartitions + k;
+}
+static inline int baton_plan_row_is_key(const baton_plan_snapshot_t *s, size_t row) {
+    return row >= (size_t)s->npartitions;
+}
+
+/* The one rule for who may take a row: a partition needs a member that
+ * takes partitions (not keys-only); a key, a member without a keys filter
+ * or whose filter lists it. Drains and absences are the assignor's
+ * business (flags), not this rule's. */
+int baton_plan_member_takes(const baton_plan_member_t *m, const baton_resource_t *r);
 
 /* Computes the plan of snapshot s into *out (zeroed first). Returns 0, or
  * BATON_INVALID with a message in errstr (a snapshot the assignor refuses).

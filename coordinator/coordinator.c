@@ -2,10 +2,15 @@
  * assignment (see coordinator.h and docs/design.md). Everything runs on the
  * caller's thread; ZooKeeper's completion thread only queues events.
  *
- * One loop, three timers: the rebalance debounce (membership churn within
- * --rebalance-delay-ms coalesces, bounded by --max-rebalance-delay-ms after
- * the first change), the leave grace (a vanished worker's partitions stay
- * reserved until its --leave-grace-ms runs out) and the resync safety net. */
+ * One loop in named phases (baton_coord_run) over one timer set
+ * (coord_timers.h): among them the rebalance debounce (membership churn
+ * within --rebalance-delay-ms coalesces, bounded by --max-rebalance-delay-ms
+ * after the first change), the leave grace (a vanished worker's partitions
+ * stay reserved until its --leave-grace-ms runs out) and the resync safety
+ * net. A rebalance is snapshot (snap_read) -> plan (coord_plan, the pure
+ * assignment/plan.h) -> publish (coord_publish) -> report (coord_report).
+ * coord_t holds one sub-struct per job (election, caches, departures,
+ * history, handoff watchdog, timers). */
 #include "coordinator.h"
 
 #include "assignment.h"
@@ -20,8 +25,10 @@
 #include "baton_zkbatch.h"
 #include "coord_racks.h"
 #include "baton_metrics.h"
+#include "baton_resource.h"
 #include "coord_history.h"
 #include "coord_standby.h"
+#include "coord_timers.h"
 #include "plan.h"
 
 #include <poll.h>
@@ -48,6 +55,16 @@
 /* How often a coordinator whose group is not initialised says so again. */
 #define GROUP_MISSING_LOG_MS 30000
 
+/* The stuck-handoff watchdog: every resource as last published, one row
+ * each (baton_resource.h: partitions, then keys). When it looks next is
+ * the loop's T_HANDOFF timer, its sweep's T_SWEEP. */
+typedef struct {
+    baton_res_table_t res;  /* the rows it knows; res.n == 0: none */
+    struct handoff_s *rows; /* per row of res; NULL: none (a fresh term) */
+    int32_t cursor;         /* partitions: where the next bounded check starts */
+    int32_t sweep;          /* the sweep of settled rows: next one */
+} coord_handoffs_t;
+
 /* A worker id that left workers/ while it still had a published assignment:
  * its partitions stay reserved until since_ms + leave grace. */
 typedef struct {
@@ -55,79 +72,121 @@ typedef struct {
     int64_t since_ms;
 } vanished_t;
 
+/* The election: our candidate node and whether it leads. */
+typedef struct {
+    char my_node[512]; /* full path of our c- node; "" when we have none */
+    int leader;
+    int64_t epoch;          /* czxid of our c- node while leading */
+    int64_t missing_log_ms; /* when event=group_missing was last logged; 0: not yet */
+    int64_t missing_quiet;  /* group_missing attempts not logged since then */
+} coord_election_t;
+
+/* Members' node contents as last read (sorted by id), so a rebalance reads
+ * only members that are new or whose data watch fired; dropped with the
+ * published cache (pc_drop). Cleared by mc_clear. */
+typedef struct {
+    struct mcache_s *v;
+    size_t n;
+} coord_mcache_t;
+
+/* What we last published (or found already published), kept so a
+ * rebalance does not re-read every worker's assignment node (a cost
+ * growing with the group, not with what moves). Trusted only while
+ * /assignment still has the version our publish left (every publish, ours
+ * or a rival's, bumps it) and until the next full read: a resync, a
+ * reconnection, an error or a change of leadership. Cleared by pc_free. */
+typedef struct {
+    struct published_s *v;
+    size_t n;
+    int valid;
+    int32_t version; /* /assignment's version that v matches */
+    int64_t gen;     /* /assignment's generation when v matches it */
+    int full_read;   /* the next rebalance re-reads every assignment node */
+} coord_pcache_t;
+
+/* The group's settings as the last full rebalance read them, each read
+ * leaving a watch: config, drains, pins, keys, our leadership (the exists
+ * watch on our own node) and the member list (the workers/ children
+ * watch). Trusted until one of those watches fires (valid or live_valid =
+ * 0), a reconnection, the resync, an error or a change of leadership;
+ * ZooKeeper delivers the watch event before we can read the change, and
+ * the loop handles events before it rebalances. So a leave mark or a crash
+ * costs the reads of what changed, not ten round trips. (/assignment's
+ * version and generation are kept with the published cache: only
+ * coordinators write it, and a publish checks the version anyway.)
+ * Cleared by gs_clear. */
+typedef struct {
+    int valid, live_valid;
+    baton_config_t cfg;
+    char **drains, **pin_of, **keys, **live;
+    size_t ndrains, nkeys, nlive;
+    int32_t npins;
+} coord_settings_t;
+
+/* Departures: leave marks, vanished members within their grace, and marks
+ * to verify. Cleared by leave_clear. */
+typedef struct {
+    char **leaving; /* ids whose member node said "leaving" (graceful) */
+    size_t nleaving;
+    vanished_t *gone;
+    size_t ngone;
+    /* Members whose leave mark was acted on from the data event alone
+     * (see event_member): read again once the publish is out, which
+     * re-arms their watch and confirms the mark. */
+    char **verify;
+    size_t nverify;
+} coord_leave_t;
+
+/* The history: moves published, not yet in <base>/history (written when
+ * T_HISTORY is due). Cleared by hist_flush or coord_step_down. */
+typedef struct {
+    coord_history_t *pending;
+    int64_t published_gen; /* the generation we last published */
+} coord_hist_t;
+
+/* One coordinator: its connection, and one sub-struct per job. Zeroed is
+ * the initial state of every part (timers: timers_setup). */
 typedef struct {
     const baton_coord_conf_t *conf;
     baton_zk_t *zk;
     char *base;
-    char my_node[512]; /* full path of our c- node; "" when we have none */
-    int leader;
-    int64_t epoch;         /* czxid of our c- node while leading */
-    int64_t published_gen; /* the generation we last published (for history) */
-    char **leaving;        /* ids whose member node said "leaving" (graceful) */
-    size_t nleaving;
-    vanished_t *gone;
-    size_t ngone;
-    int64_t grace_due_ms;    /* earliest leave-grace expiry; 0: none */
-    int standby_skip_logged; /* event=standby_skipped logged once */
-    int64_t missing_log_ms;  /* when event=group_missing was last logged; 0: not yet */
-    int64_t missing_quiet;   /* group_missing attempts not logged since then */
+    coord_election_t el;
+    coord_mcache_t mc;
+    coord_pcache_t pc;
+    coord_settings_t gs;
+    coord_leave_t lv;
+    coord_hist_t hist;
+    coord_handoffs_t ho;     /* the stuck-handoff watchdog */
     coord_racks_t *racks;    /* partition leader racks from Kafka; NULL without --brokers */
-    int64_t racks_due_ms;    /* next metadata refresh */
-    struct handoff_s *ho;    /* per partition, for the stuck-handoff watchdog; NULL: none */
-    char **hok_names;        /* the keys the watchdog knows, sorted, with their state: */
-    struct handoff_s *hok;
-    size_t nhok;
-    int32_t nho;
-    int32_t ho_cursor; /* where the next bounded check starts */
-    int64_t ho_due_ms; /* next check; 0: nothing pending */
-    /* What we last published (or found already published), kept so a
-     * rebalance does not re-read every worker's assignment node (a cost
-     * growing with the group, not with what moves). Trusted only while
-     * /assignment still has the version our publish left (every publish,
-     * ours or a rival's, bumps it) and until the next full read: a resync,
-     * a reconnection, an error or a change of leadership. */
-    struct published_s *pc;
-    size_t npc;
-    int pc_valid;
-    int32_t pc_version; /* /assignment's version that pc matches */
-    int full_read;      /* the next rebalance re-reads every assignment node */
-    /* Members' node contents as last read (sorted by id), so a rebalance
-     * reads only members that are new or whose data watch fired; dropped
-     * with pc (see pc_drop). */
-    struct mcache_s *mc;
-    size_t nmc;
-    /* The group's settings as the last full rebalance read them, each read
-     * leaving a watch: config, drains, pins, keys, our leadership (the
-     * exists watch on our own node) and the member list (the workers/
-     * children watch). Trusted until one of those watches fires (gs_valid
-     * or live_valid = 0), a reconnection, the resync, an error or a change
-     * of leadership; ZooKeeper delivers the watch event before we can read
-     * the change, and the loop handles events before it rebalances. So a
-     * leave mark or a crash costs the reads of what changed, not ten round
-     * trips. (/assignment's version and generation are kept with pc: only
-     * coordinators write it, and a publish checks the version anyway.) */
-    int gs_valid, live_valid;
-    baton_config_t gs_cfg;
-    char **gs_drains, **gs_pin_of, **gs_keys, **gs_live;
-    size_t gs_ndrains, gs_nkeys, gs_nlive;
-    int32_t gs_npins;
-    int64_t pc_gen;        /* /assignment's generation when pc matches it */
-    coord_history_t *hist; /* moves published, not yet in <base>/history */
-    int64_t hist_due_ms;   /* when to write them; 0: nothing pending */
-    /* Members whose leave mark was acted on from the data event alone
-     * (see the event loop): read again once the publish is out, which
-     * re-arms their watch and confirms the mark. */
-    char **verify;
-    size_t nverify;
-    int64_t verify_due_ms; /* 0: nothing to verify */
+    int standby_skip_logged; /* event=standby_skipped logged once */
     /* The next rebalance writes every node with a new generation, even if
      * none changed: a member came back as a new incarnation, or a claim
      * not its owner's was revoked. Either can leave a standby holding a
      * promotion that only a newer generation ends (membership.c). */
     int republish;
-    int32_t ho_sweep;     /* the watchdog's sweep of settled resources: next one */
-    int64_t sweep_due_ms; /* when the sweep takes its next few */
+    /* Every deadline of the loop, one set (coord_timers.h): T_* below. */
+    coord_timers_t timers;
 } coord_t;
+
+/* The loop's timers. Groups: which ones the loop waits for (always, or
+ * only while leading) and which phase acts on them. */
+enum {
+    T_DEBOUNCE, /* the debounced rebalance after membership churn */
+    T_GRACE,    /* the earliest leave-grace expiry */
+    T_RESYNC,   /* the safety net's full read */
+    T_RACKS,    /* the next partition-leader rack refresh (--brokers) */
+    T_HANDOFF,  /* the watchdog's next look at pending handoffs */
+    T_SWEEP,    /* the watchdog's sweep of settled resources */
+    T_HISTORY,  /* the pending history entries' write */
+    T_VERIFY,   /* the re-read of members whose leave mark came by event */
+    T_COUNT
+};
+enum {
+    G_ALWAYS = 1, /* waited for by any coordinator */
+    G_LEADER = 2, /* waited for only while leading */
+    G_BEFORE = 4, /* acted on before the rebalance phase */
+    G_AFTER = 8,  /* acted on after it */
+};
 
 /* One member node as last read; valid = 0 after its watch fired. */
 typedef struct mcache_s {
@@ -142,13 +201,13 @@ typedef struct mcache_s {
 } mcache_t;
 
 static void mc_clear(coord_t *c) {
-    for (size_t i = 0; i < c->nmc; i++) {
-        free(c->mc[i].id);
-        free(c->mc[i].keys);
+    for (size_t i = 0; i < c->mc.n; i++) {
+        free(c->mc.v[i].id);
+        free(c->mc.v[i].keys);
     }
-    free(c->mc);
-    c->mc = NULL;
-    c->nmc = 0;
+    free(c->mc.v);
+    c->mc.v = NULL;
+    c->mc.n = 0;
 }
 
 static int mc_cmp(const void *a, const void *b) {
@@ -157,7 +216,7 @@ static int mc_cmp(const void *a, const void *b) {
 
 static mcache_t *mc_find(coord_t *c, const char *id) {
     mcache_t key = {.id = (char *)id};
-    return c->nmc ? bsearch(&key, c->mc, c->nmc, sizeof(mcache_t), mc_cmp) : NULL;
+    return c->mc.n ? bsearch(&key, c->mc.v, c->mc.n, sizeof(mcache_t), mc_cmp) : NULL;
 }
 
 /* Its data watch fired (a change or a deletion): read it again. */
@@ -179,24 +238,14 @@ typedef struct handoff_s {
 } handoff_t;
 
 static void handoffs_clear(coord_t *c) {
-    for (int32_t p = 0; p < c->nho; p++)
-        free(c->ho[p].owner);
-    for (size_t k = 0; k < c->nhok; k++) {
-        free(c->hok[k].owner);
-        free(c->hok_names[k]);
-    }
-    free(c->hok);
-    free(c->hok_names);
-    c->hok = NULL;
-    c->hok_names = NULL;
-    c->nhok = 0;
-    free(c->ho);
-    c->ho = NULL;
-    c->nho = 0;
-    c->ho_cursor = 0;
-    c->ho_due_ms = 0;
-    c->ho_sweep = 0;
-    c->sweep_due_ms = 0; /* no sweep while there is nothing to sweep */
+    coord_handoffs_t *ho = &c->ho;
+    for (size_t r = 0; ho->rows && r < ho->res.n; r++)
+        free(ho->rows[r].owner);
+    free(ho->rows);
+    baton_res_table_free(&ho->res);
+    *ho = (coord_handoffs_t){.rows = NULL};
+    coord_timers_disarm(&c->timers, T_HANDOFF);
+    coord_timers_disarm(&c->timers, T_SWEEP); /* no sweep while there is nothing to sweep */
 }
 
 /* The published assignment as read back from ZooKeeper. */
@@ -221,28 +270,28 @@ static int coord_candidate_create(coord_t *c) {
     char *data = baton_member_encode(&me);
     char *prefix = baton_layout_candidate_create(c->base);
     int err = baton_zk_create(c->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL,
-                              c->my_node, sizeof(c->my_node), NULL);
+                              c->el.my_node, sizeof(c->el.my_node), NULL);
     if (err == BATON_NOTFOUND) {
         /* Retried every second until someone runs init: said once, then
          * every GROUP_MISSING_LOG_MS with the attempts in between. */
         int64_t now = baton_now_ms();
-        if (!c->missing_log_ms || now - c->missing_log_ms >= GROUP_MISSING_LOG_MS) {
+        if (!c->el.missing_log_ms || now - c->el.missing_log_ms >= GROUP_MISSING_LOG_MS) {
             BLOG_ERROR("event=group_missing path=%s/coordinators attempts_since_last=%lld "
                        "msg=\"run batonctl init first\" action=retry",
-                       c->base, (long long)c->missing_quiet);
-            c->missing_log_ms = now;
-            c->missing_quiet = 0;
+                       c->base, (long long)c->el.missing_quiet);
+            c->el.missing_log_ms = now;
+            c->el.missing_quiet = 0;
         } else {
-            c->missing_quiet++;
+            c->el.missing_quiet++;
             BLOG_DEBUG("event=group_missing_again path=%s/coordinators attempts_since_last=%lld",
-                       c->base, (long long)c->missing_quiet);
+                       c->base, (long long)c->el.missing_quiet);
         }
     } else if (err == BATON_OK) {
-        if (c->missing_log_ms)
+        if (c->el.missing_log_ms)
             BLOG_INFO("event=group_found path=%s attempts_since_last=%lld", c->base,
-                      (long long)c->missing_quiet);
-        c->missing_log_ms = c->missing_quiet = 0;
-        BLOG_INFO("event=candidate node=%s", c->my_node);
+                      (long long)c->el.missing_quiet);
+        c->el.missing_log_ms = c->el.missing_quiet = 0;
+        BLOG_INFO("event=candidate node=%s", c->el.my_node);
     }
     free(prefix);
     free(data);
@@ -252,23 +301,23 @@ static int coord_candidate_create(coord_t *c) {
 static void published_free(published_t *pub, size_t n);
 
 static void pc_free(coord_t *c) {
-    published_free(c->pc, c->npc);
-    c->pc = NULL;
-    c->npc = 0;
-    c->pc_valid = 0;
+    published_free(c->pc.v, c->pc.n);
+    c->pc.v = NULL;
+    c->pc.n = 0;
+    c->pc.valid = 0;
 }
 
 static void gs_clear(coord_t *c) {
-    baton_zk_strings_free(c->gs_drains, c->gs_ndrains);
-    baton_zk_strings_free(c->gs_keys, c->gs_nkeys);
-    baton_zk_strings_free(c->gs_live, c->gs_nlive);
-    for (int32_t p = 0; c->gs_pin_of && p < c->gs_npins; p++)
-        free(c->gs_pin_of[p]);
-    free(c->gs_pin_of);
-    c->gs_drains = c->gs_keys = c->gs_live = c->gs_pin_of = NULL;
-    c->gs_ndrains = c->gs_nkeys = c->gs_nlive = 0;
-    c->gs_npins = 0;
-    c->gs_valid = c->live_valid = 0;
+    baton_zk_strings_free(c->gs.drains, c->gs.ndrains);
+    baton_zk_strings_free(c->gs.keys, c->gs.nkeys);
+    baton_zk_strings_free(c->gs.live, c->gs.nlive);
+    for (int32_t p = 0; c->gs.pin_of && p < c->gs.npins; p++)
+        free(c->gs.pin_of[p]);
+    free(c->gs.pin_of);
+    c->gs.drains = c->gs.keys = c->gs.live = c->gs.pin_of = NULL;
+    c->gs.ndrains = c->gs.nkeys = c->gs.nlive = 0;
+    c->gs.npins = 0;
+    c->gs.valid = c->gs.live_valid = 0;
 }
 
 /* Forgets everything cached: the next rebalance reads it all. */
@@ -286,34 +335,37 @@ static char **strings_dup(char *const *v, size_t n) {
     return out;
 }
 
-/* Writes the pending history entries (now, whatever hist_due_ms says). */
+/* Drops the pending history entries unwritten. */
+static void hist_drop(coord_t *c) {
+    coord_history_destroy(c->hist.pending);
+    c->hist.pending = NULL;
+    coord_timers_disarm(&c->timers, T_HISTORY);
+}
+
+/* Writes the pending history entries (now, whatever T_HISTORY says). */
 static void hist_flush(coord_t *c) {
-    if (c->hist && c->zk && c->my_node[0])
-        coord_history_flush(c->hist, c->zk, c->base, c->my_node);
-    coord_history_destroy(c->hist);
-    c->hist = NULL;
-    c->hist_due_ms = 0;
+    if (c->hist.pending && c->zk && c->el.my_node[0])
+        coord_history_flush(c->hist.pending, c->zk, c->base, c->el.my_node);
+    hist_drop(c);
 }
 
 static void coord_step_down(coord_t *c, const char *why) {
     /* A deposed leader's pending entries are lost (its write would fail
      * the fence anyway); the assignment they describe is published. */
-    coord_history_destroy(c->hist);
-    c->hist = NULL;
-    c->hist_due_ms = 0;
+    hist_drop(c);
     pc_drop(c);
-    if (c->leader)
-        BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->epoch);
-    c->leader = 0;
-    c->epoch = 0;
+    if (c->el.leader)
+        BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->el.epoch);
+    c->el.leader = 0;
+    c->el.epoch = 0;
     handoffs_clear(c);
 }
 
-/* Evaluates the election; sets c->leader. Leaves a watch on the predecessor
+/* Evaluates the election; sets c->el.leader. Leaves a watch on the predecessor
  * (standby) or on our own node (leader). */
 static int coord_elect(coord_t *c) {
     int err;
-    if (!c->my_node[0] && (err = coord_candidate_create(c)) != BATON_OK)
+    if (!c->el.my_node[0] && (err = coord_candidate_create(c)) != BATON_OK)
         return err;
     char *dir = baton_layout_coordinators(c->base);
     char **names = NULL;
@@ -321,7 +373,7 @@ static int coord_elect(coord_t *c) {
     err = baton_zk_children(c->zk, dir, 0, &names, &n);
     if (err != BATON_OK)
         goto out;
-    const char *mine = strrchr(c->my_node, '/') + 1;
+    const char *mine = strrchr(c->el.my_node, '/') + 1;
     /* Names without a sequence are not candidate nodes: ignored. */
     int found = 0;
     const char *pred = baton_seq_predecessor(names, n, mine, &found);
@@ -330,21 +382,21 @@ static int coord_elect(coord_t *c) {
         /* Our node is gone though our session lives (an operator removed it):
          * we are deposed; join again at the back of the queue. */
         coord_step_down(c, "candidate_node_removed");
-        BLOG_WARN("event=candidate_lost node=%s", c->my_node);
-        c->my_node[0] = 0;
+        BLOG_WARN("event=candidate_lost node=%s", c->el.my_node);
+        c->el.my_node[0] = 0;
         err = BATON_CONFLICT;
         goto out;
     }
     if (lowest && strcmp(lowest, mine) == 0) {
         struct Stat st;
         /* Watch our own node too: its deletion deposes us at once. */
-        err = baton_zk_exists(c->zk, c->my_node, 1, &st);
+        err = baton_zk_exists(c->zk, c->el.my_node, 1, &st);
         if (err != BATON_OK)
             goto out;
-        if (!c->leader) {
-            c->leader = 1;
-            c->epoch = st.czxid;
-            BLOG_INFO("event=elected node=%s epoch=%lld", c->my_node, (long long)c->epoch);
+        if (!c->el.leader) {
+            c->el.leader = 1;
+            c->el.epoch = st.czxid;
+            BLOG_INFO("event=elected node=%s epoch=%lld", c->el.my_node, (long long)c->el.epoch);
         }
     } else {
         coord_step_down(c, "not_lowest");
@@ -452,9 +504,9 @@ static baton_standby_t *standby_copy(const baton_standby_t *sb, size_t n) {
 
 /* A deep copy of the cache, for a rebalance that trusts it. */
 static published_t *pc_copy(const coord_t *c) {
-    published_t *pub = xcalloc(c->npc ? c->npc : 1, sizeof(*pub));
-    for (size_t i = 0; i < c->npc; i++) {
-        const published_t *o = &c->pc[i];
+    published_t *pub = xcalloc(c->pc.n ? c->pc.n : 1, sizeof(*pub));
+    for (size_t i = 0; i < c->pc.n; i++) {
+        const published_t *o = &c->pc.v[i];
         pub[i].id = xstrdup(o->id);
         pub[i].valid = o->valid;
         pub[i].generation = o->generation;
@@ -471,19 +523,19 @@ static published_t *pc_copy(const coord_t *c) {
 /* ---- leave grace -------------------------------------------------------- */
 
 static vanished_t *gone_find(coord_t *c, const char *id) {
-    for (size_t i = 0; i < c->ngone; i++)
-        if (strcmp(c->gone[i].id, id) == 0)
-            return &c->gone[i];
+    for (size_t i = 0; i < c->lv.ngone; i++)
+        if (strcmp(c->lv.gone[i].id, id) == 0)
+            return &c->lv.gone[i];
     return NULL;
 }
 
 static void gone_clear(coord_t *c) {
-    for (size_t i = 0; i < c->ngone; i++)
-        free(c->gone[i].id);
-    free(c->gone);
-    c->gone = NULL;
-    c->ngone = 0;
-    c->grace_due_ms = 0;
+    for (size_t i = 0; i < c->lv.ngone; i++)
+        free(c->lv.gone[i].id);
+    free(c->lv.gone);
+    c->lv.gone = NULL;
+    c->lv.ngone = 0;
+    coord_timers_disarm(&c->timers, T_GRACE);
 }
 
 /* Keeps only the vanished ids still relevant: published and not live. A
@@ -491,8 +543,8 @@ static void gone_clear(coord_t *c) {
  * never reassigned. */
 static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t *pub, size_t npub) {
     size_t k = 0;
-    for (size_t i = 0; i < c->ngone; i++) {
-        vanished_t *g = &c->gone[i];
+    for (size_t i = 0; i < c->lv.ngone; i++) {
+        vanished_t *g = &c->lv.gone[i];
         int published = 0;
         for (size_t j = 0; j < npub; j++)
             if (strcmp(pub[j].id, g->id) == 0)
@@ -505,9 +557,9 @@ static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t 
             free(g->id);
             continue;
         }
-        c->gone[k++] = *g;
+        c->lv.gone[k++] = *g;
     }
-    c->ngone = k;
+    c->lv.ngone = k;
 }
 
 /* ---- reading the group -------------------------------------------------- */
@@ -538,8 +590,8 @@ static int cw_find(const coord_worker_t *w, size_t n, const char *id) {
  * ("leaving": true) before it releases anything; one whose node vanishes
  * unmarked crashed (or its session expired, or it was evicted). */
 static int leaving_has(const coord_t *c, const char *id) {
-    for (size_t i = 0; i < c->nleaving; i++)
-        if (strcmp(c->leaving[i], id) == 0)
+    for (size_t i = 0; i < c->lv.nleaving; i++)
+        if (strcmp(c->lv.leaving[i], id) == 0)
             return 1;
     return 0;
 }
@@ -547,17 +599,17 @@ static int leaving_has(const coord_t *c, const char *id) {
 static void leaving_note(coord_t *c, const char *id) {
     if (leaving_has(c, id))
         return;
-    c->leaving = xrealloc(c->leaving, sizeof(char *) * (c->nleaving + 1));
-    c->leaving[c->nleaving++] = xstrdup(id);
+    c->lv.leaving = xrealloc(c->lv.leaving, sizeof(char *) * (c->lv.nleaving + 1));
+    c->lv.leaving[c->lv.nleaving++] = xstrdup(id);
 }
 
 /* An unmarked node under that id (a new process reusing the id of one
  * that left) is not leaving: forget the old mark, or it would be drained. */
 static void leaving_forget(coord_t *c, const char *id) {
-    for (size_t i = 0; i < c->nleaving; i++)
-        if (strcmp(c->leaving[i], id) == 0) {
-            free(c->leaving[i]);
-            c->leaving[i] = c->leaving[--c->nleaving];
+    for (size_t i = 0; i < c->lv.nleaving; i++)
+        if (strcmp(c->lv.leaving[i], id) == 0) {
+            free(c->lv.leaving[i]);
+            c->lv.leaving[i] = c->lv.leaving[--c->lv.nleaving];
             return;
         }
 }
@@ -565,22 +617,33 @@ static void leaving_forget(coord_t *c, const char *id) {
 /* Forgets marks of workers no longer live (their departure is recorded). */
 static void leaving_prune(coord_t *c, const coord_worker_t *w, size_t nw) {
     size_t k = 0;
-    for (size_t i = 0; i < c->nleaving; i++) {
-        if (cw_find(w, nw, c->leaving[i]) >= 0)
-            c->leaving[k++] = c->leaving[i];
+    for (size_t i = 0; i < c->lv.nleaving; i++) {
+        if (cw_find(w, nw, c->lv.leaving[i]) >= 0)
+            c->lv.leaving[k++] = c->lv.leaving[i];
         else
-            free(c->leaving[i]);
+            free(c->lv.leaving[i]);
     }
-    c->nleaving = k;
+    c->lv.nleaving = k;
 }
 
 static void verify_clear(coord_t *c) {
-    for (size_t i = 0; i < c->nverify; i++)
-        free(c->verify[i]);
-    free(c->verify);
-    c->verify = NULL;
-    c->nverify = 0;
-    c->verify_due_ms = 0;
+    for (size_t i = 0; i < c->lv.nverify; i++)
+        free(c->lv.verify[i]);
+    free(c->lv.verify);
+    c->lv.verify = NULL;
+    c->lv.nverify = 0;
+    coord_timers_disarm(&c->timers, T_VERIFY);
+}
+
+/* Forgets every departure: marks, vanished members, marks to verify. */
+static void leave_clear(coord_t *c) {
+    gone_clear(c);
+    verify_clear(c);
+    for (size_t i = 0; i < c->lv.nleaving; i++)
+        free(c->lv.leaving[i]);
+    free(c->lv.leaving);
+    c->lv.leaving = NULL;
+    c->lv.nleaving = 0;
 }
 
 /* Reads a member's capacity and rack. A member that left meanwhile is
@@ -639,13 +702,13 @@ static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
     m->valid = 1;
 }
 
-/* Reads the members in c->verify again (re-arming their data watches).
+/* Reads the members in c->lv.verify again (re-arming their data watches).
  * Returns 1 if one of them turns out not to be leaving after all (its
  * data changed for another reason): the caller rebalances again. */
 static int verify_flush(coord_t *c, const char *wdir) {
     int again = 0;
-    for (size_t i = 0; i < c->nverify; i++) {
-        const char *id = c->verify[i];
+    for (size_t i = 0; i < c->lv.nverify; i++) {
+        const char *id = c->lv.verify[i];
         coord_worker_t tmp = {0};
         int err = read_member(c, wdir, id, &tmp);
         if (err == BATON_OK) {
@@ -764,7 +827,7 @@ static int node_op_cmp(const void *a, const void *b) {
 static int publish_chunks(coord_t *c, const char *adir, int version, const char *meta_new,
                           node_op_t *nodes, size_t n, int64_t gen, size_t *nmulti_out) {
     size_t budget = (size_t)c->conf->max_multi_bytes;
-    size_t fixed = 256 + strlen(c->my_node) + strlen(adir) + strlen(meta_new);
+    size_t fixed = 256 + strlen(c->el.my_node) + strlen(adir) + strlen(meta_new);
     zoo_op_t *ops = xcalloc(n + 2, sizeof(zoo_op_t));
     zoo_op_result_t *results = xcalloc(n + 2, sizeof(zoo_op_result_t));
     size_t i = 0, nmulti = 0;
@@ -779,7 +842,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
                       nodes[i].bytes, budget);
         int last = j == n;
         size_t nops = 0;
-        zoo_check_op_init(&ops[nops++], c->my_node, -1);
+        zoo_check_op_init(&ops[nops++], c->el.my_node, -1);
         if (last)
             zoo_set_op_init(&ops[nops++], adir, meta_new, (int)strlen(meta_new), version, NULL);
         else
@@ -804,7 +867,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
                  * leader we thought we were; this chunk wrote nothing. */
                 BLOG_WARN("event=deposed reason=%s epoch=%lld generation=%lld chunk=%zu",
                           results[0].err == ZNONODE ? "candidate_node_gone" : "assignment_changed",
-                          (long long)c->epoch, (long long)gen, nmulti);
+                          (long long)c->el.epoch, (long long)gen, nmulti);
                 err = BATON_DEPOSED;
             } else {
                 err = baton_zk_err(rc);
@@ -854,75 +917,39 @@ static int64_t handoff_check_ms(const coord_t *c) {
 #define HANDOFF_SWEEP_MS 2000
 #define HANDOFF_SWEEP_MAX 16 /* about one read each (the lowest claim names its session) */
 
-/* Remembers the owner of every partition just published (or confirmed
- * unchanged); partitions whose owner changed, and all of them right after
- * an election, become pending: their claims are watched until the lowest
- * one belongs to the owner's current session. */
-static void handoffs_record(coord_t *c, int32_t P, const int *next, const coord_worker_t *w) {
+/* Remembers the owner of every resource just published (or confirmed
+ * unchanged): rows [0, P) are the partitions, then keys[0..nkeys) (sorted),
+ * next[] the plan's owner of each row. A row whose owner changed, every
+ * row right after an election, and a key new to the watchdog become
+ * pending: their claims are watched until the lowest one belongs to the
+ * owner's current session. */
+static void handoffs_record(coord_t *c, int32_t P, char *const *keys, size_t nkeys, const int *next,
+                            const coord_worker_t *w) {
     if (c->conf->handoff_timeout_ms <= 0)
         return;
-    int fresh = c->ho == NULL, any = 0;
-    if (P > c->nho) {
-        c->ho = xrealloc(c->ho, sizeof(handoff_t) * (size_t)P);
-        memset(c->ho + c->nho, 0, sizeof(handoff_t) * (size_t)(P - c->nho));
-        c->nho = P;
-    }
-    for (int32_t p = 0; p < P; p++) {
-        handoff_t *h = &c->ho[p];
-        const char *id = next[p] >= 0 ? w[next[p]].id : NULL;
-        if (fresh || (id == NULL) != (h->owner == NULL) || (id && strcmp(id, h->owner) != 0)) {
-            free(h->owner);
-            h->owner = id ? xstrdup(id) : NULL;
-            h->pending = 1;
-            h->swept = 0;
-            h->claim[0] = 0;
+    coord_handoffs_t *ho = &c->ho;
+    int fresh = ho->rows == NULL, any = 0;
+    baton_res_table_t res;
+    baton_res_table_init(&res, c->base, P);
+    for (size_t k = 0; k < nkeys; k++)
+        baton_res_table_add_key(&res, keys[k]); /* row P + k: keys are sorted */
+    handoff_t *rows = xcalloc(res.n + 1, sizeof(handoff_t));
+    for (size_t r = 0; r < res.n; r++) {
+        const baton_resource_t *rr = baton_res_at(&res, r);
+        /* The row's old state: a partition by number (one past the old
+         * count starts settled and unowned), a key by name. */
+        long old = -1;
+        int known = !fresh;
+        if (!baton_res_is_key(&res, r))
+            old = !fresh && r < (size_t)ho->res.npartitions ? (long)r : -1;
+        else if (!fresh)
+            known = (old = baton_res_table_find(&ho->res, rr)) >= 0;
+        handoff_t *h = &rows[r];
+        if (old >= 0) {
+            *h = ho->rows[old]; /* carried over: the old array gives up its owner */
+            ho->rows[old].owner = NULL;
         }
-        any |= h->pending;
-    }
-    if (any && !c->ho_due_ms)
-        c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
-}
-
-/* Makes every resource last published to id pending again (its member
- * came back as a new incarnation: the old one's claims, or a standby's,
- * may be what blocks it). */
-static void handoffs_mark_owner(coord_t *c, const char *id) {
-    int any = 0;
-    for (int32_t p = 0; p < c->nho; p++)
-        if (c->ho[p].owner && strcmp(c->ho[p].owner, id) == 0) {
-            any = c->ho[p].pending = 1;
-            c->ho[p].swept = 0;
-        }
-    for (size_t k = 0; k < c->nhok; k++)
-        if (c->hok[k].owner && strcmp(c->hok[k].owner, id) == 0) {
-            any = c->hok[k].pending = 1;
-            c->hok[k].swept = 0;
-        }
-    if (any && !c->ho_due_ms)
-        c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
-}
-
-/* The same for named keys: keys[0..nkeys) (sorted) with their new owners
- * knext; a key whose owner changed, or new to the watchdog, is pending. */
-static void handoffs_record_keys(coord_t *c, char **keys, size_t nkeys, const int *knext,
-                                 const coord_worker_t *w) {
-    if (c->conf->handoff_timeout_ms <= 0)
-        return;
-    handoff_t *hk = xcalloc(nkeys + 1, sizeof(handoff_t));
-    char **names = xcalloc(nkeys + 1, sizeof(char *));
-    int any = 0;
-    size_t o = 0;
-    for (size_t k = 0; k < nkeys; k++) {
-        while (o < c->nhok && strcmp(c->hok_names[o], keys[k]) < 0)
-            o++;
-        names[k] = xstrdup(keys[k]);
-        handoff_t *h = &hk[k];
-        if (o < c->nhok && strcmp(c->hok_names[o], keys[k]) == 0) {
-            *h = c->hok[o]; /* carried over: the old array gives up its owner */
-            c->hok[o].owner = NULL;
-        }
-        const char *id = knext[k] >= 0 ? w[knext[k]].id : NULL;
-        int known = o < c->nhok && strcmp(c->hok_names[o], keys[k]) == 0;
+        const char *id = next[r] >= 0 ? w[next[r]].id : NULL;
         if (!known || (id == NULL) != (h->owner == NULL) || (id && strcmp(id, h->owner) != 0)) {
             free(h->owner);
             h->owner = id ? xstrdup(id) : NULL;
@@ -932,31 +959,43 @@ static void handoffs_record_keys(coord_t *c, char **keys, size_t nkeys, const in
         }
         any |= h->pending;
     }
-    for (size_t k = 0; k < c->nhok; k++) {
-        free(c->hok[k].owner);
-        free(c->hok_names[k]);
-    }
-    free(c->hok);
-    free(c->hok_names);
-    c->hok = hk;
-    c->hok_names = names;
-    c->nhok = nkeys;
-    if (any && !c->ho_due_ms)
-        c->ho_due_ms = baton_now_ms() + handoff_check_ms(c);
+    for (size_t r = 0; ho->rows && r < ho->res.n; r++)
+        free(ho->rows[r].owner);
+    free(ho->rows);
+    baton_res_table_free(&ho->res);
+    ho->res = res;
+    ho->rows = rows;
+    if (!res.n)
+        coord_timers_disarm(&c->timers, T_SWEEP); /* nothing to sweep */
+    if (any)
+        coord_timers_arm_once(&c->timers, T_HANDOFF, baton_now_ms() + handoff_check_ms(c));
 }
 
-/* One pending partition: finds its lowest claim and, if it is not held by
- * the owner's current session for longer than --handoff-timeout-ms,
- * deletes it. Safe: the sink fences whatever its holder still writes, and
- * the holder learns of the deletion from the watch on its own claim. */
-static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *h, int64_t now) {
-    char *dir =
-        key ? baton_layout_key_claims(c->base, key) : baton_layout_partition_claims(c->base, p);
-    char what[BATON_ID_MAX + 16]; /* the log's resource field */
-    if (key)
-        snprintf(what, sizeof(what), "key=%s", key);
-    else
-        snprintf(what, sizeof(what), "partition=%d", p);
+/* Makes every resource last published to id pending again (its member
+ * came back as a new incarnation: the old one's claims, or a standby's,
+ * may be what blocks it). */
+static void handoffs_mark_owner(coord_t *c, const char *id) {
+    coord_handoffs_t *ho = &c->ho;
+    int any = 0;
+    for (size_t r = 0; ho->rows && r < ho->res.n; r++)
+        if (ho->rows[r].owner && strcmp(ho->rows[r].owner, id) == 0) {
+            any = ho->rows[r].pending = 1;
+            ho->rows[r].swept = 0;
+        }
+    if (any)
+        coord_timers_arm_once(&c->timers, T_HANDOFF, baton_now_ms() + handoff_check_ms(c));
+}
+
+/* One pending row: finds its lowest claim and, if it is not held by the
+ * owner's current session for longer than --handoff-timeout-ms, deletes it.
+ * Safe: the sink fences whatever its holder still writes, and the holder
+ * learns of the deletion from the watch on its own claim. */
+static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
+    handoff_t *h = &c->ho.rows[row];
+    const baton_resource_t *res = baton_res_at(&c->ho.res, row);
+    const char *dir = baton_res_claims(&c->ho.res, row);
+    char what[BATON_RES_LABEL_SIZE]; /* the log's resource field */
+    baton_res_label(res, what, sizeof(what));
     char **names = NULL;
     size_t n = 0;
     char *path = NULL, *data = NULL, *mpath = NULL;
@@ -1032,8 +1071,9 @@ static int handoff_check_one(coord_t *c, int32_t p, const char *key, handoff_t *
             /* The history says who lost the partition by force; a failure
              * to record it loses only the entry. */
             coord_history_t *fh = coord_history_new();
-            coord_history_add(fh, p, key, claim.worker, h->owner, c->published_gen, "forced");
-            coord_history_flush(fh, c->zk, c->base, c->my_node);
+            coord_history_add(fh, res->kind == BATON_RESOURCE_KEY ? -1 : res->partition, res->key,
+                              claim.worker, h->owner, c->hist.published_gen, "forced");
+            coord_history_flush(fh, c->zk, c->base, c->el.my_node);
             coord_history_destroy(fh);
             /* Held by another worker than the owner: a standby's promotion,
              * say, which only a newer generation ends (else it claims
@@ -1049,19 +1089,19 @@ out:
     free(data);
     free(path);
     baton_zk_strings_free(names, n);
-    free(dir);
     return err;
 }
 
 /* Makes the next HANDOFF_SWEEP_MAX settled resources pending: checked like
  * a move, they are settled again at once if their owner's claim is lowest. */
 static void handoffs_sweep(coord_t *c) {
-    int32_t total = c->nho + (int32_t)c->nhok;
+    coord_handoffs_t *ho = &c->ho;
+    int32_t total = (int32_t)ho->res.n;
     for (int32_t i = 0, marked = 0; i < total && marked < HANDOFF_SWEEP_MAX; i++) {
-        int32_t j = c->ho_sweep++ % total;
-        if (c->ho_sweep >= total)
-            c->ho_sweep = 0;
-        handoff_t *h = j < c->nho ? &c->ho[j] : &c->hok[j - c->nho];
+        int32_t j = ho->sweep++ % total;
+        if (ho->sweep >= total)
+            ho->sweep = 0;
+        handoff_t *h = &ho->rows[j];
         if (!h->pending && h->owner) {
             h->pending = h->swept = 1;
             h->claim[0] = 0;
@@ -1070,22 +1110,26 @@ static void handoffs_sweep(coord_t *c) {
     }
 }
 
-/* Looks at up to HANDOFF_CHECK_MAX pending partitions when due. Runs on the
- * leader only (the state is cleared when it steps down). */
+/* Looks at up to HANDOFF_CHECK_MAX pending partitions (from a cursor) and
+ * as many pending keys (all, each time) when due. Runs on the leader only
+ * (the state is cleared when it steps down). */
 static void handoffs_check(coord_t *c) {
+    coord_handoffs_t *ho = &c->ho;
     int64_t now = baton_now_ms();
-    if (c->conf->handoff_timeout_ms > 0 && (c->nho || c->nhok) && now >= c->sweep_due_ms) {
+    coord_timers_t *ts = &c->timers;
+    if (c->conf->handoff_timeout_ms > 0 && ho->res.n &&
+        now >= coord_timers_due_ms(ts, T_SWEEP)) { /* disarmed: sweep now */
         handoffs_sweep(c);
-        c->sweep_due_ms = now + HANDOFF_SWEEP_MS;
-        if (!c->ho_due_ms)
-            c->ho_due_ms = now;
+        coord_timers_arm(ts, T_SWEEP, now + HANDOFF_SWEEP_MS);
+        coord_timers_arm_once(ts, T_HANDOFF, now);
     }
-    if ((!c->nho && !c->nhok) || !c->ho_due_ms || now < c->ho_due_ms)
+    if (!ho->res.n || !coord_timers_is_due(ts, T_HANDOFF, now))
         return;
     int checked = 0, any = 0;
-    int32_t p = c->nho ? c->ho_cursor % c->nho : 0;
-    for (int32_t i = 0; i < c->nho; i++, p = (p + 1) % c->nho) {
-        handoff_t *h = &c->ho[p];
+    int32_t np = ho->res.npartitions;
+    int32_t p = np ? ho->cursor % np : 0;
+    for (int32_t i = 0; i < np; i++, p = (p + 1) % np) {
+        handoff_t *h = &ho->rows[p];
         if (!h->pending)
             continue;
         if (checked == HANDOFF_CHECK_MAX) {
@@ -1093,74 +1137,115 @@ static void handoffs_check(coord_t *c) {
             break;
         }
         checked++;
-        if (handoff_check_one(c, p, NULL, h, now) != BATON_OK) {
+        if (handoff_check_one(c, (size_t)p, now) != BATON_OK) {
             any = 1; /* connection trouble: try again at the next tick */
             break;
         }
         any |= h->pending;
     }
-    c->ho_cursor = p;
-    for (int32_t q = 0; !any && q < c->nho; q++)
-        any = c->ho[q].pending;
+    ho->cursor = p;
+    for (int32_t q = 0; !any && q < np; q++)
+        any = ho->rows[q].pending;
     /* Keys: few, all pending ones each time (bounded like partitions). */
-    for (size_t k = 0, kchecked = 0; k < c->nhok; k++) {
-        handoff_t *h = &c->hok[k];
+    for (size_t r = (size_t)np, kchecked = 0; r < ho->res.n; r++) {
+        handoff_t *h = &ho->rows[r];
         if (!h->pending)
             continue;
-        if (kchecked++ == HANDOFF_CHECK_MAX ||
-            handoff_check_one(c, -1, c->hok_names[k], h, now) != BATON_OK) {
+        if (kchecked++ == HANDOFF_CHECK_MAX || handoff_check_one(c, r, now) != BATON_OK) {
             any = 1;
             break;
         }
         any |= h->pending;
     }
-    c->ho_due_ms = any ? now + handoff_check_ms(c) : 0;
+    coord_timers_arm(ts, T_HANDOFF, any ? now + handoff_check_ms(c) : 0);
 }
 
-/* Computes the next assignment and publishes it if anything changed. */
-/* Remembers the assignment now published: worker k's partitions are
- * order[start[k]..start[k+1]) and its keys those j with knext[j] == k. */
-static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw, const int *start,
-                     const int *order, char **keys, size_t nkeys, const int *knext,
-                     baton_standby_t *const *sbl, const size_t *nsbl, int32_t version, int64_t gen,
-                     int64_t node_gen) {
+/* Remembers the assignment now published: the plan's node of every
+ * member (its partitions, keys and standbys). */
+static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw,
+                     const baton_plan_snapshot_t *snap, const baton_plan_t *pl, int32_t version,
+                     int64_t gen, int64_t node_gen) {
     pc_free(c);
-    c->pc = xcalloc(nw + 1, sizeof(published_t));
+    c->pc.v = xcalloc(nw + 1, sizeof(published_t));
     for (size_t k = 0; k < nw; k++) {
-        published_t *o = &c->pc[k];
+        published_t *o = &c->pc.v[k];
+        baton_worker_assignment_t wa;
+        baton_plan_node(snap, pl, k, &wa);
         o->id = xstrdup(w[k].id);
         o->valid = 1;
-        o->npartitions = (size_t)(start[k + 1] - start[k]);
-        o->partitions = xmalloc(sizeof(int32_t) * (o->npartitions + 1));
-        for (size_t i = 0; i < o->npartitions; i++)
-            o->partitions[i] = order[start[k] + (int)i];
-        o->keys = xcalloc(nkeys + 1, sizeof(char *));
-        for (size_t j = 0; j < nkeys; j++)
-            if (knext[j] == (int)k)
-                o->keys[o->nkeys++] = xstrdup(keys[j]);
-        o->standby = standby_copy(sbl[k], nsbl[k]);
-        o->nstandby = nsbl[k];
+        o->npartitions = wa.npartitions;
+        o->partitions = wa.partitions; /* taken */
+        o->nkeys = wa.nkeys;
+        o->keys = strings_dup(wa.keys, wa.nkeys);
+        free(wa.keys);
+        o->standby = standby_copy(wa.standby, wa.nstandby);
+        o->nstandby = wa.nstandby;
         o->generation = node_gen; /* at most: an unchanged node kept an older one */
     }
-    c->npc = nw;
-    c->pc_version = version;
-    c->pc_gen = gen;
-    c->pc_valid = 1;
+    c->pc.n = nw;
+    c->pc.version = version;
+    c->pc.gen = gen;
+    c->pc.valid = 1;
 }
 
-static int coord_rebalance(coord_t *c) {
-    char errstr[256];
+/* ---- the rebalance: read a snapshot, plan, publish, report -------------- */
+
+/* One rebalance's view of the group, as read (or taken from the caches).
+ * Owns everything it points to; released by snap_release. */
+typedef struct {
+    int64_t t_read; /* when reading began */
+    int cached;     /* the settings as last read are still current (gs.valid) */
+    int full;       /* members are read afresh, not taken from the cache */
     baton_config_t cfg;
-    int64_t t_read = baton_now_ms();
-    /* cached: the settings as last read are still current (see gs_valid). */
-    int cached = c->gs_valid && !c->full_read, err = BATON_OK;
-    if (cached) {
-        cfg = c->gs_cfg;
-    } else if ((err = baton_group_config_read(c->zk, c->base, 1, &cfg, errstr, sizeof(errstr))) !=
-               BATON_OK) {
+    baton_strategy_t strategy;
+    int32_t P;
+    char *wdir, *adir;
+    char **raw; /* workers/ children as listed */
+    size_t nraw;
+    char **live; /* the valid ids among them (borrowed from raw), sorted */
+    size_t nlive;
+    char *meta_data; /* /assignment as read; NULL when cached */
+    struct Stat meta_st;
+    baton_assignment_meta_t meta;
+    published_t *pub; /* the assignment/<id> nodes */
+    size_t npub;
+    char **drains;
+    size_t ndrains;
+    char **pin_of; /* [P]: the worker each partition is pinned to, or NULL */
+    char **keys;   /* the group's named keys, sorted */
+    size_t nkeys;
+    coord_worker_t *w; /* the members: live, then absent ones; sorted by id */
+    size_t nw;
+} coord_snap_t;
+
+static void snap_release(coord_snap_t *rs) {
+    free(rs->meta_data);
+    for (size_t i = 0; rs->pin_of && i < (size_t)rs->P; i++)
+        free(rs->pin_of[i]);
+    free(rs->pin_of);
+    for (size_t i = 0; rs->w && i < rs->nw; i++)
+        free(rs->w[i].keys);
+    free(rs->w);
+    baton_zk_strings_free(rs->keys, rs->nkeys);
+    published_free(rs->pub, rs->npub);
+    baton_zk_strings_free(rs->drains, rs->ndrains);
+    free(rs->live);
+    baton_zk_strings_free(rs->raw, rs->nraw);
+    free(rs->wdir);
+    free(rs->adir);
+}
+
+/* The group's config (cached, or read with a watch) and its strategy. */
+static int snap_read_config(coord_t *c, coord_snap_t *rs) {
+    char errstr[256];
+    int err;
+    if (rs->cached) {
+        rs->cfg = c->gs.cfg;
+    } else if ((err = baton_group_config_read(c->zk, c->base, 1, &rs->cfg, errstr,
+                                              sizeof(errstr))) != BATON_OK) {
         BLOG_ERROR("event=config_error error=\"%s\"", errstr);
         return err;
-    } else if (!cfg.group_uuid[0]) {
+    } else if (!rs->cfg.group_uuid[0]) {
         /* A group from before group ids gets one from its first leader (a
          * versioned set; its config watch then reads it back). Workers
          * need it before their first fence (sink_bind.h) and would
@@ -1170,119 +1255,113 @@ static int coord_rebalance(coord_t *c) {
             BATON_OK)
             BLOG_WARN("event=group_uuid_failed error=\"%s\"", errstr);
     }
-    baton_strategy_t strategy;
-    if (baton_strategy_parse(cfg.strategy, &strategy) != BATON_OK) {
-        BLOG_ERROR("event=config_error error=\"unknown strategy '%s'\"", cfg.strategy);
+    if (baton_strategy_parse(rs->cfg.strategy, &rs->strategy) != BATON_OK) {
+        BLOG_ERROR("event=config_error error=\"unknown strategy '%s'\"", rs->cfg.strategy);
         return BATON_CORRUPT;
     }
+    rs->P = rs->cfg.partitions;
+    return BATON_OK;
+}
 
-    int32_t P = cfg.partitions;
-    size_t P1 = (size_t)P + 1;
-    char *wdir = baton_layout_workers(c->base);
-    char *adir = baton_layout_assignment(c->base);
-    char **raw = NULL, **live = NULL, **drains = NULL;
-    size_t nraw = 0, nlive = 0, ndrains = 0, nw = 0;
-    published_t *pub = NULL;
-    size_t npub = 0;
-    coord_worker_t *w = NULL;
-    char **pin_of = NULL;
-    node_op_t *nodes = NULL;
-    size_t nnodes = 0;
-    char *meta_data = NULL, *meta_new = NULL;
-    char **keys = NULL; /* the group's named keys, sorted */
-    size_t nkeys = 0;
-    baton_plan_member_t *members = NULL;
-    baton_plan_published_t *ppub = NULL;
-    const char **lrack = NULL;
-    baton_plan_t pl = {0};
-    int planned = 0;
-
-    if (cached && c->live_valid) {
-        raw = strings_dup(c->gs_live, c->gs_nlive);
-        nraw = c->gs_nlive;
-    } else if ((err = baton_zk_children(c->zk, wdir, 1, &raw, &nraw)) != BATON_OK) {
-        goto out;
+/* The member list (workers/ children, with a watch), /assignment and the
+ * published nodes, each from its cache while that is still current. */
+static int snap_read_published(coord_t *c, coord_snap_t *rs) {
+    int err;
+    if (rs->cached && c->gs.live_valid) {
+        rs->raw = strings_dup(c->gs.live, c->gs.nlive);
+        rs->nraw = c->gs.nlive;
+    } else if ((err = baton_zk_children(c->zk, rs->wdir, 1, &rs->raw, &rs->nraw)) != BATON_OK) {
+        return err;
     }
     /* children come sorted, so live is sorted */
-    live = xcalloc(nraw ? nraw : 1, sizeof(char *));
-    for (size_t i = 0; i < nraw; i++) {
-        if (baton_id_valid(raw[i]) != 0) {
-            BLOG_ERROR("event=bad_member path=%s/%s action=ignore", wdir, raw[i]);
+    rs->live = xcalloc(rs->nraw ? rs->nraw : 1, sizeof(char *));
+    for (size_t i = 0; i < rs->nraw; i++) {
+        if (baton_id_valid(rs->raw[i]) != 0) {
+            BLOG_ERROR("event=bad_member path=%s/%s action=ignore", rs->wdir, rs->raw[i]);
             continue;
         }
-        live[nlive++] = raw[i];
+        rs->live[rs->nlive++] = rs->raw[i];
     }
-
-    struct Stat meta_st = {0};
     size_t meta_len = 0;
-    baton_assignment_meta_t meta = {0};
-    if (cached && c->pc_valid) {
+    if (rs->cached && c->pc.valid) {
         /* What we published last is what is there: only coordinators write
          * /assignment, and if a rival did, our publish's version check
          * fails and we step down. */
-        meta.generation = c->pc_gen;
-        meta_st.version = c->pc_version;
-    } else if ((err = baton_zk_get(c->zk, adir, 0, &meta_data, &meta_len, &meta_st)) != BATON_OK) {
-        goto out;
+        rs->meta.generation = c->pc.gen;
+        rs->meta_st.version = c->pc.version;
+    } else if ((err = baton_zk_get(c->zk, rs->adir, 0, &rs->meta_data, &meta_len, &rs->meta_st)) !=
+               BATON_OK) {
+        return err;
     }
     if (meta_len > 0) {
         char why[256];
-        if (baton_assignment_meta_decode(meta_data, meta_len, &meta, why, sizeof(why)) != 0) {
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", adir, why);
-            meta.generation = 0;
+        if (baton_assignment_meta_decode(rs->meta_data, meta_len, &rs->meta, why, sizeof(why)) !=
+            0) {
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", rs->adir, why);
+            rs->meta.generation = 0;
         }
     }
-    int full = c->full_read || !c->pc_valid;
-    if (c->pc_valid && !c->full_read && meta_st.version == c->pc_version) {
-        pub = pc_copy(c);
-        npub = c->npc;
-    } else {
-        if ((err = read_published(c, &pub, &npub)) != BATON_OK)
-            goto out;
-        c->full_read = 0;
+    rs->full = c->pc.full_read || !c->pc.valid;
+    if (c->pc.valid && !c->pc.full_read && rs->meta_st.version == c->pc.version) {
+        rs->pub = pc_copy(c);
+        rs->npub = c->pc.n;
+        return BATON_OK;
     }
-    if (cached) {
-        drains = strings_dup(c->gs_drains, c->gs_ndrains);
-        ndrains = c->gs_ndrains;
-        pin_of = strings_dup(c->gs_pin_of, (size_t)P);
-        keys = strings_dup(c->gs_keys, c->gs_nkeys);
-        nkeys = c->gs_nkeys;
+    if ((err = read_published(c, &rs->pub, &rs->npub)) != BATON_OK)
+        return err;
+    c->pc.full_read = 0;
+    return BATON_OK;
+}
+
+/* Drains, pins and keys (cached, or read with their watches and cached),
+ * and the member list into its cache. */
+static int snap_read_settings(coord_t *c, coord_snap_t *rs) {
+    int err;
+    int32_t P = rs->P;
+    if (rs->cached) {
+        rs->drains = strings_dup(c->gs.drains, c->gs.ndrains);
+        rs->ndrains = c->gs.ndrains;
+        rs->pin_of = strings_dup(c->gs.pin_of, (size_t)P);
+        rs->keys = strings_dup(c->gs.keys, c->gs.nkeys);
+        rs->nkeys = c->gs.nkeys;
     } else {
-        if ((err = read_dir_watched(c, baton_layout_drains, &drains, &ndrains)) != BATON_OK)
-            goto out;
-        pin_of = xcalloc(P1, sizeof(char *));
-        if ((err = read_pins(c, P, pin_of)) != BATON_OK)
-            goto out;
-        if ((err = baton_group_keys(c->zk, c->base, 1, &keys, &nkeys, errstr, sizeof(errstr))) !=
-            BATON_OK)
-            goto out;
+        char errstr[256];
+        if ((err = read_dir_watched(c, baton_layout_drains, &rs->drains, &rs->ndrains)) != BATON_OK)
+            return err;
+        rs->pin_of = xcalloc((size_t)P + 1, sizeof(char *));
+        if ((err = read_pins(c, P, rs->pin_of)) != BATON_OK)
+            return err;
+        if ((err = baton_group_keys(c->zk, c->base, 1, &rs->keys, &rs->nkeys, errstr,
+                                    sizeof(errstr))) != BATON_OK)
+            return err;
         /* All read, each with its watch: keep them until one fires. */
         gs_clear(c);
-        c->gs_cfg = cfg;
-        c->gs_drains = strings_dup(drains, ndrains);
-        c->gs_ndrains = ndrains;
-        c->gs_pin_of = strings_dup(pin_of, (size_t)P);
-        c->gs_npins = P;
-        c->gs_keys = strings_dup(keys, nkeys);
-        c->gs_nkeys = nkeys;
-        c->gs_valid = 1;
+        c->gs.cfg = rs->cfg;
+        c->gs.drains = strings_dup(rs->drains, rs->ndrains);
+        c->gs.ndrains = rs->ndrains;
+        c->gs.pin_of = strings_dup(rs->pin_of, (size_t)P);
+        c->gs.npins = P;
+        c->gs.keys = strings_dup(rs->keys, rs->nkeys);
+        c->gs.nkeys = rs->nkeys;
+        c->gs.valid = 1;
     }
-    if (!c->live_valid || !cached) {
-        baton_zk_strings_free(c->gs_live, c->gs_nlive);
-        c->gs_live = strings_dup(raw, nraw);
-        c->gs_nlive = nraw;
-        c->live_valid = 1;
+    if (!c->gs.live_valid || !rs->cached) {
+        baton_zk_strings_free(c->gs.live, c->gs.nlive);
+        c->gs.live = strings_dup(rs->raw, rs->nraw);
+        c->gs.nlive = rs->nraw;
+        c->gs.live_valid = 1;
     }
+    return BATON_OK;
+}
 
-    /* The workers: every live one, plus every published one that vanished
-     * less than --leave-grace-ms ago (absent: its partitions stay put). */
-    int64_t now = baton_now_ms();
-    gone_prune(c, live, nlive, pub, npub);
-    c->grace_due_ms = 0;
-    w = xcalloc(nlive + npub + 1, sizeof(*w));
-    for (size_t i = 0; i < nlive; i++) {
-        w[nw].id = live[i];
-        mcache_t *hit = full ? NULL : mc_find(c, live[i]);
+/* Every live member, from the member cache while its data watch has not
+ * fired, else read (re-arming the watch); then the cache is replaced. */
+static int snap_read_members(coord_t *c, coord_snap_t *rs) {
+    coord_worker_t *w = rs->w = xcalloc(rs->nlive + rs->npub + 1, sizeof(*w));
+    size_t nw = 0;
+    for (size_t i = 0; i < rs->nlive; i++) {
+        w[nw].id = rs->live[i];
+        mcache_t *hit = rs->full ? NULL : mc_find(c, rs->live[i]);
         if (hit && hit->valid) {
             /* Unchanged since we read it: its data watch has not fired. */
             w[nw].capacity = hit->capacity;
@@ -1294,15 +1373,16 @@ static int coord_rebalance(coord_t *c) {
             nw++;
             continue;
         }
-        int rc = read_member(c, wdir, live[i], &w[nw]);
+        int rc = read_member(c, rs->wdir, rs->live[i], &w[nw]);
         if (rc == BATON_NOTFOUND)
             continue; /* left meanwhile: the watch brings us back */
         if (rc != BATON_OK) {
-            err = rc;
-            goto out;
+            rs->nw = nw; /* what snap_release frees */
+            return rc;
         }
         nw++;
     }
+    rs->nw = nw;
     /* A member whose node now belongs to another session than when we last
      * read it restarted under its id while we were not looking (frozen, or
      * the events coalesced): whatever a standby promoted for its old
@@ -1319,46 +1399,55 @@ static int coord_rebalance(coord_t *c) {
     }
     /* Remember them (live is sorted, so is the cache). */
     mc_clear(c);
-    c->mc = xcalloc(nw + 1, sizeof(mcache_t));
-    for (size_t i = 0; i < nw; i++)
-        c->mc[c->nmc++] = (mcache_t){.id = xstrdup(w[i].id),
-                                     .capacity = w[i].capacity,
-                                     .no_partitions = w[i].no_partitions,
-                                     .keys_filter = w[i].keys_filter,
-                                     .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
-                                     .session = w[i].session,
-                                     .valid = 1};
-    for (size_t i = 0; i < nw; i++)
-        snprintf(c->mc[i].rack, sizeof(c->mc[i].rack), "%s", w[i].rack);
-    /* Live means read here: a member listed but gone by the time we read
-     * its node (a leaver deleting it right now) is absent, so its grace
-     * applies. w[0..nread) is sorted (live is). */
-    size_t nread = nw;
-    for (size_t i = 0; i < npub; i++) {
-        if (cw_find(w, nread, pub[i].id) >= 0 || !pub[i].valid || pub[i].npartitions == 0 ||
-            c->conf->leave_grace_ms <= 0 || baton_id_valid(pub[i].id) != 0)
+    c->mc.v = xcalloc(nw + 1, sizeof(mcache_t));
+    for (size_t i = 0; i < nw; i++) {
+        c->mc.v[c->mc.n++] = (mcache_t){.id = xstrdup(w[i].id),
+                                        .capacity = w[i].capacity,
+                                        .no_partitions = w[i].no_partitions,
+                                        .keys_filter = w[i].keys_filter,
+                                        .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
+                                        .session = w[i].session,
+                                        .valid = 1};
+        snprintf(c->mc.v[i].rack, sizeof(c->mc.v[i].rack), "%s", w[i].rack);
+    }
+    return BATON_OK;
+}
+
+/* Adds every published member that vanished less than --leave-grace-ms ago
+ * (absent: its resources stay put), then flags the drained and leaving
+ * ones. Live means read here: a member listed but gone by the time we read
+ * its node (a leaver deleting it right now) is absent, so its grace
+ * applies. */
+static void snap_members_flags(coord_t *c, coord_snap_t *rs, int64_t now) {
+    coord_worker_t *w = rs->w;
+    size_t nread = rs->nw; /* w[0..nread) is sorted (live is) */
+    for (size_t i = 0; i < rs->npub; i++) {
+        const published_t *pub = &rs->pub[i];
+        if (cw_find(w, nread, pub->id) >= 0 || !pub->valid || pub->npartitions == 0 ||
+            c->conf->leave_grace_ms <= 0 || baton_id_valid(pub->id) != 0)
             continue;
-        vanished_t *g = gone_find(c, pub[i].id);
+        vanished_t *g = gone_find(c, pub->id);
         if (!g) {
-            c->gone = xrealloc(c->gone, (c->ngone + 1) * sizeof(*c->gone));
-            g = &c->gone[c->ngone++];
-            *g = (vanished_t){.id = xstrdup(pub[i].id), .since_ms = now};
-            BLOG_INFO("event=leave_grace worker=%s partitions=%zu grace_ms=%d", pub[i].id,
-                      pub[i].npartitions, c->conf->leave_grace_ms);
+            c->lv.gone = xrealloc(c->lv.gone, (c->lv.ngone + 1) * sizeof(*c->lv.gone));
+            g = &c->lv.gone[c->lv.ngone++];
+            *g = (vanished_t){.id = xstrdup(pub->id), .since_ms = now};
+            BLOG_INFO("event=leave_grace worker=%s partitions=%zu grace_ms=%d", pub->id,
+                      pub->npartitions, c->conf->leave_grace_ms);
         }
         int64_t due = g->since_ms + c->conf->leave_grace_ms;
         if (now >= due) {
             /* Its node is deleted by this publish, so this logs once. */
-            BLOG_INFO("event=leave_grace_expired worker=%s", pub[i].id);
+            BLOG_INFO("event=leave_grace_expired worker=%s", pub->id);
             continue;
         }
-        if (!c->grace_due_ms || due < c->grace_due_ms)
-            c->grace_due_ms = due;
-        w[nw++] = (coord_worker_t){.id = pub[i].id, .capacity = 1, .flags = BATON_ASSIGN_ABSENT};
+        int64_t grace_due = coord_timers_due_ms(&c->timers, T_GRACE);
+        if (!grace_due || due < grace_due)
+            coord_timers_arm(&c->timers, T_GRACE, due);
+        w[rs->nw++] = (coord_worker_t){.id = pub->id, .capacity = 1, .flags = BATON_ASSIGN_ABSENT};
     }
-    qsort(w, nw, sizeof(*w), cw_cmp);
-    for (size_t i = 0; i < ndrains; i++) {
-        int k = cw_find(w, nw, drains[i]);
+    qsort(w, rs->nw, sizeof(*w), cw_cmp);
+    for (size_t i = 0; i < rs->ndrains; i++) {
+        int k = cw_find(w, rs->nw, rs->drains[i]);
         if (k >= 0)
             w[k].flags |= BATON_ASSIGN_DRAINED;
     }
@@ -1367,203 +1456,258 @@ static int coord_rebalance(coord_t *c) {
      * claims, and they queue behind them. Not with --leave-grace-ms: the
      * operator asked that a worker who goes (a rolling restart) keeps its
      * partitions reserved until it is back or the grace runs out. */
-    for (size_t i = 0; c->conf->leave_grace_ms <= 0 && i < c->nleaving; i++) {
-        int k = cw_find(w, nw, c->leaving[i]);
+    for (size_t i = 0; c->conf->leave_grace_ms <= 0 && i < c->lv.nleaving; i++) {
+        int k = cw_find(w, rs->nw, c->lv.leaving[i]);
         if (k >= 0)
             w[k].flags |= BATON_ASSIGN_DRAINED;
     }
+}
 
-    /* The snapshot, and its plan (assignment/plan.h: pure). */
-    members = xcalloc(nw + 1, sizeof(*members));
+/* Reads the snapshot: settings, members, what is published. */
+static int snap_read(coord_t *c, coord_snap_t *rs) {
+    int err;
+    rs->t_read = baton_now_ms();
+    rs->cached = c->gs.valid && !c->pc.full_read;
+    if ((err = snap_read_config(c, rs)) != BATON_OK)
+        return err;
+    rs->wdir = baton_layout_workers(c->base);
+    rs->adir = baton_layout_assignment(c->base);
+    if ((err = snap_read_published(c, rs)) != BATON_OK ||
+        (err = snap_read_settings(c, rs)) != BATON_OK)
+        return err;
+    /* The workers: every live one, plus every published one that vanished
+     * less than --leave-grace-ms ago (absent: its partitions stay put). */
+    int64_t now = baton_now_ms();
+    gone_prune(c, rs->live, rs->nlive, rs->pub, rs->npub);
+    coord_timers_disarm(&c->timers, T_GRACE);
+    if ((err = snap_read_members(c, rs)) != BATON_OK)
+        return err;
+    snap_members_flags(c, rs, now);
+    return BATON_OK;
+}
+
+/* The plan step's input and output for one rebalance. */
+typedef struct {
+    baton_plan_member_t *members;
+    baton_plan_published_t *ppub;
+    const char **lrack;
+    baton_plan_snapshot_t snap;
+    baton_plan_t pl;
+    int planned;
+    int64_t t0;         /* when planning began */
+    int64_t compute_ms; /* the assignment alone (standbys apart) */
+} coord_plan_t;
+
+static void plan_release(coord_plan_t *cp) {
+    if (cp->planned)
+        baton_plan_release(&cp->pl, cp->snap.nmembers);
+    free(cp->members);
+    free(cp->ppub);
+    free(cp->lrack);
+}
+
+/* The snapshot as the plan takes it, and its plan (assignment/plan.h). */
+static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
+    size_t nw = rs->nw;
+    cp->members = xcalloc(nw + 1, sizeof(*cp->members));
     for (size_t i = 0; i < nw; i++)
-        members[i] = (baton_plan_member_t){.id = w[i].id,
-                                           .capacity = w[i].capacity,
-                                           .rack = w[i].rack,
-                                           .flags = w[i].flags,
-                                           .no_partitions = w[i].no_partitions,
-                                           .keys_filter = w[i].keys_filter,
-                                           .keys = w[i].keys};
-    ppub = xcalloc(npub + 1, sizeof(*ppub));
-    for (size_t i = 0; i < npub; i++)
-        ppub[i] = (baton_plan_published_t){.id = pub[i].id,
-                                           .partitions = pub[i].partitions,
-                                           .npartitions = pub[i].npartitions,
-                                           .keys = pub[i].keys,
-                                           .nkeys = pub[i].nkeys,
-                                           .standby = pub[i].standby,
-                                           .nstandby = pub[i].nstandby,
-                                           .generation = pub[i].generation,
-                                           .valid = pub[i].valid};
-    if (c->racks) {
-        lrack = xcalloc(P1, sizeof(char *));
-        for (int32_t p = 0; p < P; p++)
-            lrack[p] = coord_racks_of(c->racks, p);
+        cp->members[i] = (baton_plan_member_t){.id = rs->w[i].id,
+                                               .capacity = rs->w[i].capacity,
+                                               .rack = rs->w[i].rack,
+                                               .flags = rs->w[i].flags,
+                                               .no_partitions = rs->w[i].no_partitions,
+                                               .keys_filter = rs->w[i].keys_filter,
+                                               .keys = rs->w[i].keys};
+    cp->ppub = xcalloc(rs->npub + 1, sizeof(*cp->ppub));
+    for (size_t i = 0; i < rs->npub; i++) {
+        const published_t *pub = &rs->pub[i];
+        cp->ppub[i] = (baton_plan_published_t){.id = pub->id,
+                                               .partitions = pub->partitions,
+                                               .npartitions = pub->npartitions,
+                                               .keys = pub->keys,
+                                               .nkeys = pub->nkeys,
+                                               .standby = pub->standby,
+                                               .nstandby = pub->nstandby,
+                                               .generation = pub->generation,
+                                               .valid = pub->valid};
     }
-    baton_plan_snapshot_t snap = {.strategy = strategy,
-                                  .npartitions = P,
-                                  .members = members,
-                                  .nmembers = nw,
-                                  .pin_of = (const char *const *)pin_of,
-                                  .keys = keys,
-                                  .nkeys = nkeys,
-                                  .published = ppub,
-                                  .npublished = npub,
-                                  .leader_rack = lrack,
-                                  .standbys = c->conf->leave_grace_ms <= 0,
-                                  .republish = c->republish,
-                                  .generation = meta.generation};
-    int64_t t0 = baton_now_ms();
-    planned = 1;
-    if ((err = baton_plan_compute(&snap, &pl, errstr, sizeof(errstr))) != BATON_OK) {
-        if (strcmp(pl.failed ? pl.failed : "", "partitions") == 0)
+    if (c->racks) {
+        cp->lrack = xcalloc((size_t)rs->P + 1, sizeof(char *));
+        for (int32_t p = 0; p < rs->P; p++)
+            cp->lrack[p] = coord_racks_of(c->racks, p);
+    }
+    cp->snap = (baton_plan_snapshot_t){.strategy = rs->strategy,
+                                       .npartitions = rs->P,
+                                       .members = cp->members,
+                                       .nmembers = nw,
+                                       .pin_of = (const char *const *)rs->pin_of,
+                                       .keys = rs->keys,
+                                       .nkeys = rs->nkeys,
+                                       .published = cp->ppub,
+                                       .npublished = rs->npub,
+                                       .leader_rack = cp->lrack,
+                                       .standbys = c->conf->leave_grace_ms <= 0,
+                                       .republish = c->republish,
+                                       .generation = rs->meta.generation};
+    char errstr[256];
+    cp->t0 = baton_now_ms();
+    cp->planned = 1;
+    int err = baton_plan_compute(&cp->snap, &cp->pl, errstr, sizeof(errstr));
+    const baton_plan_t *pl = &cp->pl;
+    if (err != BATON_OK) {
+        if (strcmp(pl->failed ? pl->failed : "", "partitions") == 0)
             BLOG_ERROR("event=assign_failed error=\"%s\"", errstr);
         else
-            BLOG_ERROR("event=assign_failed what=%s error=\"%s\"", pl.failed ? pl.failed : "plan",
+            BLOG_ERROR("event=assign_failed what=%s error=\"%s\"", pl->failed ? pl->failed : "plan",
                        errstr);
-        goto out;
+        return err;
     }
-    int64_t compute_ms = baton_now_ms() - t0;
-    if (pl.standby_skipped && !c->standby_skip_logged) {
-        BLOG_INFO("event=standby_skipped workers=%zu partitions=%d keys=%zu budget=%d", nw, P,
-                  nkeys, COORD_STANDBY_BUDGET);
+    cp->compute_ms = baton_now_ms() - cp->t0 - pl->standby_ms;
+    if (pl->standby_skipped && !c->standby_skip_logged) {
+        BLOG_INFO("event=standby_skipped workers=%zu partitions=%d keys=%zu budget=%d", nw, rs->P,
+                  rs->nkeys, COORD_STANDBY_BUDGET);
         c->standby_skip_logged = 1;
     }
-    int64_t standby_ms = pl.standby_ms;
-    compute_ms -= standby_ms; /* as before: the assignment alone */
-    int64_t gen = pl.generation;
-    int republish = snap.republish;
-    int moved = pl.moved, kmoved = pl.kmoved;
-    const baton_assign_stats_t st = pl.stats;
-    const int *prev = pl.prev, *prev_pub = pl.prev_pub, *next = pl.next, *pins = pl.pins;
-    const int *kprev = pl.kprev, *kprev_pub = pl.kprev_pub, *knext = pl.knext;
-    nodes = xcalloc(pl.nops + 1, sizeof(*nodes));
-    for (size_t i = 0; i < pl.nops; i++) {
-        baton_plan_op_t *po = &pl.ops[i];
-        node_op_t *o = &nodes[nnodes++];
+    return BATON_OK;
+}
+
+/* The plan's node diff as publish_chunks writes it (payloads taken from
+ * the plan), losers first. */
+static node_op_t *publish_nodes(const coord_snap_t *rs, baton_plan_t *pl, size_t *nnodes) {
+    node_op_t *nodes = xcalloc(pl->nops + 1, sizeof(*nodes));
+    for (size_t i = 0; i < pl->nops; i++) {
+        baton_plan_op_t *po = &pl->ops[i];
+        node_op_t *o = &nodes[i];
         o->kind = po->kind == BATON_PLAN_SET      ? NODE_SET
                   : po->kind == BATON_PLAN_CREATE ? NODE_CREATE
                                                   : NODE_DELETE;
         o->payload = po->payload; /* moved */
         po->payload = NULL;
-        o->path = baton_layout_child(adir, po->id);
+        o->path = baton_layout_child(rs->adir, po->id);
         o->delta = po->delta;
         o->bytes = (o->payload ? strlen(o->payload) : 0) + strlen(o->path) + 64;
     }
-    if (nnodes == 0) {
-        err = BATON_OK;   /* nothing changed: publish nothing */
-        c->republish = 0; /* no node to write (no worker) */
-        handoffs_record(c, P, next, w);
-        handoffs_record_keys(c, keys, nkeys, knext, w);
-        pc_store(c, w, nw, pl.start, pl.order, keys, nkeys, knext, pl.standby, pl.nstandby,
-                 meta_st.version, meta.generation, gen - 1);
-        goto out;
-    }
-    qsort(nodes, nnodes, sizeof(*nodes), node_op_cmp);
+    *nnodes = pl->nops;
+    qsort(nodes, *nnodes, sizeof(*nodes), node_op_cmp);
+    return nodes;
+}
 
-    baton_assignment_meta_t new_meta = {.generation = gen, .coordinator_epoch = c->epoch};
-    snprintf(new_meta.strategy, sizeof(new_meta.strategy), "%s", baton_strategy_name(strategy));
-    meta_new = baton_assignment_meta_encode(&new_meta);
-    size_t nmulti = 0;
-    int64_t t_publish = baton_now_ms();
-    err = publish_chunks(c, adir, meta_st.version, meta_new, nodes, nnodes, gen, &nmulti);
-    if (err == BATON_DEPOSED) {
+/* Publishes the plan's diff (publish_chunks: fenced). On a refusal we step
+ * down; on another error the caches are dropped (a chunk may have landed). */
+static int coord_publish(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp, size_t *nnodes,
+                         size_t *nmulti, int64_t *t_publish) {
+    node_op_t *nodes = publish_nodes(rs, &cp->pl, nnodes);
+    baton_assignment_meta_t new_meta = {.generation = cp->pl.generation,
+                                        .coordinator_epoch = c->el.epoch};
+    snprintf(new_meta.strategy, sizeof(new_meta.strategy), "%s", baton_strategy_name(rs->strategy));
+    char *meta_new = baton_assignment_meta_encode(&new_meta);
+    *t_publish = baton_now_ms();
+    int err = publish_chunks(c, rs->adir, rs->meta_st.version, meta_new, nodes, *nnodes,
+                             cp->pl.generation, nmulti);
+    if (err == BATON_DEPOSED)
         coord_step_down(c, "publish_refused");
-        goto out;
-    }
-    if (err != BATON_OK) {
+    else if (err != BATON_OK)
         pc_drop(c); /* a chunk may have landed: read it all back next time */
-        goto out;
-    }
-    handoffs_record(c, P, next, w);
-    handoffs_record_keys(c, keys, nkeys, knext, w);
-    if (republish)
-        BLOG_INFO("event=republished generation=%lld workers=%zu", (long long)gen, nw);
-    c->republish = 0;
-    /* Our last chunk set /assignment once: its version went up by one. */
-    pc_store(c, w, nw, pl.start, pl.order, keys, nkeys, knext, pl.standby, pl.nstandby,
-             meta_st.version + 1, gen, gen);
-    BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
-              "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
-              "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
-              (long long)gen, (long long)c->epoch, nw, P, moved, st.minimal, st.reserved, st.pinned,
-              st.rack_local, nkeys, kmoved, nnodes, nmulti, (long long)(t0 - t_read),
-              (long long)compute_ms, (long long)standby_ms,
-              (long long)(baton_now_ms() - t_publish));
-    baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
-    baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), moved);
-    baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
-    baton_metric_observe(baton_metric_histogram(BATON_M_C_REBALANCE_SECONDS),
-                         (double)(baton_now_ms() - t0) / 1000.0);
-    coord_history_t *hist = coord_history_new(); /* every move, not only those logged */
-    for (size_t i = 0; i < npub; i++)
-        coord_history_prev_worker(hist, pub[i].id);
-    int logged = 0;
-    for (int32_t p = 0; p < P; p++) {
-        if (prev[p] == next[p] && prev_pub[p] >= 0)
-            continue;
-        if (prev_pub[p] < 0 && next[p] < 0)
-            continue;
-        const char *from = prev_pub[p] >= 0 ? pub[prev_pub[p]].id : "-";
-        const char *to = next[p] >= 0 ? w[next[p]].id : "-";
-        const char *why =
-            move_reason(c, from, prev_pub[p] >= 0, prev[p], w, pins[p] >= 0 && pins[p] == next[p]);
-        coord_history_add(hist, p, NULL, from, to, gen, why);
-        if (++logged > ASSIGN_LOG_MAX)
-            continue;
-        BLOG_INFO("event=assign partition=%d from=%s to=%s generation=%lld reason=%s", p, from, to,
-                  (long long)gen, why);
-    }
-    for (size_t k = 0; k < nkeys; k++) {
-        if (kprev[k] == knext[k] && kprev_pub[k] >= 0)
-            continue;
-        if (kprev_pub[k] < 0 && knext[k] < 0)
-            continue;
-        const char *from = kprev_pub[k] >= 0 ? pub[kprev_pub[k]].id : "-";
-        const char *to = knext[k] >= 0 ? w[knext[k]].id : "-";
-        const char *why = move_reason(c, from, kprev_pub[k] >= 0, kprev[k], w, 0);
-        coord_history_add(hist, -1, keys[k], from, to, gen, why);
-        if (++logged > ASSIGN_LOG_MAX)
-            continue;
-        BLOG_INFO("event=assign key=%s from=%s to=%s generation=%lld reason=%s", keys[k], from, to,
-                  (long long)gen, why);
-    }
-    if (logged > ASSIGN_LOG_MAX)
-        BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
-    if (!c->hist) {
-        c->hist = hist;
-        c->hist_due_ms = baton_now_ms() + HISTORY_DELAY_MS;
-    } else {
-        coord_history_merge(c->hist, hist);
-        coord_history_destroy(hist);
-    }
-    c->published_gen = gen;
-    leaving_prune(c, w, nw);
-out:
-    for (size_t i = 0; i < nnodes; i++) {
+    for (size_t i = 0; i < *nnodes; i++) {
         free(nodes[i].path);
         free(nodes[i].payload);
     }
     free(nodes);
-    if (planned)
-        baton_plan_release(&pl, nw);
-    free(members);
-    free(ppub);
-    free(lrack);
-    free(meta_data);
     free(meta_new);
-    for (size_t i = 0; pin_of && i < (size_t)P; i++)
-        free(pin_of[i]);
-    free(pin_of);
-    for (size_t i = 0; w && i < nw; i++)
-        free(w[i].keys);
-    free(w);
-    baton_zk_strings_free(keys, nkeys);
-    published_free(pub, npub);
-    baton_zk_strings_free(drains, ndrains);
-    free(live);
-    baton_zk_strings_free(raw, nraw);
-    free(wdir);
-    free(adir);
+    return err;
+}
+
+/* Every row that changed owner: into the history (all of them) and the log
+ * (the first ASSIGN_LOG_MAX). */
+static void report_moves(coord_t *c, const coord_snap_t *rs, const coord_plan_t *cp) {
+    const baton_plan_t *pl = &cp->pl;
+    int64_t gen = pl->generation;
+    coord_history_t *hist = coord_history_new(); /* every move, not only those logged */
+    for (size_t i = 0; i < rs->npub; i++)
+        coord_history_prev_worker(hist, rs->pub[i].id);
+    int logged = 0;
+    for (size_t r = 0; r < pl->nrows; r++) {
+        int prev = pl->prev[r], prev_pub = pl->prev_pub[r], next = pl->next[r];
+        if ((prev == next && prev_pub >= 0) || (prev_pub < 0 && next < 0))
+            continue;
+        int is_key = baton_plan_row_is_key(&cp->snap, r);
+        const baton_resource_t res = {.kind =
+                                          is_key ? BATON_RESOURCE_KEY : BATON_RESOURCE_PARTITION,
+                                      .partition = is_key ? -1 : (int32_t)r,
+                                      .key = is_key ? rs->keys[r - (size_t)rs->P] : NULL};
+        const char *from = prev_pub >= 0 ? rs->pub[prev_pub].id : "-";
+        const char *to = next >= 0 ? rs->w[next].id : "-";
+        int pinned = pl->pins[r] >= 0 && pl->pins[r] == next;
+        const char *why = move_reason(c, from, prev_pub >= 0, prev, rs->w, pinned);
+        coord_history_add(hist, res.partition, res.key, from, to, gen, why);
+        if (++logged > ASSIGN_LOG_MAX)
+            continue;
+        char label[BATON_RES_LABEL_SIZE];
+        BLOG_INFO("event=assign %s from=%s to=%s generation=%lld reason=%s",
+                  baton_res_label(&res, label, sizeof(label)), from, to, (long long)gen, why);
+    }
+    if (logged > ASSIGN_LOG_MAX)
+        BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
+    if (!c->hist.pending) {
+        c->hist.pending = hist;
+        coord_timers_arm(&c->timers, T_HISTORY, baton_now_ms() + HISTORY_DELAY_MS);
+    } else {
+        coord_history_merge(c->hist.pending, hist);
+        coord_history_destroy(hist);
+    }
+}
+
+/* After a publish: the watchdog, the cache, the log line, the metrics and
+ * the moves. */
+static void coord_report(coord_t *c, const coord_snap_t *rs, const coord_plan_t *cp, size_t nnodes,
+                         size_t nmulti, int64_t t_publish) {
+    const baton_plan_t *pl = &cp->pl;
+    int64_t gen = pl->generation;
+    handoffs_record(c, rs->P, rs->keys, rs->nkeys, pl->next, rs->w);
+    if (cp->snap.republish)
+        BLOG_INFO("event=republished generation=%lld workers=%zu", (long long)gen, rs->nw);
+    c->republish = 0;
+    /* Our last chunk set /assignment once: its version went up by one. */
+    pc_store(c, rs->w, rs->nw, &cp->snap, pl, rs->meta_st.version + 1, gen, gen);
+    const baton_assign_stats_t *st = &pl->stats;
+    BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
+              "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
+              "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
+              (long long)gen, (long long)c->el.epoch, rs->nw, rs->P, pl->moved, st->minimal,
+              st->reserved, st->pinned, st->rack_local, rs->nkeys, pl->kmoved, nnodes, nmulti,
+              (long long)(cp->t0 - rs->t_read), (long long)cp->compute_ms,
+              (long long)pl->standby_ms, (long long)(baton_now_ms() - t_publish));
+    baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
+    baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), pl->moved);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
+    baton_metric_observe(baton_metric_histogram(BATON_M_C_REBALANCE_SECONDS),
+                         (double)(baton_now_ms() - cp->t0) / 1000.0);
+    report_moves(c, rs, cp);
+    c->hist.published_gen = gen;
+    leaving_prune(c, rs->w, rs->nw);
+}
+
+/* Computes the next assignment and publishes it if anything changed:
+ * snapshot -> plan -> publish -> report. */
+static int coord_rebalance(coord_t *c) {
+    coord_snap_t rs = {0};
+    coord_plan_t cp = {0};
+    int err = snap_read(c, &rs);
+    if (err == BATON_OK)
+        err = coord_plan(c, &rs, &cp);
+    if (err == BATON_OK && cp.pl.nops == 0) {
+        c->republish = 0; /* nothing changed (or no worker): publish nothing */
+        handoffs_record(c, rs.P, rs.keys, rs.nkeys, cp.pl.next, rs.w);
+        pc_store(c, rs.w, rs.nw, &cp.snap, &cp.pl, rs.meta_st.version, rs.meta.generation,
+                 cp.pl.generation - 1);
+    } else if (err == BATON_OK) {
+        size_t nnodes = 0, nmulti = 0;
+        int64_t t_publish = 0;
+        if ((err = coord_publish(c, &rs, &cp, &nnodes, &nmulti, &t_publish)) == BATON_OK)
+            coord_report(c, &rs, &cp, nnodes, nmulti, t_publish);
+    }
+    plan_release(&cp);
+    snap_release(&rs);
     return err;
 }
 
@@ -1571,9 +1715,9 @@ out:
  * A failure keeps the previous map (or none): racks only break ties. Returns
  * 1 if the map changed. */
 static int coord_racks_refresh(coord_t *c) {
-    if (!c->conf->brokers || baton_now_ms() < c->racks_due_ms)
+    if (!c->conf->brokers || baton_now_ms() < coord_timers_due_ms(&c->timers, T_RACKS))
         return 0;
-    c->racks_due_ms = baton_now_ms() + c->conf->racks_refresh_ms;
+    coord_timers_arm(&c->timers, T_RACKS, baton_now_ms() + c->conf->racks_refresh_ms);
     char errstr[256];
     baton_config_t cfg;
     if (baton_group_config_read(c->zk, c->base, 0, &cfg, errstr, sizeof(errstr)) != BATON_OK)
@@ -1601,10 +1745,10 @@ static int coord_racks_refresh(coord_t *c) {
 static int coord_step(coord_t *c) {
     /* A leader whose settings are cached still leads: its own node's
      * exists watch (set by coord_elect) has not fired. */
-    int err = c->leader && c->gs_valid && !c->full_read ? BATON_OK : coord_elect(c);
+    int err = c->el.leader && c->gs.valid && !c->pc.full_read ? BATON_OK : coord_elect(c);
     if (err != BATON_OK)
         return err;
-    if (!c->leader) {
+    if (!c->el.leader) {
         pc_drop(c); /* a standby keeps nothing: a new term starts by reading */
         return BATON_OK;
     }
@@ -1615,9 +1759,9 @@ static int coord_step(coord_t *c) {
     if (err == BATON_DEPOSED) {
         /* If our node still exists someone else published: yield to them by
          * rejoining the queue at its back. */
-        if (c->my_node[0] && baton_zk_delete(c->zk, c->my_node, -1) == BATON_OK)
-            BLOG_INFO("event=candidate_withdrawn node=%s", c->my_node);
-        c->my_node[0] = 0;
+        if (c->el.my_node[0] && baton_zk_delete(c->zk, c->el.my_node, -1) == BATON_OK)
+            BLOG_INFO("event=candidate_withdrawn node=%s", c->el.my_node);
+        c->el.my_node[0] = 0;
     }
     return err;
 }
@@ -1636,243 +1780,320 @@ static int coord_connect(coord_t *c, int first) {
     return BATON_OK;
 }
 
-static int64_t min_due(int64_t a, int64_t b) {
-    if (!a)
-        return b;
-    if (!b)
-        return a;
-    return a < b ? a : b;
+/* ---- the loop ----------------------------------------------------------- */
+
+/* The loop's state besides coord_t: one iteration's flags and wait. */
+typedef struct {
+    const char *wdir;     /* <base>/workers */
+    int dirty;            /* run the rebalance phase (election, then publish) */
+    int64_t first_change; /* debounce: the first churn of this burst; 0: none */
+    int64_t wait_ms;      /* the poll's timeout, at most */
+    int churn, crash;     /* this iteration's events: membership churn, a crash */
+} coord_loop_t;
+
+static void timers_setup(coord_timers_t *ts) {
+    static const struct {
+        const char *name;
+        unsigned groups;
+    } def[T_COUNT] = {
+        [T_DEBOUNCE] = {"debounce", G_ALWAYS | G_BEFORE},
+        [T_GRACE] = {"leave_grace", G_LEADER | G_BEFORE},
+        [T_RESYNC] = {"resync", G_ALWAYS | G_BEFORE},
+        [T_RACKS] = {"racks", G_LEADER},
+        [T_HANDOFF] = {"handoff", G_LEADER},
+        [T_SWEEP] = {"handoff_sweep", G_LEADER},
+        [T_HISTORY] = {"history", G_ALWAYS | G_AFTER},
+        [T_VERIFY] = {"verify", G_ALWAYS | G_AFTER},
+    };
+    coord_timers_init(ts);
+    for (int i = 0; i < T_COUNT; i++)
+        coord_timers_add(ts, def[i].name, def[i].groups); /* id i */
 }
 
+/* A member's own node changed or went (its data watch, set to see a leave
+ * mark). A change: note the mark now and re-arm the watch; a new mark
+ * rebalances at once, not debounced (the leaver waits for it, holding its
+ * claims, so its successors queue behind them). A deletion is churn like
+ * the children event it comes with; an unmarked one (a crash, an expiry)
+ * is rebalanced at once too unless more churn is pending. */
+static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev, const char *id) {
+    if (ev->type == ZOO_CHANGED_EVENT && c->el.leader && c->conf->leave_grace_ms <= 0 &&
+        !leaving_has(c, id) && mc_find(c, id)) {
+        /* A member changes its node's data only to mark its leave
+         * (baton_membership_leave): act on the event itself, a read less
+         * on the handoff's critical path. Its other fields are cached and
+         * unchanged; the read that re-arms the watch and confirms the mark
+         * comes after the publish (verify_flush). */
+        leaving_note(c, id);
+        c->lv.verify = xrealloc(c->lv.verify, sizeof(char *) * (c->lv.nverify + 1));
+        c->lv.verify[c->lv.nverify++] = xstrdup(id);
+        coord_timers_arm_once(&c->timers, T_VERIFY, baton_now_ms() + VERIFY_DELAY_MS);
+        BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
+        l->dirty = 1;
+        return;
+    }
+    mc_invalidate(c, id);
+    if (ev->type == ZOO_CHANGED_EVENT) {
+        int was = leaving_has(c, id);
+        coord_worker_t tmp = {0};
+        if (read_member(c, l->wdir, id, &tmp) == BATON_OK)
+            mc_update(c, id, &tmp); /* the rebalance need not read it again */
+        free(tmp.keys);
+        if (!was && leaving_has(c, id) && c->conf->leave_grace_ms <= 0) {
+            BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
+            l->dirty = 1;
+        }
+    } else {
+        l->churn = 1;
+        c->gs.live_valid = 0;
+        if (ev->type == ZOO_DELETED_EVENT && !leaving_has(c, id))
+            l->crash = 1;
+    }
+}
+
+/* Handles every queued ZooKeeper event; returns 1 if the session expired
+ * (or authentication failed). */
+static int loop_events(coord_t *c, coord_loop_t *l) {
+    baton_zk_event_t ev;
+    int expired = 0;
+    size_t wlen = strlen(l->wdir);
+    l->churn = l->crash = 0;
+    while (baton_zk_next_event(c->zk, &ev)) {
+        if (ev.type == ZOO_SESSION_EVENT) {
+            if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
+                expired = 1;
+            else if (ev.state == ZOO_CONNECTED_STATE)
+                l->dirty = c->pc.full_read = 1; /* watches may have been missed: re-read */
+            if (ev.state == ZOO_CONNECTED_STATE || ev.state == ZOO_CONNECTING_STATE)
+                baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
+            else if (expired)
+                baton_metrics_zk_state(-1);
+        } else if (ev.path && strncmp(ev.path, l->wdir, wlen) == 0 && ev.path[wlen] == '/') {
+            event_member(c, l, &ev, ev.path + wlen + 1);
+        } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, l->wdir) == 0) {
+            BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
+            l->churn = 1;
+            c->gs.live_valid = 0;
+        } else {
+            /* Election, config, pins, drains, keys: act at once, on
+             * everything read afresh. */
+            BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
+            l->dirty = 1;
+            c->gs.valid = c->gs.live_valid = 0;
+        }
+        baton_zk_event_release(&ev);
+    }
+    return expired || baton_zk_expired(c->zk);
+}
+
+/* Membership churn: a crash with nothing else pending is rebalanced at
+ * once (the session timeout has already been waited); other churn is
+ * debounced: the rebalance runs at min(last change + delay, first change +
+ * max delay). */
+static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
+    const baton_coord_conf_t *conf = c->conf;
+    coord_timers_t *ts = &c->timers;
+    if (!c->el.leader || conf->rebalance_delay_ms == 0 ||
+        (l->crash && !coord_timers_due_ms(ts, T_DEBOUNCE))) {
+        l->dirty = 1;
+        return;
+    }
+    if (!l->first_change)
+        l->first_change = now;
+    int64_t due = now + conf->rebalance_delay_ms;
+    if (due > l->first_change + conf->max_rebalance_delay_ms)
+        due = l->first_change + conf->max_rebalance_delay_ms;
+    coord_timers_arm(ts, T_DEBOUNCE, due);
+    /* Re-arm the one-shot watch now, so further churn keeps extending the
+     * quiet period (up to the bound). */
+    char **names = NULL;
+    size_t n = 0;
+    if (baton_zk_children(c->zk, l->wdir, 1, &names, &n) != BATON_OK)
+        l->dirty = 1;
+    baton_zk_strings_free(names, n);
+    BLOG_DEBUG("event=rebalance_scheduled in_ms=%lld", (long long)(due - now));
+}
+
+/* The timers that ask for a rebalance, in deadline order. The debounce and
+ * the leave grace stay due until a rebalance has run (it clears them). The
+ * resync reads everything (tens of ms on a busy server): never in the
+ * rebalance something else asked for (a leave mark, a crash): half a
+ * second later, when the successors' claims are done. */
+static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
+    int ids[COORD_TIMERS_MAX], resync = 0;
+    int n = coord_timers_due(&c->timers, now, G_BEFORE, ids);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] == T_RESYNC)
+            resync = 1;
+        else
+            l->dirty = 1; /* T_DEBOUNCE, T_GRACE */
+    }
+    if (resync) {
+        /* after the others: it defers to a rebalance they asked for */
+        if (l->dirty) {
+            coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_DEFER_MS);
+        } else {
+            l->dirty = c->pc.full_read = 1;
+            coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_INTERVAL_MS);
+        }
+    }
+    if (c->el.leader && baton_zk_connected(c->zk) && coord_racks_refresh(c))
+        l->dirty = 1;
+}
+
+/* The election and, while leading, the rebalance (coord_step). */
+static void loop_rebalance(coord_t *c, coord_loop_t *l) {
+    if (!l->dirty || !baton_zk_connected(c->zk))
+        return;
+    l->dirty = 0;
+    int err = coord_step(c);
+    if (err == BATON_OK && c->el.leader) {
+        l->first_change = 0; /* this rebalance read everything */
+        coord_timers_disarm(&c->timers, T_DEBOUNCE);
+    }
+    if (err != BATON_OK) {
+        /* Retry soon: connection loss, a vanished predecessor, a refused
+         * publish or a group not yet initialised. */
+        l->dirty = c->pc.full_read = 1;
+        l->wait_ms = err == BATON_CONFLICT || err == BATON_DEPOSED ? 0 : RETRY_BACKOFF_MS;
+        if (err == BATON_NOTFOUND || err == BATON_CORRUPT)
+            l->wait_ms = 1000;
+    }
+}
+
+/* What follows a publish: the handoff watchdog (leader), then the history
+ * write and the leave-mark verify when due, in deadline order. */
+static void loop_timers_after(coord_t *c, coord_loop_t *l, int64_t now) {
+    if (c->el.leader && baton_zk_connected(c->zk)) {
+        handoffs_check(c);
+        if (c->republish && !l->dirty) {
+            l->dirty = 1;
+            l->wait_ms = 0;
+        }
+    }
+    if (!baton_zk_connected(c->zk))
+        return; /* they wait for the connection */
+    int ids[COORD_TIMERS_MAX];
+    int n = coord_timers_due(&c->timers, now, G_AFTER, ids);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] == T_HISTORY) {
+            hist_flush(c);
+        } else if (ids[i] == T_VERIFY && verify_flush(c, l->wdir)) {
+            l->dirty = 1;
+            l->wait_ms = 0;
+        }
+    }
+}
+
+/* Sleeps until an event, a stop request or the earliest deadline (a
+ * standby leaves the leader's timers out), at most l->wait_ms. */
+static void loop_wait(coord_t *c, coord_loop_t *l, int stop_fd, int64_t now) {
+    unsigned groups = G_ALWAYS | (c->el.leader ? G_LEADER : 0);
+    int64_t wait_ms = coord_timers_wait_ms(&c->timers, groups, now, l->wait_ms);
+    /* Disconnected, whatever is due waits for the connection (and the
+     * reconnection's event wakes us): a deadline already past must not
+     * make this loop spin. */
+    if (!baton_zk_connected(c->zk) && wait_ms < DISCONNECTED_WAIT_MS)
+        wait_ms = DISCONNECTED_WAIT_MS;
+    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c->el.leader);
+    baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c->zk));
+    baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c->el.leader ? (double)c->el.epoch : 0);
+    struct pollfd pfds[2] = {{.fd = baton_zk_fd(c->zk), .events = POLLIN},
+                             {.fd = stop_fd, .events = POLLIN}};
+    poll(pfds, 2, (int)wait_ms);
+}
+
+/* Connects (again) when there is no session. Returns 0 (connected), 1
+ * (not yet: after a pause, try again) or -1 (refused credentials: fatal,
+ * like at start). */
+static int loop_connect(coord_t *c, coord_loop_t *l) {
+    if (c->zk)
+        return 0;
+    int err = coord_connect(c, 0);
+    if (err == BATON_DENIED) {
+        /* Credentials the root's ACL (or the server) refuses do not get
+         * better by reconnecting. */
+        BLOG_ERROR("event=zk_auth_failed action=exit");
+        return -1;
+    }
+    if (err != BATON_OK) {
+        baton_sleep_ms(1000);
+        return 1;
+    }
+    l->dirty = 1;
+    return 0;
+}
+
+/* A session that ended: authentication failed (fatal: returns -1) or it
+ * expired (we step down and reconnect: returns 1). */
+static int loop_session_lost(coord_t *c) {
+    if (zoo_state(baton_zk_handle(c->zk)) == ZOO_AUTH_FAILED_STATE) {
+        coord_step_down(c, "auth_failed");
+        BLOG_ERROR("event=zk_auth_failed error=\"ZooKeeper authentication failed (check "
+                   "--zk-auth)\" action=exit");
+        return -1;
+    }
+    coord_step_down(c, "session_expired");
+    BLOG_WARN("event=session_expired action=reconnect");
+    baton_zk_destroy(c->zk);
+    c->zk = NULL;
+    c->el.my_node[0] = 0;
+    return 1;
+}
+
+static void coord_shutdown(coord_t *c) {
+    BLOG_INFO("event=stopping leader=%d", c->el.leader);
+    if (c->el.leader && c->zk && baton_zk_connected(c->zk))
+        hist_flush(c); /* what was published is recorded before we go */
+    hist_drop(c);
+    if (c->zk) {
+        if (c->el.my_node[0])
+            baton_zk_delete(c->zk, c->el.my_node, -1);
+        baton_zk_destroy(c->zk);
+    }
+    leave_clear(c);
+    handoffs_clear(c);
+    pc_drop(c);
+    coord_racks_destroy(c->racks);
+    free(c->base);
+}
+
+/* The loop, in phases (like libuv's uv_run): connect, handle the events,
+ * update the time, act on due timers, rebalance if asked, act on what
+ * follows a publish, then wait for the earliest deadline or an event. */
 int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
     coord_t c = {.conf = conf};
+    timers_setup(&c.timers);
     c.base = baton_group_base(conf->root, conf->group);
     if (coord_connect(&c, 1) != BATON_OK) {
         free(c.base);
         return 1;
     }
     char *wdir = baton_layout_workers(c.base);
-    int dirty = 1;
-    /* Debounce: membership churn sets first_change and rebal_due; the
-     * rebalance runs at min(last change + delay, first change + max delay). */
-    int64_t first_change = 0, rebal_due = 0;
-    int64_t next_resync = baton_now_ms() + RESYNC_INTERVAL_MS;
+    coord_loop_t l = {.wdir = wdir, .dirty = 1};
+    coord_timers_arm(&c.timers, T_RESYNC, baton_now_ms() + RESYNC_INTERVAL_MS);
     int rc = 0; /* 1: refused credentials ended the loop */
     while (!baton_signal_stop_requested()) {
-        if (!c.zk) {
-            int cerr = coord_connect(&c, 0);
-            if (cerr == BATON_DENIED) {
-                /* Credentials the root's ACL (or the server) refuses do not
-                 * get better by reconnecting: fatal, like at start. */
-                BLOG_ERROR("event=zk_auth_failed action=exit");
-                rc = 1;
-                break;
-            }
-            if (cerr != BATON_OK) {
-                baton_sleep_ms(1000);
-                continue;
-            }
-            dirty = 1;
-        }
-        baton_zk_event_t ev;
-        int expired = 0, churn = 0, crash = 0;
-        while (baton_zk_next_event(c.zk, &ev)) {
-            if (ev.type == ZOO_SESSION_EVENT) {
-                if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
-                    expired = 1;
-                else if (ev.state == ZOO_CONNECTED_STATE)
-                    dirty = c.full_read = 1; /* watches may have been missed: re-read */
-                if (ev.state == ZOO_CONNECTED_STATE || ev.state == ZOO_CONNECTING_STATE)
-                    baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
-                else if (expired)
-                    baton_metrics_zk_state(-1);
-            } else if (ev.path && strncmp(ev.path, wdir, strlen(wdir)) == 0 &&
-                       ev.path[strlen(wdir)] == '/') {
-                /* A member's own node (its data watch, set to see a leave
-                 * mark). A change: note the mark now and re-arm the watch; a
-                 * new mark rebalances at once, not debounced (the leaver
-                 * waits for it, holding its claims, so its successors queue
-                 * behind them). A deletion is churn like the children event
-                 * it comes with; an unmarked one (a crash, an expiry) is
-                 * rebalanced at once too unless more churn is pending. */
-                const char *id = ev.path + strlen(wdir) + 1;
-                if (ev.type == ZOO_CHANGED_EVENT && c.leader && conf->leave_grace_ms <= 0 &&
-                    !leaving_has(&c, id) && mc_find(&c, id)) {
-                    /* A member changes its node's data only to mark its
-                     * leave (baton_membership_leave): act on the event
-                     * itself, a read less on the handoff's critical path.
-                     * Its other fields are cached and unchanged; the read
-                     * that re-arms the watch and confirms the mark comes
-                     * after the publish (verify_flush). */
-                    leaving_note(&c, id);
-                    c.verify = xrealloc(c.verify, sizeof(char *) * (c.nverify + 1));
-                    c.verify[c.nverify++] = xstrdup(id);
-                    if (!c.verify_due_ms)
-                        c.verify_due_ms = baton_now_ms() + VERIFY_DELAY_MS;
-                    BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
-                    dirty = 1;
-                    baton_zk_event_release(&ev);
-                    continue;
-                }
-                mc_invalidate(&c, id);
-                if (ev.type == ZOO_CHANGED_EVENT) {
-                    int was = leaving_has(&c, id);
-                    coord_worker_t tmp = {0};
-                    if (read_member(&c, wdir, id, &tmp) == BATON_OK)
-                        mc_update(&c, id, &tmp); /* the rebalance need not read it again */
-                    free(tmp.keys);
-                    if (!was && leaving_has(&c, id) && conf->leave_grace_ms <= 0) {
-                        BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
-                        dirty = 1;
-                    }
-                } else {
-                    churn = 1;
-                    c.live_valid = 0;
-                    if (ev.type == ZOO_DELETED_EVENT && !leaving_has(&c, id))
-                        crash = 1;
-                }
-            } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, wdir) == 0) {
-                BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
-                churn = 1;
-                c.live_valid = 0;
-            } else {
-                /* Election, config, pins, drains, keys: act at once, on
-                 * everything read afresh. */
-                BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
-                dirty = 1;
-                c.gs_valid = c.live_valid = 0;
-            }
-            baton_zk_event_release(&ev);
-        }
-        if ((expired || baton_zk_expired(c.zk)) &&
-            zoo_state(baton_zk_handle(c.zk)) == ZOO_AUTH_FAILED_STATE) {
-            coord_step_down(&c, "auth_failed");
-            BLOG_ERROR("event=zk_auth_failed error=\"ZooKeeper authentication failed (check "
-                       "--zk-auth)\" action=exit");
+        int step = loop_connect(&c, &l);
+        if (step == 0 && loop_events(&c, &l))
+            step = loop_session_lost(&c);
+        if (step < 0) {
             rc = 1;
             break;
         }
-        if (expired || baton_zk_expired(c.zk)) {
-            coord_step_down(&c, "session_expired");
-            BLOG_WARN("event=session_expired action=reconnect");
-            baton_zk_destroy(c.zk);
-            c.zk = NULL;
-            c.my_node[0] = 0;
+        if (step > 0)
             continue;
-        }
         int64_t now = baton_now_ms();
-        if (churn) {
-            /* A crash with nothing else pending is rebalanced at once: the
-             * session timeout has already been waited. Further churn within
-             * the delay is coalesced as before. */
-            if (!c.leader || conf->rebalance_delay_ms == 0 || (crash && !rebal_due)) {
-                dirty = 1;
-            } else {
-                if (!first_change)
-                    first_change = now;
-                rebal_due = now + conf->rebalance_delay_ms;
-                if (rebal_due > first_change + conf->max_rebalance_delay_ms)
-                    rebal_due = first_change + conf->max_rebalance_delay_ms;
-                /* Re-arm the one-shot watch now, so further churn keeps
-                 * extending the quiet period (up to the bound). */
-                char **names = NULL;
-                size_t n = 0;
-                if (baton_zk_children(c.zk, wdir, 1, &names, &n) != BATON_OK)
-                    dirty = 1;
-                baton_zk_strings_free(names, n);
-                BLOG_DEBUG("event=rebalance_scheduled in_ms=%lld", (long long)(rebal_due - now));
-            }
-        }
-        if (rebal_due && now >= rebal_due)
-            dirty = 1;
-        if (c.grace_due_ms && now >= c.grace_due_ms)
-            dirty = 1;
-        /* The resync reads everything (tens of ms on a busy server): never
-         * in the rebalance an event asked for (a leave mark, a crash): half
-         * a second later, when the successors' claims are done. */
-        if (now >= next_resync) {
-            if (dirty) {
-                next_resync = now + RESYNC_DEFER_MS;
-            } else {
-                dirty = c.full_read = 1;
-                next_resync = now + RESYNC_INTERVAL_MS;
-            }
-        }
-        if (c.leader && baton_zk_connected(c.zk) && coord_racks_refresh(&c))
-            dirty = 1;
-        int64_t wait_ms = 1000;
-        if (dirty && baton_zk_connected(c.zk)) {
-            dirty = 0;
-            int err = coord_step(&c);
-            if (err == BATON_OK && c.leader)
-                first_change = rebal_due = 0; /* this rebalance read everything */
-            if (err != BATON_OK) {
-                /* Retry soon: connection loss, a vanished predecessor, a
-                 * refused publish or a group not yet initialised. */
-                dirty = c.full_read = 1;
-                wait_ms = err == BATON_CONFLICT || err == BATON_DEPOSED ? 0 : RETRY_BACKOFF_MS;
-                if (err == BATON_NOTFOUND || err == BATON_CORRUPT)
-                    wait_ms = 1000;
-            }
-        }
+        if (l.churn)
+            loop_churn(&c, &l, now);
+        loop_timers_before(&c, &l, now);
+        l.wait_ms = 1000;
+        loop_rebalance(&c, &l);
         now = baton_now_ms();
-        if (c.leader && baton_zk_connected(c.zk)) {
-            handoffs_check(&c);
-            if (c.republish && !dirty) {
-                dirty = 1;
-                wait_ms = 0;
-            }
-        }
-        if (c.hist_due_ms && now >= c.hist_due_ms && baton_zk_connected(c.zk))
-            hist_flush(&c);
-        if (c.verify_due_ms && now >= c.verify_due_ms && baton_zk_connected(c.zk) &&
-            verify_flush(&c, wdir)) {
-            dirty = 1;
-            wait_ms = 0;
-        }
-        int64_t due = min_due(rebal_due, c.leader ? c.grace_due_ms : 0);
-        due = min_due(due, c.hist_due_ms);
-        due = min_due(due, c.verify_due_ms);
-        due = min_due(due, next_resync); /* on time, not up to wait_ms late */
-        if (c.leader) {
-            due = min_due(due, c.ho_due_ms);
-            if (c.nho || c.nhok)
-                due = min_due(due, c.sweep_due_ms);
-        }
-        if (c.leader && conf->brokers && c.racks_due_ms)
-            due = min_due(due, c.racks_due_ms);
-        if (due && due - now < wait_ms)
-            wait_ms = due > now ? due - now : 0;
-        /* Disconnected, whatever is due waits for the connection (and the
-         * reconnection's event wakes us): a deadline already past must not
-         * make this loop spin. */
-        if (!baton_zk_connected(c.zk) && wait_ms < DISCONNECTED_WAIT_MS)
-            wait_ms = DISCONNECTED_WAIT_MS;
-        baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c.leader);
-        baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c.zk));
-        baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c.leader ? (double)c.epoch : 0);
-        struct pollfd pfds[2] = {{.fd = baton_zk_fd(c.zk), .events = POLLIN},
-                                 {.fd = stop_fd, .events = POLLIN}};
-        poll(pfds, 2, (int)wait_ms);
+        loop_timers_after(&c, &l, now);
+        loop_wait(&c, &l, stop_fd, now);
     }
-    BLOG_INFO("event=stopping leader=%d", c.leader);
-    if (c.leader && c.zk && baton_zk_connected(c.zk))
-        hist_flush(&c); /* what was published is recorded before we go */
-    coord_history_destroy(c.hist);
-    if (c.zk) {
-        if (c.my_node[0])
-            baton_zk_delete(c.zk, c.my_node, -1);
-        baton_zk_destroy(c.zk);
-    }
-    gone_clear(&c);
-    verify_clear(&c);
-    handoffs_clear(&c);
-    pc_drop(&c);
-    coord_racks_destroy(c.racks);
+    coord_shutdown(&c);
     free(wdir);
-    for (size_t i = 0; i < c.nleaving; i++)
-        free(c.leaving[i]);
-    free(c.leaving);
-    free(c.base);
     return rc;
 }

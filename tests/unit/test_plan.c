@@ -189,6 +189,17 @@ static void check_and_apply(group_t *g, const baton_plan_snapshot_t *s, const ba
             assert_int_equal(pl->next[wa.partitions[j]], mi);
         }
         assert_int_equal(wa.nkeys, want.nkeys);
+        /* The key's row (after the partitions) names the member, and the
+         * member is one that may take it. */
+        for (size_t j = 0; j < wa.nkeys; j++) {
+            size_t k = 0;
+            while (k < s->nkeys && strcmp(s->keys[k], wa.keys[j]) != 0)
+                k++;
+            assert_true(k < s->nkeys);
+            assert_int_equal(pl->next[baton_plan_key_row(s, k)], mi);
+            const baton_resource_t r = {.kind = BATON_RESOURCE_KEY, .key = wa.keys[j]};
+            assert_true(baton_plan_member_takes(&s->members[mi], &r));
+        }
         free(want.partitions);
         free(want.keys);
         if (pi < 0) {
@@ -215,6 +226,16 @@ static void plan_ok(const baton_plan_snapshot_t *s, baton_plan_t *pl) {
     int rc = baton_plan_compute(s, pl, err, sizeof(err));
     if (rc != 0)
         fail_msg("plan failed: %s", err);
+    /* The moves, counted over rows: as the assignor counts partitions, and
+     * every key row whose owner is not its previous one. */
+    assert_int_equal(pl->nrows, (size_t)s->npartitions + s->nkeys);
+    assert_int_equal(pl->moved, pl->stats.moved);
+    int kmoved = 0;
+    for (size_t k = 0; k < s->nkeys; k++) {
+        size_t r = baton_plan_key_row(s, k);
+        kmoved += pl->next[r] != pl->prev[r];
+    }
+    assert_int_equal(pl->kmoved, kmoved);
 }
 
 static void test_plan_properties(void **state) {
@@ -320,6 +341,29 @@ static void test_plan_generation_past_partial(void **state) {
 }
 
 /* Refused: members out of order (the coordinator sorts them). */
+/* Who may take a row: one rule for partitions and keys. */
+static void test_plan_member_takes(void **state) {
+    (void)state;
+    const baton_resource_t part = {.kind = BATON_RESOURCE_PARTITION, .partition = 3};
+    const baton_resource_t nightly = {.kind = BATON_RESOURCE_KEY, .key = "nightly"};
+    const baton_resource_t hourly = {.kind = BATON_RESOURCE_KEY, .key = "hourly"};
+    const baton_resource_t night = {.kind = BATON_RESOURCE_KEY, .key = "night"};
+    const baton_resource_t bad = {.kind = (baton_resource_kind_t)7};
+    baton_plan_member_t any = {.id = "a", .capacity = 1};
+    baton_plan_member_t run = {
+        .id = "r", .capacity = 1, .no_partitions = 1, .keys_filter = 1, .keys = "nightly,x"};
+    baton_plan_member_t none = {.id = "n", .capacity = 1, .keys_filter = 1, .keys = ""};
+    assert_true(baton_plan_member_takes(&any, &part));
+    assert_true(baton_plan_member_takes(&any, &nightly));
+    assert_false(baton_plan_member_takes(&run, &part));
+    assert_true(baton_plan_member_takes(&run, &nightly));
+    assert_false(baton_plan_member_takes(&run, &hourly));
+    assert_false(baton_plan_member_takes(&run, &night)); /* whole names only */
+    assert_true(baton_plan_member_takes(&none, &part));
+    assert_false(baton_plan_member_takes(&none, &nightly));
+    assert_false(baton_plan_member_takes(&any, &bad));
+}
+
 static void test_plan_refuses_unsorted(void **state) {
     (void)state;
     baton_plan_member_t m[2] = {{.id = "b", .capacity = 1}, {.id = "a", .capacity = 1}};
@@ -338,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_plan_departure),
         cmocka_unit_test(test_plan_generation_past_partial),
         cmocka_unit_test(test_plan_refuses_unsorted),
+        cmocka_unit_test(test_plan_member_takes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
