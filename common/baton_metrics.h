@@ -104,6 +104,9 @@ extern const size_t baton_metrics_seconds_nbuckets;
 #define BATON_M_C_EPOCH                                                                        \
     "baton_coordinator_epoch", "this coordinator's epoch while leader (its candidate czxid), " \
                                "else 0"
+#define BATON_M_C_PARTITIONS                                                                \
+    "baton_coordinator_partitions", "the group's partition count, from its config as this " \
+                                    "coordinator last read it leading (0 before)"
 #define BATON_M_C_GENERATION \
     "baton_coordinator_generation", "the last assignment generation this coordinator published"
 #define BATON_M_C_REBALANCES              \

@@ -1260,6 +1260,7 @@ static int snap_read_config(coord_t *c, coord_snap_t *rs) {
         return BATON_CORRUPT;
     }
     rs->P = rs->cfg.partitions;
+    baton_metric_set(baton_metric_gauge(BATON_M_C_PARTITIONS), rs->P);
     return BATON_OK;
 }
 

@@ -193,6 +193,7 @@ int main(int argc, char **argv) {
     baton_metric_gauge(BATON_M_C_LEADER);
     baton_metric_gauge(BATON_M_C_EPOCH);
     baton_metric_gauge(BATON_M_C_GENERATION);
+    baton_metric_gauge(BATON_M_C_PARTITIONS);
     baton_metric_counter(BATON_M_C_REBALANCES);
     baton_metric_counter(BATON_M_C_MOVES);
     baton_metric_histogram(BATON_M_C_REBALANCE_SECONDS);

@@ -82,6 +82,8 @@ done
 gen=$(jq -r .generation <<<"$st")
 metric_is "127.0.0.1:$cport" baton_coordinator_generation "$gen" ||
     h_fail "coordinator generation metric $(metric "127.0.0.1:$cport" baton_coordinator_generation) != status $gen"
+metric_is "127.0.0.1:$cport" baton_coordinator_partitions 4 ||
+    h_fail "the leader's partitions metric is $(metric "127.0.0.1:$cport" baton_coordinator_partitions), the group has 4"
 metric_is "127.0.0.1:$p1" baton_zk_connected 1 || h_fail "w1 should report ZooKeeper connected"
 (($(metric "127.0.0.1:$p1" baton_worker_handoff_duration_seconds_count) == 4)) ||
     h_fail "w1 should have observed 4 handoffs (claim -> fenced)"
@@ -158,6 +160,7 @@ h_wait_for 10 "c2 is connected" metric_is "127.0.0.1:$cport2" baton_zk_connected
 b_jq '.coordinator.id == "c1"' >/dev/null || h_fail "c1 should still lead"
 metric_is "127.0.0.1:$cport2" baton_coordinator_leader 0 || h_fail "the standby reports leader 1"
 metric_is "127.0.0.1:$cport2" baton_coordinator_epoch 0 || h_fail "the standby reports an epoch"
+metric_is "127.0.0.1:$cport2" baton_coordinator_partitions 0 || h_fail "the standby reports a partition count"
 h_stop c1
 h_wait_for 15 "c2 leads" metric_is "127.0.0.1:$cport2" baton_coordinator_leader 1
 h_wait_for 10 "status shows c2" b_jq '.coordinator.id == "c2"'
