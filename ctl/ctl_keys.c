@@ -10,6 +10,7 @@
 #include "baton_layout.h"
 #include "baton_opts.h"
 #include "baton_util.h"
+#include "ctl_claims.h"
 #include "ctl_status.h"
 
 #include <stdlib.h>
@@ -37,13 +38,6 @@ void ctl_keys_parse(const char *list, const char *flag, char ***keys, size_t *nk
         baton_usage_error(CTL_PROG, "%s: no key names in '%s'", flag, list);
     *keys = out;
     *nkeys = n;
-}
-
-static void warn(json_t *warnings, const char *path, const char *problem) {
-    json_t *w = json_object();
-    json_object_set_new(w, "path", json_string(path));
-    json_object_set_new(w, "problem", json_string(problem));
-    json_array_append_new(warnings, w);
 }
 
 /* key -> assigned worker, from every assignment/<worker> node. */
@@ -92,78 +86,31 @@ static size_t count_children(baton_zk_t *zk, const char *dir) {
     return n;
 }
 
-/* One key's row: its claims queue, owner and epoch. */
-static int key_row(baton_zk_t *zk, const char *base, const char *key, const char *assigned,
-                   int64_t now_ms, json_t *warnings, json_t **out) {
-    char *dir = baton_layout_key_claims(base, key);
-    char **names = NULL;
-    size_t n = 0, nclaims = 0;
-    const char *lowest = NULL;
-    int64_t epoch = -1, ctime = -1;
-    char *owner = NULL;
-    int err = BATON_OK;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        baton_zk_strings_free(names, n);
-        names = NULL;
-        n = nclaims = 0;
-        lowest = NULL;
-        err = baton_zk_children(zk, dir, 0, &names, &n);
-        if (err == BATON_NOTFOUND) {
-            warn(warnings, dir, "missing (key removed, or created by hand without claims/)");
-            err = BATON_OK;
-            break;
-        }
-        if (err != BATON_OK)
-            break;
-        for (size_t i = 0; i < n; i++)
-            nclaims += baton_claim_seq(names[i]) >= 0;
-        if (!(lowest = baton_claim_lowest(names, n)))
-            break;
-        char *path = baton_layout_child(dir, lowest);
-        char *data = NULL;
-        size_t len = 0;
-        struct Stat st;
-        err = baton_zk_get(zk, path, 0, &data, &len, &st);
-        if (err == BATON_OK) {
-            baton_claim_t claim;
-            char why[256];
-            epoch = st.czxid;
-            ctime = st.ctime;
-            if (baton_claim_decode(data, len, &claim, why, sizeof(why)) == BATON_OK)
-                owner = xstrdup(claim.worker);
-            else
-                warn(warnings, path, why);
-        }
-        free(data);
-        free(path);
-        if (err != BATON_NOTFOUND)
-            break; /* the owner went meanwhile: list again */
-        err = BATON_OK;
-    }
-    if (err == BATON_OK) {
-        const char *state = nclaims == 0                                    ? "unowned"
-                            : owner && assigned && !strcmp(owner, assigned) ? "active"
-                                                                            : "handoff";
-        char *runs = baton_layout_key_runs(base, key);
+json_t *ctl_keys_rows(baton_zk_t *zk, const baton_res_table_t *t, const ctl_queue_t *q,
+                      const char *const *assigned, int64_t now_ms) {
+    json_t *arr = json_array();
+    for (size_t i = (size_t)t->npartitions; i < t->n; i++) {
+        const char *key = baton_res_at(t, i)->key;
+        const ctl_queue_t *k = &q[i];
+        int timed = k->nclaims && k->have_epoch;
+        char *runs = baton_layout_key_runs(t->base, key);
         json_t *row = json_object();
         json_object_set_new(row, "key", json_string(key));
-        json_object_set_new(row, "assigned", assigned ? json_string(assigned) : json_null());
-        json_object_set_new(row, "owner", nclaims && owner ? json_string(owner) : json_null());
-        json_object_set_new(row, "epoch", epoch >= 0 ? json_integer(epoch) : json_null());
-        json_object_set_new(row, "state", json_string(state));
-        json_object_set_new(row, "claims", json_integer((json_int_t)nclaims));
-        json_object_set_new(row, "since_ms", ctime >= 0 ? json_integer(ctime) : json_null());
+        json_object_set_new(row, "assigned", assigned[i] ? json_string(assigned[i]) : json_null());
+        json_object_set_new(row, "owner",
+                            k->nclaims && k->owner ? json_string(k->owner) : json_null());
+        json_object_set_new(row, "epoch", timed ? json_integer(k->epoch) : json_null());
+        json_object_set_new(row, "state", json_string(ctl_queue_state(k, assigned[i])));
+        json_object_set_new(row, "claims", json_integer((json_int_t)k->nclaims));
+        json_object_set_new(row, "since_ms", timed ? json_integer(k->ctime) : json_null());
         json_object_set_new(row, "state_age_ms",
-                            ctime >= 0 ? json_integer(now_ms > ctime ? now_ms - ctime : 0)
-                                       : json_null());
+                            timed ? json_integer(now_ms > k->ctime ? now_ms - k->ctime : 0)
+                                  : json_null());
         json_object_set_new(row, "runs", json_integer((json_int_t)count_children(zk, runs)));
         free(runs);
-        *out = row;
+        json_array_append_new(arr, row);
     }
-    free(owner);
-    baton_zk_strings_free(names, n);
-    free(dir);
-    return err;
+    return arr;
 }
 
 int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *warnings,
@@ -173,24 +120,27 @@ int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *wa
     int err = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
     if (err != BATON_OK)
         return err;
+    baton_res_table_t t;
+    baton_res_table_init(&t, base, 0);
+    for (size_t i = 0; i < nkeys; i++)
+        baton_res_table_add_key(&t, keys[i]);
     char **assigned = xcalloc(nkeys + 1, sizeof(char *));
-    json_t *arr = json_array();
+    ctl_queue_t *q = xcalloc(nkeys + 1, sizeof(*q));
+    char why[512] = "";
     err = assigned_keys(zk, base, keys, nkeys, assigned);
-    for (size_t i = 0; err == BATON_OK && i < nkeys; i++) {
-        json_t *row = NULL;
-        err = key_row(zk, base, keys[i], assigned[i], now_ms, warnings, &row);
-        if (err == BATON_OK)
-            json_array_append_new(arr, row);
-    }
-    if (err != BATON_OK) {
-        baton_seterr(errstr, n, err, "cannot read the keys of '%s': %s", base, baton_strerror(err));
-        json_decref(arr);
-    } else {
-        *out = arr;
-    }
+    if (err == BATON_OK)
+        err = ctl_claims_gather(zk, &t, q, warnings, why, sizeof(why));
+    if (err != BATON_OK)
+        baton_seterr(errstr, n, err, "cannot read the keys of '%s': %s", base,
+                     why[0] ? why : baton_strerror(err));
+    else
+        *out = ctl_keys_rows(zk, &t, q, (const char *const *)assigned, now_ms);
+    ctl_queues_release(q, nkeys);
+    free(q);
     for (size_t i = 0; i < nkeys; i++)
         free(assigned[i]);
     free(assigned);
+    baton_res_table_free(&t);
     baton_zk_strings_free(keys, nkeys);
     return err;
 }

@@ -3,8 +3,10 @@
 #ifndef CTL_KEYS_H
 #define CTL_KEYS_H
 
+#include "baton_resource.h"
 #include "baton_zk.h"
 #include "ctl.h"
+#include "ctl_claims.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -23,6 +25,11 @@ void ctl_keys_parse(const char *list, const char *flag, char ***keys, size_t *nk
  * data is appended to warnings ({"path", "problem"}), never an error. */
 int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *warnings,
                     json_t **out, char *errstr, size_t errstr_size);
+
+/* The key rows of t (from t->npartitions on) as ctl_keys_gather returns
+ * them, from their queues q[] and assigned members (both indexed by row). */
+json_t *ctl_keys_rows(baton_zk_t *zk, const baton_res_table_t *t, const ctl_queue_t *q,
+                      const char *const *assigned, int64_t now_ms);
 
 /* The KEYS table of `status` (nothing when the group has no keys). */
 void ctl_keys_print(const json_t *status, FILE *f);

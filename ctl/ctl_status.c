@@ -11,6 +11,7 @@
 #include "baton_opts.h"
 #include "baton_util.h"
 #include "ctl.h"
+#include "ctl_claims.h"
 #include "ctl_keys.h"
 #include "baton_zkbatch.h"
 
@@ -20,10 +21,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-
-/* How often a partition whose lowest claim vanished between the listing and
- * the read is looked at again before it is shown as it was listed. */
-#define CTL_OWNER_RETRIES 5
 
 typedef struct {
     baton_zk_t *zk;
@@ -41,20 +38,8 @@ static json_t *str_or_null(const char *s) {
     return j ? j : json_null();
 }
 
-static void gather_warn(gather_t *g, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void gather_warn(gather_t *g, const char *path, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    json_t *w = json_object();
-    json_object_set_new(w, "path", str_or_null(path));
-    json_object_set_new(w, "problem", str_or_null(msg));
-    json_array_append_new(g->warnings, w);
-}
+/* A warning about path, kept in the status's "warnings". */
+#define gather_warn(g, path, ...) ctl_warning_add((g)->warnings, (path), __VA_ARGS__)
 
 static int64_t age_ms(const gather_t *g, int64_t since_ms) {
     return g->now_ms > since_ms ? g->now_ms - since_ms : 0;
@@ -217,11 +202,14 @@ out:
 
 /* ---- assignment ------------------------------------------------------- */
 
-/* Fills *generation, assigned[0..P) and standby[0..P) (the worker whose
- * node names it as standby): each entry points into *anames (the
- * assignment children, which the caller frees) or is NULL. */
-static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const char **assigned,
-                             const char **standby, char ***anames, size_t *nanames) {
+/* Fills *generation, assigned[row] for every row of t (partitions and
+ * keys) and standby[p] for the partitions (the worker whose node names it
+ * as standby): each entry points into *anames (the assignment children,
+ * which the caller frees) or is NULL. */
+static int gather_assignment(gather_t *g, const baton_res_table_t *t, json_t **generation,
+                             const char **assigned, const char **standby, char ***anames,
+                             size_t *nanames) {
+    int32_t P = t->npartitions;
     char *dir = baton_layout_assignment(g->base);
     char *data = NULL;
     size_t len = 0;
@@ -281,6 +269,12 @@ static int gather_assignment(gather_t *g, int32_t P, json_t **generation, const 
             else
                 assigned[p] = names[i];
         }
+        for (size_t k = 0; k < wa.nkeys; k++) {
+            /* a key removed since, or listed twice: the first node wins */
+            long row = baton_res_table_find_key(t, wa.keys[k], strlen(wa.keys[k]));
+            if (row >= 0 && !assigned[row])
+                assigned[row] = names[i];
+        }
         for (size_t s = 0; s < wa.nstandby; s++)
             for (size_t k = 0; k < wa.standby[s].npartitions; k++)
                 if (wa.standby[s].partitions[k] < P)
@@ -295,163 +289,6 @@ out:
     baton_zkdir_release(&d);
     free(data);
     free(dir);
-    return err;
-}
-
-/* ---- partitions ------------------------------------------------------- */
-
-typedef struct {
-    int missing;    /* no claims node */
-    size_t nclaims; /* valid claim nodes listed */
-    char *lowest;   /* name of the lowest-sequence claim, heap, or NULL */
-    char *owner;    /* the owner claim's worker, heap, or NULL */
-    int64_t epoch;  /* the owner claim's czxid; valid with have_epoch */
-    int64_t ctime;  /* the owner claim's ctime (ms); valid with have_epoch */
-    int have_epoch;
-    char *pinned; /* pins/<p>'s worker, heap, or NULL */
-} part_t;
-
-/* Counts the claims among names and picks the lowest sequence; with dir,
- * warns about children that are not claims. */
-static void claims_pick(gather_t *g, const char *dir, char **names, size_t n, part_t *pt) {
-    pt->nclaims = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (baton_claim_seq(names[i]) < 0) {
-            if (dir) {
-                char *path = baton_layout_child(dir, names[i]);
-                gather_warn(g, path, "not a claim node (expected claim-<session>-<10 digits>)");
-                free(path);
-            }
-            continue;
-        }
-        pt->nclaims++;
-    }
-    const char *lowest = baton_claim_lowest(names, n);
-    free(pt->lowest);
-    pt->lowest = lowest ? xstrdup(lowest) : NULL;
-}
-
-/* Sets the owner of pt from the owner claim's data and stat. */
-static void owner_set(gather_t *g, const char *path, const char *data, size_t len,
-                      const struct Stat *st, part_t *pt) {
-    baton_claim_t claim;
-    char why[256];
-    pt->epoch = st->czxid;
-    pt->ctime = st->ctime;
-    pt->have_epoch = 1;
-    if (baton_claim_decode(data, len, &claim, why, sizeof(why)) == BATON_OK)
-        pt->owner = xstrdup(claim.worker);
-    else
-        gather_warn(g, path, "%s", why);
-}
-
-/* The owner claim went away between the listing and the read: list and read
- * again, synchronously (this is rare: a handoff in progress). */
-static int owner_resolve_sync(gather_t *g, const char *dir, part_t *pt) {
-    for (int attempt = 0; attempt < CTL_OWNER_RETRIES; attempt++) {
-        char **names = NULL;
-        size_t n = 0;
-        int err = baton_zk_children(g->zk, dir, 0, &names, &n);
-        if (err == BATON_NOTFOUND) {
-            pt->missing = 1;
-            pt->nclaims = 0;
-            free(pt->lowest);
-            pt->lowest = NULL;
-            return BATON_OK;
-        }
-        if (err != BATON_OK)
-            return gather_fail(g, err, dir);
-        claims_pick(g, NULL, names, n, pt);
-        baton_zk_strings_free(names, n);
-        if (!pt->lowest)
-            return BATON_OK;
-        char *path = baton_layout_child(dir, pt->lowest);
-        char *data = NULL;
-        size_t len = 0;
-        struct Stat st;
-        err = baton_zk_get(g->zk, path, 0, &data, &len, &st);
-        if (err == BATON_OK)
-            owner_set(g, path, data, len, &st, pt);
-        else if (err != BATON_NOTFOUND)
-            gather_fail(g, err, path);
-        free(data);
-        free(path);
-        if (err != BATON_NOTFOUND)
-            return err;
-    }
-    /* Still churning: show the queue as listed, owner unknown. */
-    return BATON_OK;
-}
-
-static int gather_partitions(gather_t *g, int32_t P, part_t *parts) {
-    size_t np = (size_t)P;
-    char **dirs = xcalloc(np ? np : 1, sizeof(char *));
-    baton_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
-    char **opaths = NULL;
-    size_t *oidx = NULL;
-    baton_zkread_t *oreads = NULL;
-    size_t nowned = 0;
-    int err = BATON_OK;
-    for (size_t p = 0; p < np; p++)
-        dirs[p] = baton_layout_partition_claims(g->base, (int64_t)p);
-
-    baton_zkbatch_children(g->zk, dirs, np, reads);
-    for (size_t p = 0; p < np; p++) {
-        baton_zkread_t *r = &reads[p];
-        if (r->err == BATON_NOTFOUND) {
-            parts[p].missing = 1;
-            continue;
-        }
-        if (r->err != BATON_OK) {
-            err = gather_fail(g, r->err, dirs[p]);
-            goto out;
-        }
-        claims_pick(g, dirs[p], r->names, r->count, &parts[p]);
-        if (parts[p].lowest)
-            nowned++;
-    }
-
-    /* Second round: the owner claim of every partition that has one. */
-    opaths = xcalloc(nowned ? nowned : 1, sizeof(char *));
-    oidx = xcalloc(nowned ? nowned : 1, sizeof(size_t));
-    oreads = xcalloc(nowned ? nowned : 1, sizeof(*oreads));
-    size_t k = 0;
-    for (size_t p = 0; p < np; p++)
-        if (parts[p].lowest) {
-            oidx[k] = p;
-            opaths[k++] = baton_layout_child(dirs[p], parts[p].lowest);
-        }
-    baton_zkbatch_get(g->zk, opaths, nowned, oreads);
-    for (k = 0; k < nowned; k++) {
-        size_t p = oidx[k];
-        baton_zkread_t *r = &oreads[k];
-        if (r->err == BATON_OK) {
-            owner_set(g, opaths[k], r->data, r->len, &r->stat, &parts[p]);
-        } else if (r->err == BATON_NOTFOUND) {
-            if ((err = owner_resolve_sync(g, dirs[p], &parts[p])) != BATON_OK)
-                goto out;
-        } else {
-            err = gather_fail(g, r->err, opaths[k]);
-            goto out;
-        }
-    }
-    for (size_t p = 0; p < np; p++)
-        if (parts[p].missing)
-            gather_warn(g, dirs[p], "missing: partition %zu has no claims node", p);
-out:
-    for (size_t i = 0; i < nowned && opaths; i++) {
-        free(opaths[i]);
-        baton_zkread_release(&oreads[i]);
-    }
-    free(opaths);
-    free(oidx);
-    free(oreads);
-    for (size_t p = 0; p < np; p++) {
-        baton_zkread_release(&reads[p]);
-        free(dirs[p]);
-    }
-    free(reads);
-    free(dirs);
     return err;
 }
 
@@ -495,7 +332,7 @@ static char *pin_decode(const char *data, size_t len, char *why, size_t whylen) 
     return out;
 }
 
-static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
+static int gather_pins(gather_t *g, int32_t P, char **pinned) {
     char *dir = baton_layout_pins(g->base);
     baton_zkdir_t d;
     int err = baton_zkdir_read(g->zk, dir, &d);
@@ -528,8 +365,8 @@ static int gather_pins(gather_t *g, int32_t P, part_t *parts) {
             gather_warn(g, paths[i], "%s", why);
             continue;
         }
-        free(parts[p].pinned);
-        parts[p].pinned = w;
+        free(pinned[p]);
+        pinned[p] = w;
     }
 out:
     baton_zkdir_release(&d);
@@ -550,7 +387,10 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     const char **assigned = NULL, **standby = NULL;
     char **anames = NULL;
     size_t nanames = 0;
-    part_t *parts = NULL;
+    baton_res_table_t t = {0};
+    ctl_queue_t *q = NULL;
+    char **pinned = NULL, **keynames = NULL;
+    size_t nkeynames = 0;
     int32_t P = 0;
 
     baton_config_t cfg;
@@ -569,38 +409,36 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         goto fail;
     if ((err = gather_workers(&g, workers)) != BATON_OK)
         goto fail;
-    assigned = xcalloc((size_t)P + 1, sizeof(char *));
-    standby = xcalloc((size_t)P + 1, sizeof(char *));
-    if ((err = gather_assignment(&g, P, &generation, assigned, standby, &anames, &nanames)) !=
+    /* Partitions and keys: rows of one table, read in one pass. */
+    baton_res_table_init(&t, base, P);
+    if ((err = baton_group_keys(zk, base, 0, &keynames, &nkeynames, g.errstr, sizeof(g.errstr))) !=
         BATON_OK)
         goto fail;
-    parts = xcalloc((size_t)P, sizeof(*parts));
-    if ((err = gather_partitions(&g, P, parts)) != BATON_OK)
+    for (size_t k = 0; k < nkeynames; k++)
+        baton_res_table_add_key(&t, keynames[k]);
+    assigned = xcalloc(t.n + 1, sizeof(char *));
+    standby = xcalloc((size_t)P + 1, sizeof(char *));
+    if ((err = gather_assignment(&g, &t, &generation, assigned, standby, &anames, &nanames)) !=
+        BATON_OK)
         goto fail;
-    if ((err = gather_pins(&g, P, parts)) != BATON_OK)
+    q = xcalloc(t.n + 1, sizeof(*q));
+    if ((err = ctl_claims_gather(zk, &t, q, g.warnings, g.errstr, sizeof(g.errstr))) != BATON_OK)
+        goto fail;
+    pinned = xcalloc((size_t)P + 1, sizeof(char *));
+    if ((err = gather_pins(&g, P, pinned)) != BATON_OK)
         goto fail;
     if ((err = gather_drains(&g, drains)) != BATON_OK)
         goto fail;
-    json_t *keys = NULL;
-    if ((err = ctl_keys_gather(zk, base, g.now_ms, g.warnings, &keys, g.errstr,
-                               sizeof(g.errstr))) != BATON_OK)
-        goto fail;
+    json_t *keys = ctl_keys_rows(zk, &t, q, assigned, g.now_ms);
 
     json_t *partitions = json_array();
-    int64_t active = 0, handoff = 0, unowned = 0, pinned = 0;
+    int64_t active = 0, handoff = 0, unowned = 0, npinned = 0;
     for (int32_t p = 0; p < P; p++) {
-        part_t *pt = &parts[p];
-        const char *state;
-        if (pt->nclaims == 0) {
-            state = "unowned";
-            unowned++;
-        } else if (pt->owner && assigned[p] && strcmp(pt->owner, assigned[p]) == 0) {
-            state = "active";
-            active++;
-        } else {
-            state = "handoff";
-            handoff++;
-        }
+        const ctl_queue_t *pt = &q[p];
+        const char *state = ctl_queue_state(pt, assigned[p]);
+        active += strcmp(state, "active") == 0;
+        handoff += strcmp(state, "handoff") == 0;
+        unowned += strcmp(state, "unowned") == 0;
         json_t *po = json_object();
         json_object_set_new(po, "partition", json_integer(p));
         json_object_set_new(po, "assigned", str_or_null(assigned[p]));
@@ -615,8 +453,8 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         json_object_set_new(po, "since_ms", timed ? json_integer(pt->ctime) : json_null());
         json_object_set_new(po, "state_age_ms",
                             timed ? json_integer(age_ms(&g, pt->ctime)) : json_null());
-        json_object_set_new(po, "pinned", str_or_null(pt->pinned));
-        pinned += pt->pinned != NULL;
+        json_object_set_new(po, "pinned", str_or_null(pinned[p]));
+        npinned += pinned[p] != NULL;
         /* Filled by ctl_status_add_lag when Kafka and the sink are given. */
         json_object_set_new(po, "next_offset", json_null());
         json_object_set_new(po, "high_watermark", json_null());
@@ -632,7 +470,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         const char *id = json_string_value(json_object_get(wrow, "id"));
         json_int_t owned_n = 0, assigned_n = 0;
         for (int32_t p = 0; id && p < P; p++) {
-            owned_n += parts[p].nclaims && parts[p].owner && strcmp(parts[p].owner, id) == 0;
+            owned_n += q[p].nclaims && q[p].owner && strcmp(q[p].owner, id) == 0;
             assigned_n += assigned[p] && strcmp(assigned[p], id) == 0;
         }
         json_object_set_new(wrow, "owned", json_integer(owned_n));
@@ -662,7 +500,7 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
     json_object_set_new(summary, "handoff", json_integer(handoff));
     json_object_set_new(summary, "unowned", json_integer(unowned));
     json_object_set_new(summary, "draining", json_integer(draining));
-    json_object_set_new(summary, "pinned", json_integer(pinned));
+    json_object_set_new(summary, "pinned", json_integer(npinned));
     json_object_set_new(summary, "lag", json_null());
     json_object_set_new(obj, "summary", summary);
     json_object_set_new(obj, "workers", workers);
@@ -679,12 +517,13 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
 fail:
     baton_seterr(errstr, errstr_size, err, "%s", g.errstr);
 out:
-    for (int32_t p = 0; parts && p < P; p++) {
-        free(parts[p].lowest);
-        free(parts[p].owner);
-        free(parts[p].pinned);
-    }
-    free(parts);
+    ctl_queues_release(q, t.n);
+    free(q);
+    for (int32_t p = 0; pinned && p < P; p++)
+        free(pinned[p]);
+    free(pinned);
+    baton_res_table_free(&t);
+    baton_zk_strings_free(keynames, nkeynames);
     free(assigned);
     free(standby);
     baton_zk_strings_free(anames, nanames);
