@@ -26,6 +26,8 @@ class BatonError(Exception):
 
     code: int = _native.INTERNAL
     name: str = "INTERNAL"
+    #: From Member.poll(): the events of the call that failed.
+    events: list = []
 
     def __init__(self, message: str = "", code: "int | None" = None) -> None:
         if code is not None:

@@ -294,7 +294,9 @@ class Member:
         Raises :class:`~baton.EvictedError` when an operator removed us
         (every resource was released as LOST before), another
         :class:`~baton.FatalError` when the member could not rejoin after
-        its session expired, or what a callback raised."""
+        its session expired; such an error's ``events`` holds the events of
+        the call. What a callback raised is raised too (the call's events
+        then come with the next poll)."""
         h = self._h()
         err = ctypes.create_string_buffer(_native.ERRSTR_SIZE)
         if timeout is None or timeout > 0:
@@ -306,10 +308,13 @@ class Member:
             rc = self._lib.baton_membership_poll(h, ctypes.byref(nxt), err, _native.ERRSTR_SIZE)
             self.next_poll_in = nxt.value / 1000.0 if nxt.value >= 0 else None
         events, self._events = self._events, []
-        self._raise_pending()
-        if rc != _native.OK:
+        if self._error is not None:
             self._events = events  # not lost: the next poll returns them
-            raise error_for(rc, err.value.decode(errors="replace"))
+            self._raise_pending()
+        if rc != _native.OK:
+            e = error_for(rc, err.value.decode(errors="replace"))
+            e.events = events  # what happened before it (e.g. Released LOST before EVICTED)
+            raise e
         return events
 
     def events(self, timeout: Optional[float] = 1.0) -> Iterator[Event]:

@@ -36,6 +36,21 @@ py_worker() {
 }
 stopped() { [[ $(awk '{print $3}' "/proc/$(h_pid "$1")/stat") == T ]]; }
 
+# Bad input: a clear error and exit 2, before anything is written.
+bad_input() { # EXPECTED_MESSAGE ARGS...
+    local want=$1 out rc=0
+    shift
+    out=$("$PY" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group "$B_GROUP" --id bad \
+        --brokers "$BOOTSTRAP" "$@" 2>&1) || rc=$?
+    ((rc == 2)) || h_fail "fenced_worker.py $* exited $rc, not 2: $out"
+    [[ $out == *"$want"* ]] || h_fail "fenced_worker.py $*: no '$want' in: $out"
+}
+bad_input "writes sqlite:PATH only" --sink postgresql://localhost/db
+bad_input "does not exist; create it first" --sink "sqlite:$H_DIR/no/such/dir.db"
+bad_input "in-memory database cannot fence" --sink sqlite::memory:
+BATON_FAILPOINTS="worker.before_sink_write=freeze" bad_input "unknown action 'freeze'" --sink "sqlite:$B_SINK"
+[[ ! -e $B_SINK ]] || h_fail "bad input created the sink"
+
 BATON_FAILPOINTS="worker.before_sink_write=1:stop" py_worker py1 1000
 h_wait_for 20 "py1 owns everything" b_jq 'all(.partitions[]; .owner == "py1" and .state == "active")'
 b_log_has py1 'event=sink_binding_checked' || h_fail "py1 did not check the sink binding"
