@@ -151,6 +151,7 @@ COLUMNS = {
     "baton_groups": [("grp", "TEXT", 1), ("group_uuid", "TEXT", 0), ("bound_ms", "INTEGER", 0)],
 }
 OP_BUSY_MS = 250  # a fence or write waits this long for the lock, then retries later
+PAUSE_BATCHES = 40  # back-pressure: a partition with this many batches buffered stops fetching
 
 
 def sqlite_path(uri: str) -> str:
@@ -387,6 +388,7 @@ class Part:
     expect: int
     recs: List[Record] = field(default_factory=list)
     first_ms: float = 0.0
+    paused: bool = False  # Kafka fetching paused: PAUSE_BATCHES batches wait for the sink
 
 
 class Worker:
@@ -427,6 +429,7 @@ class Worker:
         from confluent_kafka import TopicPartition
 
         p = r.partition
+        self.forget(p)  # an earlier ownership of p (dropped) is over
         result, nxt = self.sink.fence(p, epoch)  # BusyError: asked again later
         if result == baton.StaleError.code:
             log("warn", f"event=fence_failed partition={p} epoch={epoch} error=STALE")
@@ -453,8 +456,13 @@ class Worker:
     def forget(self, p: int) -> None:
         from confluent_kafka import TopicPartition
 
-        if self.parts.pop(p, None) is not None:
-            self.consumer.incremental_unassign([TopicPartition(self.topic, p)])
+        part = self.parts.get(p)
+        if part is None:
+            return
+        if part.paused:  # not carried into a later ownership of p
+            self.pause(p, False)
+        del self.parts[p]
+        self.consumer.incremental_unassign([TopicPartition(self.topic, p)])
 
     def flush(self, p: int):
         """Writes p's batch: 0, "stale" (p dropped), or "retry"."""
@@ -475,6 +483,8 @@ class Worker:
             self.member.drop(baton.Resource.of_partition(p))
             return "stale"
         del part.recs[: len(recs)]
+        if part.paused:
+            self.pause(p, False)
         part.next_offset = nxt
         part.first_ms = time.monotonic() * 1000 if part.recs else 0.0
         self.written += applied
@@ -498,6 +508,15 @@ class Worker:
                 part.first_ms = now
             part.recs.append(Record(m.offset(), m.key(), m.value()))
             part.expect = m.offset() + 1
+            if not part.paused and len(part.recs) >= self.args.batch_size * PAUSE_BATCHES:
+                self.pause(m.partition(), True)
+
+    def pause(self, p: int, on: bool) -> None:
+        from confluent_kafka import TopicPartition
+
+        tp = [TopicPartition(self.topic, p)]
+        self.consumer.pause(tp) if on else self.consumer.resume(tp)
+        self.parts[p].paused = on
 
     def run(self) -> int:
         if self.member is None:

@@ -154,13 +154,3 @@ def make_group(zk, tmp_path) -> Iterator[Callable[..., Group]]:
     for g in made:
         g.stop()
 
-
-def wait_for(what: str, cond: Callable[[], object], timeout: float = 20.0):
-    """Polls cond every 50 ms until it returns something true; fails with what."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")

@@ -14,7 +14,7 @@ import pytest
 
 import baton
 from baton import Acquired, Assigned, Released, ReleaseReason, Resource
-from conftest import BATON_BIN, free_port, wait_for
+from conftest import BATON_BIN, free_port
 
 SESSION_MS = 2000
 
@@ -279,3 +279,59 @@ def test_partitions_group_reports_topic_and_count(make_group):
         seen = collect(m, lambda s: len([e for e in s if isinstance(e, Acquired)]) == 3)
         assert {e.resource.partition for e in seen if isinstance(e, Acquired)} == {0, 1, 2}
         assert all(e.resource.kind == baton.ResourceKind.PARTITION for e in seen if isinstance(e, Acquired))
+
+
+def test_fileno_with_asyncio(make_group):
+    import asyncio
+
+    g = make_group(keys=("a",))
+
+    async def main() -> List[baton.Event]:
+        loop = asyncio.get_running_loop()
+        seen: List[baton.Event] = []
+        done = loop.create_future()
+        with baton.Member(g.zk, g.name, "m1", session_timeout_ms=SESSION_MS, partitions=False) as m:
+            fd = [m.fileno()]
+
+            def readable() -> None:
+                seen.extend(m.poll(0))
+                if m.fileno() != fd[0]:  # a new session: a new descriptor
+                    loop.remove_reader(fd[0])
+                    fd[0] = m.fileno()
+                    if fd[0] >= 0:
+                        loop.add_reader(fd[0], readable)
+                if acquired(seen, "a") and not done.done():
+                    done.set_result(True)
+
+            loop.add_reader(fd[0], readable)
+            try:
+                while not done.done():  # the library also wants polls without news (timers)
+                    await asyncio.wait([done], timeout=m.next_poll_in or 0.2)
+                    readable()
+            finally:
+                loop.remove_reader(fd[0])
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(main(), 20))
+    assert acquired(seen, "a")[0].epoch > 0
+
+
+def test_pip_install_offline(tmp_path):
+    """pip install ./python with no index: the in-tree backend needs nothing."""
+    import os
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("pip")
+    src = Path(__file__).resolve().parent.parent
+    target = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-cache-dir",
+                        "--target", str(target), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, PYTHONPATH=str(target), BATON_LIBRARY=baton.library_path())
+    r = subprocess.run([sys.executable, "-c", "import baton; print(baton.__file__); print(baton.library_version())"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    where, version = r.stdout.split()
+    assert where.startswith(str(target)) and version == baton.library_version()
+    assert not (src / "build").exists() and not list(src.glob("*.egg-info")), "the build wrote into the source"
