@@ -335,40 +335,59 @@ class Refused(Exception):
     """The sink is not the group's (exit 1, nothing written)."""
 
 
-def check_binding(args, sink: Sink, stop) -> str:
-    """The group's id, once the group is bound to this sink (binding an
-    unbound group to it first). Raises Refused; retries ZooKeeper errors."""
+def bound_elsewhere(args, b: dict, what: str) -> Refused:
+    return Refused(f"group '{args.group}' is bound to sink {b['sink_id']} ({b.get('sink_uri') or 'uri unknown'}, "
+                   f"bound by {b.get('bound_by') or '?'}); this worker's sink {args.sink} {what}: refusing to "
+                   "write (batonctl sink show; a deliberate move: batonctl sink rebind)")
+
+
+def open_bound_sink(args, stop) -> Optional[Sink]:
+    """The sink, once the group is bound to it (an unbound group is bound to
+    it first), with the group's id to record in every fence. Nothing is
+    created for a group that is not initialised or is bound to another
+    sink. Raises Refused or NotFoundError; retries ZooKeeper errors; None
+    if stop() became true meanwhile."""
     ctl = [args.batonctl, "--zk", args.zk, "--root", args.root, "--group", args.group, "--timeout", "5000"]
     if args.zk_auth:
         ctl += ["--zk-auth", args.zk_auth]
-    uri = args.sink
+    sink: Optional[Sink] = None
     while not stop():
-        r = subprocess.run(ctl + ["sink", "show", "--sink", uri, "--json"], capture_output=True, text=True)
+        # Without --sink first: nothing is created before the group says yes.
+        show = ["sink", "show", "--json"] + (["--sink", args.sink] if sink else [])
+        r = subprocess.run(ctl + show, capture_output=True, text=True)
+        if r.returncode != 0 and "not initialised" in r.stderr:
+            raise baton.NotFoundError(r.stderr.strip().removeprefix("batonctl: "))
         if r.returncode != 0:
             log("warn", f"event=sink_bind_check_failed detail={quote(r.stderr.strip())} action=retry")
             time.sleep(1)
             continue
         j = json.loads(r.stdout)
         guuid, b, s = j.get("group_uuid"), j.get("binding"), j.get("sink") or {}
+        if sink is None:
+            if b is not None and not os.path.exists(sqlite_path(args.sink)):
+                raise bound_elsewhere(args, b, "does not exist yet (a new sink, nothing created)")
+            sink = Sink(args.sink, args.group)
+            continue
         if s.get("group_uuid") and guuid and s["group_uuid"].lower() != guuid.lower():
-            raise Refused(f"sink {uri} (id {s.get('sink_id')}) serves another group named '{args.group}': it "
-                          f"records group id {s['group_uuid']}, but group '{args.group}' has id {guuid}: refusing "
-                          "to write (batonctl sink show; use another sink or another group name)")
+            raise Refused(f"sink {args.sink} (id {s.get('sink_id')}) serves another group named '{args.group}': "
+                          f"it records group id {s['group_uuid']}, but group '{args.group}' has id {guuid}: "
+                          "refusing to write (batonctl sink show; use another sink or another group name)")
         if b is None:
             # Unbound: bind it to our sink, as the C worker's first fence
             # would. We have not joined yet, so we are not a live writer.
-            rb = subprocess.run(ctl + ["sink", "rebind", "--sink", uri], capture_output=True, text=True)
+            rb = subprocess.run(ctl + ["sink", "rebind", "--sink", args.sink], capture_output=True, text=True)
             if rb.returncode != 0:
                 log("warn", f"event=sink_bind_wait detail={quote(rb.stderr.strip())} action=retry")
                 time.sleep(1)
             continue
-        if s.get("bound") and guuid:
-            log("info", f"event=sink_binding_checked group={args.group} group_uuid={guuid} sink_id={sink.sink_id}")
-            return guuid
-        raise Refused(f"group '{args.group}' is bound to sink {b['sink_id']} ({b.get('sink_uri') or 'uri unknown'}, "
-                      f"bound by {b.get('bound_by') or '?'}); this worker's sink {uri} is {sink.sink_id}: refusing to "
-                      "write (batonctl sink show; a deliberate move: batonctl sink rebind)")
-    return ""
+        if not (s.get("bound") and guuid):
+            raise bound_elsewhere(args, b, f"is {sink.sink_id}")
+        sink.group_uuid = guuid
+        log("info", f"event=sink_binding_checked group={args.group} group_uuid={guuid} sink_id={sink.sink_id}")
+        return sink
+    if sink:
+        sink.close()
+    return None
 
 
 # --- the worker ---------------------------------------------------------------
@@ -398,13 +417,13 @@ class Worker:
         self.args = args
         self.stopping = False
         self.failpoints = Failpoints(os.environ.get("BATON_FAILPOINTS", ""))
-        self.sink = Sink(args.sink, args.group)
-        self.sink.group_uuid = check_binding(args, self.sink, lambda: self.stopping)
         self.parts: Dict[int, Part] = {}
         self.written = 0
         self.member: Optional[baton.Member] = None
-        if self.stopping:
+        sink = open_bound_sink(args, lambda: self.stopping)
+        if sink is None:
             return
+        self.sink = sink
         self.member = baton.Member(
             args.zk, args.group, args.id, root=args.root, session_timeout_ms=args.session_timeout_ms,
             keys=[],  # a stream worker takes partitions, no named keys

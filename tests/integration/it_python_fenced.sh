@@ -50,6 +50,12 @@ bad_input "does not exist; create it first" --sink "sqlite:$H_DIR/no/such/dir.db
 bad_input "in-memory database cannot fence" --sink sqlite::memory:
 BATON_FAILPOINTS="worker.before_sink_write=freeze" bad_input "unknown action 'freeze'" --sink "sqlite:$B_SINK"
 [[ ! -e $B_SINK ]] || h_fail "bad input created the sink"
+rc=0
+out=$("$PY" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group nosuch --id bad \
+    --brokers "$BOOTSTRAP" --sink "sqlite:$H_DIR/nosuch.db" 2>&1) || rc=$?
+((rc == 1)) && [[ $out == *"group nosuch is not initialised"* ]] ||
+    h_fail "an uninitialised group: exit $rc, not 1 with the reason: $out"
+[[ ! -e $H_DIR/nosuch.db ]] || h_fail "a worker of an uninitialised group created its sink"
 
 BATON_FAILPOINTS="worker.before_sink_write=1:stop" py_worker py1 1000
 h_wait_for 20 "py1 owns everything" b_jq 'all(.partitions[]; .owner == "py1" and .state == "active")'
@@ -87,14 +93,22 @@ late=$(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP'
 writers=$(b_sql "SELECT count(DISTINCT epoch) FROM baton_output WHERE grp='$B_GROUP'")
 ((writers >= 6)) || h_fail "only $writers epochs wrote: expected py1's and the successors'"
 
-# A Python worker on another sink: refused by the binding, nothing written.
-rc=0
-py_worker py9 "$B_SESSION_MS" "$H_DIR/other.db"
-h_wait_exit py9 30 || rc=$?
-((rc == 1)) || h_fail "py9 on another sink exited $rc, not 1"
-b_log_has py9 'event=sink_bind_refused .*is bound to sink' || h_fail "py9 did not say why it was refused"
+# Python workers on other sinks are refused by the binding: a new one is
+# not created, an existing one (made by batonctl) gets no fence.
+"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import fenced_worker as f; f.Sink(sys.argv[2], "g")' \
+    "$BATON_SRC/examples/python" "sqlite:$H_DIR/other.db" 2>/dev/null
+for w in py8:other py9:new; do
+    name=${w%%:*} db=$H_DIR/${w#*:}.db
+    rc=0
+    py_worker "$name" "$B_SESSION_MS" "$db"
+    h_wait_exit "$name" 30 || rc=$?
+    ((rc == 1)) || h_fail "$name on another sink exited $rc, not 1"
+    b_log_has "$name" 'event=sink_bind_refused .*is bound to sink' || h_fail "$name did not say why it was refused"
+done
+b_log_has py9 'does not exist yet \(a new sink, nothing created\)' || h_fail "py9 did not say its sink is new"
+[[ ! -e $H_DIR/new.db ]] || h_fail "py9 created its sink although the group is bound to another"
 n=$(sqlite3 "$H_DIR/other.db" "SELECT count(*) FROM baton_fence")
-((n == 0)) || h_fail "py9 fenced $n partitions of the other sink"
+((n == 0)) || h_fail "py8 fenced $n partitions of the other sink"
 
 # A graceful stop: SIGTERM leaves, exit 0.
 h_stop py2
