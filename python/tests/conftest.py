@@ -44,6 +44,14 @@ def zk_ok(port: int) -> bool:
         return False
 
 
+def no_preload() -> dict:
+    """The environment without the sanitizer build's LD_PRELOAD (libasan),
+    which is for this Python process only: never for ZooKeeper's JVM."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 def stop_pid(p: subprocess.Popen, timeout: float = 10) -> None:
     """SIGTERM, then SIGKILL after timeout, by pid."""
     if p.poll() is None:
@@ -87,7 +95,7 @@ def zk(tmp_path_factory) -> Iterator[str]:
              f"-Dzookeeper.log.dir={d}", "-Dzookeeper.root.logger=INFO,CONSOLE",
              f"-Dlog4j.configuration=file:{d / 'log4j.properties'}", "-Dzookeeper.jmx.log4j.disable=true",
              "-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", str(d / "zoo.cfg")],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=no_preload())
         deadline = time.monotonic() + 30
         while p.poll() is None and time.monotonic() < deadline and not zk_ok(port):
             time.sleep(0.1)

@@ -15,9 +15,12 @@ source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 source "$BATON_SRC/tests/lib/verify.sh"
 h_init it_python_fenced
-PY=/usr/bin/python3 # Debian's: python3-confluent-kafka is installed for it
-"$PY" -c 'import confluent_kafka' 2>/dev/null ||
-    h_fail "$PY lacks confluent_kafka (deploy/setup.sh installs python3-confluent-kafka)"
+# Debian's python3: python3-confluent-kafka is installed for it. In the
+# sanitizer build it needs the ASan runtime first (tests/integration/CMakeLists.txt).
+PY=(/usr/bin/python3)
+[[ -z ${BATON_PY_PRELOAD:-} ]] || PY=(env LD_PRELOAD="$BATON_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0 "${PY[@]}")
+"${PY[@]}" -c 'import confluent_kafka' 2>/dev/null ||
+    h_fail "/usr/bin/python3 lacks confluent_kafka (deploy/setup.sh installs python3-confluent-kafka)"
 export BATON_LIBRARY=$BATON_BIN/../lib/libbaton.so BATONCTL=$BATON_BIN/batonctl
 h_zk_start
 B_SINK=$H_DIR/sink.db
@@ -30,7 +33,7 @@ b_coord c1
 
 # py_worker NAME SESSION_MS [SINK]: a Python fenced worker.
 py_worker() {
-    h_spawn "$1" "$PY" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group "$B_GROUP" \
+    h_spawn "$1" "${PY[@]}" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group "$B_GROUP" \
         --id "$1" --brokers "$BOOTSTRAP" --sink "sqlite:${3:-$B_SINK}" --session-timeout-ms "$2" \
         --linger-ms 10
 }
@@ -40,7 +43,7 @@ stopped() { [[ $(awk '{print $3}' "/proc/$(h_pid "$1")/stat") == T ]]; }
 bad_input() { # EXPECTED_MESSAGE ARGS...
     local want=$1 out rc=0
     shift
-    out=$("$PY" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group "$B_GROUP" --id bad \
+    out=$("${PY[@]}" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group "$B_GROUP" --id bad \
         --brokers "$BOOTSTRAP" "$@" 2>&1) || rc=$?
     ((rc == 2)) || h_fail "fenced_worker.py $* exited $rc, not 2: $out"
     [[ $out == *"$want"* ]] || h_fail "fenced_worker.py $*: no '$want' in: $out"
@@ -51,7 +54,7 @@ bad_input "in-memory database cannot fence" --sink sqlite::memory:
 BATON_FAILPOINTS="worker.before_sink_write=freeze" bad_input "unknown action 'freeze'" --sink "sqlite:$B_SINK"
 [[ ! -e $B_SINK ]] || h_fail "bad input created the sink"
 rc=0
-out=$("$PY" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group nosuch --id bad \
+out=$("${PY[@]}" "$BATON_SRC/examples/python/fenced_worker.py" --zk "$ZK" --group nosuch --id bad \
     --brokers "$BOOTSTRAP" --sink "sqlite:$H_DIR/nosuch.db" 2>&1) || rc=$?
 ((rc == 1)) && [[ $out == *"group nosuch is not initialised"* ]] ||
     h_fail "an uninitialised group: exit $rc, not 1 with the reason: $out"
@@ -95,7 +98,7 @@ writers=$(b_sql "SELECT count(DISTINCT epoch) FROM baton_output WHERE grp='$B_GR
 
 # Python workers on other sinks are refused by the binding: a new one is
 # not created, an existing one (made by batonctl) gets no fence.
-"$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import fenced_worker as f; f.Sink(sys.argv[2], "g")' \
+"${PY[@]}" -c 'import sys; sys.path.insert(0, sys.argv[1]); import fenced_worker as f; f.Sink(sys.argv[2], "g")' \
     "$BATON_SRC/examples/python" "sqlite:$H_DIR/other.db" 2>/dev/null
 for w in py8:other py9:new; do
     name=${w%%:*} db=$H_DIR/${w#*:}.db
