@@ -173,8 +173,16 @@ class Member:
         for name, value in (("zk", zk), ("group", group), ("id", id), ("root", root)):
             if not isinstance(value, str) or not value:
                 raise InvalidError(f"Member: {name} must be a non-empty string, not {value!r}")
-        if isinstance(keys, str):
+        if isinstance(keys, (str, bytes)):
             raise InvalidError("Member: keys is a list of key names, not one string")
+        if keys is not None:
+            keys = list(keys)
+            bad = [k for k in keys if not isinstance(k, str) or not k]
+            if bad:
+                raise InvalidError(f"Member: keys must be non-empty strings, not {bad[0]!r}")
+        for name, value in (("rack", rack), ("zk_auth", zk_auth)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidError(f"Member: {name} must be a string or None, not {value!r}")
         for name, value in (
             ("capacity", capacity),
             ("session_timeout_ms", session_timeout_ms),
@@ -207,7 +215,7 @@ class Member:
             rack=rack,
             session_timeout_ms=session_timeout_ms,
             connect_timeout_ms=connect_timeout_ms,
-            keys=list(keys) if keys is not None else None,
+            keys=keys,
             no_partitions=not partitions,
             zk_auth=zk_auth,
             cbs=cbs,

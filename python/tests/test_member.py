@@ -51,6 +51,8 @@ def test_library_version_is_the_c_librarys():
     (dict(zk="127.0.0.1:1", group="", id="m"), "group"),
     (dict(zk="127.0.0.1:1", group="g", id=None), "id"),
     (dict(zk="127.0.0.1:1", group="g", id="m", keys="a"), "keys"),
+    (dict(zk="127.0.0.1:1", group="g", id="m", keys=["a", 7]), "keys"),
+    (dict(zk="127.0.0.1:1", group="g", id="m", rack=3), "rack"),
     (dict(zk="127.0.0.1:1", group="g", id="m", session_timeout_ms=-5), "session_timeout_ms"),
     (dict(zk="127.0.0.1:1", group="g", id="m", capacity=2**40), "capacity"),
 ])
@@ -91,6 +93,16 @@ def test_unreachable_zookeeper_is_a_retriable_error():
 
 
 # --- against ZooKeeper ----------------------------------------------------
+
+
+def test_bad_names_are_refused_by_the_library(zk):
+    # Names the library validates (1-128 of [A-Za-z0-9._-]): its message, no crash.
+    for kwargs, what in ((dict(group="bad group"), "bad group"), (dict(keys=["no/slash"]), "no/slash"),
+                         (dict(id="x" * 300), "x" * 20)):
+        args = dict(group="g", id="m", session_timeout_ms=SESSION_MS, partitions=False) | kwargs
+        with pytest.raises(baton.InputError) as e:
+            baton.Member(zk, **args)
+        assert what in e.value.message, e.value.message
 
 
 def test_uninitialised_group_is_refused_with_its_name(zk):
