@@ -488,7 +488,7 @@ class Worker:
         part = self.parts[p]
         if not self.member.can_write():
             return "retry"  # suspended: the session may be gone
-        recs = list(part.recs)
+        recs = part.recs[: self.args.batch_size]
         self.failpoints.hit("worker.before_sink_write")
         try:
             result, nxt, applied = self.sink.write(p, part.epoch, recs)
