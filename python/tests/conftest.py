@@ -44,6 +44,14 @@ def zk_ok(port: int) -> bool:
         return False
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when pytest dies (a ctest timeout's
+    SIGKILL included), so no JVM or coordinator outlives the run."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def no_preload() -> dict:
     """The environment without the sanitizer build's LD_PRELOAD (libasan),
     which is for this Python process only: never for ZooKeeper's JVM."""
@@ -95,7 +103,7 @@ def zk(tmp_path_factory) -> Iterator[str]:
              f"-Dzookeeper.log.dir={d}", "-Dzookeeper.root.logger=INFO,CONSOLE",
              f"-Dlog4j.configuration=file:{d / 'log4j.properties'}", "-Dzookeeper.jmx.log4j.disable=true",
              "-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", str(d / "zoo.cfg")],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=no_preload())
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=no_preload(), preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 30
         while p.poll() is None and time.monotonic() < deadline and not zk_ok(port):
             time.sleep(0.1)
@@ -131,7 +139,8 @@ class Group:
         log = open(self.tmp / f"coord-{self.name}.log", "ab")
         p = subprocess.Popen(
             [str(BATON_BIN / "baton-coordinator"), "--zk", self.zk, "--group", self.name, "--id", f"c-{self.name}",
-             "--session-timeout-ms", "4000"], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+             "--session-timeout-ms", "4000"], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent)
         self.procs.append(p)
         return p
 
