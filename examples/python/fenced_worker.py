@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -63,14 +64,25 @@ LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3}
 LOG_LEVEL = LEVELS.get(os.environ.get("BATON_LOG_LEVEL", "info"), 1)
 
 
+LOG_JSON = os.environ.get("BATON_LOG_FORMAT") == "json"
+_FIELD = re.compile(r'(\w+)=("[^"]*"|\S*)')
+
+
 def log(level: str, msg: str) -> None:
-    """One key=value line on stderr, in baton's text log format."""
+    """One line on stderr in baton's log format: key=value text, or with
+    BATON_LOG_FORMAT=json one JSON object of the same fields."""
     if LEVELS[level] < LOG_LEVEL:
         return
     t = time.time()
     ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int(t % 1 * 1000)
-    ident = f" id={LOG_ID}" if LOG_ID else ""
-    sys.stderr.write(f"ts={ts} level={level} proc={PROG}{ident} {msg}\n")
+    if LOG_JSON:
+        o = {"ts": ts, "level": level, "proc": PROG, **({"id": LOG_ID} if LOG_ID else {})}
+        for k, v in _FIELD.findall(msg):  # integers stay numbers, as baton's own lines
+            o[k] = v[1:-1] if v.startswith('"') else int(v) if re.fullmatch(r"-?(0|[1-9]\d{0,17})", v) else v
+        sys.stderr.write(json.dumps(o) + "\n")
+    else:
+        ident = f" id={LOG_ID}" if LOG_ID else ""
+        sys.stderr.write(f"ts={ts} level={level} proc={PROG}{ident} {msg}\n")
     sys.stderr.flush()
 
 

@@ -100,15 +100,18 @@ writers=$(b_sql "SELECT count(DISTINCT epoch) FROM baton_output WHERE grp='$B_GR
 # not created, an existing one (made by batonctl) gets no fence.
 "${PY[@]}" -c 'import sys; sys.path.insert(0, sys.argv[1]); import fenced_worker as f; f.Sink(sys.argv[2], "g")' \
     "$BATON_SRC/examples/python" "sqlite:$H_DIR/other.db" 2>/dev/null
-for w in py8:other py9:new; do
-    name=${w%%:*} db=$H_DIR/${w#*:}.db
+# py9 logs JSON (BATON_LOG_FORMAT), as baton's programs do.
+for w in py8:other:text py9:new:json; do
+    IFS=: read -r name db format <<<"$w"
     rc=0
-    py_worker "$name" "$B_SESSION_MS" "$db"
+    BATON_LOG_FORMAT=$format py_worker "$name" "$B_SESSION_MS" "$H_DIR/$db.db"
     h_wait_exit "$name" 30 || rc=$?
     ((rc == 1)) || h_fail "$name on another sink exited $rc, not 1"
-    b_log_has "$name" 'event=sink_bind_refused .*is bound to sink' || h_fail "$name did not say why it was refused"
 done
-b_log_has py9 'does not exist yet \(a new sink, nothing created\)' || h_fail "py9 did not say its sink is new"
+b_log_has py8 'event=sink_bind_refused .*is bound to sink' || h_fail "py8 did not say why it was refused"
+grep '^{' "$H_DIR/py9.log" | jq -e -s 'any(.[]; .proc == "fenced_worker.py" and .event == "sink_bind_refused"
+    and (.error | test("does not exist yet \\(a new sink, nothing created\\)")))' >/dev/null ||
+    h_fail "py9 did not say in JSON that its sink is new and refused"
 [[ ! -e $H_DIR/new.db ]] || h_fail "py9 created its sink although the group is bound to another"
 n=$(sqlite3 "$H_DIR/other.db" "SELECT count(*) FROM baton_fence")
 ((n == 0)) || h_fail "py8 fenced $n partitions of the other sink"
