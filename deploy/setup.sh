@@ -12,7 +12,9 @@ build=${BATON_BUILD_DIR:-$src/build}
 # the PostgreSQL sink and Debian's postgresql (server, psql) for its tests;
 # libmicrohttpd for the daemons' /metrics and curl to scrape it in tests;
 # yamllint, python3-kubernetes (the API schema) and docker-compose (v1: its
-# `config` validates offline) to check deploy/compose and deploy/k8s.
+# `config` validates offline) to check deploy/compose and deploy/k8s;
+# confluent-kafka and pytest for the Python package (python/) and its
+# fenced worker example, run by Debian's /usr/bin/python3.
 pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
       zookeeper default-jre-headless sqlite3 kcat jq procps
@@ -22,7 +24,8 @@ pkgs=(build-essential cmake pkg-config
       libssl-dev # the coordinator's rack lookup speaks TLS
       openssl # the Kafka TLS test's throwaway CA and TLS listener
       clang-format # tests/style/check_format.sh: the tree is formatted as .clang-format says
-      prometheus) # promtool for deploy/prometheus, the server for it_prometheus
+      prometheus # promtool for deploy/prometheus, the server for it_prometheus
+      python3-confluent-kafka python3-pytest) # python/ and examples/python (ctypes: nothing else)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
