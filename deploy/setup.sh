@@ -2,30 +2,38 @@
 # setup.sh: installs what is missing from Debian's archive and builds baton
 # into build/ (or $BATON_BUILD_DIR). Safe to run again: installs nothing that
 # is there, rebuilds only what changed.
-#   deploy/setup.sh [extra cmake arguments...]
+#   deploy/setup.sh [--tests] [extra cmake arguments...]
+# --tests also installs the tools the test suite runs (tests/run.sh passes it).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BATON_BUILD_DIR:-$src/build}
 
-# Build tools, the libraries baton links, and what the demo and the tests run:
-# ZooKeeper's server (with a Java runtime), kcat, sqlite3 and jq; libpq for
-# the PostgreSQL sink and Debian's postgresql (server, psql) for its tests;
-# libmicrohttpd for the daemons' /metrics and curl to scrape it in tests;
-# yamllint, python3-kubernetes (the API schema) and docker-compose (v1: its
-# `config` validates offline) to check deploy/compose and deploy/k8s;
-# confluent-kafka and pytest for the Python package (python/) and its
-# fenced worker example, run by Debian's /usr/bin/python3.
+# Two sets. What building and the demo need (deploy/demo.sh): build tools,
+# the libraries baton links (librdkafka, the ZooKeeper client, jansson,
+# cmocka for the unit tests built with everything, SQLite, libpq for the
+# PostgreSQL sink, libmicrohttpd for /metrics, OpenSSL for the rack lookup),
+# help2man for the man pages, and what the demo runs: ZooKeeper's server
+# (with a Java runtime), kcat, sqlite3 and jq.
 pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
-      zookeeper default-jre-headless sqlite3 kcat jq procps
-      libpq-dev postgresql libmicrohttpd-dev curl
-      help2man systemd
-      yamllint python3-kubernetes docker-compose
-      libssl-dev # the coordinator's rack lookup speaks TLS
-      openssl # the Kafka TLS test's throwaway CA and TLS listener
-      clang-format # tests/style/check_format.sh: the tree is formatted as .clang-format says
-      prometheus # promtool for deploy/prometheus, the server for it_prometheus
-      python3-confluent-kafka python3-pytest) # python/ and examples/python (ctypes: nothing else)
+      libpq-dev libmicrohttpd-dev libssl-dev help2man
+      zookeeper default-jre-headless sqlite3 kcat jq procps)
+# With --tests (tests/run.sh, .ci/run), also the test tools: Debian's
+# postgresql (server, psql) for the PostgreSQL sink's tests; curl to scrape
+# /metrics; systemd-analyze for the units; yamllint, python3-kubernetes (the
+# API schema) and docker-compose (v1: its `config` validates offline) to
+# check deploy/compose and deploy/k8s; openssl for the Kafka TLS test's CA;
+# clang-format for the style check; prometheus (promtool and the server);
+# confluent-kafka and pytest for python/ and its fenced worker example, run
+# by Debian's /usr/bin/python3.
+test_pkgs=(postgresql curl systemd
+           yamllint python3-kubernetes docker-compose
+           openssl clang-format prometheus
+           python3-confluent-kafka python3-pytest)
+if [[ ${1:-} == --tests ]]; then
+    shift
+    pkgs+=("${test_pkgs[@]}")
+fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,10 +34,10 @@ if [[ ${1:-} == --repeat ]]; then
         esac
     done
     if [[ $build == */build-san ]]; then
-        BATON_BUILD_DIR=$build "$src/deploy/setup.sh" -DBATON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+        BATON_BUILD_DIR=$build "$src/deploy/setup.sh" --tests -DBATON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
         san_env
     else
-        "$src/deploy/setup.sh"
+        "$src/deploy/setup.sh" --tests
     fi
     mkdir -p "$build/repeat"
     cd "$build"
@@ -73,13 +73,13 @@ if [[ ${1:-} == --repeat ]]; then
     exit
 fi
 
-"$src/deploy/setup.sh"
+"$src/deploy/setup.sh" --tests
 cd "$src/build"
 ctest --output-on-failure -j"$jobs" --timeout 600 "$@"
 
 if (($# == 0)) && [[ ${BATON_SKIP_SANITIZE:-0} != 1 ]]; then
     echo "== sanitizer build (ASan + UBSan)"
-    BATON_BUILD_DIR="$src/build-san" "$src/deploy/setup.sh" -DBATON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    BATON_BUILD_DIR="$src/build-san" "$src/deploy/setup.sh" --tests -DBATON_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
     cd "$src/build-san"
     san_env
     # The random-seed chaos run stays in the normal pass only: one new seed
