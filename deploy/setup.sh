@@ -10,6 +10,7 @@ build=${BATON_BUILD_DIR:-$src/build}
 # Build tools, the libraries baton links, and what the demo and the tests run:
 # ZooKeeper's server (with a Java runtime), kcat, sqlite3 and jq; libpq for
 # the PostgreSQL sink and Debian's postgresql (server, psql) for its tests;
+# hiredis for the Redis sink and Debian's redis-server (and redis-cli) for its tests;
 # libmicrohttpd for the daemons' /metrics and curl to scrape it in tests;
 # yamllint, python3-kubernetes (the API schema) and docker-compose (v1: its
 # `config` validates offline) to check deploy/compose and deploy/k8s.
@@ -17,6 +18,7 @@ pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
       zookeeper default-jre-headless sqlite3 kcat jq procps
       libpq-dev postgresql libmicrohttpd-dev curl
+      libhiredis-dev redis-server
       help2man systemd
       yamllint python3-kubernetes docker-compose
       libssl-dev # the coordinator's rack lookup speaks TLS

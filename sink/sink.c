@@ -19,6 +19,7 @@
 static const baton_sink_ops_t *const backends[] = {
     &baton_sink_sqlite_ops,
     &baton_sink_pg_ops,
+    &baton_sink_redis_ops,
 };
 
 /* "sqlite:PATH, postgresql://..." for error messages. */
@@ -61,8 +62,9 @@ static const baton_sink_ops_t *sink_backend(const char *uri) {
 }
 
 int baton_sink_uri_check(const char *uri, char *errstr, size_t errstr_size) {
-    if (uri && *uri && sink_backend(uri))
-        return BATON_OK;
+    const baton_sink_ops_t *ops = uri && *uri ? sink_backend(uri) : NULL;
+    if (ops)
+        return ops->check ? ops->check(uri, errstr, errstr_size) : BATON_OK;
     /* The same messages as an open; "-" is a group name that passes. */
     baton_sink_t *sink = NULL;
     int err = sink_open(uri, "-", 1, &sink, errstr, errstr_size);
