@@ -12,7 +12,7 @@ h_init it_redis_sink
 redis_start
 [[ -x $BATON_TESTS_BIN/sink_conformance ]] || h_fail "$BATON_TESTS_BIN/sink_conformance is not built"
 rc=0
-timeout 240 "$BATON_TESTS_BIN/sink_conformance" "$REDIS_URI" >"$H_DIR/conformance.log" 2>&1 || rc=$?
+timeout 240 "$BATON_TESTS_BIN/sink_conformance" "$REDIS_URI_PASS" >"$H_DIR/conformance.log" 2>&1 || rc=$?
 cat "$H_DIR/conformance.log" >&2
 ((rc == 0)) || h_fail "conformance suite failed on Redis (exit $rc)"
 h_pass "sink conformance suite against Redis"
