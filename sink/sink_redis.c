@@ -298,9 +298,8 @@ static long parse_num(const char *s, size_t n, long lo, long hi) {
     return v < lo || v > hi ? -1 : v;
 }
 
-char *baton_sink__redis_redact(const char *uri) {
-    if (!uri)
-        return xstrdup("");
+/* The userinfo's password (redis://USER:PASS@...) as "***". */
+static char *redact_userinfo(const char *uri) {
     const char *sep = strstr(uri, "://");
     if (!sep)
         return xstrdup(uri);
@@ -318,6 +317,28 @@ char *baton_sink__redis_redact(const char *uri) {
     if (colon)
         return xasprintf("%.*s***%s", (int)(colon + 1 - uri), uri, at);
     return xasprintf("%.*s***%s", (int)(auth - uri), uri, at);
+}
+
+char *baton_sink__redis_redact(const char *uri) {
+    if (!uri)
+        return xstrdup("");
+    char *r = redact_userinfo(uri);
+    /* A "password=" query option (other clients' spelling; refused as
+     * unknown here) is hidden too. */
+    const char *q = strchr(r, '?');
+    while (q && (q = strstr(q, "password=")) != NULL) {
+        if (q[-1] != '?' && q[-1] != '&') {
+            q++;
+            continue;
+        }
+        size_t head = (size_t)(q - r) + strlen("password=");
+        const char *tail = r + head + strcspn(r + head, "&#");
+        char *next = xasprintf("%.*s***%s", (int)head, r, tail);
+        free(r);
+        r = next;
+        q = r + head + 3;
+    }
+    return r;
 }
 
 static void conf_free(rd_conf_t *c) {
@@ -803,7 +824,17 @@ static int rd_wait(baton_sink_t *sink, const char *what) {
 
 /* ---- what this handle saw ---------------------------------------------------- */
 
+/* Partitions tracked per handle: Kafka topics have far fewer; a higher
+ * partition number gets a scratch slot (its next_offset check is off)
+ * rather than a huge array. */
+#define RD_SEEN_MAX 1000000
+
 static rd_seen_t *seen_at(rd_t *rd, int32_t p) {
+    static rd_seen_t scratch;
+    if (p >= RD_SEEN_MAX) {
+        scratch = (rd_seen_t){-1, 0};
+        return &scratch;
+    }
     if ((size_t)p >= rd->nseen) {
         size_t n = (size_t)p + 16;
         rd->seen = xrealloc(rd->seen, n * sizeof(*rd->seen));
