@@ -1,7 +1,7 @@
 /* sink_int.h: the inside of a baton_sink_t. sink.c parses the URI, checks
  * arguments, builds the single-partition calls on the batched ones and
  * dispatches to a backend through baton_sink_ops_t; each backend
- * (sink_sqlite.c, sink_pg.c) is one file that fills in one ops table with
+ * (sink_sqlite.c, sink_pg.c, sink_redis.c) is one file that fills in one ops table with
  * one fence path and one write path, applying the pure rules below.
  * docs/sinks.md says what a backend must guarantee, and the conformance
  * suite (tests/sink_conformance.c) checks it against any sink URI.
