@@ -6,7 +6,8 @@
 # runs; an unreachable server, a wrong or a missing password, and a key of
 # another type where a fence lives each stop the worker with a clear error
 # and nothing written; then the documented layout as redis-cli reads it,
-# and batonctl fences and sink show on a Redis sink.
+# scripts reloaded after NOSCRIPT, and batonctl fences and sink show on a
+# Redis sink.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -80,7 +81,8 @@ h_spawn w1 "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id w1 --bro
     --sink "$SINK7" --session-timeout-ms "$B_SESSION_MS" --linger-ms 10
 h_wait_for 15 "w1 owns everything" b_all_active 1
 b_produce 10 a
-h_wait_for 15 "10 records in Redis" bash -c "(( \$(REDISCLI_AUTH=$REDIS_PASS redis-cli --no-auth-warning -p $REDIS_PORT -n 7 XLEN 'baton:{$B_GROUP.0}:out') + \$(REDISCLI_AUTH=$REDIS_PASS redis-cli --no-auth-warning -p $REDIS_PORT -n 7 XLEN 'baton:{$B_GROUP.1}:out') == 10 ))"
+db7_has() { (($(db7 XLEN "baton:{$B_GROUP.0}:out") + $(db7 XLEN "baton:{$B_GROUP.1}:out") == $1)); }
+h_wait_for 15 "10 records in Redis" db7_has 10
 [[ $(db7 TYPE "baton:{$B_GROUP.0}:fence") == hash ]] || h_fail "the fence is not a hash"
 [[ $(db7 HGET "baton:{$B_GROUP.0}:fence" next_offset) == 5 ]] || h_fail "next_offset: $(db7 HGETALL "baton:{$B_GROUP.0}:fence")"
 epoch0=$(db7 HGET "baton:{$B_GROUP.0}:fence" epoch)
@@ -92,9 +94,16 @@ first=$(db7 XRANGE "baton:{$B_GROUP.0}:out" - + COUNT 1 | tail -n +2 | tr '\n' '
     h_fail "first stream entry: $first"
 [[ $(db7 HGET baton:meta sink_id) =~ ^[0-9a-f-]{36}$ ]] || h_fail "baton:meta sink_id"
 
+# Redis forgets its scripts (SCRIPT FLUSH; a restart does too): the next
+# EVALSHA gets NOSCRIPT, the sink loads them again and the write goes on.
+redis_cli -- SCRIPT FLUSH >/dev/null
+b_produce 10 b
+h_wait_for 15 "20 records in Redis" db7_has 20
+b_log_has w1 'event=sink_script_reload' || h_fail "w1 did not reload the scripts after NOSCRIPT"
+
 # batonctl on a Redis sink.
 b_ctl fences --sink "$SINK7" --json >"$H_DIR/fences.json"
-jq -e '.summary.agree == 2 and ([.partitions[].next_offset] | add) == 10' "$H_DIR/fences.json" >/dev/null ||
+jq -e '.summary.agree == 2 and ([.partitions[].next_offset] | add) == 20' "$H_DIR/fences.json" >/dev/null ||
     h_fail "batonctl fences: $(cat "$H_DIR/fences.json")"
 b_ctl sink show --sink "$SINK7" --json >"$H_DIR/show.json"
 jq -e --arg id "$(db7 HGET baton:meta sink_id)" '.sink.sink_id == $id and .sink.bound == true and
