@@ -3,6 +3,7 @@
 #
 #   bench/run.sh rebalance    baton vs a librdkafka consumer group (range, cooperative-sticky)
 #   bench/run.sh throughput   records/s topic -> SQLite sink: baton-worker vs a plain consumer
+#                             (BENCH_SINK=redis: baton-worker into SQLite vs into Redis)
 #   bench/run.sh scale        10,000 partitions over 100 simulated workers on a real ZooKeeper
 #
 # Each starts what it needs on loopback (tests/lib/harness.sh: ZooKeeper,
@@ -26,7 +27,9 @@ usage() {
     echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
     echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100), BENCH_SYSTEMS"
     echo "  (rebalance, default \"baton range coop\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
-    echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags)"
+    echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
+    echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
+    echo "  appendfsync: everysec, the default, or always)"
 }
 
 # --- rebalance -----------------------------------------------------------------
@@ -219,6 +222,62 @@ tp_run() {
     TP_RPS=$(awk -v t0="$t0" -v l="$line" -v n="$n" 'BEGIN { split(l, a, " "); printf "%d\n", n / ((a[2] - t0) / 1e6) }')
 }
 
+# tp_run_redis I N: one run of baton-worker into a fresh Redis database
+# (number I, emptied), the group rebound to it; sets TP_RPS from spawn
+# until the group's streams hold N entries (polled every 20 ms).
+tp_run_redis() {
+    local i=$1 n=$2 uri="redis://127.0.0.1:$REDIS_PORT/$1" t0 t1 count
+    redis_cli -- -n "$i" FLUSHDB >/dev/null
+    b_ctl sink rebind --sink "$uri" >/dev/null || h_fail "throughput: sink rebind to $uri failed"
+    t0=$(bench_now_us)
+    h_spawn tp "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id "tpr$i" --brokers "$BOOTSTRAP" \
+        --sink "$uri" --session-timeout-ms "$B_SESSION_MS" --batch-size 500 --linger-ms 10
+    local deadline=$(($(_h_now_ms) + 300000))
+    while :; do
+        count=$(redis_uri_cli "$uri" EVAL 'local n = 0
+            for _, k in ipairs(redis.call("KEYS", ARGV[1])) do n = n + redis.call("XLEN", k) end
+            return n' 0 "baton:{$B_GROUP.*}:out")
+        t1=$(bench_now_us)
+        ((count >= n)) && break
+        (($(_h_now_ms) < deadline)) || h_fail "throughput: redis run $i never reached $n records ($count)"
+        sleep 0.02
+    done
+    h_stop tp
+    TP_RPS=$(awk -v t0="$t0" -v t1="$t1" -v n="$n" 'BEGIN { printf "%d\n", n / ((t1 - t0) / 1e6) }')
+}
+
+# BENCH_SINK=redis: baton-worker into SQLite and into Redis (AOF on,
+# appendfsync BENCH_REDIS_FSYNC), run after run, same topic.
+bench_throughput_redis() {
+    local n=${BENCH_RECORDS:-1000000} runs=${BENCH_TP_RUNS:-5} fsync=${BENCH_REDIS_FSYNC:-everysec} i
+    source "$BATON_SRC/tests/lib/redis.sh"
+    redis_start redis --appendonly yes --appendfsync "$fsync"
+    local -a tsq=() trd=()
+    for ((i = 1; i <= runs; i++)); do
+        tp_run baton "$i" "$n"
+        tsq+=("$TP_RPS")
+        tp_run_redis "$i" "$n"
+        trd+=("$TP_RPS")
+        h_log "throughput run $i/$runs: sqlite ${tsq[-1]} records/s, redis ${trd[-1]} records/s"
+    done
+    local smed rmed sp99 rp99 x
+    read -r smed x x < <(bench_stats "${tsq[@]}")
+    read -r rmed x x < <(bench_stats "${trd[@]}")
+    sp99=$(printf '%s\n' "${tsq[@]}" | sort -n | head -n 1)
+    rp99=$(printf '%s\n' "${trd[@]}" | sort -n | head -n 1)
+    echo
+    echo "throughput: $n records, 12 partitions, one baton-worker, batches of 500, linger 10 ms;"
+    echo "SQLite (WAL, synchronous=FULL) vs Redis $(redis-server --version | awk '{print $3}')" \
+        "(appendonly yes, appendfsync $fsync); records/s from process start, $runs runs"
+    printf '%-24s %14s %14s\n' "" "sqlite" "redis"
+    printf '%-24s %14s %14s\n' "records/s (median)" "$smed" "$rmed"
+    printf '%-24s %14s %14s\n' "records/s (slowest)" "$sp99" "$rp99"
+    echo "runs, sqlite: ${tsq[*]}"
+    echo "runs, redis:  ${trd[*]}"
+    echo
+    echo "RESULT sqlite_rps=$smed redis_rps=$rmed redis_ratio=$(awk -v a="$rmed" -v b="$smed" 'BEGIN { printf "%.2f", a / b }') redis_appendfsync=$fsync"
+}
+
 bench_throughput() {
     local n=${BENCH_RECORDS:-1000000} runs=${BENCH_TP_RUNS:-5} i
     h_init bench_throughput
@@ -233,6 +292,10 @@ bench_throughput() {
     local rc=0
     h_wait_exit producer 300 || rc=$?
     ((rc == 0)) || h_fail "producer exited $rc"
+    if [[ ${BENCH_SINK:-sqlite} == redis ]]; then
+        bench_throughput_redis
+        return
+    fi
     local -a tb=() tpl=()
     for ((i = 1; i <= runs; i++)); do
         tp_run baton "$i" "$n"

@@ -109,6 +109,7 @@ static void fences_print_human(const json_t *fx, FILE *f) {
  * and the sink the group is bound to, if any. */
 static void no_rows(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *uri) {
     char errstr[512], bound[700] = "";
+    char *shown = baton_sink_uri_redact(uri);
     baton_sink_t *sink = NULL;
     baton_sink_meta_t meta = {0};
     if (ctl_sink_open(uri, ctx->group, 0, &sink, errstr, sizeof(errstr)) == BATON_OK)
@@ -128,7 +129,8 @@ static void no_rows(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *uri) {
     fprintf(stderr,
             "%s: sink %s (id %s) holds no rows of group '%s': nothing of this group was ever "
             "fenced there%s (batonctl sink show --sink URI)\n",
-            CTL_PROG, uri, meta.sink_id[0] ? meta.sink_id : "unknown", ctx->group, bound);
+            CTL_PROG, shown, meta.sink_id[0] ? meta.sink_id : "unknown", ctx->group, bound);
+    free(shown);
 }
 
 void ctl_fences_usage(FILE *f) {
@@ -153,7 +155,8 @@ void ctl_fences_usage(FILE *f) {
         "that holds no row of the group is an error (exit 1) saying so, and which\n"
         "sink the group is bound to (see 'sink show').\n"
         "\n"
-        "  --sink URI         the group's fenced sink (sqlite:PATH or postgresql://...);\n"
+        "  --sink URI         the group's fenced sink (sqlite:PATH, postgresql://... or\n"
+        "                     redis://...);\n"
         "                     required\n"
         "  --json             {\"group\", \"sink\", \"summary\": {\"agree\", \"sink_behind\",\n"
         "                     \"sink_ahead\", \"no_owner\", \"rejected\"}, \"partitions\":\n"
@@ -198,7 +201,9 @@ int ctl_cmd_fences(ctl_ctx_t *ctx, int argc, char **argv) {
         no_rows(zk, ctx, o.sink);
         goto out;
     }
-    fx = fences_build(st, o.sink, rows, nrows);
+    char *shown = baton_sink_uri_redact(o.sink);
+    fx = fences_build(st, shown, rows, nrows);
+    free(shown);
     if (o.as_json)
         ctl_status_print_json(fx, stdout);
     else

@@ -201,9 +201,12 @@ int ctl_sink_fences(const char *uri, const char *group, baton_fence_row_t **rows
     if (err != BATON_OK)
         return err;
     err = baton_sink_fences(sink, rows, nrows);
-    if (err != BATON_OK)
-        baton_seterr(errstr, n, err, "--sink '%s': cannot read the fences: %s", uri,
+    if (err != BATON_OK) {
+        char *shown = baton_sink_uri_redact(uri);
+        baton_seterr(errstr, n, err, "--sink '%s': cannot read the fences: %s", shown,
                      baton_sink_errstr(sink));
+        free(shown);
+    }
     baton_sink_destroy(sink);
     return err;
 }

@@ -39,7 +39,7 @@ void ctl_sink_usage(FILE *f) {
             "                   output from here on). Refused while any worker that takes\n"
             "                   partitions is live, and if the sink records another group\n"
             "                   of this name. Creates the sink if it does not exist.\n"
-            "  --sink URI       a sink (sqlite:PATH, postgresql://...)\n"
+            "  --sink URI       a sink (sqlite:PATH, postgresql://..., redis://...)\n"
             "  --json           show: {\"group\", \"group_uuid\", \"binding\": {\"sink_id\",\n"
             "                   \"sink_uri\", \"bound_by\", \"bound_ms\"} | null, \"sink\":\n"
             "                   {\"uri\", \"sink_id\", \"group_uuid\", \"bound_ms\", \"bound\"}}\n"
@@ -106,13 +106,15 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
     int bound = err == BATON_OK;
     baton_sink_meta_t meta = {0};
     baton_sink_t *sink = NULL;
+    char *shown = uri ? baton_sink_uri_redact(uri) : NULL;
     if (uri) {
         err = ctl_sink_open(uri, ctx->group, 0, &sink, errstr, sizeof(errstr));
         if (err == BATON_OK && (err = baton_sink_meta(sink, &meta)) != BATON_OK)
-            snprintf(errstr, sizeof(errstr), "--sink '%s': %s", uri, baton_sink_errstr(sink));
+            snprintf(errstr, sizeof(errstr), "--sink '%s': %s", shown, baton_sink_errstr(sink));
         baton_sink_destroy(sink);
         if (err != BATON_OK) {
             fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
+            free(shown);
             return BATON_EXIT_FAILURE;
         }
     }
@@ -126,7 +128,7 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
                             cfg->group_uuid[0] ? json_string(cfg->group_uuid) : json_null());
         json_object_set_new(o, "binding", bound ? binding_json(&b) : json_null());
         if (uri) {
-            json_t *s = json_pack("{s:s, s:s}", "uri", uri, "sink_id", meta.sink_id);
+            json_t *s = json_pack("{s:s, s:s}", "uri", shown, "sink_id", meta.sink_id);
             json_object_set_new(s, "group_uuid",
                                 meta.group_uuid[0] ? json_string(meta.group_uuid) : json_null());
             json_object_set_new(s, "bound_ms",
@@ -138,6 +140,7 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
         }
         ctl_status_print_json(o, stdout);
         json_decref(o);
+        free(shown);
         return BATON_EXIT_OK;
     }
     printf("group:        %s\n", ctx->group);
@@ -154,7 +157,7 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
     }
     if (uri) {
         baton_time_iso(meta.bound_ms, when, sizeof(when));
-        printf("--sink:       %s is sink %s\n", uri, meta.sink_id);
+        printf("--sink:       %s is sink %s\n", shown, meta.sink_id);
         if (meta.group_uuid[0])
             printf("it records:   group '%s' with id %s since %s\n", ctx->group, meta.group_uuid,
                    when);
@@ -166,6 +169,7 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
                : same_sink ? "it is the group's sink"
                            : "it is NOT the group's sink: workers on it refuse to write");
     }
+    free(shown);
     return BATON_EXIT_OK;
 }
 
@@ -193,7 +197,8 @@ static int sink_rebind(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base, c
     baton_sink_meta_t meta;
     err = ctl_sink_open(uri, ctx->group, 1, &sink, errstr, sizeof(errstr));
     if (err == BATON_OK && (err = baton_sink_meta(sink, &meta)) != BATON_OK)
-        snprintf(errstr, sizeof(errstr), "--sink '%s': %s", uri, baton_sink_errstr(sink));
+        snprintf(errstr, sizeof(errstr), "--sink '%s': %s", baton_sink_uri(sink),
+                 baton_sink_errstr(sink));
     char shown[512];
     snprintf(shown, sizeof(shown), "%s", sink ? baton_sink_uri(sink) : uri);
     baton_sink_destroy(sink);

@@ -1231,7 +1231,7 @@ static int view_run(ctl_ctx_t *ctx, const ctl_view_opts_t *o,
 #define CTL_LAG_HELP                                                                    \
     "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"        \
     "                     watermark (one ListOffsets round, bounded by --timeout)\n"    \
-    "  --sink URI         the group's fenced sink (sqlite:PATH or postgresql://...):\n" \
+    "  --sink URI         the group's fenced sink (sqlite, postgresql or redis URI):\n" \
     "                     adds next_offset; with --brokers, lag = high watermark -\n"   \
     "                     next_offset\n"                                                \
     "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"      \

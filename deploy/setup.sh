@@ -11,22 +11,23 @@ build=${BATON_BUILD_DIR:-$src/build}
 # Two sets. What building and the demo need (deploy/demo.sh): build tools,
 # the libraries baton links (librdkafka, the ZooKeeper client, jansson,
 # cmocka for the unit tests built with everything, SQLite, libpq for the
-# PostgreSQL sink, libmicrohttpd for /metrics, OpenSSL for the rack lookup),
+# PostgreSQL sink, hiredis for the Redis sink, libmicrohttpd for /metrics, OpenSSL for the rack lookup),
 # help2man for the man pages, and what the demo runs: ZooKeeper's server
 # (with a Java runtime), kcat, sqlite3 and jq.
 pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
-      libpq-dev libmicrohttpd-dev libssl-dev help2man
+      libpq-dev libhiredis-dev libmicrohttpd-dev libssl-dev help2man
       zookeeper default-jre-headless sqlite3 kcat jq procps)
 # With --tests (tests/run.sh, .ci/run), also the test tools: Debian's
-# postgresql (server, psql) for the PostgreSQL sink's tests; curl to scrape
+# postgresql (server, psql) and redis-server (and redis-cli) for the sinks'
+# tests; curl to scrape
 # /metrics; systemd-analyze for the units; yamllint, python3-kubernetes (the
 # API schema) and docker-compose (v1: its `config` validates offline) to
 # check deploy/compose and deploy/k8s; openssl for the Kafka TLS test's CA;
 # clang-format for the style check; prometheus (promtool and the server);
 # confluent-kafka and pytest for python/ and its fenced worker example, run
 # by Debian's /usr/bin/python3.
-test_pkgs=(postgresql curl systemd
+test_pkgs=(postgresql redis-server curl systemd
            yamllint python3-kubernetes docker-compose
            openssl clang-format prometheus
            python3-confluent-kafka python3-pytest)

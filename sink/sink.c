@@ -19,6 +19,7 @@
 static const baton_sink_ops_t *const backends[] = {
     &baton_sink_sqlite_ops,
     &baton_sink_pg_ops,
+    &baton_sink_redis_ops,
 };
 
 /* "sqlite:PATH, postgresql://..." for error messages. */
@@ -61,13 +62,21 @@ static const baton_sink_ops_t *sink_backend(const char *uri) {
 }
 
 int baton_sink_uri_check(const char *uri, char *errstr, size_t errstr_size) {
-    if (uri && *uri && sink_backend(uri))
-        return BATON_OK;
+    const baton_sink_ops_t *ops = uri && *uri ? sink_backend(uri) : NULL;
+    if (ops)
+        return ops->check ? ops->check(uri, errstr, errstr_size) : BATON_OK;
     /* The same messages as an open; "-" is a group name that passes. */
     baton_sink_t *sink = NULL;
     int err = sink_open(uri, "-", 1, &sink, errstr, errstr_size);
     baton_sink_destroy(sink);
     return err;
+}
+
+char *baton_sink_uri_redact(const char *uri) {
+    const baton_sink_ops_t *ops = uri ? sink_backend(uri) : NULL;
+    /* An unknown scheme gets the URL and key=value redaction anyway, since
+     * a mistyped "postgresq://user:pw@host" still carries a password. */
+    return !ops ? baton_sink__pg_redact(uri) : ops->redact ? ops->redact(uri) : xstrdup(uri);
 }
 
 static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t **out, char *errstr,
@@ -87,10 +96,8 @@ static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t 
     const char *colon = strchr(uri, ':');
     const baton_sink_ops_t *ops = sink_backend(uri);
     size_t scheme_len = colon ? (size_t)(colon - uri) : 0;
-    /* Every message below shows the URI with its secrets replaced; one of
-     * an unknown scheme gets the URL and key=value redaction anyway, since
-     * a mistyped "postgresq://user:pw@host" still carries a password. */
-    char *shown = !ops ? baton_sink__pg_redact(uri) : ops->redact ? ops->redact(uri) : xstrdup(uri);
+    /* Every message below shows the URI with its secrets replaced. */
+    char *shown = baton_sink_uri_redact(uri);
     int err = BATON_INVALID;
     if (!group || !*group) {
         baton_seterr(errstr, errstr_size, err, "sink '%s': group name is empty", shown);

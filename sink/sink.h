@@ -24,8 +24,8 @@ typedef struct {
     size_t value_len;
 } baton_record_t;
 
-/* Opens the sink named by uri ("sqlite:PATH", "postgresql://..." or
- * "postgres://...", see docs/sinks.md) for the consumer group `group`,
+/* Opens the sink named by uri ("sqlite:PATH", "postgresql://...",
+ * "postgres://..." or "redis://...", see docs/sinks.md) for the consumer group `group`,
  * creating the schema if missing. On success *out owns the connection
  * (free with baton_sink_destroy). On failure returns an error and a message
  * naming what was wrong in errstr. */
@@ -42,6 +42,10 @@ int baton_sink_open_lazy(const char *uri, const char *group, baton_sink_t **out,
 /* Checks that uri names a sink baton has (its scheme), without opening it:
  * BATON_OK, or BATON_INVALID with the message an open would give. */
 int baton_sink_uri_check(const char *uri, char *errstr, size_t errstr_size);
+/* uri as messages and output show it: every secret (a password in a
+ * redis:// or postgresql:// URI) replaced by "***". A heap string the
+ * caller frees. */
+char *baton_sink_uri_redact(const char *uri);
 void baton_sink_destroy(baton_sink_t *sink);
 
 /* fence(p, e), one transaction: if the stored epoch is greater than epoch,

@@ -1,7 +1,7 @@
 /* sink_int.h: the inside of a baton_sink_t. sink.c parses the URI, checks
  * arguments, builds the single-partition calls on the batched ones and
  * dispatches to a backend through baton_sink_ops_t; each backend
- * (sink_sqlite.c, sink_pg.c) is one file that fills in one ops table with
+ * (sink_sqlite.c, sink_pg.c, sink_redis.c) is one file that fills in one ops table with
  * one fence path and one write path, applying the pure rules below.
  * docs/sinks.md says what a backend must guarantee, and the conformance
  * suite (tests/sink_conformance.c) checks it against any sink URI.
@@ -71,6 +71,10 @@ typedef struct baton_sink_ops_s {
      * now), or an error with errstr naming what is wrong (its directory is
      * missing). Creates nothing. */
     int (*missing)(baton_sink_t *sink, const char *target, char *errstr, size_t errstr_size);
+    /* Optional (NULL: the scheme is all baton_sink_uri_check looks at):
+     * checks the whole uri's syntax without connecting, BATON_OK or
+     * BATON_INVALID with the message an open would give. */
+    int (*check)(const char *uri, char *errstr, size_t errstr_size);
 } baton_sink_ops_t;
 
 /* Every backend keeps, besides the fence tables, the sink's identity
@@ -123,6 +127,11 @@ int baton_sink__check_column(const baton_sink_t *sink, const char *table,
 
 extern const baton_sink_ops_t baton_sink_sqlite_ops;
 extern const baton_sink_ops_t baton_sink_pg_ops;
+extern const baton_sink_ops_t baton_sink_redis_ops;
+
+/* The Redis backend's redaction (pure, for unit tests): the password of
+ * redis://USER:PASS@HOST replaced by "***". Returns a heap string. */
+char *baton_sink__redis_redact(const char *uri);
 
 /* The PostgreSQL backend's redaction (pure, for unit tests): a libpq URI or
  * key=value conninfo with any password replaced by "***". Returns a heap

@@ -3,15 +3,18 @@
  * sink.h, batched and single, with outputs, the lazy open, the group
  * binding and concurrent opens, through the public calls only.
  *
- *   sink_conformance URI      e.g. sqlite:/tmp/x.db, or postgresql://... (PG_URI)
+ *   sink_conformance URI      e.g. sqlite:/tmp/x.db, postgresql://... (PG_URI) or
+ *                             redis://:PASS@127.0.0.1:PORT/0 (REDIS_URI)
  *
  * The unit tests run it on an SQLite file, it_pg_sink.sh on tests/lib/pg.sh's
- * throwaway server. Each test uses its own group (emptied first), so one
- * store serves the whole run. Stored rows are read back with the store's own
- * client (a "peek" below: sqlite3 or libpq), as tools outside baton would;
- * a new backend adds its peek, a few lines of raw SQL. What only one
- * backend has (file handling, connections, TLS, passwords) is tested
- * beside it: tests/unit/test_sink.c, tests/integration/test_sink_pg_server.c. */
+ * throwaway server, it_redis_sink.sh on tests/lib/redis.sh's. Each test uses its own group (emptied
+ * first), so one store serves the whole run. Stored rows are read back with the store's own client
+ * (a "peek" below: sqlite3, libpq or hiredis), as tools outside baton would; a new backend adds its
+ * peek, a few lines of raw SQL. Redis has no SQL: its peek copies the keys of the documented layout
+ * into an in-memory SQLite database of the SQL backends' tables and runs the same queries there,
+ * and makes the few changes the tests make with Redis commands. What only one backend has (file
+ * handling, connections, TLS, passwords) is tested beside it: tests/unit/test_sink.c,
+ * tests/integration/test_sink_pg_server.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,10 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <hiredis.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
@@ -55,6 +60,17 @@ typedef struct {
     int (*idle)(void);
     /* An empty store of this kind (round n of a test), as a URI. */
     void (*fresh)(int n, char *buf, size_t size);
+    /* The changes the tests make behind the sink's back (NULL: the SQL
+     * below, through exec): empties every group whose name starts with
+     * prefix; stores an output row (seq 0: baton_output) that baton did not
+     * write; sets the group's recorded group id to a value baton would
+     * never write. */
+    void (*clear)(const char *prefix);
+    void (*put_output)(int32_t partition, int64_t offset, int64_t seq, int64_t epoch);
+    void (*spoil_group)(void);
+    /* What the sink's messages call the output tables (NULL: baton_output
+     * and baton_output_more). */
+    const char *out_name, *more_name;
 } peek_t;
 
 /* -- SQLite -- */
@@ -86,8 +102,8 @@ static void sq_exec(const char *sql) {
     sqlite3_close(db);
 }
 
-static void sq_text(const char *sql) {
-    sqlite3 *db = sq_open(sq_path());
+/* The rows of sql on db as peek_t.text gives them, into dump; closes db. */
+static void sq_text_on(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         fail_msg("peek '%s': %s", sql, sqlite3_errmsg(db));
@@ -104,6 +120,8 @@ static void sq_text(const char *sql) {
     sqlite3_finalize(st);
     sqlite3_close(db);
 }
+
+static void sq_text(const char *sql) { sq_text_on(sq_open(sq_path()), sql); }
 
 /* SQLite locks the whole file: BEGIN IMMEDIATE takes the write lock. */
 static void sq_lock(int32_t partition) {
@@ -214,13 +232,282 @@ static void pg_fresh(int n, char *buf, size_t size) {
              n);
 }
 
+/* -- Redis -- */
+
+static redisContext *rd_raw;
+static char rd_host[128], rd_pass[128];
+static int rd_port, rd_db;
+static pid_t rd_holder;
+
+static void rd_select(int db);
+
+/* redis://[:PASS@]HOST:PORT[/DB], the form tests/lib/redis.sh exports. */
+static int rd_connect(void) {
+    const char *p = uri + strlen("redis://");
+    const char *at = strchr(p, '@');
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        snprintf(rd_pass, sizeof(rd_pass), "%.*s", colon ? (int)(at - colon - 1) : 0,
+                 colon ? colon + 1 : "");
+        p = at + 1;
+    }
+    if (sscanf(p, "%127[^:]:%d/%d", rd_host, &rd_port, &rd_db) < 2) {
+        fprintf(stderr, "sink_conformance: cannot parse '%s'\n", uri);
+        return -1;
+    }
+    rd_raw = redisConnect(rd_host, rd_port);
+    if (!rd_raw || rd_raw->err) {
+        fprintf(stderr, "sink_conformance: redis: %s\n", rd_raw ? rd_raw->errstr : "oom");
+        return -1;
+    }
+    rd_select(rd_db);
+    return 0;
+}
+
+static void rd_disconnect(void) { redisFree(rd_raw); }
+
+/* A command that must not fail; the reply, to free. */
+static redisReply *rd_do(redisContext *c, int argc, const char **argv, const size_t *lens) {
+    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    if (!r)
+        fail_msg("peek redis: %s", c->errstr);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("peek redis %s: %s", argv[0], r->str);
+    return r;
+}
+
+static redisReply *rd_dov(int argc, ...) {
+    const char *argv[12];
+    size_t lens[12];
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 0; i < argc; i++) {
+        argv[i] = va_arg(ap, const char *);
+        lens[i] = strlen(argv[i]);
+    }
+    va_end(ap);
+    return rd_do(rd_raw, argc, argv, lens);
+}
+
+static void rd_select(int db) {
+    char d[16];
+    snprintf(d, sizeof(d), "%d", db);
+    if (rd_pass[0])
+        freeReplyObject(rd_dov(2, "AUTH", rd_pass));
+    freeReplyObject(rd_dov(2, "SELECT", d));
+}
+
+/* Binds a reply string (or NULL for an absent field) to a statement. */
+static void bind_str(sqlite3_stmt *st, int i, const redisReply *e) {
+    if (e && e->type == REDIS_REPLY_STRING)
+        sqlite3_bind_blob(st, i, e->str, (int)e->len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* The field of an XRANGE entry or HGETALL reply, or NULL. */
+static const redisReply *field(const redisReply *fields, const char *name) {
+    for (size_t i = 0; i + 1 < fields->elements; i += 2)
+        if (!strcmp(fields->element[i]->str, name))
+            return fields->element[i + 1];
+    return NULL;
+}
+
+/* "baton:{G.p}:what" -> G and p (1), or 0 if key is not one of those. */
+static int part_key(const char *key, const char *what, char *grp, size_t size, long *partition) {
+    const char *open = strchr(key, '{'), *close = strrchr(key, '}');
+    if (strncmp(key, "baton:{", 7) || !close || strcmp(close + 2, what) || close[1] != ':')
+        return 0;
+    const char *dot = close;
+    while (dot > open && *dot != '.')
+        dot--;
+    if (dot == open)
+        return 0;
+    snprintf(grp, size, "%.*s", (int)(dot - open - 1), open + 1);
+    *partition = strtol(dot + 1, NULL, 10);
+    return 1;
+}
+
+/* The store as the SQL backends' tables, in a fresh in-memory database. */
+static sqlite3 *rd_mirror(void) {
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "CREATE TABLE baton_fence(grp, partition, epoch, next_offset, rejected);"
+                     "CREATE TABLE baton_output(grp, partition, \"offset\", epoch, key, value);"
+                     "CREATE TABLE baton_output_more(grp, partition, \"offset\", seq, epoch, key, "
+                     "value);"
+                     "CREATE TABLE baton_meta(name, value);"
+                     "CREATE TABLE baton_groups(grp, group_uuid, bound_ms);",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    redisReply *keys = rd_dov(2, "KEYS", "baton:*");
+    for (size_t k = 0; k < keys->elements; k++) {
+        const char *key = keys->element[k]->str;
+        char grp[128];
+        long part = 0;
+        sqlite3_stmt *st = NULL;
+        if (!strcmp(key, "baton:meta")) {
+            redisReply *h = rd_dov(2, "HGETALL", key);
+            for (size_t i = 0; i + 1 < h->elements; i += 2) {
+                sqlite3_prepare_v2(db,
+                                   "INSERT INTO baton_meta VALUES(CAST(?1 AS TEXT), CAST(?2 "
+                                   "AS TEXT))",
+                                   -1, &st, NULL);
+                bind_str(st, 1, h->element[i]);
+                bind_str(st, 2, h->element[i + 1]);
+                sqlite3_step(st);
+                sqlite3_finalize(st);
+            }
+            freeReplyObject(h);
+        } else if (part_key(key, "fence", grp, sizeof(grp), &part)) {
+            redisReply *h = rd_dov(5, "HMGET", key, "epoch", "next_offset", "rejected");
+            sqlite3_prepare_v2(db,
+                               "INSERT INTO baton_fence VALUES(?1, ?2, CAST(?3 AS INTEGER), "
+                               "CAST(?4 AS INTEGER), CAST(?5 AS INTEGER))",
+                               -1, &st, NULL);
+            sqlite3_bind_text(st, 1, grp, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(st, 2, part);
+            for (int i = 0; i < 3; i++)
+                bind_str(st, 3 + i, h->element[i]);
+            sqlite3_step(st);
+            sqlite3_finalize(st);
+            freeReplyObject(h);
+        } else if (part_key(key, "out", grp, sizeof(grp), &part)) {
+            redisReply *x = rd_dov(4, "XRANGE", key, "-", "+");
+            for (size_t i = 0; i < x->elements; i++) {
+                const redisReply *f = x->element[i]->element[1];
+                const redisReply *seq = field(f, "seq");
+                sqlite3_prepare_v2(db,
+                                   seq ? "INSERT INTO baton_output_more VALUES(?1, ?2, CAST(?3 AS "
+                                         "INTEGER), CAST(?7 AS INTEGER), CAST(?4 AS INTEGER), ?5, "
+                                         "?6)"
+                                       : "INSERT INTO baton_output VALUES(?1, ?2, CAST(?3 AS "
+                                         "INTEGER), CAST(?4 AS INTEGER), ?5, ?6)",
+                                   -1, &st, NULL);
+                sqlite3_bind_text(st, 1, grp, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_int64(st, 2, part);
+                bind_str(st, 3, field(f, "offset"));
+                bind_str(st, 4, field(f, "epoch"));
+                bind_str(st, 5, field(f, "key"));
+                bind_str(st, 6, field(f, "value"));
+                if (seq)
+                    bind_str(st, 7, seq);
+                sqlite3_step(st);
+                sqlite3_finalize(st);
+            }
+            freeReplyObject(x);
+        } else if (!strncmp(key, "baton:{", 7) && strstr(key, "}:group")) {
+            redisReply *h = rd_dov(4, "HMGET", key, "group_uuid", "bound_ms");
+            snprintf(grp, sizeof(grp), "%.*s", (int)(strstr(key, "}:group") - key - 7), key + 7);
+            sqlite3_prepare_v2(db,
+                               "INSERT INTO baton_groups VALUES(?1, CAST(?2 AS TEXT), CAST(?3 "
+                               "AS INTEGER))",
+                               -1, &st, NULL);
+            sqlite3_bind_text(st, 1, grp, -1, SQLITE_TRANSIENT);
+            bind_str(st, 2, h->element[0]);
+            bind_str(st, 3, h->element[1]);
+            sqlite3_step(st);
+            sqlite3_finalize(st);
+            freeReplyObject(h);
+        }
+    }
+    freeReplyObject(keys);
+    return db;
+}
+
+static void rd_exec(const char *sql) { fail_msg("peek redis: no SQL to run '%s'", sql); }
+
+static void rd_text(const char *sql) { sq_text_on(rd_mirror(), sql); }
+
+/* Redis has no locks to hold: a script runs alone. The nearest thing is
+ * another client's script running past busy-reply-threshold, during which
+ * Redis answers every other command BUSY; a child runs one that loops
+ * until SCRIPT KILL. */
+static void rd_lock(int32_t partition) {
+    (void)partition;
+    freeReplyObject(rd_dov(4, "CONFIG", "SET", "busy-reply-threshold", "20"));
+    rd_holder = fork();
+    assert_true(rd_holder >= 0);
+    if (rd_holder == 0) {
+        redisContext *c = redisConnect(rd_host, rd_port);
+        if (rd_pass[0])
+            freeReplyObject(redisCommand(c, "AUTH %s", rd_pass));
+        freeReplyObject(redisCommand(c, "EVAL %s 0", "while true do end"));
+        _exit(0);
+    }
+    for (int i = 0; i < 500; i++) { /* until Redis says BUSY: at most 5 s */
+        redisReply *r = redisCommand(rd_raw, "PING");
+        int busy = r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "BUSY", 4);
+        freeReplyObject(r);
+        if (busy)
+            return;
+        usleep(10000);
+    }
+    fail_msg("peek redis: the busy script never made Redis busy");
+}
+
+static void rd_unlock(void) {
+    for (int i = 0; i < 500; i++) {
+        redisReply *r = redisCommand(rd_raw, "SCRIPT KILL");
+        int done = r && (r->type != REDIS_REPLY_ERROR || !strncmp(r->str, "NOTBUSY", 7));
+        freeReplyObject(r);
+        if (done)
+            break;
+        usleep(10000);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(rd_holder, &st, 0), rd_holder);
+    freeReplyObject(rd_dov(4, "CONFIG", "SET", "busy-reply-threshold", "5000"));
+}
+
+/* Every call is one script: no transaction is ever left open. */
+static int rd_idle(void) { return 1; }
+
+/* Another database of the same server, emptied. */
+static void rd_fresh(int n, char *buf, size_t size) {
+    rd_select(rd_db + 1 + n);
+    freeReplyObject(rd_dov(1, "FLUSHDB"));
+    rd_select(rd_db);
+    snprintf(buf, size, "redis://%s%s%s%s:%d/%d", rd_pass[0] ? ":" : "", rd_pass,
+             rd_pass[0] ? "@" : "", rd_host, rd_port, rd_db + 1 + n);
+}
+
+static void rd_clear(const char *prefix) {
+    char pattern[160];
+    snprintf(pattern, sizeof(pattern), "baton:{%s*", prefix);
+    redisReply *keys = rd_dov(2, "KEYS", pattern);
+    for (size_t i = 0; i < keys->elements; i++)
+        freeReplyObject(rd_dov(2, "DEL", keys->element[i]->str));
+    freeReplyObject(keys);
+}
+
+static void rd_put_output(int32_t partition, int64_t offset, int64_t seq, int64_t epoch) {
+    char key[160], o[24], s[24], e[24];
+    snprintf(key, sizeof(key), "baton:{%s.%d}:out", group, (int)partition);
+    snprintf(o, sizeof(o), "%lld", (long long)offset);
+    snprintf(s, sizeof(s), "%lld", (long long)seq);
+    snprintf(e, sizeof(e), "%lld", (long long)epoch);
+    freeReplyObject(seq ? rd_dov(9, "XADD", key, "*", "offset", o, "epoch", e, "seq", s)
+                        : rd_dov(7, "XADD", key, "*", "offset", o, "epoch", e));
+}
+
+static void rd_spoil_group(void) {
+    char key[160];
+    snprintf(key, sizeof(key), "baton:{%s}:group", group);
+    freeReplyObject(rd_dov(4, "HSET", key, "group_uuid", "x"));
+}
+
 static const peek_t peeks[] = {
     {"sqlite", "hex(%s)", sq_connect, sq_disconnect, sq_exec, sq_text, sq_lock, sq_unlock, sq_idle,
-     sq_fresh},
+     sq_fresh, NULL, NULL, NULL, NULL, NULL},
     {"postgresql", "upper(encode(%s, 'hex'))", pg_connect, pg_disconnect, pg_exec, pg_text, pg_lock,
-     pg_unlock, pg_idle, pg_fresh},
+     pg_unlock, pg_idle, pg_fresh, NULL, NULL, NULL, NULL, NULL},
     {"postgres", "upper(encode(%s, 'hex'))", pg_connect, pg_disconnect, pg_exec, pg_text, pg_lock,
-     pg_unlock, pg_idle, pg_fresh},
+     pg_unlock, pg_idle, pg_fresh, NULL, NULL, NULL, NULL, NULL},
+    {"redis", "hex(%s)", rd_connect, rd_disconnect, rd_exec, rd_text, rd_lock, rd_unlock, rd_idle,
+     rd_fresh, rd_clear, rd_put_output, rd_spoil_group, ":out", ":out"},
 };
 static const peek_t *peek;
 
@@ -244,6 +531,19 @@ static int64_t peek_i64(const char *fmt, ...) {
     va_end(ap);
     peek->text(sql);
     return dump[0] && strncmp(dump, "NULL", 4) != 0 ? strtoll(dump, NULL, 10) : -1;
+}
+
+/* An output row baton did not write: (group, partition, offset, seq) at
+ * epoch, no key, no value. */
+static void put_output(int32_t partition, int64_t offset, int64_t seq, int64_t epoch) {
+    if (peek->put_output)
+        peek->put_output(partition, offset, seq, epoch);
+    else if (seq == 0)
+        peek_exec("INSERT INTO baton_output VALUES('%s', %d, %lld, %lld, NULL, NULL)", group,
+                  (int)partition, (long long)offset, (long long)epoch);
+    else
+        peek_exec("INSERT INTO baton_output_more VALUES('%s', %d, %lld, %lld, %lld, NULL, NULL)",
+                  group, (int)partition, (long long)offset, (long long)seq, (long long)epoch);
 }
 
 static int64_t peek_outputs(const char *grp, int partition) {
@@ -286,6 +586,10 @@ static size_t len_of(const char *s) { return s ? strlen(s) : 0; }
 /* Every test gets a group named after it, emptied first. */
 static int setup_group(void **state) {
     snprintf(group, sizeof(group), "%s", (const char *)*state);
+    if (peek->clear) {
+        peek->clear(group);
+        return 0;
+    }
     static const char *const tables[] = {"baton_output", "baton_output_more", "baton_fence",
                                          "baton_groups"};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(tables); i++)
@@ -913,19 +1217,20 @@ static void test_output_conflict_corrupt(void **state) {
     (void)state;
     baton_sink_t *s = sink_open();
     fence_ok(s, 2, 5);
-    peek_exec("INSERT INTO baton_output VALUES('%s', 2, 1, 5, NULL, NULL)", group);
+    put_output(2, 1, 0, 5);
     assert_int_equal(write_offsets(s, 2, 5, (const int64_t[]){0, 1}, 2, NULL, NULL), BATON_CORRUPT);
-    assert_non_null(strstr(baton_sink_errstr(s), "baton_output"));
+    assert_non_null(strstr(baton_sink_errstr(s), peek->out_name ? peek->out_name : "baton_output"));
     assert_int_equal(peek_outputs(group, 2), 1);
     assert_int_equal(fence_row(s, 2).next_offset, 0);
 
     fence_ok(s, 3, 1);
-    peek_exec("INSERT INTO baton_output_more VALUES ('%s', 3, 1, 1, 1, NULL, NULL)", group);
+    put_output(3, 1, 1, 1);
     baton_sink_output_t o1[] = {OUT("k", "a")};
     baton_sink_output_t o2[] = {OUT("k", "b"), OUT("k", "c")};
     baton_sink_input_t in[] = {{0, o1, 1}, {1, o2, 2}};
     assert_int_equal(baton_sink_write_outputs(s, 3, 1, in, 2, NULL, NULL), BATON_CORRUPT);
-    assert_non_null(strstr(baton_sink_errstr(s), "baton_output_more"));
+    assert_non_null(
+        strstr(baton_sink_errstr(s), peek->more_name ? peek->more_name : "baton_output_more"));
     assert_int_equal(peek_outputs(group, 3), 0);
     assert_int_equal(fence_row(s, 3).next_offset, 0);
     assert_true(peek->idle());
@@ -1054,7 +1359,10 @@ static void test_sink_identity(void **state) {
     assert_int_equal(peek_i64("SELECT count(*) FROM baton_groups WHERE grp LIKE '%s%%'", group), 2);
 
     /* A row baton did not write is CORRUPT, never a guess. */
-    peek_exec("UPDATE baton_groups SET group_uuid = 'x' WHERE grp = '%s'", group);
+    if (peek->spoil_group)
+        peek->spoil_group();
+    else
+        peek_exec("UPDATE baton_groups SET group_uuid = 'x' WHERE grp = '%s'", group);
     assert_int_equal(baton_sink_fence(s, 1, 7, &next), BATON_CORRUPT);
     assert_int_equal(baton_sink_meta(s, &m1), BATON_CORRUPT);
     assert_true(peek->idle());
@@ -1134,7 +1442,8 @@ int main(int argc, char **argv) {
     /* The tests provoke stale, busy and corrupt on purpose. */
     baton_log_level = BATON_LOG_ERROR;
     if (argc != 2) {
-        fprintf(stderr, "usage: sink_conformance URI (sqlite:PATH, postgresql://...)\n");
+        fprintf(stderr, "usage: sink_conformance URI (sqlite:PATH, postgresql://..., "
+                        "redis://...)\n");
         return 2;
     }
     uri = argv[1];

@@ -51,7 +51,7 @@ static baton_conf_opt_t opts[] = {
     {"brokers", "bootstrap.servers", "BATON_BROKERS", BATON_CONF_STR, 0, 0, &brokers, "LIST",
      "Kafka bootstrap servers (host:port[,...])", 0},
     {"sink", "sink", "BATON_SINK", BATON_CONF_STR, 0, 0, &sink_uri, "URI",
-     "fenced sink: sqlite:PATH or postgresql://...", 0},
+     "fenced sink: sqlite:PATH, postgresql://... or redis://...", 0},
     {"root", "zookeeper.root", "BATON_ROOT", BATON_CONF_STR, 0, 0, &root, "PATH",
      "ZooKeeper root (default " BATON_DEFAULT_ROOT ")", 0},
     {"session-timeout-ms", "session.timeout.ms", "BATON_SESSION_TIMEOUT_MS", BATON_CONF_INT, 100,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# it_e2e (it_pg_e2e on PostgreSQL: BATON_IT_SINK, tests/lib/sinks.sh):
+# it_e2e (it_pg_e2e on PostgreSQL, it_redis_e2e on Redis: BATON_IT_SINK,
+# tests/lib/sinks.sh):
 # 12,000 records over 12 partitions into 3 workers under 2 coordinators,
 # with one worker SIGKILLed and another paused past its session timeout
 # mid-stream. Afterwards the sink holds every produced (partition, offset,

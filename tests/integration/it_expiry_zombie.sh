@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# it_expiry_zombie (it_pg_expiry_zombie on PostgreSQL: BATON_IT_SINK,
-# tests/lib/sinks.sh): a worker paused past its session timeout (SIGSTOP at
+# it_expiry_zombie (it_pg_expiry_zombie on PostgreSQL, it_redis_expiry_zombie
+# on Redis: BATON_IT_SINK, tests/lib/sinks.sh): a worker paused past its session timeout (SIGSTOP at
 # the failpoint worker.before_sink_write, so it stops holding a batch it has
 # decided to write) loses its partitions to a live worker with higher
 # epochs; when it resumes, the sink refuses its stale batch whole and counts
@@ -59,7 +59,7 @@ late=$(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP'
 # The verifier can fail: drop one row.
 h_stop w1
 h_stop w2
-b_sql "DELETE FROM baton_output WHERE grp='$B_GROUP' AND partition=0 AND \"offset\"=0"
+sink_delete_output 0 0
 out=$(verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK_URI" "$B_GROUP") && h_fail "verify passed with a row missing"
 [[ $out == *"missing=1"* ]] || h_fail "verify did not report the missing row: $out"
 h_pass "zombie fenced by $BATON_IT_SINK (rejected $rejected_before -> $rejected_after), rejoined, exactly once"

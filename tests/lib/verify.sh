@@ -2,15 +2,18 @@
 # verify.sh: end-to-end check of a fenced sink against the Kafka topic it was
 # fed from, for every backend. Sourced by integration and fault tests (after
 # harness.sh, or alone). Needs kcat, and the store's client: sqlite3 for
-# sqlite:, psql for postgresql: (password from PGPASSFILE / PGPASSWORD).
+# sqlite:, psql for postgresql: (password from PGPASSFILE / PGPASSWORD),
+# redis-cli and sqlite3 for redis: (password in the URI or REDISCLI_AUTH).
 #
 #   verify_sink BOOTSTRAP TOPIC SINK GROUP
 #
 # SINK is the sink URI the workers were given (sqlite:PATH,
-# postgresql://...); a plain PATH is an SQLite file. Reads every record of
-# TOPIC (all partitions, each to its end), loads it beside the sink's rows
-# of GROUP (a temporary database attached to the file, or temporary tables
-# of a psql session) and checks, with the same SQL on every backend:
+# postgresql://..., redis://...); a plain PATH is an SQLite file. Reads every
+# record of TOPIC (all partitions, each to its end), loads it beside the
+# sink's rows of GROUP (a temporary database attached to the file, temporary
+# tables of a psql session, or for Redis a copy of the group's fence hashes
+# and streams in an SQLite file: redis.sh's redis_mirror) and checks, with
+# the same SQL on every backend:
 #   missing            a Kafka (partition, offset) with no output row
 #   duplicate          an (partition, offset) with more than one output row
 #   mismatched         an output row whose value differs from Kafka's
@@ -133,6 +136,7 @@ verify_sink() {
     case ${sink,,} in
     postgresql:* | postgres:*) kind=pg ;;
     sqlite:*) kind=sqlite path=${sink#*:} ;;
+    redis:*) kind=redis ;;
     *:*) echo "verify: FAIL no verifier for sink '$sink'" >&2 && return 1 ;;
     *) kind=sqlite path=$sink ;;
     esac
@@ -157,6 +161,10 @@ verify_sink() {
     local out rc=0
     if [[ $kind == pg ]]; then
         out=$(_verify_pg "$tmp" "$sink" "$grp") || rc=$?
+    elif [[ $kind == redis ]]; then
+        declare -F redis_mirror >/dev/null || source "$(dirname "${BASH_SOURCE[0]}")/redis.sh"
+        out=$(redis_mirror "$sink" "$grp" "$tmp/redis.db" 2>&1 &&
+            _verify_sqlite "$tmp" "$tmp/redis.db" "$grp") || rc=$?
     else
         out=$(_verify_sqlite "$tmp" "$path" "$grp") || rc=$?
     fi
