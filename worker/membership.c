@@ -3,9 +3,8 @@
  * Single-threaded: ZooKeeper's completion thread only queues events through
  * baton_zk; everything here runs on the owner's thread.
  *
- * Resources are addressed internally by a rid: a partition p is rid p; the
- * k-th key this process has heard of is rid -(k+1). Keys are never
- * forgotten while the process lives (a removed key is simply unassigned). */
+ * Resources (partitions and keys) are rows of one table (m->res,
+ * common/baton_resource.h); every per-resource state is m->st[row]. */
 #include "membership.h"
 
 #include "baton_err.h"
@@ -14,6 +13,7 @@
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
+#include "baton_resource.h"
 #include "baton_util.h"
 #include "baton_zk.h"
 #include "baton_zk_auth.h"
@@ -67,36 +67,32 @@ typedef struct {
  * take the moment its member node is marked leaving or deleted. */
 typedef struct {
     char *owner;
-    int32_t *rids;
+    size_t *rows; /* rows of m->res */
     size_t n;
     int armed;  /* a watch is set on workers/<owner> */
-    int fired;  /* the owner's node changed or went: take rids (standby_promote) */
-    int verify; /* we took rids: the next watch also asks whether the owner lives */
+    int fired;  /* the owner's node changed or went: take rows (standby_promote) */
+    int verify; /* we took rows: the next watch also asks whether the owner lives */
     int alive;  /* the owner is live and not leaving (a new incarnation): give
                  * back what we took from it that no newer assignment gave us */
 } mstandby_t;
 
-typedef struct {
-    char *name;
-    mpart_t st;
-} mkey_t;
-
 struct baton_membership_s {
     baton_membership_conf_t conf;
     baton_membership_cbs_t cbs;
-    mkey_t *keys; /* every key we were ever assigned; rid -(k+1) */
-    int32_t nkeys;
-    char label[BATON_ID_MAX + 16]; /* res_label's buffer */
-    int next_ms;                   /* what the last poll asked for */
-    int64_t rejoin_at;             /* no session (it expired): next attempt to rejoin */
+    /* Every resource we heard of (partitions, then keys) and its state:
+     * m->st[row], stcap >= res.n. */
+    baton_res_table_t res;
+    mpart_t *st;
+    size_t stcap;
+    char label[BATON_RES_LABEL_SIZE]; /* row_label's buffer */
+    int next_ms;                      /* what the last poll asked for */
+    int64_t rejoin_at;                /* no session (it expired): next attempt to rejoin */
     baton_zk_t *zk;
     char *base;
     char *member_path;
     char session_hex[17];
     int64_t session; /* the session id session_hex spells (our claims carry it) */
     baton_config_t config;
-    mpart_t *parts;
-    int32_t nparts;
     int assignment_dirty;
     int64_t generation;
     int all_dirty;
@@ -107,7 +103,7 @@ struct baton_membership_s {
     int silent;       /* self-suspended: heard nothing for 2/3 of the timeout */
     /* Newly assigned resources not yet told to on_assigned (assigned_flush):
      * told while their claims are in flight. */
-    int32_t *added;
+    size_t *added; /* rows */
     size_t nadded, addedcap;
     mstandby_t *standby; /* sorted by owner */
     size_t nstandby;
@@ -118,75 +114,45 @@ static void session_hex(baton_membership_t *m) {
     snprintf(m->session_hex, sizeof(m->session_hex), "%016llx", (unsigned long long)m->session);
 }
 
-/* ---- resources ------------------------------------------------------------ */
+/* ---- resources ------------------------------------------------------------
+ * A resource is a row of m->res (common/baton_resource.h): partition p is
+ * row p, keys follow in the order we heard of them; its state is m->st[row].
+ * Keys are never forgotten while the process lives (a removed key is simply
+ * unassigned). Partitions only grow (grow_parts): the key rows then move up
+ * by as many rows as partitions were added. */
 
 static void standby_clear(baton_membership_t *m);
 
-static int32_t rid_count(const baton_membership_t *m) { return m->nparts + m->nkeys; }
-/* The i-th resource, partitions first. */
-static int32_t rid_at(const baton_membership_t *m, int32_t i) {
-    return i < m->nparts ? i : -(i - m->nparts + 1);
+/* "partition=3" or "key=nightly", for log lines (one per line: the buffer
+ * is the handle's). */
+static const char *row_label(baton_membership_t *m, size_t row) {
+    return baton_res_label(baton_res_at(&m->res, row), m->label, sizeof(m->label));
 }
-static mpart_t *res_st(baton_membership_t *m, int32_t rid) {
-    return rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
+
+/* Room in m->st for every row of the table, the new ones zeroed. */
+static void st_fit(baton_membership_t *m) {
+    if (m->res.n <= m->stcap)
+        return;
+    size_t cap = m->res.n + 8;
+    m->st = xrealloc(m->st, sizeof(mpart_t) * cap);
+    memset(m->st + m->stcap, 0, sizeof(mpart_t) * (cap - m->stcap));
+    m->stcap = cap;
 }
-static char *claims_dir(const baton_membership_t *m, int32_t rid) {
-    if (rid >= 0)
-        return baton_layout_partition_claims(m->base, rid);
-    return baton_layout_key_claims(m->base, m->keys[-rid - 1].name);
+
+/* The row of key name (added, with a zeroed state, if it is new). */
+static size_t key_row(baton_membership_t *m, const char *name) {
+    size_t row = baton_res_table_add_key(&m->res, name);
+    st_fit(m);
+    return row;
 }
-/* "partition=3" or "key=nightly", for log lines (one per line). */
-static const char *res_label(baton_membership_t *m, int32_t rid) {
-    if (rid >= 0)
-        snprintf(m->label, sizeof(m->label), "partition=%d", rid);
-    else
-        snprintf(m->label, sizeof(m->label), "key=%s", m->keys[-rid - 1].name);
-    return m->label;
+
+static int cb_acquired(baton_membership_t *m, size_t row, int64_t epoch) {
+    return m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, baton_res_at(&m->res, row), epoch)
+                              : BATON_OK;
 }
-static baton_resource_t res_public(const baton_membership_t *m, int32_t rid) {
-    if (rid >= 0)
-        return (baton_resource_t){.kind = BATON_RESOURCE_PARTITION, .partition = rid};
-    return (baton_resource_t){
-        .kind = BATON_RESOURCE_KEY, .partition = -1, .key = m->keys[-rid - 1].name};
-}
-static int32_t key_find(const baton_membership_t *m, const char *name, size_t len) {
-    for (int32_t k = 0; k < m->nkeys; k++)
-        if (strlen(m->keys[k].name) == len && memcmp(m->keys[k].name, name, len) == 0)
-            return -(k + 1);
-    return 0; /* 0 is a partition rid, never a key's: "not found" */
-}
-static int32_t key_add(baton_membership_t *m, const char *name) {
-    int32_t rid = key_find(m, name, strlen(name));
-    if (rid < 0)
-        return rid;
-    m->keys = xrealloc(m->keys, sizeof(mkey_t) * (size_t)(m->nkeys + 1));
-    memset(&m->keys[m->nkeys], 0, sizeof(mkey_t));
-    m->keys[m->nkeys].name = xstrdup(name);
-    return -(++m->nkeys);
-}
-/* The rid of a public resource, or 0 with *ok = 0 if we never heard of it. */
-static int32_t res_rid(const baton_membership_t *m, const baton_resource_t *r, int *ok) {
-    *ok = 0;
-    if (!r)
-        return 0;
-    if (r->kind == BATON_RESOURCE_PARTITION) {
-        *ok = r->partition >= 0 && r->partition < m->nparts;
-        return r->partition;
-    }
-    if (r->kind != BATON_RESOURCE_KEY || !r->key)
-        return 0;
-    int32_t rid = key_find(m, r->key, strlen(r->key));
-    *ok = rid < 0;
-    return rid;
-}
-static int cb_acquired(baton_membership_t *m, int32_t rid, int64_t epoch) {
-    baton_resource_t r = res_public(m, rid);
-    return m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, &r, epoch) : BATON_OK;
-}
-static void cb_released(baton_membership_t *m, int32_t rid, baton_release_reason_t why) {
-    baton_resource_t r = res_public(m, rid);
+static void cb_released(baton_membership_t *m, size_t row, baton_release_reason_t why) {
     if (m->cbs.on_released)
-        m->cbs.on_released(m->cbs.opaque, &r, why);
+        m->cbs.on_released(m->cbs.opaque, baton_res_at(&m->res, row), why);
 }
 
 const char *baton_release_reason_name(baton_release_reason_t r) {
@@ -365,12 +331,34 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
     return BATON_OK;
 }
 
+/* A key's row after the partitions grew by delta rows. */
+static size_t row_moved(size_t row, size_t old_np, size_t delta) {
+    return row >= old_np ? row + delta : row;
+}
+
+/* The table grows to nparts partitions: it is rebuilt with the keys in the
+ * same order after the new partitions, and every state and row we keep
+ * (m->st, the rows noted for on_assigned, the standby lists) moves with
+ * its key. */
 static int grow_parts(baton_membership_t *m, int32_t nparts) {
-    if (nparts <= m->nparts)
+    if (nparts <= m->res.npartitions)
         return 0;
-    m->parts = xrealloc(m->parts, sizeof(mpart_t) * (size_t)nparts);
-    memset(m->parts + m->nparts, 0, sizeof(mpart_t) * (size_t)(nparts - m->nparts));
-    m->nparts = nparts;
+    size_t old_np = (size_t)m->res.npartitions, old_n = m->res.n;
+    size_t delta = (size_t)nparts - old_np;
+    baton_res_table_t t;
+    baton_res_table_init(&t, m->base, nparts);
+    for (size_t row = old_np; row < old_n; row++)
+        baton_res_table_add_key(&t, baton_res_at(&m->res, row)->key);
+    baton_res_table_free(&m->res);
+    m->res = t;
+    st_fit(m);
+    memmove(m->st + old_np + delta, m->st + old_np, sizeof(mpart_t) * (old_n - old_np));
+    memset(m->st + old_np, 0, sizeof(mpart_t) * delta);
+    for (size_t i = 0; i < m->nadded; i++)
+        m->added[i] = row_moved(m->added[i], old_np, delta);
+    for (size_t i = 0; i < m->nstandby; i++)
+        for (size_t j = 0; j < m->standby[i].n; j++)
+            m->standby[i].rows[j] = row_moved(m->standby[i].rows[j], old_np, delta);
     return 1;
 }
 
@@ -459,6 +447,7 @@ int baton_membership_new(const baton_membership_conf_t *conf, const baton_member
     m->cbs = *cbs;
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
     m->member_path = baton_layout_worker(m->base, m->conf.id);
+    baton_res_table_init(&m->res, m->base, 0);
     m->hb = xcalloc(1, sizeof(*m->hb));
     int err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
@@ -476,10 +465,8 @@ void baton_membership_destroy(baton_membership_t *m) {
     free(m->hb);
     free(m->added);
     standby_clear(m);
-    free(m->parts);
-    for (int32_t k = 0; k < m->nkeys; k++)
-        free(m->keys[k].name);
-    free(m->keys);
+    free(m->st);
+    baton_res_table_free(&m->res);
     free(m->member_path);
     free(m->base);
     free(m);
@@ -487,7 +474,7 @@ void baton_membership_destroy(baton_membership_t *m) {
 
 const char *baton_membership_topic(const baton_membership_t *m) { return m->config.topic; }
 baton_zk_t *baton_membership__zk(const baton_membership_t *m) { return m->zk; }
-int32_t baton_membership_partitions(const baton_membership_t *m) { return m->nparts; }
+int32_t baton_membership_partitions(const baton_membership_t *m) { return m->res.npartitions; }
 int baton_membership_fd(const baton_membership_t *m) {
     return m->zk ? baton_zk_fd(m->zk) : -1; /* -1 between sessions: poll ignores it */
 }
@@ -502,74 +489,71 @@ int baton_membership_can_write(const baton_membership_t *m) {
 
 int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
 
-/* Deletes our claim on p (only our own node, by its exact name). */
-static void delete_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
+/* Deletes our claim on row (only our own node, by its exact name). */
+static void delete_claim(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
     if (!mp->claim[0])
         return;
-    char *dir = claims_dir(m, p);
-    char *path = baton_layout_child(dir, mp->claim);
+    char *path = baton_layout_child(baton_res_claims(&m->res, row), mp->claim);
     int err = baton_zk_delete(m->zk, path, -1);
     if (err != BATON_OK && err != BATON_NOTFOUND)
-        BLOG_WARN("event=release_failed %s claim=%s error=%s", res_label(m, p), mp->claim,
+        BLOG_WARN("event=release_failed %s claim=%s error=%s", row_label(m, row), mp->claim,
                   baton_err_name(err));
     else
-        BLOG_INFO("event=released %s epoch=%lld", res_label(m, p), (long long)mp->czxid);
+        BLOG_INFO("event=released %s epoch=%lld", row_label(m, row), (long long)mp->czxid);
     free(path);
-    free(dir);
     mp->claim[0] = 0;
     mp->czxid = 0;
     mp->owned = 0;
 }
 
-static void drop_rid(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    BLOG_WARN("event=drop %s epoch=%lld reason=fenced", res_label(m, p), (long long)mp->czxid);
-    delete_claim(m, p);
+static void drop_row(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    BLOG_WARN("event=drop %s epoch=%lld reason=fenced", row_label(m, row), (long long)mp->czxid);
+    delete_claim(m, row);
     mp->dirty = 1;
     mp->retry_at = baton_now_ms() + RETRY_MS;
 }
 
+/* The state of a public resource, or NULL if we never heard of it. */
+static mpart_t *st_of(const baton_membership_t *m, const baton_resource_t *r, long *row) {
+    *row = baton_res_table_find(&m->res, r);
+    return *row >= 0 ? &m->st[*row] : NULL;
+}
+
 void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (ok)
-        drop_rid(m, rid);
+    long row;
+    if (st_of(m, r, &row))
+        drop_row(m, (size_t)row);
 }
 
 int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (!ok)
-        return 0;
-    const mpart_t *mp = rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
-    return mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    return mp && mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
 }
 
 int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (!ok)
-        return 0;
-    return rid >= 0 ? m->parts[rid].assigned : m->keys[-rid - 1].st.assigned;
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    return mp ? mp->assigned : 0;
 }
 
 int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
                                 size_t size) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (!ok || !buf || size == 0)
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    if (!mp || !buf || size == 0)
         return BATON_INVALID;
-    const mpart_t *mp = rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
     if (!mp->claim[0])
         return BATON_NOTFOUND;
-    char *dir = claims_dir(m, rid);
+    char *dir = baton_res_claims_of(m->base, baton_res_at(&m->res, (size_t)row));
     int w = snprintf(buf, size, "%s/%s", dir, mp->claim);
     free(dir);
     return w >= 0 && (size_t)w < size ? BATON_OK : BATON_INVALID;
 }
 
-static void assigned_note(baton_membership_t *m, int32_t rid);
+static void assigned_note(baton_membership_t *m, size_t row);
 
 /* A watch's path and handle, for its completion (own_watch_done,
  * standby_watch_done). */
@@ -605,7 +589,7 @@ static int watch_send(baton_membership_t *m, const char *path, stat_completion_t
 static void standby_clear(baton_membership_t *m) {
     for (size_t i = 0; i < m->nstandby; i++) {
         free(m->standby[i].owner);
-        free(m->standby[i].rids);
+        free(m->standby[i].rows);
     }
     free(m->standby);
     m->standby = NULL;
@@ -630,12 +614,12 @@ static void standby_update(baton_membership_t *m, const baton_worker_assignment_
             continue;
         mstandby_t *e = &next[n];
         *e = (mstandby_t){.owner = xstrdup(s->owner)};
-        e->rids = xmalloc(sizeof(int32_t) * (s->npartitions + s->nkeys + 1));
+        e->rows = xmalloc(sizeof(size_t) * (s->npartitions + s->nkeys + 1));
         for (size_t j = 0; j < s->npartitions; j++)
-            if (s->partitions[j] < m->nparts)
-                e->rids[e->n++] = s->partitions[j];
+            if (s->partitions[j] >= 0 && s->partitions[j] < m->res.npartitions)
+                e->rows[e->n++] = (size_t)s->partitions[j];
         for (size_t j = 0; j < s->nkeys; j++)
-            e->rids[e->n++] = key_add(m, s->keys[j]);
+            e->rows[e->n++] = key_row(m, s->keys[j]);
         const mstandby_t *old = standby_find(m, s->owner);
         if (old) {
             e->armed = old->armed;
@@ -763,7 +747,7 @@ static int standby_owner_exists(baton_membership_t *m, const char *owner) {
 static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
     size_t gave = 0;
     for (size_t j = 0; j < e->n; j++) {
-        mpart_t *mp = res_st(m, e->rids[j]);
+        mpart_t *mp = &m->st[e->rows[j]];
         if (!mp->promoted || mp->promoted_gen != m->generation)
             continue;
         mp->promoted = 0;
@@ -799,7 +783,7 @@ static void standby_promote(baton_membership_t *m) {
         }
         size_t took = 0;
         for (size_t j = 0; j < e->n; j++) {
-            mpart_t *mp = res_st(m, e->rids[j]);
+            mpart_t *mp = &m->st[e->rows[j]];
             if (mp->assigned)
                 continue;
             mp->assigned = 1;
@@ -807,7 +791,7 @@ static void standby_promote(baton_membership_t *m) {
             mp->promoted_gen = m->generation;
             mp->dirty = 1;
             mp->retry_at = 0;
-            assigned_note(m, e->rids[j]);
+            assigned_note(m, e->rows[j]);
             took++;
         }
         /* Whatever we took, or after a deletion: the next watch reads the
@@ -826,15 +810,15 @@ static void standby_promote(baton_membership_t *m) {
     }
 }
 
-/* Notes rid as newly assigned, for on_assigned. */
-static void assigned_note(baton_membership_t *m, int32_t rid) {
+/* Notes row as newly assigned, for on_assigned. */
+static void assigned_note(baton_membership_t *m, size_t row) {
     if (!m->cbs.on_assigned)
         return;
     if (m->nadded == m->addedcap) {
         m->addedcap = m->addedcap ? m->addedcap * 2 : 16;
         m->added = xrealloc(m->added, sizeof(*m->added) * m->addedcap);
     }
-    m->added[m->nadded++] = rid;
+    m->added[m->nadded++] = row;
 }
 
 /* Tells on_assigned what was noted and is still assigned and not owned. */
@@ -844,9 +828,9 @@ static void assigned_flush(baton_membership_t *m) {
     baton_resource_t *rs = xmalloc(sizeof(*rs) * m->nadded);
     size_t n = 0;
     for (size_t i = 0; i < m->nadded; i++) {
-        const mpart_t *mp = res_st(m, m->added[i]);
+        const mpart_t *mp = &m->st[m->added[i]];
         if (mp->assigned && !mp->owned)
-            rs[n++] = res_public(m, m->added[i]);
+            rs[n++] = *baton_res_at(&m->res, m->added[i]);
     }
     m->nadded = 0;
     if (n)
@@ -898,41 +882,31 @@ static int read_assignment(baton_membership_t *m) {
             goto out;
         }
     }
-    size_t k = 0;
-    for (int32_t p = 0; p < m->nparts; p++) {
-        int want = 0;
-        while (k < wa.npartitions && wa.partitions[k] < p)
-            k++;
-        if (k < wa.npartitions && wa.partitions[k] == p)
-            want = 1;
-        want = promoted_keep(&m->parts[p], want, wa.generation);
-        if (want != m->parts[p].assigned) {
-            m->parts[p].assigned = want;
-            m->parts[p].dirty = 1;
-            if (want && !m->parts[p].owned)
-                assigned_note(m, p);
-        }
-    }
-    /* Keys: every key listed is ours; every key we know and is not, is not. */
+    /* Every row listed is ours (a key we never heard of gets its row);
+     * every row we know and is not, is not. */
     for (size_t i = 0; i < wa.nkeys; i++)
-        key_add(m, wa.keys[i]);
-    for (int32_t k = 0; k < m->nkeys; k++) {
-        mpart_t *mk = &m->keys[k].st;
-        /* wa.keys is NULL when no key is assigned: bsearch must not see it. */
-        int want = wa.nkeys > 0 && bsearch(&m->keys[k].name, wa.keys, wa.nkeys, sizeof(char *),
-                                           baton_strcmp_p) != NULL;
-        want = promoted_keep(mk, want, wa.generation);
-        if (want != mk->assigned) {
-            mk->assigned = want;
-            mk->dirty = 1;
-            if (want && !mk->owned)
-                assigned_note(m, -(k + 1));
+        key_row(m, wa.keys[i]);
+    char *listed = xcalloc(m->res.n + 1, 1);
+    for (size_t i = 0; i < wa.npartitions; i++)
+        if (wa.partitions[i] >= 0 && wa.partitions[i] < m->res.npartitions)
+            listed[wa.partitions[i]] = 1;
+    for (size_t i = 0; i < wa.nkeys; i++)
+        listed[baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i]))] = 1;
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
+        int want = promoted_keep(mp, listed[row], wa.generation);
+        if (want != mp->assigned) {
+            mp->assigned = want;
+            mp->dirty = 1;
+            if (want && !mp->owned)
+                assigned_note(m, row);
         }
     }
+    free(listed);
     for (size_t i = 0; i < wa.npartitions; i++)
-        if (wa.partitions[i] >= m->nparts)
+        if (wa.partitions[i] >= m->res.npartitions)
             BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d", wa.partitions[i],
-                      m->nparts);
+                      m->res.npartitions);
     if (wa.generation != m->generation)
         BLOG_INFO("event=assignment generation=%lld partitions=%zu keys=%zu standby_for=%zu",
                   (long long)wa.generation, wa.npartitions, wa.nkeys, wa.nstandby);
@@ -948,12 +922,12 @@ out:
 /* Deletes dir/name, a second claim of our session beside keep (a create
  * whose reply was lost landed after all): waiting behind it would last as
  * long as our session, and left behind ours it would block the next owner. */
-static void claim_delete_duplicate(baton_membership_t *m, int32_t p, const char *dir,
+static void claim_delete_duplicate(baton_membership_t *m, size_t row, const char *dir,
                                    const char *name, const char *keep) {
     char *path = baton_layout_child(dir, name);
     int e = baton_zk_delete(m->zk, path, -1);
-    BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s", res_label(m, p),
-              name, keep, baton_err_name(e));
+    BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
+              row_label(m, row), name, keep, baton_err_name(e));
     free(path);
 }
 
@@ -961,9 +935,9 @@ static void claim_delete_duplicate(baton_membership_t *m, int32_t p, const char 
  * by our session id in the name and as its ephemeral owner (a claim of an
  * earlier session, even with our worker id, is never ours). Sets mp->claim
  * if found and clears uncertain; an error keeps it uncertain. */
-static int find_own_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    char *dir = claims_dir(m, p);
+static int find_own_claim(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    const char *dir = baton_res_claims(&m->res, row);
     int err = BATON_OK;
     {
         char **names = NULL;
@@ -984,12 +958,12 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
             int e = baton_zk_exists(m->zk, path, 0, &st);
             if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk) && found) {
                 /* Names sort by sequence: we keep the lowest, found first. */
-                claim_delete_duplicate(m, p, dir, names[i], mp->claim);
+                claim_delete_duplicate(m, row, dir, names[i], mp->claim);
             } else if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
                 found = 1;
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
                 mp->czxid = st.czxid;
-                BLOG_INFO("event=claim_recovered %s claim=%s", res_label(m, p), mp->claim);
+                BLOG_INFO("event=claim_recovered %s claim=%s", row_label(m, row), mp->claim);
             } else if (e != BATON_OK && e != BATON_NOTFOUND) {
                 err = e; /* cannot tell: stay uncertain rather than create twice */
             }
@@ -1000,19 +974,18 @@ static int find_own_claim(baton_membership_t *m, int32_t p) {
             mp->uncertain = 0;
     }
 out:
-    free(dir);
     return err;
 }
 
 /* Creates our claim on p, or finds the one a lost reply created. */
-static int create_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
+static int create_claim(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
     int err = BATON_OK;
     if (mp->uncertain) {
-        if ((err = find_own_claim(m, p)) != BATON_OK || mp->claim[0])
+        if ((err = find_own_claim(m, row)) != BATON_OK || mp->claim[0])
             return err;
     }
-    char *dir = claims_dir(m, p);
+    const char *dir = baton_res_claims(&m->res, row);
     baton_claim_t claim = {.generation = m->generation};
     snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
     char *data = baton_claim_encode(&claim);
@@ -1025,16 +998,15 @@ static int create_claim(baton_membership_t *m, int32_t p) {
         snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
         mp->czxid = st.czxid;
         mp->claimed_ms = baton_now_ms();
-        BLOG_INFO("event=claimed %s claim=%s czxid=%lld", res_label(m, p), mp->claim,
+        BLOG_INFO("event=claimed %s claim=%s czxid=%lld", row_label(m, row), mp->claim,
                   (long long)st.czxid);
     } else if (err == BATON_CONNECTION) {
         mp->uncertain = 1;
     } else if (err == BATON_NOTFOUND) {
-        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", res_label(m, p), dir);
+        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", row_label(m, row), dir);
     }
     free(prefix);
     free(data);
-    free(dir);
     return err;
 }
 
@@ -1043,9 +1015,9 @@ static int create_claim(baton_membership_t *m, int32_t p) {
  * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
  * is gone (then p is marked to be claimed again). *adopted: our claim is now
  * another of our session (a duplicate was deleted): its stat is not known. */
-static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n, int *waiting,
+static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_t n, int *waiting,
                           int *adopted) {
-    mpart_t *mp = res_st(m, p);
+    mpart_t *mp = &m->st[row];
     *adopted = 0;
     /* Every claim named with our session is ours (only our session creates
      * such names, as its ephemerals). More than one: a create whose reply
@@ -1069,11 +1041,11 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
                 if (strcmp(names[i], mp->claim) == 0)
                     keep = names[i];
         }
-        char *dir = claims_dir(m, p);
+        const char *dir = baton_res_claims(&m->res, row);
         for (size_t i = 0; keep && i < n; i++) {
             if (names[i] == keep || !baton_claim_of_session(names[i], m->session))
                 continue;
-            claim_delete_duplicate(m, p, dir, names[i], keep);
+            claim_delete_duplicate(m, row, dir, names[i], keep);
             if (strcmp(mp->claim, names[i]) == 0) { /* not owned: take the kept one */
                 snprintf(mp->claim, sizeof(mp->claim), "%s", keep);
                 mp->czxid = 0; /* learnt from its stat once it is lowest (queue_settle) */
@@ -1081,16 +1053,15 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
             }
             names[i][0] = 0; /* not a claim any more, below */
         }
-        free(dir);
     }
     int found = 0;
     const char *pred = baton_claim_predecessor(names, n, mp->claim, &found);
     if (!found) {
         /* Removed by someone else (an operator, or the coordinator's stuck
          * handoff revoke): claim again if still assigned. */
-        BLOG_WARN("event=claim_lost %s claim=%s", res_label(m, p), mp->claim);
+        BLOG_WARN("event=claim_lost %s claim=%s", row_label(m, row), mp->claim);
         if (mp->owned)
-            cb_released(m, p, BATON_RELEASE_LOST);
+            cb_released(m, row, BATON_RELEASE_LOST);
         mp->claim[0] = 0;
         mp->owned = 0;
         mp->dirty = 1;
@@ -1098,20 +1069,19 @@ static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t
     }
     *waiting = pred != NULL;
     if (pred)
-        BLOG_DEBUG("event=waiting %s behind=%s", res_label(m, p), pred);
-    char *dir = claims_dir(m, p);
+        BLOG_DEBUG("event=waiting %s behind=%s", row_label(m, row), pred);
+    const char *dir = baton_res_claims(&m->res, row);
     /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
      * the predecessor only, so a release wakes one claimant, not a herd. */
     char *watch_path = baton_layout_child(dir, pred ? pred : mp->claim);
-    free(dir);
     return watch_path;
 }
 
 /* The second half: the watch was set (err, and st the watched node's
  * stat). The lowest claim owns p: take it (on_acquired). */
-static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct Stat *st,
+static int queue_settle(baton_membership_t *m, size_t row, int err, const struct Stat *st,
                         int waiting) {
-    mpart_t *mp = res_st(m, p);
+    mpart_t *mp = &m->st[row];
     if (err == BATON_NOTFOUND) {
         mp->dirty = 1; /* it went meanwhile: look again */
         return BATON_OK;
@@ -1130,17 +1100,17 @@ static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct 
         /* Owned while on_acquired runs, so baton_epoch_valid() holds there
          * (an application fences its resource from inside the callback). */
         mp->owned = 1;
-        int rc = cb_acquired(m, p, mp->czxid);
+        int rc = cb_acquired(m, row, mp->czxid);
         mp->owned = rc == BATON_OK;
         if (rc == BATON_OK) {
             if (mp->claimed_ms)
                 baton_metric_observe(baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS),
                                      (double)(baton_now_ms() - mp->claimed_ms) / 1000.0);
             mp->claimed_ms = 0;
-            BLOG_INFO("event=acquired %s epoch=%lld generation=%lld", res_label(m, p),
+            BLOG_INFO("event=acquired %s epoch=%lld generation=%lld", row_label(m, row),
                       (long long)mp->czxid, (long long)m->generation);
         } else if (rc == BATON_STALE) {
-            drop_rid(m, p);
+            drop_row(m, row);
         } else {
             mp->dirty = 1;
             mp->retry_at = baton_now_ms() + RETRY_MS;
@@ -1294,13 +1264,13 @@ static int zbatch_wait(zbatch_t *b, int timeout_ms) {
     return done;
 }
 
-/* Creates claims for rids[0..n-1] (none has one, none is uncertain) in one
+/* Creates claims for rows[0..n-1] (none has one, none is uncertain) in one
  * multi; errs[i] gets each one's result. A multi is all or nothing: a lost
  * reply makes every one uncertain (lost-create recovery then looks for each
  * by our session id); another failure (a missing directory) retries them
  * one by one, so each gets its own error. The czxid of a claim made here is
  * learned by the queue check (queue_settle), from our own claim's stat. */
-static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int32_t n, int *errs) {
+static void claims_create_batch(baton_membership_t *m, const size_t *rows, int32_t n, int *errs) {
     baton_claim_t claim = {.generation = m->generation};
     snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
     char *data = baton_claim_encode(&claim);
@@ -1309,9 +1279,8 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
     char **prefixes = xcalloc((size_t)n, sizeof(char *));
     char *bufs = xcalloc((size_t)n, 512);
     for (int32_t i = 0; i < n; i++) {
-        char *dir = claims_dir(m, rids[i]);
+        const char *dir = baton_res_claims(&m->res, rows[i]);
         prefixes[i] = baton_layout_claim_create(dir, m->session);
-        free(dir);
         zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(),
                            ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
     }
@@ -1319,13 +1288,13 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
     int err = baton_zk_err(rc);
     int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = res_st(m, rids[i]);
+        mpart_t *mp = &m->st[rows[i]];
         if (err == BATON_OK) {
             const char *slash = strrchr(bufs + (size_t)i * 512, '/');
             snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : "");
             mp->czxid = 0;
             mp->claimed_ms = now;
-            BLOG_INFO("event=claimed %s claim=%s batch=%d", res_label(m, rids[i]), mp->claim, n);
+            BLOG_INFO("event=claimed %s claim=%s batch=%d", row_label(m, rows[i]), mp->claim, n);
             errs[i] = BATON_OK;
         } else if (err == BATON_CONNECTION) {
             mp->uncertain = 1;
@@ -1333,7 +1302,7 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
         } else if (err == BATON_EXPIRED) {
             errs[i] = err;
         } else {
-            errs[i] = create_claim(m, rids[i]);
+            errs[i] = create_claim(m, rows[i]);
         }
         free(prefixes[i]);
     }
@@ -1344,7 +1313,7 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
     free(data);
 }
 
-/* Claims and queue checks for rids[0..n-1], pipelined; create[i] says
+/* Claims and queue checks for rows[0..n-1], pipelined; create[i] says
  * rid i has no claim yet. Round one sends, per resource, either a create
  * (its reply carries the claim's name and czxid, the epoch) and then a
  * list of the claims directory, or, for a claim we hold, the list and a
@@ -1358,7 +1327,7 @@ static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int3
  * anyway). A create whose reply is lost makes its resource uncertain
  * (claims_reconcile looks for the claim by our session id before creating
  * again). */
-static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32_t n,
+static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_t n,
                                const int *create, int *errs) {
     zhandle_t *zh = baton_zk_handle(m->zk);
     int timeout = baton_zk_session_timeout(m->zk) + 1000;
@@ -1371,7 +1340,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
     b->pending = n * 2;
     int64_t t0 = baton_now_us();
     for (int32_t i = 0; i < n; i++) {
-        char *dir = claims_dir(m, rids[i]);
+        const char *dir = baton_res_claims(&m->res, rows[i]);
         zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
         int rc;
         if (create[i]) {
@@ -1386,13 +1355,12 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
         if (rc != ZOK)
             zbatch_done(list, rc);
         if (!create[i]) {
-            char *path = baton_layout_child(dir, res_st(m, rids[i])->claim);
+            char *path = baton_layout_child(dir, m->st[rows[i]].claim);
             rc = zoo_awexists(zh, path, baton_zk_watcher, m->zk, zbatch_exists_done, own);
             if (rc != ZOK)
                 zbatch_done(own, rc);
             free(path);
         }
-        free(dir);
     }
     /* While the claims are in flight: the application prepares. */
     assigned_flush(m);
@@ -1400,7 +1368,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
         for (int32_t i = 0; i < n; i++) {
             errs[i] = BATON_CONNECTION;
             if (create[i])
-                res_st(m, rids[i])->uncertain = 1;
+                m->st[rows[i]].uncertain = 1;
         }
         b = NULL; /* its last completion frees it */
         goto out;
@@ -1410,7 +1378,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
     int nwait = 0;
     int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = res_st(m, rids[i]);
+        mpart_t *mp = &m->st[rows[i]];
         zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
         errs[i] = BATON_OK;
         if (create[i]) {
@@ -1420,7 +1388,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
                 snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : own->created);
                 mp->czxid = own->st.czxid;
                 mp->claimed_ms = now;
-                BLOG_INFO("event=claimed %s claim=%s czxid=%lld", res_label(m, rids[i]), mp->claim,
+                BLOG_INFO("event=claimed %s claim=%s czxid=%lld", row_label(m, rows[i]), mp->claim,
                           (long long)mp->czxid);
             } else {
                 if (e == BATON_CONNECTION)
@@ -1428,21 +1396,21 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
                 else if (e == BATON_NOTFOUND)
                     BLOG_ERROR("event=claim_failed %s error=\"its claims directory does not "
                                "exist\"",
-                               res_label(m, rids[i]));
+                               row_label(m, rows[i]));
                 errs[i] = e;
                 continue;
             }
         }
         int adopted = 0;
         if ((errs[i] = baton_zk_err(list->rc)) == BATON_OK)
-            watch[i] = queue_decide(m, rids[i], list->names, list->n, &waiting[i], &adopted);
+            watch[i] = queue_decide(m, rows[i], list->names, list->n, &waiting[i], &adopted);
         /* An adopted claim's stat is not the one in flight: its watch
          * (below) brings it. */
         if (watch[i] && !waiting[i] && !adopted) {
             /* Lowest: our own claim's stat (the create's or the watch's)
              * settles it; a claim created here still needs its watch. */
             errs[i] =
-                queue_settle(m, rids[i], create[i] ? BATON_OK : baton_zk_err(own->rc), &own->st, 0);
+                queue_settle(m, rows[i], create[i] ? BATON_OK : baton_zk_err(own->rc), &own->st, 0);
             if (create[i])
                 own_watch_send(m, watch[i]);
             free(watch[i]);
@@ -1471,7 +1439,7 @@ static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32
     for (int32_t i = 0; i < n; i++)
         if (watch[i])
             errs[i] =
-                queue_settle(m, rids[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st, waiting[i]);
+                queue_settle(m, rows[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st, waiting[i]);
 out:
     if (b)
         zbatch_free(b); /* every request completed */
@@ -1482,7 +1450,7 @@ out:
     free(data);
 }
 
-/* Brings the claims of assigned resources rids[0..n-1] in line: recover
+/* Brings the claims of assigned resources rows[0..n-1] in line: recover
  * uncertain creates, then claim and check the queues. Up to
  * CLAIM_PIPELINE_MAX new claims are created in the queue check's own round
  * trip, one create each (a handoff's few partitions: one round trip in
@@ -1490,25 +1458,25 @@ out:
  * transaction per multi, not per claim), then the check. A resource that
  * failed is marked to retry after RETRY_MS. Returns BATON_EXPIRED if the
  * session is gone (stop: the next poll rejoins), else BATON_OK. */
-static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t n) {
+static int claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     int *errs = xcalloc((size_t)n + 1, sizeof(int));
     int32_t *sub = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *r = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
+    size_t *r = xmalloc(sizeof(size_t) * ((size_t)n + 1));
     int *suberr = xcalloc((size_t)n + 1, sizeof(int));
     int *create = xcalloc((size_t)n + 1, sizeof(int));
     int32_t nsub = 0;
     /* Lost replies first, one by one (rare): find before creating. */
     for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = res_st(m, rids[i]);
+        mpart_t *mp = &m->st[rows[i]];
         if (!mp->claim[0] && mp->uncertain)
-            errs[i] = find_own_claim(m, rids[i]);
+            errs[i] = find_own_claim(m, rows[i]);
     }
     for (int32_t i = 0; i < n; i++)
-        if (errs[i] == BATON_OK && !res_st(m, rids[i])->claim[0])
+        if (errs[i] == BATON_OK && !m->st[rows[i]].claim[0])
             sub[nsub++] = i;
     if (nsub > CLAIM_PIPELINE_MAX) {
         for (int32_t j = 0; j < nsub; j++)
-            r[j] = rids[sub[j]];
+            r[j] = rows[sub[j]];
         claims_create_batch(m, r, nsub, suberr);
         for (int32_t j = 0; j < nsub; j++)
             errs[sub[j]] = suberr[j];
@@ -1517,8 +1485,8 @@ static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t 
     for (int32_t i = 0; i < n; i++) {
         if (errs[i] != BATON_OK)
             continue;
-        create[nsub] = !res_st(m, rids[i])->claim[0];
-        r[nsub] = rids[i];
+        create[nsub] = !m->st[rows[i]].claim[0];
+        r[nsub] = rows[i];
         sub[nsub++] = i;
     }
     if (nsub > 0) {
@@ -1531,7 +1499,7 @@ static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t 
     for (int32_t i = 0; i < n; i++) {
         if (errs[i] == BATON_OK)
             continue;
-        mpart_t *mp = res_st(m, rids[i]);
+        mpart_t *mp = &m->st[rows[i]];
         mp->dirty = 1;
         mp->retry_at = now + RETRY_MS;
         expired |= errs[i] == BATON_EXPIRED;
@@ -1545,25 +1513,25 @@ static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t 
 }
 
 /* Brings partition p's claim in line with the assignment. */
-static int reconcile_partition(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
+static int reconcile_partition(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
     if (!mp->assigned) {
         if (mp->owned)
-            cb_released(m, p, BATON_RELEASE_REVOKED);
+            cb_released(m, row, BATON_RELEASE_REVOKED);
         /* A create whose reply was lost may have left a claim of ours: find
          * and delete it, or it would block the next owner for as long as
          * our session lives. */
         if (!mp->claim[0] && mp->uncertain) {
-            int err = find_own_claim(m, p);
+            int err = find_own_claim(m, row);
             if (err != BATON_OK)
                 return err; /* still uncertain: look again */
             if (mp->claim[0])
-                BLOG_INFO("event=orphan_claim %s claim=%s action=delete", res_label(m, p),
+                BLOG_INFO("event=orphan_claim %s claim=%s action=delete", row_label(m, row),
                           mp->claim);
         }
         if (mp->claim[0]) {
             BATON_FAILPOINT("worker.before_release");
-            delete_claim(m, p);
+            delete_claim(m, row);
         }
         mp->uncertain = 0;
         return BATON_OK;
@@ -1574,11 +1542,10 @@ static int reconcile_partition(baton_membership_t *m, int32_t p) {
 /* Drops everything without flushing: our session is gone, so are our
  * claims, and a successor may already be writing. */
 static void lose_all(baton_membership_t *m) {
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        int32_t p = rid_at(m, i);
-        mpart_t *mp = res_st(m, p);
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
         if (mp->owned)
-            cb_released(m, p, BATON_RELEASE_LOST);
+            cb_released(m, row, BATON_RELEASE_LOST);
         memset(mp, 0, sizeof(*mp));
     }
     /* A new session has none of our watches, and what we stood by for is
@@ -1588,29 +1555,31 @@ static void lose_all(baton_membership_t *m) {
 
 /* Reacts to a watch on a path: mark what it concerns. */
 static void note_event(baton_membership_t *m, const char *path, int type) {
-    size_t blen = strlen(m->base);
-    if (strncmp(path, m->base, blen) != 0) {
-        m->all_dirty = 1;
+    baton_path_t at;
+    long row = -1;
+    switch (baton_layout_classify(m->base, path, &at)) {
+    case BATON_PATH_PARTITION:
+        if (at.partition < m->res.npartitions)
+            row = at.partition;
+        break;
+    case BATON_PATH_KEY: row = baton_res_table_find_key(&m->res, at.name, at.name_len); break;
+    case BATON_PATH_ASSIGNMENT: m->assignment_dirty = 1; return;
+    case BATON_PATH_WORKER:
+        if (strcmp(path, m->member_path) == 0) {
+            m->member_dirty = 1;
+        } else if (at.name_len <= BATON_ID_MAX) { /* longer is no member id */
+            char id[BATON_ID_MAX + 1];
+            snprintf(id, sizeof(id), "%.*s", (int)at.name_len, at.name);
+            standby_note(m, id, type);
+        }
         return;
+    case BATON_PATH_CONFIG:
+    case BATON_PATH_OTHER: break;
     }
-    const char *rest = path + blen;
-    int32_t p;
-    if (strncmp(rest, "/partitions/", 12) == 0 && sscanf(rest + 12, "%d", &p) == 1 && p >= 0 &&
-        p < m->nparts)
-        m->parts[p].dirty = 1;
-    else if (strncmp(rest, "/keys/", 6) == 0 &&
-             (p = key_find(m, rest + 6, strcspn(rest + 6, "/"))) < 0)
-        res_st(m, p)->dirty = 1;
-    else if (strncmp(rest, "/assignment/", 12) == 0)
-        m->assignment_dirty = 1;
-    else if (strcmp(path, m->member_path) == 0)
-        m->member_dirty = 1;
-    else if (strncmp(rest, "/workers/", 9) == 0 && !strchr(rest + 9, '/'))
-        standby_note(m, rest + 9, type);
-    else if (strcmp(rest, "/config") == 0)
-        m->all_dirty = 1;
+    if (row >= 0)
+        m->st[row].dirty = 1;
     else
-        m->all_dirty = 1;
+        m->all_dirty = 1; /* the config, or nothing we know: look at everything */
 }
 
 static int reread_config(baton_membership_t *m) {
@@ -1623,8 +1592,8 @@ static int reread_config(baton_membership_t *m) {
     }
     if (err != BATON_OK)
         return err;
-    if (cfg.partitions > m->nparts) {
-        BLOG_INFO("event=partitions_grown from=%d to=%d", m->nparts, cfg.partitions);
+    if (cfg.partitions > m->res.npartitions) {
+        BLOG_INFO("event=partitions_grown from=%d to=%d", m->res.npartitions, cfg.partitions);
         grow_parts(m, cfg.partitions);
         m->config.partitions = cfg.partitions;
     }
@@ -1652,8 +1621,8 @@ static int check_member(baton_membership_t *m) {
 static int soon_of(baton_membership_t *m, int err, int probe_ms) {
     int soon = 1000;
     int64_t t = baton_now_ms();
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        const mpart_t *mp = res_st(m, rid_at(m, i));
+    for (size_t row = 0; row < m->res.n; row++) {
+        const mpart_t *mp = &m->st[row];
         if (mp->dirty) {
             int64_t d = mp->retry_at - t;
             soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
@@ -1782,10 +1751,10 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             /* ... and the look at the owner after a promotion, which a
              * connection loss may have cut short */
             for (size_t j = 0; j < e->n && !e->verify; j++)
-                e->verify = res_st(m, e->rids[j])->promoted;
+                e->verify = m->st[e->rows[j]].promoted;
         }
-        for (int32_t i = 0; i < rid_count(m); i++)
-            res_st(m, rid_at(m, i))->dirty = 1;
+        for (size_t row = 0; row < m->res.n; row++)
+            m->st[row].dirty = 1;
     }
     if (m->assignment_dirty) {
         m->assignment_dirty = 0;
@@ -1801,13 +1770,12 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     int64_t now = baton_now_ms();
     /* Releases first, so partitions we give up reach their new owners before
      * we spend time claiming new ones. */
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        int32_t p = rid_at(m, i);
-        mpart_t *mp = res_st(m, p);
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
         if (!mp->dirty || mp->retry_at > now || mp->assigned)
             continue;
         mp->dirty = 0;
-        int e = reconcile_partition(m, p);
+        int e = reconcile_partition(m, row);
         if (e != BATON_OK) {
             mp->dirty = 1;
             mp->retry_at = now + RETRY_MS;
@@ -1819,18 +1787,18 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     }
     /* Then claims, in batches of CLAIM_MULTI_MAX (claims_reconcile). */
     {
-        int32_t *batch = xmalloc(sizeof(int32_t) * CLAIM_MULTI_MAX);
-        int32_t nb = 0, total = rid_count(m);
-        for (int32_t i = 0; i <= total; i++) {
-            if (i < total) {
-                int32_t p = rid_at(m, i);
-                mpart_t *mp = res_st(m, p);
+        size_t *batch = xmalloc(sizeof(size_t) * CLAIM_MULTI_MAX);
+        int32_t nb = 0;
+        size_t total = m->res.n;
+        for (size_t row = 0; row <= total; row++) {
+            if (row < total) {
+                mpart_t *mp = &m->st[row];
                 if (!mp->dirty || mp->retry_at > now || !mp->assigned)
                     continue;
                 mp->dirty = 0;
-                batch[nb++] = p;
+                batch[nb++] = row;
             }
-            if (nb > 0 && (nb == CLAIM_MULTI_MAX || i == total)) {
+            if (nb > 0 && (nb == CLAIM_MULTI_MAX || row == total)) {
                 int e = claims_reconcile(m, batch, nb);
                 nb = 0;
                 if (e == BATON_EXPIRED) {
@@ -1857,8 +1825,8 @@ done:
 
 /* Whether the assignment still gives us anything. */
 static int assigned_any(baton_membership_t *m) {
-    for (int32_t i = 0; i < rid_count(m); i++)
-        if (res_st(m, rid_at(m, i))->assigned)
+    for (size_t row = 0; row < m->res.n; row++)
+        if (m->st[row].assigned)
             return 1;
     return 0;
 }
@@ -1903,35 +1871,34 @@ static void leave_wait(baton_membership_t *m) {
  * multi (a claim already gone, a lost connection) falls back to one delete
  * per claim. */
 static void claims_delete_all(baton_membership_t *m) {
-    int32_t total = rid_count(m);
-    int32_t *rids = xmalloc(sizeof(int32_t) * (size_t)(total + 1));
-    for (int32_t start = 0; start < total;) {
+    size_t total = m->res.n;
+    size_t *rows = xmalloc(sizeof(size_t) * (total + 1));
+    for (size_t start = 0; start < total;) {
         int32_t n = 0;
         for (; start < total && n < CLAIM_MULTI_MAX; start++)
-            if (res_st(m, rid_at(m, start))->claim[0])
-                rids[n++] = rid_at(m, start);
+            if (m->st[start].claim[0])
+                rows[n++] = start;
         if (n == 0)
             break;
         zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
         zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
         char **paths = xcalloc((size_t)n, sizeof(char *));
         for (int32_t i = 0; i < n; i++) {
-            char *dir = claims_dir(m, rids[i]);
-            paths[i] = baton_layout_child(dir, res_st(m, rids[i])->claim);
-            free(dir);
+            const char *dir = baton_res_claims(&m->res, rows[i]);
+            paths[i] = baton_layout_child(dir, m->st[rows[i]].claim);
             zoo_delete_op_init(&ops[i], paths[i], -1);
         }
         int rc = n > 1 ? baton_zk_multi(m->zk, n, ops, res) : ZAPIERROR;
         for (int32_t i = 0; i < n; i++) {
-            mpart_t *mp = res_st(m, rids[i]);
+            mpart_t *mp = &m->st[rows[i]];
             if (rc == ZOK) {
-                BLOG_INFO("event=released %s epoch=%lld", res_label(m, rids[i]),
+                BLOG_INFO("event=released %s epoch=%lld", row_label(m, rows[i]),
                           (long long)mp->czxid);
                 mp->claim[0] = 0;
                 mp->czxid = 0;
                 mp->owned = 0;
             } else {
-                delete_claim(m, rids[i]);
+                delete_claim(m, rows[i]);
             }
             free(paths[i]);
         }
@@ -1939,7 +1906,7 @@ static void claims_delete_all(baton_membership_t *m) {
         free(res);
         free(ops);
     }
-    free(rids);
+    free(rows);
 }
 
 void baton_membership_leave(baton_membership_t *m) {
@@ -1967,11 +1934,10 @@ void baton_membership_leave(baton_membership_t *m) {
      * trip (the graceful handoff's critical path). Nobody else claims a
      * resource before the coordinator assigns it elsewhere. */
     int owned_any = 0;
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        int32_t p = rid_at(m, i);
-        mpart_t *mp = res_st(m, p);
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
         if (mp->owned) {
-            cb_released(m, p, BATON_RELEASE_LEAVE);
+            cb_released(m, row, BATON_RELEASE_LEAVE);
             mp->owned = 0;
             owned_any = 1;
         }
