@@ -17,6 +17,7 @@
 #include "baton_util.h"
 #include "baton_zk.h"
 #include "baton_zk_auth.h"
+#include "member_state.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -48,13 +49,15 @@ typedef struct {
     baton_zk_t *zk;           /* the handle whose queue PROBE_EVENT goes to */
 } heartbeat_t;
 
+/* One resource's state. Where it is in its life is `state` (member_state.h:
+ * assigned or not, and what we hold of its claims queue), changed only by
+ * st_set; the other fields are what is scheduled or remembered about it in
+ * any state (member_state.h says why they stay apart). */
 typedef struct {
-    int assigned;       /* in our current assignment */
-    char claim[64];     /* our claim's node name, "" when we have none */
+    mstate_t state;
+    char claim[64];     /* our claim's node name: "" unless mstate_claimed(state) */
     int64_t czxid;      /* our claim's creation zxid: the epoch once it owns */
-    int owned;          /* on_acquired accepted it */
-    int dirty;          /* re-examine this partition */
-    int uncertain;      /* a create ended in connection loss: look before creating */
+    int dirty;          /* re-examine this resource */
     int64_t retry_at;   /* don't re-examine before this (backoff after errors) */
     int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
     /* Taken as a standby (standby_promote) before the coordinator named us:
@@ -127,6 +130,32 @@ static void standby_clear(baton_membership_t *m);
  * is the handle's). */
 static const char *row_label(baton_membership_t *m, size_t row) {
     return baton_res_label(baton_res_at(&m->res, row), m->label, sizeof(m->label));
+}
+
+/* Moves row to state `to` for reason why (one word, logged). Every change
+ * of a resource's state goes through here and is logged at debug
+ * (event=member_state). A transition the table does not expect
+ * (mstate_transition_ok) is also logged at warn, with from and to, and made
+ * all the same: the callers go on as they did when the states were flags,
+ * so a surprise shows in the log and never crashes the member. */
+static void st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) {
+    mpart_t *mp = &m->st[row];
+    mstate_t from = mp->state;
+    if (from == to)
+        return;
+    if (!mstate_transition_ok(from, to))
+        BLOG_WARN("event=member_state_unexpected %s from=%s to=%s reason=%s", row_label(m, row),
+                  mstate_name(from), mstate_name(to), why);
+    BLOG_DEBUG("event=member_state %s from=%s to=%s reason=%s", row_label(m, row),
+               mstate_name(from), mstate_name(to), why);
+    mp->state = to;
+}
+/* The claim's phase changes, the assignment stays; and the reverse. */
+static void st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *why) {
+    st_set(m, row, mstate_make(mstate_assigned(m->st[row].state), phase), why);
+}
+static void st_assign(baton_membership_t *m, size_t row, int assigned, const char *why) {
+    st_set(m, row, mstate_make(assigned, mstate_phase(m->st[row].state)), why);
 }
 
 /* Room in m->st for every row of the table, the new ones zeroed. */
@@ -489,8 +518,9 @@ int baton_membership_can_write(const baton_membership_t *m) {
 
 int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
 
-/* Deletes our claim on row (only our own node, by its exact name). */
-static void delete_claim(baton_membership_t *m, size_t row) {
+/* Deletes our claim on row (only our own node, by its exact name); why
+ * names the transition. */
+static void delete_claim(baton_membership_t *m, size_t row, const char *why) {
     mpart_t *mp = &m->st[row];
     if (!mp->claim[0])
         return;
@@ -504,13 +534,13 @@ static void delete_claim(baton_membership_t *m, size_t row) {
     free(path);
     mp->claim[0] = 0;
     mp->czxid = 0;
-    mp->owned = 0;
+    st_phase(m, row, MPHASE_NONE, why);
 }
 
 static void drop_row(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
     BLOG_WARN("event=drop %s epoch=%lld reason=fenced", row_label(m, row), (long long)mp->czxid);
-    delete_claim(m, row);
+    delete_claim(m, row, "dropped");
     mp->dirty = 1;
     mp->retry_at = baton_now_ms() + RETRY_MS;
 }
@@ -530,13 +560,13 @@ void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r) {
 int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
     long row;
     const mpart_t *mp = st_of(m, r, &row);
-    return mp && mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
+    return mp && mstate_owned(mp->state) && mp->czxid == epoch && baton_membership_can_write(m);
 }
 
 int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r) {
     long row;
     const mpart_t *mp = st_of(m, r, &row);
-    return mp ? mp->assigned : 0;
+    return mp ? mstate_assigned(mp->state) : 0;
 }
 
 int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
@@ -751,7 +781,7 @@ static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
         if (!mp->promoted || mp->promoted_gen != m->generation)
             continue;
         mp->promoted = 0;
-        mp->assigned = 0;
+        st_assign(m, e->rows[j], 0, "standby_given_back");
         mp->dirty = 1;
         mp->retry_at = 0;
         gave++;
@@ -784,9 +814,9 @@ static void standby_promote(baton_membership_t *m) {
         size_t took = 0;
         for (size_t j = 0; j < e->n; j++) {
             mpart_t *mp = &m->st[e->rows[j]];
-            if (mp->assigned)
+            if (mstate_assigned(mp->state))
                 continue;
-            mp->assigned = 1;
+            st_assign(m, e->rows[j], 1, "standby_promoted");
             mp->promoted = 1;
             mp->promoted_gen = m->generation;
             mp->dirty = 1;
@@ -829,7 +859,7 @@ static void assigned_flush(baton_membership_t *m) {
     size_t n = 0;
     for (size_t i = 0; i < m->nadded; i++) {
         const mpart_t *mp = &m->st[m->added[i]];
-        if (mp->assigned && !mp->owned)
+        if (mstate_assigned(mp->state) && !mstate_owned(mp->state))
             rs[n++] = *baton_res_at(&m->res, m->added[i]);
     }
     m->nadded = 0;
@@ -895,10 +925,10 @@ static int read_assignment(baton_membership_t *m) {
     for (size_t row = 0; row < m->res.n; row++) {
         mpart_t *mp = &m->st[row];
         int want = promoted_keep(mp, listed[row], wa.generation);
-        if (want != mp->assigned) {
-            mp->assigned = want;
+        if (want != mstate_assigned(mp->state)) {
+            st_assign(m, row, want, "assignment");
             mp->dirty = 1;
-            if (want && !mp->owned)
+            if (want && !mstate_owned(mp->state))
                 assigned_note(m, row);
         }
     }
@@ -963,6 +993,7 @@ static int find_own_claim(baton_membership_t *m, size_t row) {
                 found = 1;
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
                 mp->czxid = st.czxid;
+                st_phase(m, row, MPHASE_CLAIMED, "claim_recovered");
                 BLOG_INFO("event=claim_recovered %s claim=%s", row_label(m, row), mp->claim);
             } else if (e != BATON_OK && e != BATON_NOTFOUND) {
                 err = e; /* cannot tell: stay uncertain rather than create twice */
@@ -970,8 +1001,10 @@ static int find_own_claim(baton_membership_t *m, size_t row) {
             free(path);
         }
         baton_zk_strings_free(names, n);
-        if (err == BATON_OK)
-            mp->uncertain = 0;
+        /* A claim found is ours whatever another name's check said (a
+         * second claim of ours beside it is deleted by queue_decide). */
+        if (err == BATON_OK && !found)
+            st_phase(m, row, MPHASE_NONE, "no_claim_found");
     }
 out:
     return err;
@@ -981,7 +1014,7 @@ out:
 static int create_claim(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
     int err = BATON_OK;
-    if (mp->uncertain) {
+    if (mstate_uncertain(mp->state)) {
         if ((err = find_own_claim(m, row)) != BATON_OK || mp->claim[0])
             return err;
     }
@@ -998,10 +1031,11 @@ static int create_claim(baton_membership_t *m, size_t row) {
         snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
         mp->czxid = st.czxid;
         mp->claimed_ms = baton_now_ms();
+        st_phase(m, row, MPHASE_CLAIMED, "claimed");
         BLOG_INFO("event=claimed %s claim=%s czxid=%lld", row_label(m, row), mp->claim,
                   (long long)st.czxid);
     } else if (err == BATON_CONNECTION) {
-        mp->uncertain = 1;
+        st_phase(m, row, MPHASE_UNCERTAIN, "reply_lost");
     } else if (err == BATON_NOTFOUND) {
         BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", row_label(m, row), dir);
     }
@@ -1035,7 +1069,7 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
         /* An owner keeps the claim its epoch came from (the lowest of all);
          * if that is gone, claim_lost below deals with it. */
         const char *keep = own_low;
-        if (mp->owned) {
+        if (mstate_owned(mp->state)) {
             keep = NULL;
             for (size_t i = 0; i < n; i++)
                 if (strcmp(names[i], mp->claim) == 0)
@@ -1060,10 +1094,10 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
         /* Removed by someone else (an operator, or the coordinator's stuck
          * handoff revoke): claim again if still assigned. */
         BLOG_WARN("event=claim_lost %s claim=%s", row_label(m, row), mp->claim);
-        if (mp->owned)
+        if (mstate_owned(mp->state))
             cb_released(m, row, BATON_RELEASE_LOST);
         mp->claim[0] = 0;
-        mp->owned = 0;
+        st_phase(m, row, MPHASE_NONE, "claim_lost");
         mp->dirty = 1;
         return NULL;
     }
@@ -1092,16 +1126,17 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
      * claims_create_batch, learns it only here). */
     if (st && st->czxid)
         mp->czxid = st->czxid;
-    if (!mp->owned) {
+    if (!mstate_owned(mp->state)) {
         if (!baton_membership_can_write(m)) {
             mp->dirty = 1;
             return BATON_OK;
         }
         /* Owned while on_acquired runs, so baton_epoch_valid() holds there
          * (an application fences its resource from inside the callback). */
-        mp->owned = 1;
+        st_phase(m, row, MPHASE_OWNED, "acquired");
         int rc = cb_acquired(m, row, mp->czxid);
-        mp->owned = rc == BATON_OK;
+        if (rc != BATON_OK)
+            st_phase(m, row, MPHASE_CLAIMED, "acquire_refused");
         if (rc == BATON_OK) {
             if (mp->claimed_ms)
                 baton_metric_observe(baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS),
@@ -1294,10 +1329,11 @@ static void claims_create_batch(baton_membership_t *m, const size_t *rows, int32
             snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : "");
             mp->czxid = 0;
             mp->claimed_ms = now;
+            st_phase(m, rows[i], MPHASE_CLAIMED, "claimed");
             BLOG_INFO("event=claimed %s claim=%s batch=%d", row_label(m, rows[i]), mp->claim, n);
             errs[i] = BATON_OK;
         } else if (err == BATON_CONNECTION) {
-            mp->uncertain = 1;
+            st_phase(m, rows[i], MPHASE_UNCERTAIN, "reply_lost");
             errs[i] = err;
         } else if (err == BATON_EXPIRED) {
             errs[i] = err;
@@ -1368,7 +1404,7 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         for (int32_t i = 0; i < n; i++) {
             errs[i] = BATON_CONNECTION;
             if (create[i])
-                m->st[rows[i]].uncertain = 1;
+                st_phase(m, rows[i], MPHASE_UNCERTAIN, "reply_lost");
         }
         b = NULL; /* its last completion frees it */
         goto out;
@@ -1388,11 +1424,12 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
                 snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : own->created);
                 mp->czxid = own->st.czxid;
                 mp->claimed_ms = now;
+                st_phase(m, rows[i], MPHASE_CLAIMED, "claimed");
                 BLOG_INFO("event=claimed %s claim=%s czxid=%lld", row_label(m, rows[i]), mp->claim,
                           (long long)mp->czxid);
             } else {
                 if (e == BATON_CONNECTION)
-                    mp->uncertain = 1;
+                    st_phase(m, rows[i], MPHASE_UNCERTAIN, "reply_lost");
                 else if (e == BATON_NOTFOUND)
                     BLOG_ERROR("event=claim_failed %s error=\"its claims directory does not "
                                "exist\"",
@@ -1468,7 +1505,7 @@ static int claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n
     /* Lost replies first, one by one (rare): find before creating. */
     for (int32_t i = 0; i < n; i++) {
         mpart_t *mp = &m->st[rows[i]];
-        if (!mp->claim[0] && mp->uncertain)
+        if (mstate_uncertain(mp->state))
             errs[i] = find_own_claim(m, rows[i]);
     }
     for (int32_t i = 0; i < n; i++)
@@ -1512,16 +1549,16 @@ static int claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n
     return expired ? BATON_EXPIRED : BATON_OK;
 }
 
-/* Brings partition p's claim in line with the assignment. */
+/* Brings an unassigned resource's claim in line with the assignment. */
 static int reconcile_partition(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
-    if (!mp->assigned) {
-        if (mp->owned)
+    if (!mstate_assigned(mp->state)) {
+        if (mstate_owned(mp->state))
             cb_released(m, row, BATON_RELEASE_REVOKED);
         /* A create whose reply was lost may have left a claim of ours: find
          * and delete it, or it would block the next owner for as long as
          * our session lives. */
-        if (!mp->claim[0] && mp->uncertain) {
+        if (mstate_uncertain(mp->state)) {
             int err = find_own_claim(m, row);
             if (err != BATON_OK)
                 return err; /* still uncertain: look again */
@@ -1531,9 +1568,8 @@ static int reconcile_partition(baton_membership_t *m, size_t row) {
         }
         if (mp->claim[0]) {
             BATON_FAILPOINT("worker.before_release");
-            delete_claim(m, row);
+            delete_claim(m, row, "released");
         }
-        mp->uncertain = 0;
         return BATON_OK;
     }
     return BATON_OK; /* an assigned one is claimed by claims_reconcile */
@@ -1541,12 +1577,13 @@ static int reconcile_partition(baton_membership_t *m, size_t row) {
 
 /* Drops everything without flushing: our session is gone, so are our
  * claims, and a successor may already be writing. */
-static void lose_all(baton_membership_t *m) {
+static void lose_all(baton_membership_t *m, const char *why) {
     for (size_t row = 0; row < m->res.n; row++) {
         mpart_t *mp = &m->st[row];
-        if (mp->owned)
+        if (mstate_owned(mp->state))
             cb_released(m, row, BATON_RELEASE_LOST);
-        memset(mp, 0, sizeof(*mp));
+        st_set(m, row, MSTATE_IDLE, why);
+        memset(mp, 0, sizeof(*mp)); /* MSTATE_IDLE is 0 */
     }
     /* A new session has none of our watches, and what we stood by for is
      * decided anew by the assignment we read then. */
@@ -1693,7 +1730,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         zoo_state(baton_zk_handle(m->zk)) == ZOO_AUTH_FAILED_STATE) {
         /* The server failed our authentication mid-session: a new session
          * would present the same credentials. Fatal, not a rejoin loop. */
-        lose_all(m);
+        lose_all(m, "auth_failed");
         return baton_seterr(errstr, n, BATON_DENIED,
                             "ZooKeeper authentication failed for session 0x%s (check --zk-auth); "
                             "every partition dropped",
@@ -1702,7 +1739,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     if (expired || baton_zk_expired(m->zk)) {
         BLOG_WARN("event=session_expired session=0x%s action=drop_all_and_rejoin", m->session_hex);
         baton_metric_inc(baton_metric_counter(BATON_M_ZK_EXPIRATIONS));
-        lose_all(m);
+        lose_all(m, "session_expired");
         m->disconnected = 0;
         baton_zk_destroy(m->zk);
         m->zk = NULL;
@@ -1729,7 +1766,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             BLOG_ERROR("event=evicted member=%s session=0x%s action=drop_all_and_exit",
                        m->member_path, m->session_hex);
             m->evicted = 1;
-            lose_all(m);
+            lose_all(m, "evicted");
             return baton_seterr(errstr, n, BATON_EVICTED,
                                 "evicted: our member node '%s' was deleted while our session "
                                 "0x%s lived (batonctl evict); every partition dropped",
@@ -1772,7 +1809,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
      * we spend time claiming new ones. */
     for (size_t row = 0; row < m->res.n; row++) {
         mpart_t *mp = &m->st[row];
-        if (!mp->dirty || mp->retry_at > now || mp->assigned)
+        if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
             continue;
         mp->dirty = 0;
         int e = reconcile_partition(m, row);
@@ -1793,7 +1830,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         for (size_t row = 0; row <= total; row++) {
             if (row < total) {
                 mpart_t *mp = &m->st[row];
-                if (!mp->dirty || mp->retry_at > now || !mp->assigned)
+                if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state))
                     continue;
                 mp->dirty = 0;
                 batch[nb++] = row;
@@ -1826,7 +1863,7 @@ done:
 /* Whether the assignment still gives us anything. */
 static int assigned_any(baton_membership_t *m) {
     for (size_t row = 0; row < m->res.n; row++)
-        if (m->st[row].assigned)
+        if (mstate_assigned(m->st[row].state))
             return 1;
     return 0;
 }
@@ -1896,9 +1933,9 @@ static void claims_delete_all(baton_membership_t *m) {
                           (long long)mp->czxid);
                 mp->claim[0] = 0;
                 mp->czxid = 0;
-                mp->owned = 0;
+                st_phase(m, rows[i], MPHASE_NONE, "left");
             } else {
-                delete_claim(m, rows[i]);
+                delete_claim(m, rows[i], "left");
             }
             free(paths[i]);
         }
@@ -1936,9 +1973,9 @@ void baton_membership_leave(baton_membership_t *m) {
     int owned_any = 0;
     for (size_t row = 0; row < m->res.n; row++) {
         mpart_t *mp = &m->st[row];
-        if (mp->owned) {
+        if (mstate_owned(mp->state)) {
             cb_released(m, row, BATON_RELEASE_LEAVE);
-            mp->owned = 0;
+            st_phase(m, row, MPHASE_CLAIMED, "leaving");
             owned_any = 1;
         }
     }
