@@ -10,12 +10,11 @@
 #include "baton_log.h"
 #include "baton_metrics.h"
 #include "baton_util.h"
+#include "baton_zkbatch.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Deletes our claim on row (only our own node, by its exact name); why
  * names the transition. */
@@ -105,41 +104,6 @@ out:
     return err;
 }
 
-/* Creates our claim on p, or finds the one a lost reply created. */
-static int create_claim(baton_membership_t *m, size_t row) {
-    mpart_t *mp = &m->st[row];
-    int err = BATON_OK;
-    if (mstate_uncertain(mp->state)) {
-        if ((err = find_own_claim(m, row)) != BATON_OK || mp->claim[0])
-            return err;
-    }
-    const char *dir = baton_res_claims(&m->res, row);
-    baton_claim_t claim = {.generation = m->generation};
-    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
-    char *data = baton_claim_encode(&claim);
-    char *prefix = baton_layout_claim_create(dir, m->session);
-    char created[512];
-    struct Stat st;
-    err = baton_zk_create(m->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL, created,
-                          sizeof(created), &st);
-    if (err == BATON_OK) {
-        snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
-        mp->czxid = st.czxid;
-        mp->claimed_ms = baton_now_ms();
-        mb_st_phase(m, row, MPHASE_CLAIMED, "claimed");
-        BLOG_INFO("event=claimed %s claim=%s czxid=%lld", mb_row_label(m, row), mp->claim,
-                  (long long)st.czxid);
-    } else if (err == BATON_CONNECTION) {
-        mb_st_phase(m, row, MPHASE_UNCERTAIN, "reply_lost");
-    } else if (err == BATON_NOTFOUND) {
-        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", mb_row_label(m, row),
-                   dir);
-    }
-    free(prefix);
-    free(data);
-    return err;
-}
-
 /* The first half of a queue check, given the claims listed in p's
  * directory: returns the path to watch (heap; our own claim when we are
  * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
@@ -219,7 +183,7 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
     if (err != BATON_OK || waiting)
         return err;
     /* Our own claim's stat: its czxid is the epoch (a batched create, see
-     * claims_create_batch, learns it only here). */
+     * claims_create_multi, learns it only here). */
     if (st && st->czxid)
         mp->czxid = st->czxid;
     if (!mstate_owned(mp->state)) {
@@ -250,70 +214,6 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
     return BATON_OK;
 }
 
-zbatch_t *mb_zbatch_new(size_t n) {
-    zbatch_t *b = xcalloc(1, sizeof(*b));
-    pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, NULL);
-    b->nslots = n;
-    b->slots = xcalloc(n ? n : 1, sizeof(zslot_t));
-    for (size_t i = 0; i < n; i++)
-        b->slots[i] = (zslot_t){.b = b, .rc = ZAPIERROR};
-    return b;
-}
-
-void mb_zbatch_free(zbatch_t *b) {
-    for (size_t i = 0; i < b->nslots; i++) {
-        baton_zk_strings_free(b->slots[i].names, b->slots[i].n);
-        free(b->slots[i].created);
-    }
-    free(b->slots);
-    pthread_cond_destroy(&b->cv);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-/* Any thread: one request of the batch finished (or was never sent). */
-void mb_zbatch_done(zslot_t *s, int rc) {
-    zbatch_t *b = s->b;
-    pthread_mutex_lock(&b->mu);
-    s->rc = rc;
-    int last = --b->pending == 0;
-    int orphan = last && b->abandoned;
-    if (last)
-        pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-    if (orphan)
-        mb_zbatch_free(b);
-}
-
-/* ZooKeeper's completion thread: copies the names, nothing else. */
-static void zbatch_children_done(int rc, const struct String_vector *sv, const void *data) {
-    zslot_t *s = (zslot_t *)data;
-    if (rc == ZOK && sv && sv->count > 0) {
-        s->names = xcalloc((size_t)sv->count, sizeof(char *));
-        for (int i = 0; i < sv->count; i++)
-            s->names[i] = xstrdup(sv->data[i]);
-        s->n = (size_t)sv->count;
-    }
-    mb_zbatch_done(s, rc);
-}
-
-void mb_zbatch_exists_done(int rc, const struct Stat *st, const void *data) {
-    zslot_t *s = (zslot_t *)data;
-    if (rc == ZOK && st)
-        s->st = *st;
-    mb_zbatch_done(s, rc);
-}
-
-static void zbatch_create_done(int rc, const char *path, const struct Stat *st, const void *data) {
-    zslot_t *s = (zslot_t *)data;
-    if (rc == ZOK && path && st) {
-        s->created = xstrdup(path);
-        s->st = *st;
-    }
-    mb_zbatch_done(s, rc);
-}
-
 /* ZooKeeper's completion thread: the answer to the watch set on a claim
  * taken in one round trip (claims_queue_batch; the create's reply named
  * the claim only then). A claim already gone (ZNONODE), or an answer lost
@@ -337,82 +237,110 @@ static void own_watch_send(baton_membership_t *m, const char *path) {
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
 }
 
-/* Owner thread: waits for every request of b. The ZooKeeper client
- * completes every request (with ZCONNECTIONLOSS when the connection goes),
- * so the bound is only a safety net: past it, b is handed to its last
- * completion to free and must not be touched; returns 0 then. */
-int mb_zbatch_wait(zbatch_t *b, int timeout_ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
+/* ---- creating claims -------------------------------------------------------
+ * One poll may have many resources to claim (a cold start, a failover, a
+ * join). A few (up to CLAIM_PIPELINE_MAX, a handoff) are created pipelined,
+ * in the same flight as their queue checks (baton_zkbatch.h), each create
+ * answered with its own result: one round trip when lowest. More go first
+ * in multis of up to CLAIM_MULTI_MAX (one write transaction each, all or
+ * nothing), then their queue checks (list the claims, set one watch),
+ * pipelined: two round trips, not three per resource. A claim that waits
+ * costs one more (the watch on its predecessor). claim_create_send is the
+ * only place a claim create is built and sent, in either mode;
+ * claim_created the only place its result is read. */
+
+/* How one claim create goes out. */
+typedef struct {
+    baton_zkbatch_t *batch; /* pipelined: the batch, */
+    size_t slot;            /* and the slot its reply goes to */
+    zoo_op_t *op;           /* else one op of a multi the caller sends: */
+    char *path, *data;      /* what the op points to, until claim_send_release */
+    char created[512];      /* where the multi's reply names the node */
+} claim_send_t;
+
+/* Builds row's claim create (<claims dir>/claim-<session>-, ephemeral and
+ * sequential, its body our id and the generation) and sends it, or fills
+ * how->op with it. */
+static void claim_create_send(baton_membership_t *m, size_t row, claim_send_t *how) {
+    baton_claim_t claim = {.generation = m->generation};
+    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
+    how->data = baton_claim_encode(&claim);
+    how->path = baton_layout_claim_create(baton_res_claims(&m->res, row), m->session);
+    if (how->batch)
+        baton_zkbatch_add_create(how->batch, how->slot, how->path, how->data, strlen(how->data),
+                                 ZOO_EPHEMERAL_SEQUENTIAL);
+    else
+        zoo_create_op_init(how->op, how->path, how->data, (int)strlen(how->data), baton_zk_acl(),
+                           ZOO_EPHEMERAL_SEQUENTIAL, how->created, sizeof(how->created));
+}
+
+/* Frees what a sent create kept (a pipelined one: at once; a multi's op:
+ * once the multi is sent). */
+static void claim_send_release(claim_send_t *how) {
+    free(how->path);
+    free(how->data);
+    how->path = how->data = NULL;
+}
+
+/* Reads the result of row's claim create: err, and for BATON_OK the path
+ * created and its stat (NULL after a multi, whose reply has none: the
+ * czxid comes with the queue check, queue_settle; batch, the multi's size,
+ * is logged then). A lost reply (BATON_CONNECTION) makes row uncertain: its
+ * claim is looked for (find_own_claim) before one is created again.
+ * Returns err. */
+static int claim_created(baton_membership_t *m, size_t row, int err, const char *path,
+                         const struct Stat *st, int batch) {
+    mpart_t *mp = &m->st[row];
+    if (err == BATON_OK) {
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : path ? path : "");
+        mp->czxid = st ? st->czxid : 0;
+        mp->claimed_ms = baton_now_ms();
+        mb_st_phase(m, row, MPHASE_CLAIMED, "claimed");
+        if (st)
+            BLOG_INFO("event=claimed %s claim=%s czxid=%lld", mb_row_label(m, row), mp->claim,
+                      (long long)mp->czxid);
+        else
+            BLOG_INFO("event=claimed %s claim=%s batch=%d", mb_row_label(m, row), mp->claim, batch);
+    } else if (err == BATON_CONNECTION) {
+        mb_st_phase(m, row, MPHASE_UNCERTAIN, "reply_lost");
+    } else if (err == BATON_NOTFOUND) {
+        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", mb_row_label(m, row),
+                   baton_res_claims(&m->res, row));
     }
-    pthread_mutex_lock(&b->mu);
-    while (b->pending > 0)
-        if (pthread_cond_timedwait(&b->cv, &b->mu, &until) != 0)
-            break;
-    int done = b->pending == 0;
-    if (!done)
-        b->abandoned = 1;
-    pthread_mutex_unlock(&b->mu);
-    return done;
+    return err;
 }
 
 /* Creates claims for rows[0..n-1] (none has one, none is uncertain) in one
  * multi; errs[i] gets each one's result. A multi is all or nothing: a lost
  * reply makes every one uncertain (lost-create recovery then looks for each
- * by our session id); another failure (a missing directory) retries them
- * one by one, so each gets its own error. The czxid of a claim made here is
- * learned by the queue check (queue_settle), from our own claim's stat. */
-static void claims_create_batch(baton_membership_t *m, const size_t *rows, int32_t n, int *errs) {
-    baton_claim_t claim = {.generation = m->generation};
-    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
-    char *data = baton_claim_encode(&claim);
+ * by our session id); another failure (a missing directory) leaves them
+ * without a claim and errs[i] BATON_OK: claims_queue_batch then creates
+ * each pipelined, so each gets its own error. The czxid of a claim made here
+ * is learned by the queue check (queue_settle), from our own claim's stat. */
+static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32_t n, int *errs) {
     zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
     zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
-    char **prefixes = xcalloc((size_t)n, sizeof(char *));
-    char *bufs = xcalloc((size_t)n, 512);
+    claim_send_t *how = xcalloc((size_t)n, sizeof(*how));
     for (int32_t i = 0; i < n; i++) {
-        const char *dir = baton_res_claims(&m->res, rows[i]);
-        prefixes[i] = baton_layout_claim_create(dir, m->session);
-        zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(),
-                           ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
+        how[i].op = &ops[i];
+        claim_create_send(m, rows[i], &how[i]);
     }
-    int rc = baton_zk_multi(m->zk, n, ops, res);
-    int err = baton_zk_err(rc);
-    int64_t now = baton_now_ms();
+    int err = baton_zk_err(baton_zk_multi(m->zk, n, ops, res));
     for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = &m->st[rows[i]];
-        if (err == BATON_OK) {
-            const char *slash = strrchr(bufs + (size_t)i * 512, '/');
-            snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : "");
-            mp->czxid = 0;
-            mp->claimed_ms = now;
-            mb_st_phase(m, rows[i], MPHASE_CLAIMED, "claimed");
-            BLOG_INFO("event=claimed %s claim=%s batch=%d", mb_row_label(m, rows[i]), mp->claim, n);
-            errs[i] = BATON_OK;
-        } else if (err == BATON_CONNECTION) {
-            mb_st_phase(m, rows[i], MPHASE_UNCERTAIN, "reply_lost");
-            errs[i] = err;
-        } else if (err == BATON_EXPIRED) {
-            errs[i] = err;
-        } else {
-            errs[i] = create_claim(m, rows[i]);
-        }
-        free(prefixes[i]);
+        if (err == BATON_OK || err == BATON_CONNECTION)
+            errs[i] = claim_created(m, rows[i], err, how[i].created, NULL, n);
+        else
+            errs[i] = err == BATON_EXPIRED ? err : BATON_OK;
+        claim_send_release(&how[i]);
     }
-    free(bufs);
-    free(prefixes);
+    free(how);
     free(res);
     free(ops);
-    free(data);
 }
 
 /* Claims and queue checks for rows[0..n-1], pipelined; create[i] says
- * rid i has no claim yet. Round one sends, per resource, either a create
+ * row i has no claim yet. Round one sends, per resource, either a create
  * (its reply carries the claim's name and czxid, the epoch) and then a
  * list of the claims directory, or, for a claim we hold, the list and a
  * watch on that claim (its stat carries the czxid). ZooKeeper answers a
@@ -424,92 +352,57 @@ static void claims_create_batch(baton_membership_t *m, const size_t *rows, int32
  * harmless (its deletion is ours, or an operator's, which we must notice
  * anyway). A create whose reply is lost makes its resource uncertain
  * (mb_claims_reconcile looks for the claim by our session id before creating
- * again). */
+ * again). The completions only store into the batch; past a bound (a
+ * server that stops answering) the batch is left to them and every
+ * resource here counts as a lost reply. */
 static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_t n,
                                const int *create, int *errs) {
-    zhandle_t *zh = baton_zk_handle(m->zk);
     int timeout = baton_zk_session_timeout(m->zk) + 1000;
     char **watch = xcalloc((size_t)n, sizeof(char *));
     int *waiting = xcalloc((size_t)n, sizeof(int));
-    baton_claim_t claim = {.generation = m->generation};
-    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
-    char *data = baton_claim_encode(&claim);
-    zbatch_t *b = mb_zbatch_new((size_t)n * 2);
-    b->pending = n * 2;
+    baton_zkbatch_t *b = baton_zkbatch_new(m->zk, (size_t)n * 2);
     int64_t t0 = baton_now_us();
     for (int32_t i = 0; i < n; i++) {
         const char *dir = baton_res_claims(&m->res, rows[i]);
-        zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
-        int rc;
         if (create[i]) {
-            char *prefix = baton_layout_claim_create(dir, m->session);
-            rc = zoo_acreate2(zh, prefix, data, (int)strlen(data), baton_zk_acl(),
-                              ZOO_EPHEMERAL_SEQUENTIAL, zbatch_create_done, own);
-            if (rc != ZOK)
-                mb_zbatch_done(own, rc);
-            free(prefix);
+            claim_send_t how = {.batch = b, .slot = (size_t)(n + i)};
+            claim_create_send(m, rows[i], &how);
+            claim_send_release(&how);
         }
-        rc = zoo_aget_children(zh, dir, 0, zbatch_children_done, list);
-        if (rc != ZOK)
-            mb_zbatch_done(list, rc);
+        baton_zkbatch_add_children(b, (size_t)i, dir, 0);
         if (!create[i]) {
             char *path = baton_layout_child(dir, m->st[rows[i]].claim);
-            rc = zoo_awexists(zh, path, baton_zk_watcher, m->zk, mb_zbatch_exists_done, own);
-            if (rc != ZOK)
-                mb_zbatch_done(own, rc);
+            baton_zkbatch_add_exists(b, (size_t)(n + i), path, 1);
             free(path);
         }
     }
     /* While the claims are in flight: the application prepares. */
     mb_assigned_flush(m);
-    if (!mb_zbatch_wait(b, timeout)) {
-        for (int32_t i = 0; i < n; i++) {
-            errs[i] = BATON_CONNECTION;
-            if (create[i])
-                mb_st_phase(m, rows[i], MPHASE_UNCERTAIN, "reply_lost");
-        }
+    if (!baton_zkbatch_wait(b, timeout)) {
+        for (int32_t i = 0; i < n; i++)
+            errs[i] = create[i] ? claim_created(m, rows[i], BATON_CONNECTION, NULL, NULL, 0)
+                                : BATON_CONNECTION;
         b = NULL; /* its last completion frees it */
         goto out;
     }
     BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n,
                (long long)(baton_now_us() - t0));
     int nwait = 0;
-    int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = &m->st[rows[i]];
-        zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
-        errs[i] = BATON_OK;
-        if (create[i]) {
-            int e = baton_zk_err(own->rc);
-            if (e == BATON_OK) {
-                const char *slash = strrchr(own->created, '/');
-                snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : own->created);
-                mp->czxid = own->st.czxid;
-                mp->claimed_ms = now;
-                mb_st_phase(m, rows[i], MPHASE_CLAIMED, "claimed");
-                BLOG_INFO("event=claimed %s claim=%s czxid=%lld", mb_row_label(m, rows[i]),
-                          mp->claim, (long long)mp->czxid);
-            } else {
-                if (e == BATON_CONNECTION)
-                    mb_st_phase(m, rows[i], MPHASE_UNCERTAIN, "reply_lost");
-                else if (e == BATON_NOTFOUND)
-                    BLOG_ERROR("event=claim_failed %s error=\"its claims directory does not "
-                               "exist\"",
-                               mb_row_label(m, rows[i]));
-                errs[i] = e;
-                continue;
-            }
-        }
+        const baton_zkread_t *list = baton_zkbatch_slot(b, (size_t)i);
+        const baton_zkread_t *own = baton_zkbatch_slot(b, (size_t)(n + i));
+        if (create[i] && (errs[i] = claim_created(m, rows[i], own->err, own->created, &own->stat,
+                                                  0)) != BATON_OK)
+            continue;
         int adopted = 0;
-        if ((errs[i] = baton_zk_err(list->rc)) == BATON_OK)
-            watch[i] = queue_decide(m, rows[i], list->names, list->n, &waiting[i], &adopted);
+        if ((errs[i] = list->err) == BATON_OK)
+            watch[i] = queue_decide(m, rows[i], list->names, list->count, &waiting[i], &adopted);
         /* An adopted claim's stat is not the one in flight: its watch
          * (below) brings it. */
         if (watch[i] && !waiting[i] && !adopted) {
             /* Lowest: our own claim's stat (the create's or the watch's)
              * settles it; a claim created here still needs its watch. */
-            errs[i] =
-                queue_settle(m, rows[i], create[i] ? BATON_OK : baton_zk_err(own->rc), &own->st, 0);
+            errs[i] = queue_settle(m, rows[i], create[i] ? BATON_OK : own->err, &own->stat, 0);
             if (create[i])
                 own_watch_send(m, watch[i]);
             free(watch[i]);
@@ -517,36 +410,29 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         }
         nwait += watch[i] != NULL;
     }
-    mb_zbatch_free(b);
-    b = mb_zbatch_new((size_t)n);
-    b->pending = nwait;
-    for (int32_t i = 0; i < n; i++) {
-        if (!watch[i])
-            continue;
-        int rc = zoo_awexists(zh, watch[i], baton_zk_watcher, m->zk, mb_zbatch_exists_done,
-                              &b->slots[i]);
-        if (rc != ZOK)
-            mb_zbatch_done(&b->slots[i], rc);
-    }
-    if (nwait > 0 && !mb_zbatch_wait(b, timeout)) {
+    baton_zkbatch_free(b);
+    b = baton_zkbatch_new(m->zk, (size_t)n);
+    for (int32_t i = 0; i < n; i++)
+        if (watch[i])
+            baton_zkbatch_add_exists(b, (size_t)i, watch[i], 1);
+    if (nwait > 0 && !baton_zkbatch_wait(b, timeout)) {
         for (int32_t i = 0; i < n; i++)
             if (watch[i])
                 errs[i] = BATON_CONNECTION;
         b = NULL; /* its last completion frees it */
         goto out;
     }
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
+        const baton_zkread_t *w = baton_zkbatch_slot(b, (size_t)i);
         if (watch[i])
-            errs[i] =
-                queue_settle(m, rows[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st, waiting[i]);
+            errs[i] = queue_settle(m, rows[i], w->err, &w->stat, waiting[i]);
+    }
 out:
-    if (b)
-        mb_zbatch_free(b); /* every request completed */
+    baton_zkbatch_free(b); /* every request completed (NULL: left to them) */
     for (int32_t i = 0; i < n; i++)
         free(watch[i]);
     free(watch);
     free(waiting);
-    free(data);
 }
 
 /* Brings the claims of assigned resources rows[0..n-1] in line: recover
@@ -576,7 +462,7 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     if (nsub > CLAIM_PIPELINE_MAX) {
         for (int32_t j = 0; j < nsub; j++)
             r[j] = rows[sub[j]];
-        claims_create_batch(m, r, nsub, suberr);
+        claims_create_multi(m, r, nsub, suberr);
         for (int32_t j = 0; j < nsub; j++)
             errs[sub[j]] = suberr[j];
     }

@@ -12,7 +12,6 @@
 #include "baton_zk.h"
 #include "member_state.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -109,40 +108,6 @@ typedef struct {
     char path[];
 } own_watch_t;
 
-/* ---- batched claims --------------------------------------------------------
- * One poll may have many resources to claim (a cold start, a failover, a
- * join). A few (up to CLAIM_PIPELINE_MAX, a handoff) are created in the
- * same flight as their queue checks: one round trip when lowest. More go
- * in multis of up to CLAIM_MULTI_MAX first (one write transaction each),
- * then their queue checks (list the claims, set one watch) as pipelined
- * asynchronous requests: two round trips, not three per resource. A claim
- * that waits costs one more (the watch on its predecessor). The
- * completions run on ZooKeeper's completion thread and only store results
- * into a zbatch_t and signal; the owner's thread waits for them and acts.
- * (Not common/baton_zkbatch.h, the read batcher: this one mixes creates,
- * lists and watched exists in one flight, and gives up waiting past a bound,
- * leaving the batch to its last completion, as a member must not hang.) */
-
-typedef struct zbatch_s zbatch_t;
-
-typedef struct {
-    zbatch_t *b;
-    int rc;       /* the ZooKeeper result */
-    char **names; /* get_children: heap copies, freed with the batch */
-    size_t n;
-    char *created;  /* create: the new node's path (heap), freed with the batch */
-    struct Stat st; /* exists: the watched node's stat; create: the new node's */
-} zslot_t;
-
-struct zbatch_s {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int pending;   /* requests not completed yet */
-    int abandoned; /* the owner stopped waiting: the last completion frees */
-    size_t nslots;
-    zslot_t *slots;
-};
-
 /* An event type ZooKeeper never uses: a probe answered while we were
  * silent, queued so the owner's poll wakes and resumes at once. */
 #define PROBE_EVENT 0x6272
@@ -174,11 +139,6 @@ int mb_read_assignment(baton_membership_t *m);
 /* member_claims.c */
 void mb_delete_claim(baton_membership_t *m, size_t row, const char *why);
 void mb_drop_row(baton_membership_t *m, size_t row);
-zbatch_t *mb_zbatch_new(size_t n);
-void mb_zbatch_free(zbatch_t *b);
-void mb_zbatch_done(zslot_t *s, int rc);
-void mb_zbatch_exists_done(int rc, const struct Stat *st, const void *data);
-int mb_zbatch_wait(zbatch_t *b, int timeout_ms);
 int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n);
 int mb_claim_release_unassigned(baton_membership_t *m, size_t row);
 

@@ -8,6 +8,7 @@
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_util.h"
+#include "baton_zkbatch.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -110,12 +111,8 @@ void mb_leave(baton_membership_t *m) {
      * the flush below runs during its round trip (one round trip less
      * before our claims go). */
     char *data = mb_member_body(m, 1);
-    zbatch_t *mark = mb_zbatch_new(1);
-    mark->pending = 1;
-    int mrc = zoo_aset(baton_zk_handle(m->zk), m->member_path, data, (int)strlen(data), -1,
-                       mb_zbatch_exists_done, &mark->slots[0]);
-    if (mrc != ZOK)
-        mb_zbatch_done(&mark->slots[0], mrc);
+    baton_zkbatch_t *mark = baton_zkbatch_new(m->zk, 1);
+    baton_zkbatch_add_set(mark, 0, m->member_path, data, strlen(data), -1);
     free(data); /* serialised into the request by zoo_aset */
     /* Stop using everything (the application flushes in on_released) while
      * the coordinator reacts to the mark, then delete the claims at once:
@@ -138,9 +135,9 @@ void mb_leave(baton_membership_t *m) {
     /* Answered by now (before the deletes' answers) unless the connection
      * went. */
     int serr = BATON_CONNECTION;
-    if (mb_zbatch_wait(mark, baton_zk_session_timeout(m->zk) + 1000)) {
-        serr = baton_zk_err(mark->slots[0].rc);
-        mb_zbatch_free(mark);
+    if (baton_zkbatch_wait(mark, baton_zk_session_timeout(m->zk) + 1000)) {
+        serr = baton_zkbatch_slot(mark, 0)->err;
+        baton_zkbatch_free(mark);
     } /* else its completion frees it */
     if (serr != BATON_OK)
         BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path,
