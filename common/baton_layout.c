@@ -4,7 +4,9 @@
 #include "baton_codec.h"
 #include "baton_util.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 char *baton_layout_config(const char *base) { return xasprintf("%s/config", base); }
@@ -157,4 +159,46 @@ const char *baton_seq_lowest(char *const *names, size_t n) {
 }
 const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found) {
     return predecessor(names, n, mine, found, baton_seq_of);
+}
+
+/* ---- watch events ------------------------------------------------------- */
+
+/* rest starts with prefix: what follows it, else NULL. */
+static const char *after(const char *rest, const char *prefix) {
+    size_t n = strlen(prefix);
+    return strncmp(rest, prefix, n) == 0 ? rest + n : NULL;
+}
+
+baton_path_kind_t baton_layout_classify(const char *base, const char *path, baton_path_t *out) {
+    *out = (baton_path_t){.kind = BATON_PATH_OTHER, .partition = -1};
+    size_t blen = base ? strlen(base) : 0;
+    if (!path || !base || strncmp(path, base, blen) != 0)
+        return out->kind;
+    const char *rest = path + blen, *tail;
+    if (strcmp(rest, "/config") == 0) {
+        out->kind = BATON_PATH_CONFIG;
+    } else if ((tail = after(rest, "/partitions/")) != NULL) {
+        size_t digits = strspn(tail, "0123456789");
+        if (digits == 0 || digits > 10 || (tail[digits] && tail[digits] != '/'))
+            return out->kind;
+        long long p = strtoll(tail, NULL, 10);
+        if (p > INT32_MAX)
+            return out->kind;
+        out->kind = BATON_PATH_PARTITION;
+        out->partition = (int32_t)p;
+    } else if ((tail = after(rest, "/keys/")) != NULL) {
+        size_t len = strcspn(tail, "/");
+        if (len == 0)
+            return out->kind;
+        out->kind = BATON_PATH_KEY;
+        out->name = tail;
+        out->name_len = len;
+    } else if (after(rest, "/assignment/") != NULL) {
+        out->kind = BATON_PATH_ASSIGNMENT;
+    } else if ((tail = after(rest, "/workers/")) != NULL && !strchr(tail, '/')) {
+        out->kind = BATON_PATH_WORKER;
+        out->name = tail;
+        out->name_len = strlen(tail);
+    }
+    return out->kind;
 }

@@ -106,4 +106,28 @@ const char *baton_claim_predecessor(char *const *names, size_t n, const char *mi
 const char *baton_seq_lowest(char *const *names, size_t n);
 const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found);
 
+/* ---- watch events: which part of the layout a path is ---------------------
+ * What a watch event's path concerns, for the member's event loop. name
+ * points into path (not NUL-terminated: name_len bytes). */
+typedef enum {
+    BATON_PATH_OTHER,      /* not under base, or nothing below names */
+    BATON_PATH_CONFIG,     /* <base>/config */
+    BATON_PATH_PARTITION,  /* <base>/partitions/<p> or below: partition */
+    BATON_PATH_KEY,        /* <base>/keys/<key> or below: name */
+    BATON_PATH_ASSIGNMENT, /* <base>/assignment/ and below */
+    BATON_PATH_WORKER,     /* exactly <base>/workers/<id>: name (may be empty) */
+} baton_path_kind_t;
+
+typedef struct {
+    baton_path_kind_t kind;
+    int32_t partition; /* BATON_PATH_PARTITION: decimal digits, <= INT32_MAX */
+    const char *name;  /* BATON_PATH_KEY, BATON_PATH_WORKER: into path */
+    size_t name_len;
+} baton_path_t;
+
+/* Classifies path (NULL: other) against base; fills *out and returns its
+ * kind. A partition that is not all digits up to the next '/' or the end
+ * is other; so is a key with an empty name. */
+baton_path_kind_t baton_layout_classify(const char *base, const char *path, baton_path_t *out);
+
 #endif

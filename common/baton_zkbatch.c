@@ -1,4 +1,4 @@
-/* baton_zkbatch.c: a window of asynchronous reads in flight; see baton_zkbatch.h. */
+/* baton_zkbatch.c: pipelined ZooKeeper requests in flight; see baton_zkbatch.h. */
 #include "baton_zkbatch.h"
 
 #include "baton_err.h"
@@ -8,28 +8,69 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Reads in flight at once: enough to hide loopback and LAN latency, small
  * enough not to flood the server's request queue. */
 #define BATON_ZKBATCH_WINDOW 256
 
-typedef struct {
-    pthread_mutex_t lock; /* protects pending */
+/* One batch: the whole-batch reads below and baton_zkbatch_t alike. */
+struct baton_zkbatch_s {
+    pthread_mutex_t lock; /* protects pending and abandoned */
     pthread_cond_t cond;  /* signalled whenever pending goes down */
-    size_t pending;
-} batch_t;
+    size_t pending;       /* requests queued, not completed yet */
+    int abandoned;        /* the owner stopped waiting: the last completion frees */
+    baton_zk_t *zk;
+    size_t n;
+    baton_zkread_t *slots; /* the caller's (whole-batch reads) or owned */
+    int own_slots;
+    struct request_s *reqs;
+};
 
-typedef struct {
-    batch_t *batch;
+typedef struct request_s {
+    baton_zkbatch_t *batch;
     baton_zkread_t *slot;
 } request_t;
 
+static baton_zkbatch_t *batch_alloc(baton_zk_t *zk, size_t n, baton_zkread_t *slots) {
+    baton_zkbatch_t *b = xcalloc(1, sizeof(*b));
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cond, NULL);
+    b->zk = zk;
+    b->n = n;
+    b->own_slots = slots == NULL;
+    b->slots = slots ? slots : xcalloc(n ? n : 1, sizeof(*b->slots));
+    b->reqs = xcalloc(n ? n : 1, sizeof(*b->reqs));
+    for (size_t i = 0; i < n; i++) {
+        memset(&b->slots[i], 0, sizeof(b->slots[i]));
+        b->slots[i].err = BATON_INTERNAL; /* no request went to it */
+        b->reqs[i] = (request_t){.batch = b, .slot = &b->slots[i]};
+    }
+    return b;
+}
+
+void baton_zkbatch_free(baton_zkbatch_t *b) {
+    if (!b)
+        return;
+    if (b->own_slots) {
+        for (size_t i = 0; i < b->n; i++)
+            baton_zkread_release(&b->slots[i]);
+        free(b->slots);
+    }
+    free(b->reqs);
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
+}
+
 /* @locality the completion thread */
-static void batch_done(batch_t *b) {
+static void batch_done(baton_zkbatch_t *b) {
     pthread_mutex_lock(&b->lock);
-    b->pending--;
+    int orphan = --b->pending == 0 && b->abandoned;
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
+    if (orphan)
+        baton_zkbatch_free(b);
 }
 
 /* @locality the completion thread */
@@ -80,53 +121,94 @@ static void on_stat(int rc, const struct Stat *stat, const void *ctx) {
     batch_done(req->batch);
 }
 
-typedef enum { OP_GET, OP_CHILDREN, OP_EXISTS } op_t;
-
-/* Sends one request; ZOK if it was queued (a completion will come). */
-static int send_one(baton_zk_t *zk, op_t op, int watch, const char *path, request_t *req) {
-    zhandle_t *zh = baton_zk_handle(zk);
-    watcher_fn w = watch ? baton_zk_watcher : NULL;
-    void *wctx = watch ? zk : NULL;
-    switch (op) {
-    case OP_GET: return zoo_awget(zh, path, w, wctx, on_data, req);
-    case OP_CHILDREN: return zoo_awget_children(zh, path, w, wctx, on_children, req);
-    default: return zoo_awexists(zh, path, w, wctx, on_stat, req);
+/* @locality the completion thread */
+static void on_create(int rc, const char *path, const struct Stat *stat, const void *ctx) {
+    const request_t *req = ctx;
+    req->slot->err = baton_zk_err(rc);
+    if (rc == ZOK && path) {
+        req->slot->created = xstrdup(path);
+        if (stat)
+            req->slot->stat = *stat;
     }
+    batch_done(req->batch);
 }
 
-static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out, op_t op,
-                      int watch) {
-    batch_t b = {.pending = 0};
-    pthread_mutex_init(&b.lock, NULL);
-    pthread_cond_init(&b.cond, NULL);
-    request_t *reqs = xcalloc(n ? n : 1, sizeof(*reqs));
-    for (size_t i = 0; i < n; i++) {
-        memset(&out[i], 0, sizeof(out[i]));
-        reqs[i].batch = &b;
-        reqs[i].slot = &out[i];
-        pthread_mutex_lock(&b.lock);
-        while (b.pending >= BATON_ZKBATCH_WINDOW)
-            pthread_cond_wait(&b.cond, &b.lock);
-        b.pending++;
-        pthread_mutex_unlock(&b.lock);
-        int rc = send_one(zk, op, watch, paths[i], &reqs[i]);
-        if (rc != ZOK) {
-            /* Not queued, so no completion will come for it. */
-            out[i].err = baton_zk_err(rc);
-            pthread_mutex_lock(&b.lock);
-            b.pending--;
-            pthread_mutex_unlock(&b.lock);
+/* Counts a request in before it is sent (its completion may run before the
+ * send returns); with window > 0, first waits until fewer than window are
+ * in flight. */
+static void batch_enter(baton_zkbatch_t *b, size_t window) {
+    pthread_mutex_lock(&b->lock);
+    while (window && b->pending >= window)
+        pthread_cond_wait(&b->cond, &b->lock);
+    b->pending++;
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* rc is what the client said when sending slot i's request: one it did not
+ * queue gets no completion, so it is completed here. */
+static void batch_sent(baton_zkbatch_t *b, size_t i, int rc) {
+    if (rc == ZOK)
+        return;
+    b->slots[i].err = baton_zk_err(rc);
+    pthread_mutex_lock(&b->lock);
+    b->pending--;
+    pthread_mutex_unlock(&b->lock);
+}
+
+typedef enum { OP_GET, OP_CHILDREN, OP_EXISTS } op_t;
+
+/* Sends one read into slot i. */
+static void send_read(baton_zkbatch_t *b, size_t i, op_t op, int watch, const char *path,
+                      size_t window) {
+    zhandle_t *zh = baton_zk_handle(b->zk);
+    watcher_fn w = watch ? baton_zk_watcher : NULL;
+    void *wctx = watch ? b->zk : NULL;
+    request_t *req = &b->reqs[i];
+    batch_enter(b, window);
+    int rc;
+    switch (op) {
+    case OP_GET: rc = zoo_awget(zh, path, w, wctx, on_data, req); break;
+    case OP_CHILDREN: rc = zoo_awget_children(zh, path, w, wctx, on_children, req); break;
+    default: rc = zoo_awexists(zh, path, w, wctx, on_stat, req); break;
+    }
+    batch_sent(b, i, rc);
+}
+
+int baton_zkbatch_wait(baton_zkbatch_t *b, int timeout_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (timeout_ms >= 0) {
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
         }
     }
-    /* The client completes every queued request, with ZCONNECTIONLOSS or
-     * ZCLOSING if it must, so this wait ends. */
-    pthread_mutex_lock(&b.lock);
-    while (b.pending > 0)
-        pthread_cond_wait(&b.cond, &b.lock);
-    pthread_mutex_unlock(&b.lock);
-    free(reqs);
-    pthread_cond_destroy(&b.cond);
-    pthread_mutex_destroy(&b.lock);
+    pthread_mutex_lock(&b->lock);
+    while (b->pending > 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&b->cond, &b->lock);
+        else if (pthread_cond_timedwait(&b->cond, &b->lock, &until) != 0)
+            break;
+    }
+    int done = b->pending == 0;
+    if (!done)
+        b->abandoned = 1;
+    pthread_mutex_unlock(&b->lock);
+    return done;
+}
+
+/* The whole-batch reads: up to a window in flight, waiting for them all
+ * (the client completes every queued request, with ZCONNECTIONLOSS or
+ * ZCLOSING if it must, so this wait ends). */
+static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out, op_t op,
+                      int watch) {
+    baton_zkbatch_t *b = batch_alloc(zk, n, out);
+    for (size_t i = 0; i < n; i++)
+        send_read(b, i, op, watch, paths[i], BATON_ZKBATCH_WINDOW);
+    baton_zkbatch_wait(b, -1);
+    baton_zkbatch_free(b);
 }
 
 void baton_zkbatch_get(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out) {
@@ -146,8 +228,41 @@ void baton_zkbatch_watch_exists(baton_zk_t *zk, char *const *paths, size_t n, ba
     batch_run(zk, paths, n, out, OP_EXISTS, 1);
 }
 
+/* ---- a batch of mixed requests ------------------------------------------ */
+
+baton_zkbatch_t *baton_zkbatch_new(baton_zk_t *zk, size_t n) { return batch_alloc(zk, n, NULL); }
+
+void baton_zkbatch_add_children(baton_zkbatch_t *b, size_t i, const char *path, int watch) {
+    send_read(b, i, OP_CHILDREN, watch, path, 0);
+}
+
+void baton_zkbatch_add_exists(baton_zkbatch_t *b, size_t i, const char *path, int watch) {
+    send_read(b, i, OP_EXISTS, watch, path, 0);
+}
+
+void baton_zkbatch_add_create(baton_zkbatch_t *b, size_t i, const char *path, const char *data,
+                              size_t len, int flags) {
+    batch_enter(b, 0);
+    batch_sent(b, i,
+               zoo_acreate2(baton_zk_handle(b->zk), path, data, (int)len, baton_zk_acl(b->zk),
+                            flags, on_create, &b->reqs[i]));
+}
+
+void baton_zkbatch_add_set(baton_zkbatch_t *b, size_t i, const char *path, const char *data,
+                           size_t len, int version) {
+    batch_enter(b, 0);
+    batch_sent(
+        b, i,
+        zoo_aset(baton_zk_handle(b->zk), path, data, (int)len, version, on_stat, &b->reqs[i]));
+}
+
+const baton_zkread_t *baton_zkbatch_slot(const baton_zkbatch_t *b, size_t i) {
+    return &b->slots[i];
+}
+
 void baton_zkread_release(baton_zkread_t *r) {
     free(r->data);
+    free(r->created);
     baton_zk_strings_free(r->names, r->count);
     memset(r, 0, sizeof(*r));
 }

@@ -1,195 +1,37 @@
-/* membership.c: the member library (include/baton/baton.h): registration,
- * assignment watch and claims of one member, for partitions and named keys.
- * Single-threaded: ZooKeeper's completion thread only queues events through
- * baton_zk; everything here runs on the owner's thread.
+/* membership.c: the member library (include/baton/baton.h): its entry
+ * points, registration (joining, rejoining after an expiry) and the poll
+ * that drives the rest. Single-threaded: ZooKeeper's completion thread only
+ * queues events through baton_zk; everything here runs on the owner's
+ * thread. The jobs live beside it (member_int.h):
  *
- * Resources are addressed internally by a rid: a partition p is rid p; the
- * k-th key this process has heard of is rid -(k+1). Keys are never
- * forgotten while the process lives (a removed key is simply unassigned). */
-#include "membership.h"
+ *   member_resources.c  the resource table, each resource's state and its one setter
+ *   member_probe.c      the liveness probe and self-suspension
+ *   member_assign.c     reading our assignment, telling on_assigned
+ *   member_claims.c     creating claims, checking queues, acquiring, releasing
+ *   member_standby.c    standing by for another member's resources
+ *   member_leave.c      the graceful leave
+ */
+#include "member_int.h"
 
 #include "baton_err.h"
-#include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
 #include "baton_util.h"
-#include "baton_zk.h"
 #include "baton_member_int.h"
+#include "baton_zk_auth.h"
 
 #include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#define RETRY_MS 200
-/* A graceful leave waits at most this long for the coordinator to name
- * its successors before it releases its claims anyway. */
-#define LEAVE_WAIT_MS 2000
-/* Claim creates or deletes per multi (well under jute.maxbuffer). */
-#define CLAIM_MULTI_MAX 500
-/* New claims created one by one, pipelined with their queue checks, so a
- * handoff's claim costs one round trip; more than this go in a multi. */
-#define CLAIM_PIPELINE_MAX 16
-
-/* The liveness probe's state, shared with ZooKeeper's completion thread:
- * the completion only stores into these atomics (no I/O, no locks), the
- * owner thread reads them. Heap-allocated and freed only after the handle is
- * closed (zookeeper_close joins the completion thread). */
-typedef struct {
-    _Atomic int64_t sent_ms;  /* when the probe in flight was sent */
-    _Atomic int64_t heard_ms; /* send time of the latest answered probe */
-    _Atomic int inflight;     /* a probe is outstanding */
-    _Atomic int wake;         /* queue a PROBE_EVENT when one is answered */
-    baton_zk_t *zk;           /* the handle whose queue PROBE_EVENT goes to */
-} heartbeat_t;
-
-typedef struct {
-    int assigned;       /* in our current assignment */
-    char claim[64];     /* our claim's node name, "" when we have none */
-    int64_t czxid;      /* our claim's creation zxid: the epoch once it owns */
-    int owned;          /* on_acquired accepted it */
-    int dirty;          /* re-examine this partition */
-    int uncertain;      /* a create ended in connection loss: look before creating */
-    int64_t retry_at;   /* don't re-examine before this (backoff after errors) */
-    int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
-    /* Taken as a standby (standby_promote) before the coordinator named us:
-     * assigned until an assignment newer than promoted_gen decides. */
-    int promoted;
-    int64_t promoted_gen;
-} mpart_t;
-
-/* What we stand by for (assignment "standby"): owner's resources, which we
- * take the moment its member node is marked leaving or deleted. */
-typedef struct {
-    char *owner;
-    int32_t *rids;
-    size_t n;
-    int armed;  /* a watch is set on workers/<owner> */
-    int fired;  /* the owner's node changed or went: take rids (standby_promote) */
-    int verify; /* we took rids: the next watch also asks whether the owner lives */
-    int alive;  /* the owner is live and not leaving (a new incarnation): give
-                 * back what we took from it that no newer assignment gave us */
-} mstandby_t;
-
-typedef struct {
-    char *name;
-    mpart_t st;
-} mkey_t;
-
-struct baton_membership_s {
-    baton_membership_conf_t conf;
-    baton_membership_cbs_t cbs;
-    mkey_t *keys; /* every key we were ever assigned; rid -(k+1) */
-    int32_t nkeys;
-    char label[BATON_ID_MAX + 16]; /* res_label's buffer */
-    int next_ms;                   /* what the last poll asked for */
-    int64_t rejoin_at;             /* no session (it expired): next attempt to rejoin */
-    baton_zk_t *zk;
-    char *base;
-    char *member_path;
-    char session_hex[17];
-    int64_t session; /* the session id session_hex spells (our claims carry it) */
-    baton_config_t config;
-    mpart_t *parts;
-    int32_t nparts;
-    int assignment_dirty;
-    int64_t generation;
-    int all_dirty;
-    int disconnected; /* we saw the connection drop and have not heard back */
-    int member_dirty; /* look at workers/<id> again (and re-arm its watch) */
-    int evicted;      /* our member node went while our session lived: fatal */
-    heartbeat_t *hb;  /* liveness probe (see probe_send) */
-    int silent;       /* self-suspended: heard nothing for 2/3 of the timeout */
-    /* Newly assigned resources not yet told to on_assigned (assigned_flush):
-     * told while their claims are in flight. */
-    int32_t *added;
-    size_t nadded, addedcap;
-    mstandby_t *standby; /* sorted by owner */
-    size_t nstandby;
-    baton_zk_auth_t *auth;       /* ZooKeeper identity (copy), or NULL */
-    baton_log_sink_t *log;       /* log sink (copy; set by every entry point), or NULL */
-    baton_membership_ext_t keep; /* its keep and keep_free only */
-};
 
 static void session_hex(baton_membership_t *m) {
     m->session = baton_zk_session_id(m->zk);
     snprintf(m->session_hex, sizeof(m->session_hex), "%016llx", (unsigned long long)m->session);
-}
-
-/* ---- resources ------------------------------------------------------------ */
-
-static void standby_clear(baton_membership_t *m);
-
-static int32_t rid_count(const baton_membership_t *m) { return m->nparts + m->nkeys; }
-/* The i-th resource, partitions first. */
-static int32_t rid_at(const baton_membership_t *m, int32_t i) {
-    return i < m->nparts ? i : -(i - m->nparts + 1);
-}
-static mpart_t *res_st(baton_membership_t *m, int32_t rid) {
-    return rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
-}
-static char *claims_dir(const baton_membership_t *m, int32_t rid) {
-    if (rid >= 0)
-        return baton_layout_partition_claims(m->base, rid);
-    return baton_layout_key_claims(m->base, m->keys[-rid - 1].name);
-}
-/* "partition=3" or "key=nightly", for log lines (one per line). */
-static const char *res_label(baton_membership_t *m, int32_t rid) {
-    if (rid >= 0)
-        snprintf(m->label, sizeof(m->label), "partition=%d", rid);
-    else
-        snprintf(m->label, sizeof(m->label), "key=%s", m->keys[-rid - 1].name);
-    return m->label;
-}
-static baton_resource_t res_public(const baton_membership_t *m, int32_t rid) {
-    if (rid >= 0)
-        return (baton_resource_t){.kind = BATON_RESOURCE_PARTITION, .partition = rid};
-    return (baton_resource_t){
-        .kind = BATON_RESOURCE_KEY, .partition = -1, .key = m->keys[-rid - 1].name};
-}
-static int32_t key_find(const baton_membership_t *m, const char *name, size_t len) {
-    for (int32_t k = 0; k < m->nkeys; k++)
-        if (strlen(m->keys[k].name) == len && memcmp(m->keys[k].name, name, len) == 0)
-            return -(k + 1);
-    return 0; /* 0 is a partition rid, never a key's: "not found" */
-}
-static int32_t key_add(baton_membership_t *m, const char *name) {
-    int32_t rid = key_find(m, name, strlen(name));
-    if (rid < 0)
-        return rid;
-    m->keys = xrealloc(m->keys, sizeof(mkey_t) * (size_t)(m->nkeys + 1));
-    memset(&m->keys[m->nkeys], 0, sizeof(mkey_t));
-    m->keys[m->nkeys].name = xstrdup(name);
-    return -(++m->nkeys);
-}
-/* The rid of a public resource, or 0 with *ok = 0 if we never heard of it. */
-static int32_t res_rid(const baton_membership_t *m, const baton_resource_t *r, int *ok) {
-    *ok = 0;
-    if (!r)
-        return 0;
-    if (r->kind == BATON_RESOURCE_PARTITION) {
-        *ok = r->partition >= 0 && r->partition < m->nparts;
-        return r->partition;
-    }
-    if (r->kind != BATON_RESOURCE_KEY || !r->key)
-        return 0;
-    int32_t rid = key_find(m, r->key, strlen(r->key));
-    *ok = rid < 0;
-    return rid;
-}
-static int cb_acquired(baton_membership_t *m, int32_t rid, int64_t epoch) {
-    baton_resource_t r = res_public(m, rid);
-    return m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, &r, epoch) : BATON_OK;
-}
-static void cb_released(baton_membership_t *m, int32_t rid, baton_release_reason_t why) {
-    baton_resource_t r = res_public(m, rid);
-    if (m->cbs.on_released)
-        m->cbs.on_released(m->cbs.opaque, &r, why);
 }
 
 const char *baton_release_reason_name(baton_release_reason_t r) {
@@ -201,107 +43,8 @@ const char *baton_release_reason_name(baton_release_reason_t r) {
     return "unknown";
 }
 
-/* --- self-suspension --------------------------------------------------------
- * The server expires a session it has not heard from for the session
- * timeout T, and the C client only reports a disconnect after hearing
- * nothing for 2/3 T -- and our own thread may learn even that late (it may
- * have been paused, or busy in a slow sink write). So the member measures
- * silence itself: it sends a small asynchronous probe (an exists on its
- * member node) every T/6, and counts the server as heard at the *send* time
- * of the latest answered probe (the server renewed the session after that
- * moment, so the session lives until at least then + T). Writes stop once
- * that is 2/3 T old; they resume only when a probe of the same session is
- * answered; an expired session never answers one. Probing every T/6 keeps
- * the window between "suspended" and "possibly expired" at least T/6 wide
- * and replaces the client's own pings (it pings only an idle connection). */
-
-/* An event type ZooKeeper never uses: a probe answered while we were
- * silent, queued so the owner's poll wakes and resumes at once. */
-#define PROBE_EVENT 0x6272
-
-static int64_t silence_limit_ms(const baton_membership_t *m) {
-    return (int64_t)baton_zk_session_timeout(m->zk) * 2 / 3;
-}
-
-static int64_t probe_interval_ms(const baton_membership_t *m) {
-    int64_t i = (int64_t)baton_zk_session_timeout(m->zk) / 6;
-    return i < 20 ? 20 : i;
-}
-
-/* The server answered a request sent at t: heard_ms only rises, whichever
- * thread (owner or completion) stores. */
-static void heard_max(heartbeat_t *hb, int64_t t) {
-    int64_t cur = atomic_load(&hb->heard_ms);
-    while (cur < t && !atomic_compare_exchange_weak(&hb->heard_ms, &cur, t)) {
-    }
-}
-
-/* ZooKeeper's completion thread: only atomics and the event queue. */
-static void probe_done(int rc, const struct Stat *st, const void *data) {
-    (void)st;
-    heartbeat_t *hb = (heartbeat_t *)data;
-    if (rc == ZOK || rc == ZNONODE) {
-        heard_max(hb, atomic_load(&hb->sent_ms));
-        if (atomic_load(&hb->wake))
-            baton_zk_watcher(NULL, PROBE_EVENT, 0, NULL, hb->zk);
-    }
-    atomic_store(&hb->inflight, 0);
-}
-
-/* Owner thread: the server answered a request sent at t. */
-static void probe_heard(baton_membership_t *m, int64_t t) { heard_max(m->hb, t); }
-
-/* Owner thread: a fresh session was just established at or after t0. */
-static void probe_reset(baton_membership_t *m, int64_t t0) {
-    heartbeat_t *hb = m->hb;
-    hb->zk = m->zk;
-    atomic_store(&hb->sent_ms, 0);
-    atomic_store(&hb->heard_ms, t0);
-    atomic_store(&hb->inflight, 0);
-    atomic_store(&hb->wake, 0);
-    m->silent = 0;
-}
-
-/* Owner thread: sends a probe when one is due, logs suspension and
- * resumption, and returns how soon it wants to run again. */
-static int probe_tick(baton_membership_t *m) {
-    heartbeat_t *hb = m->hb;
-    int64_t now = baton_now_ms(), interval = probe_interval_ms(m);
-    /* Silence first, then the next probe: measured after sending, a probe
-     * answered before this thread looks again (it may be preempted right
-     * after the send) would hide a stall it just woke from. */
-    int64_t silent = now - atomic_load(&hb->heard_ms), limit = silence_limit_ms(m);
-    if (silent >= limit && !m->silent) {
-        m->silent = 1;
-        atomic_store(&hb->wake, 1);
-        BLOG_WARN("event=zk_silent session=0x%s silent_ms=%lld limit_ms=%lld timeout_ms=%d "
-                  "action=suspend_writes",
-                  m->session_hex, (long long)silent, (long long)limit,
-                  baton_zk_session_timeout(m->zk));
-    } else if (silent < limit && m->silent) {
-        m->silent = 0;
-        atomic_store(&hb->wake, 0);
-        BLOG_INFO("event=zk_heard session=0x%s action=resume_writes", m->session_hex);
-    }
-    if (baton_zk_connected(m->zk) && !atomic_load(&hb->inflight) &&
-        now - atomic_load(&hb->sent_ms) >= interval) {
-        atomic_store(&hb->sent_ms, now);
-        atomic_store(&hb->inflight, 1);
-        if (zoo_aexists(baton_zk_handle(m->zk), m->member_path, 0, probe_done, hb) != ZOK)
-            atomic_store(&hb->inflight, 0);
-    }
-    int64_t next =
-        atomic_load(&hb->inflight) ? interval : atomic_load(&hb->sent_ms) + interval - now;
-    if (!m->silent && limit - silent < next)
-        next = limit - silent;
-    return next < 0 ? 0 : next > 1000 ? 1000 : (int)next;
-}
-
-/* Registers workers/<id> (ephemeral). A node of another session with our id
- * may be a previous incarnation whose session has not expired yet: wait up
- * to one session timeout for it to go before calling the id taken. */
 /* Our member node's body; leaving marks a graceful leave. */
-static char *member_body(const baton_membership_t *m, int leaving) {
+char *mb_member_body(const baton_membership_t *m, int leaving) {
     char host[256] = "";
     gethostname(host, sizeof(host) - 1);
     baton_member_t me = {.pid = getpid(), .capacity = m->conf.capacity, .leaving = leaving};
@@ -319,8 +62,11 @@ static char *member_body(const baton_membership_t *m, int leaving) {
     return baton_member_encode(&me);
 }
 
+/* Registers workers/<id> (ephemeral). A node of another session with our id
+ * may be a previous incarnation whose session has not expired yet: wait up
+ * to one session timeout for it to go before calling the id taken. */
 static int register_member(baton_membership_t *m, char *errstr, size_t n) {
-    char *data = member_body(m, 0);
+    char *data = mb_member_body(m, 0);
     int64_t deadline = baton_now_ms() + baton_zk_session_timeout(m->zk) + 2000;
     int waited = 0;
     int err;
@@ -329,7 +75,7 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
         err = baton_zk_create(m->zk, m->member_path, data, strlen(data), ZOO_EPHEMERAL, NULL, 0,
                               NULL);
         if (err != BATON_CONNECTION && err != BATON_EXPIRED)
-            probe_heard(m, sent); /* the server answered: waiting here is not silence */
+            mb_probe_heard(m, sent); /* the server answered: waiting here is not silence */
         if (err == BATON_CONNECTION) {
             baton_sleep_ms(RETRY_MS);
             continue; /* the create may have landed: the EXISTS path below adopts it */
@@ -368,22 +114,13 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
     return BATON_OK;
 }
 
-static int grow_parts(baton_membership_t *m, int32_t nparts) {
-    if (nparts <= m->nparts)
-        return 0;
-    m->parts = xrealloc(m->parts, sizeof(mpart_t) * (size_t)nparts);
-    memset(m->parts + m->nparts, 0, sizeof(mpart_t) * (size_t)(nparts - m->nparts));
-    m->nparts = nparts;
-    return 1;
-}
-
 static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
     int64_t t0 = baton_now_ms(); /* the session cannot have been renewed before this */
     int err = baton_zk_connect(m->conf.zk_hosts, m->conf.session_timeout_ms,
                                m->conf.connect_timeout_ms, m->auth, &m->zk, errstr, n);
     if (err != BATON_OK)
         return err;
-    probe_reset(m, t0);
+    mb_probe_reset(m, t0);
     session_hex(m);
     BLOG_INFO("event=zk_connected session=0x%s timeout_ms=%d", m->session_hex,
               baton_zk_session_timeout(m->zk));
@@ -394,7 +131,7 @@ static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
         return baton_seterr(errstr, n, BATON_CONFLICT, "group topic changed from '%s' to '%s'",
                             m->config.topic, cfg.topic);
     m->config = cfg;
-    grow_parts(m, cfg.partitions);
+    mb_grow_parts(m, cfg.partitions);
     if ((err = register_member(m, errstr, n)) != BATON_OK)
         return err;
     m->assignment_dirty = 1;
@@ -459,6 +196,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     m->cbs = *cbs;
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
     m->member_path = baton_layout_worker(m->base, m->conf.id);
+    baton_res_table_init(&m->res, m->base, 0);
     m->hb = xcalloc(1, sizeof(*m->hb));
     m->auth = baton_zk_auth_dup(ext ? ext->zk_auth : NULL);
     m->log = baton_log_sink_dup(ext ? ext->log : NULL);
@@ -481,11 +219,9 @@ void baton_membership_destroy(baton_membership_t *m) {
     baton_zk_auth_destroy(m->auth);
     free(m->hb);
     free(m->added);
-    standby_clear(m);
-    free(m->parts);
-    for (int32_t k = 0; k < m->nkeys; k++)
-        free(m->keys[k].name);
-    free(m->keys);
+    mb_standby_clear(m);
+    free(m->st);
+    baton_res_table_free(&m->res);
     free(m->member_path);
     free(m->base);
     free(m->log);
@@ -496,7 +232,7 @@ void baton_membership_destroy(baton_membership_t *m) {
 
 const char *baton_membership_topic(const baton_membership_t *m) { return m->config.topic; }
 baton_zk_t *baton_membership__zk(const baton_membership_t *m) { return m->zk; }
-int32_t baton_membership_partitions(const baton_membership_t *m) { return m->nparts; }
+int32_t baton_membership_partitions(const baton_membership_t *m) { return m->res.npartitions; }
 int baton_membership_fd(const baton_membership_t *m) {
     return m->zk ? baton_zk_fd(m->zk) : -1; /* -1 between sessions: poll ignores it */
 }
@@ -506,1121 +242,92 @@ int baton_membership_can_write(const baton_membership_t *m) {
         return 0;
     /* Computed now, not at the last poll: a thread that was paused must not
      * write on the strength of what it heard before the pause. */
-    return baton_now_ms() - atomic_load(&m->hb->heard_ms) < silence_limit_ms(m);
+    return baton_now_ms() - atomic_load(&m->hb->heard_ms) < mb_silence_limit_ms(m);
 }
 
 int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
 
-/* Deletes our claim on p (only our own node, by its exact name). */
-static void delete_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    if (!mp->claim[0])
-        return;
-    char *dir = claims_dir(m, p);
-    char *path = baton_layout_child(dir, mp->claim);
-    int err = baton_zk_delete(m->zk, path, -1);
-    if (err != BATON_OK && err != BATON_NOTFOUND)
-        BLOG_WARN("event=release_failed %s claim=%s error=%s", res_label(m, p), mp->claim,
-                  baton_err_name(err));
-    else
-        BLOG_INFO("event=released %s epoch=%lld", res_label(m, p), (long long)mp->czxid);
-    free(path);
-    free(dir);
-    mp->claim[0] = 0;
-    mp->czxid = 0;
-    mp->owned = 0;
-}
-
-static void drop_rid(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    BLOG_WARN("event=drop %s epoch=%lld reason=fenced", res_label(m, p), (long long)mp->czxid);
-    delete_claim(m, p);
-    mp->dirty = 1;
-    mp->retry_at = baton_now_ms() + RETRY_MS;
+/* The state of a public resource, or NULL if we never heard of it. */
+static mpart_t *st_of(const baton_membership_t *m, const baton_resource_t *r, long *row) {
+    *row = baton_res_table_find(&m->res, r);
+    return *row >= 0 ? &m->st[*row] : NULL;
 }
 
 void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r) {
     BATON_LOG_SCOPE(m->log);
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (ok)
-        drop_rid(m, rid);
+    long row;
+    if (st_of(m, r, &row))
+        mb_drop_row(m, (size_t)row);
 }
 
 int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (!ok)
-        return 0;
-    const mpart_t *mp = rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
-    return mp->owned && mp->czxid == epoch && baton_membership_can_write(m);
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    return mp && mstate_owned(mp->state) && mp->czxid == epoch && baton_membership_can_write(m);
 }
 
 int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (!ok)
-        return 0;
-    return rid >= 0 ? m->parts[rid].assigned : m->keys[-rid - 1].st.assigned;
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    return mp ? mstate_assigned(mp->state) : 0;
 }
 
 int baton_membership_claim_path(const baton_membership_t *m, const baton_resource_t *r, char *buf,
                                 size_t size) {
-    int ok;
-    int32_t rid = res_rid(m, r, &ok);
-    if (!ok || !buf || size == 0)
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    if (!mp || !buf || size == 0)
         return BATON_INVALID;
-    const mpart_t *mp = rid >= 0 ? &m->parts[rid] : &m->keys[-rid - 1].st;
     if (!mp->claim[0])
         return BATON_NOTFOUND;
-    char *dir = claims_dir(m, rid);
+    char *dir = baton_res_claims_of(m->base, baton_res_at(&m->res, (size_t)row));
     int w = snprintf(buf, size, "%s/%s", dir, mp->claim);
     free(dir);
     return w >= 0 && (size_t)w < size ? BATON_OK : BATON_INVALID;
 }
 
-static void assigned_note(baton_membership_t *m, int32_t rid);
-
-/* A watch's path and handle, for its completion (own_watch_done,
- * standby_watch_done). */
-typedef struct {
-    baton_zk_t *zk;
-    char path[];
-} own_watch_t;
-
-/* Sets an exists-watch on path without waiting for the answer, which goes
- * to done (on ZooKeeper's completion thread; it frees the own_watch_t).
- * Returns ZOK, or the client's error when nothing was sent. */
-static int watch_send(baton_membership_t *m, const char *path, stat_completion_t done) {
-    size_t len = strlen(path) + 1;
-    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
-    ow->zk = m->zk;
-    memcpy(ow->path, path, len);
-    int rc = zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
-    if (rc != ZOK)
-        free(ow);
-    return rc;
-}
-
-/* ---- standby -------------------------------------------------------------
- * The coordinator names, for each resource, the worker it would move it to
- * if its owner left (coordinator/coord_standby.h). That standby watches the
- * owner's member node, and when the node is marked leaving or deleted it
- * takes the resources at once, as if assigned: it claims them (queued
- * behind the owner's claims until those go) and fetches ahead, while the
- * coordinator is still reacting to the same news. Its later publish names
- * the same worker, so nothing moves twice; if it names another, we are
- * revoked as usual. Claims and the sink's fence stay the only gates. */
-
-static void standby_clear(baton_membership_t *m) {
-    for (size_t i = 0; i < m->nstandby; i++) {
-        free(m->standby[i].owner);
-        free(m->standby[i].rids);
-    }
-    free(m->standby);
-    m->standby = NULL;
-    m->nstandby = 0;
-}
-
-static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
-    for (size_t i = 0; i < m->nstandby; i++)
-        if (strcmp(m->standby[i].owner, owner) == 0)
-            return &m->standby[i];
-    return NULL;
-}
-
-/* Replaces our standby list with the assignment's, keeping what we know of
- * owners still in it (their watch, news not yet acted on). */
-static void standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa) {
-    mstandby_t *next = xcalloc(wa->nstandby + 1, sizeof(*next));
-    size_t n = 0;
-    for (size_t i = 0; i < wa->nstandby; i++) {
-        const baton_standby_t *s = &wa->standby[i];
-        if (strcmp(s->owner, m->conf.id) == 0)
-            continue;
-        mstandby_t *e = &next[n];
-        *e = (mstandby_t){.owner = xstrdup(s->owner)};
-        e->rids = xmalloc(sizeof(int32_t) * (s->npartitions + s->nkeys + 1));
-        for (size_t j = 0; j < s->npartitions; j++)
-            if (s->partitions[j] < m->nparts)
-                e->rids[e->n++] = s->partitions[j];
-        for (size_t j = 0; j < s->nkeys; j++)
-            e->rids[e->n++] = key_add(m, s->keys[j]);
-        const mstandby_t *old = standby_find(m, s->owner);
-        if (old) {
-            e->armed = old->armed;
-            e->fired = old->fired;
-            e->verify = old->verify;
-            e->alive = old->alive;
-        }
-        n++;
-    }
-    standby_clear(m);
-    m->standby = next;
-    m->nstandby = n;
-}
-
-/* ZooKeeper's completion thread: the answer to a watch set on an owner's
- * member node. ZNONODE means the owner is gone already: queued as the
- * node's deletion, which the next poll acts on. Queues, nothing else. */
-static void standby_watch_done(int rc, const struct Stat *st, const void *data) {
-    (void)st;
-    own_watch_t *ow = (own_watch_t *)data;
-    if (rc == ZNONODE)
-        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
-    free(ow);
-}
-
-/* The owner's node as the watch set after a promotion found it: live and
- * not leaving (another incarnation under its id, or a spurious event) is
- * queued as its creation, which makes us give back what we took (an owner
- * that restarted with its id while the coordinator did not publish, say).
- * Gone: an exists watch waits for its next incarnation. Queues, nothing
- * else (on ZooKeeper's completion thread). */
-static void standby_reborn_done(int rc, const struct Stat *st, const void *data) {
-    (void)st;
-    own_watch_t *ow = (own_watch_t *)data;
-    if (rc == ZOK) /* created meanwhile: the watch is on the new node */
-        baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
-    free(ow);
-}
-
-static void standby_verify_done(int rc, const char *value, int len, const struct Stat *st,
-                                const void *data) {
-    (void)st;
-    own_watch_t *ow = (own_watch_t *)data;
-    if (rc == ZOK) {
-        baton_member_t mb;
-        char why[128];
-        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
-                BATON_OK &&
-            !mb.leaving)
-            baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
-        free(ow);
-    } else if (rc == ZNONODE) {
-        /* getData leaves no watch on a missing node; exists does. */
-        if (zoo_awexists(baton_zk_handle(ow->zk), ow->path, baton_zk_watcher, ow->zk,
-                         standby_reborn_done, ow) != ZOK)
-            free(ow);
-    } else {
-        free(ow);
-    }
-}
-
-/* Sets the watch on every owner's member node not watched yet, without
- * waiting for the answers (off the handoff's path). After a promotion the
- * watch is a read (standby_verify_done): is the owner still what we took
- * over from? */
-static void standby_arm(baton_membership_t *m) {
-    for (size_t i = 0; i < m->nstandby; i++) {
-        mstandby_t *e = &m->standby[i];
-        if (e->armed)
-            continue;
-        char *path = baton_layout_worker(m->base, e->owner);
-        if (e->verify) {
-            size_t len = strlen(path) + 1;
-            own_watch_t *ow = xmalloc(sizeof(*ow) + len);
-            ow->zk = m->zk;
-            memcpy(ow->path, path, len);
-            e->armed = zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk,
-                                 standby_verify_done, ow) == ZOK;
-            if (!e->armed)
-                free(ow);
-            e->verify = !e->armed;
-        } else {
-            /* Not sent: armed stays 0, tried again next poll. */
-            e->armed = watch_send(m, path, standby_watch_done) == ZOK;
-        }
-        free(path);
-    }
-}
-
-/* A watch fired on workers/<id>: if we stand by for id, its node changed
- * (a member rewrites its node only to mark its leave) or went. Watches are
- * one-shot: after a change or a (re)creation the node is watched again
- * (the next poll's standby_arm), so its deletion is seen too; after a
- * deletion it is not (a watch set on a missing node would answer ZNONODE,
- * which is queued as a deletion again: a loop). A new incarnation's
- * creation fires the watch that ZNONODE left. */
-static void standby_note(baton_membership_t *m, const char *id, int type) {
-    mstandby_t *e = standby_find(m, id);
-    if (!e)
-        return;
-    if (type != ZOO_DELETED_EVENT)
-        e->armed = 0;
-    if (type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT)
-        e->fired = type;
-    if (type == ZOO_CREATED_EVENT) /* a new incarnation, or found live */
-        e->alive = 1;
-}
-
-/* Whether workers/<owner> exists now: a deletion event may be an earlier
- * incarnation's, drained together with an assignment that already names
- * the next one (then it is not a departure). An error counts as gone: the
- * claims queue and the sink's fence still decide. */
-static int standby_owner_exists(baton_membership_t *m, const char *owner) {
-    char *path = baton_layout_worker(m->base, owner);
-    int err = baton_zk_exists(m->zk, path, 0, NULL);
-    free(path);
-    return err == BATON_OK;
-}
-
-/* The owner is live and not leaving: gives back what we took from it as
- * its standby and no assignment since has given us (promoted_gen is still
- * the current generation). Its own claims then become lowest; the
- * coordinator's republish (event=member_incarnation) and its watchdog end
- * any promotion this misses. */
-static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
-    size_t gave = 0;
-    for (size_t j = 0; j < e->n; j++) {
-        mpart_t *mp = res_st(m, e->rids[j]);
-        if (!mp->promoted || mp->promoted_gen != m->generation)
-            continue;
-        mp->promoted = 0;
-        mp->assigned = 0;
-        mp->dirty = 1;
-        mp->retry_at = 0;
-        gave++;
-    }
-    if (gave)
-        BLOG_INFO("event=standby_given_back owner=%s reason=owner_live resources=%zu "
-                  "generation=%lld",
-                  e->owner, gave, (long long)m->generation);
-}
-
-/* Takes what the owners that left stand us by for: marks it assigned (the
- * claims loop claims it, on_assigned fetches ahead). */
-static void standby_promote(baton_membership_t *m) {
-    for (size_t i = 0; i < m->nstandby; i++) {
-        mstandby_t *e = &m->standby[i];
-        if (e->alive) {
-            e->alive = 0;
-            standby_give_back(m, e);
-        }
-        if (!e->fired)
-            continue;
-        if (e->fired == ZOO_DELETED_EVENT && standby_owner_exists(m, e->owner)) {
-            /* Back already, as another incarnation: not a departure. Watch
-             * the new node (a watch on it is safe: it exists). */
-            BLOG_INFO("event=standby_skipped_promotion owner=%s reason=owner_live", e->owner);
-            e->fired = 0;
-            e->armed = 0;
-            continue;
-        }
-        size_t took = 0;
-        for (size_t j = 0; j < e->n; j++) {
-            mpart_t *mp = res_st(m, e->rids[j]);
-            if (mp->assigned)
-                continue;
-            mp->assigned = 1;
-            mp->promoted = 1;
-            mp->promoted_gen = m->generation;
-            mp->dirty = 1;
-            mp->retry_at = 0;
-            assigned_note(m, e->rids[j]);
-            took++;
-        }
-        /* Whatever we took, or after a deletion: the next watch reads the
-         * owner's node, to give back if it turns out live (a restart). */
-        if (took || e->fired == ZOO_DELETED_EVENT) {
-            e->verify = 1;
-            e->armed = 0;
-        }
-        if (took) { /* none: taken already (the mark, then the deletion) */
-            baton_metric_add(baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS), (double)took);
-            BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
-                      e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
-                      (long long)m->generation);
-        }
-        e->fired = 0;
-    }
-}
-
-/* Notes rid as newly assigned, for on_assigned. */
-static void assigned_note(baton_membership_t *m, int32_t rid) {
-    if (!m->cbs.on_assigned)
-        return;
-    if (m->nadded == m->addedcap) {
-        m->addedcap = m->addedcap ? m->addedcap * 2 : 16;
-        m->added = xrealloc(m->added, sizeof(*m->added) * m->addedcap);
-    }
-    m->added[m->nadded++] = rid;
-}
-
-/* Tells on_assigned what was noted and is still assigned and not owned. */
-static void assigned_flush(baton_membership_t *m) {
-    if (m->nadded == 0)
-        return;
-    baton_resource_t *rs = xmalloc(sizeof(*rs) * m->nadded);
-    size_t n = 0;
-    for (size_t i = 0; i < m->nadded; i++) {
-        const mpart_t *mp = res_st(m, m->added[i]);
-        if (mp->assigned && !mp->owned)
-            rs[n++] = res_public(m, m->added[i]);
-    }
-    m->nadded = 0;
-    if (n)
-        m->cbs.on_assigned(m->cbs.opaque, rs, n);
-    free(rs);
-}
-
-/* Whether a resource the assignment lists (listed) or not stays assigned:
- * one we took as a standby stays ours until an assignment newer than the
- * one we promoted on decides (the coordinator's publish after the
- * departure), or until it lists it (then it is simply ours). */
-static int promoted_keep(mpart_t *mp, int listed, int64_t generation) {
-    if (!mp->promoted)
-        return listed;
-    if (listed || generation > mp->promoted_gen) {
-        mp->promoted = 0;
-        return listed;
-    }
-    return 1;
-}
-
-/* Reads assignment/<id> (leaving a watch) and marks changed partitions;
- * notes the newly assigned ones for on_assigned. */
-static int read_assignment(baton_membership_t *m) {
-    char *path = baton_layout_assignment_of(m->base, m->conf.id);
-    char *data = NULL;
-    size_t len = 0;
-    baton_worker_assignment_t wa = {0};
-    int err = baton_zk_get(m->zk, path, 1, &data, &len, NULL);
-    if (err == BATON_NOTFOUND) {
-        /* Not assigned yet: watch for the node's creation. */
-        err = baton_zk_exists(m->zk, path, 1, NULL);
-        if (err == BATON_OK) {
-            err = BATON_CONNECTION; /* created meanwhile: read again */
-            goto out;
-        }
-        if (err != BATON_NOTFOUND)
-            goto out;
-        err = BATON_OK;
-    } else if (err != BATON_OK) {
-        goto out;
-    } else {
-        char why[256];
-        if (baton_worker_assignment_decode(data, len, &wa, why, sizeof(why)) != BATON_OK) {
-            /* Keep what we own: the coordinator rewrites a bad node, and the
-             * sink fences whatever we keep too long. */
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=keep_current", path, why);
-            err = BATON_OK;
-            goto out;
-        }
-    }
-    size_t k = 0;
-    for (int32_t p = 0; p < m->nparts; p++) {
-        int want = 0;
-        while (k < wa.npartitions && wa.partitions[k] < p)
-            k++;
-        if (k < wa.npartitions && wa.partitions[k] == p)
-            want = 1;
-        want = promoted_keep(&m->parts[p], want, wa.generation);
-        if (want != m->parts[p].assigned) {
-            m->parts[p].assigned = want;
-            m->parts[p].dirty = 1;
-            if (want && !m->parts[p].owned)
-                assigned_note(m, p);
-        }
-    }
-    /* Keys: every key listed is ours; every key we know and is not, is not. */
-    for (size_t i = 0; i < wa.nkeys; i++)
-        key_add(m, wa.keys[i]);
-    for (int32_t k = 0; k < m->nkeys; k++) {
-        mpart_t *mk = &m->keys[k].st;
-        /* wa.keys is NULL when no key is assigned: bsearch must not see it. */
-        int want = wa.nkeys > 0 && bsearch(&m->keys[k].name, wa.keys, wa.nkeys, sizeof(char *),
-                                           baton_strcmp_p) != NULL;
-        want = promoted_keep(mk, want, wa.generation);
-        if (want != mk->assigned) {
-            mk->assigned = want;
-            mk->dirty = 1;
-            if (want && !mk->owned)
-                assigned_note(m, -(k + 1));
-        }
-    }
-    for (size_t i = 0; i < wa.npartitions; i++)
-        if (wa.partitions[i] >= m->nparts)
-            BLOG_WARN("event=assignment_out_of_range partition=%d partitions=%d", wa.partitions[i],
-                      m->nparts);
-    if (wa.generation != m->generation)
-        BLOG_INFO("event=assignment generation=%lld partitions=%zu keys=%zu standby_for=%zu",
-                  (long long)wa.generation, wa.npartitions, wa.nkeys, wa.nstandby);
-    m->generation = wa.generation;
-    standby_update(m, &wa);
-out:
-    baton_worker_assignment_release(&wa);
-    free(data);
-    free(path);
-    return err;
-}
-
-/* Deletes dir/name, a second claim of our session beside keep (a create
- * whose reply was lost landed after all): waiting behind it would last as
- * long as our session, and left behind ours it would block the next owner. */
-static void claim_delete_duplicate(baton_membership_t *m, int32_t p, const char *dir,
-                                   const char *name, const char *keep) {
-    char *path = baton_layout_child(dir, name);
-    int e = baton_zk_delete(m->zk, path, -1);
-    BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s", res_label(m, p),
-              name, keep, baton_err_name(e));
-    free(path);
-}
-
-/* After a create whose reply was lost: finds the claim it may have made,
- * by our session id in the name and as its ephemeral owner (a claim of an
- * earlier session, even with our worker id, is never ours). Sets mp->claim
- * if found and clears uncertain; an error keeps it uncertain. */
-static int find_own_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    char *dir = claims_dir(m, p);
-    int err = BATON_OK;
-    {
-        char **names = NULL;
-        size_t n = 0;
-        /* The create may have gone through another server: catch up with
-         * the leader first, or the listing can miss it (then we would
-         * create a second claim, behind our own; queue_decide mends that
-         * too). */
-        if ((err = baton_zk_sync(m->zk, dir)) != BATON_OK ||
-            (err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
-            goto out;
-        int found = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!baton_claim_of_session(names[i], m->session))
-                continue;
-            char *path = baton_layout_child(dir, names[i]);
-            struct Stat st;
-            int e = baton_zk_exists(m->zk, path, 0, &st);
-            if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk) && found) {
-                /* Names sort by sequence: we keep the lowest, found first. */
-                claim_delete_duplicate(m, p, dir, names[i], mp->claim);
-            } else if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
-                found = 1;
-                snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
-                mp->czxid = st.czxid;
-                BLOG_INFO("event=claim_recovered %s claim=%s", res_label(m, p), mp->claim);
-            } else if (e != BATON_OK && e != BATON_NOTFOUND) {
-                err = e; /* cannot tell: stay uncertain rather than create twice */
-            }
-            free(path);
-        }
-        baton_zk_strings_free(names, n);
-        if (err == BATON_OK)
-            mp->uncertain = 0;
-    }
-out:
-    free(dir);
-    return err;
-}
-
-/* Creates our claim on p, or finds the one a lost reply created. */
-static int create_claim(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    int err = BATON_OK;
-    if (mp->uncertain) {
-        if ((err = find_own_claim(m, p)) != BATON_OK || mp->claim[0])
-            return err;
-    }
-    char *dir = claims_dir(m, p);
-    baton_claim_t claim = {.generation = m->generation};
-    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
-    char *data = baton_claim_encode(&claim);
-    char *prefix = baton_layout_claim_create(dir, m->session);
-    char created[512];
-    struct Stat st;
-    err = baton_zk_create(m->zk, prefix, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL, created,
-                          sizeof(created), &st);
-    if (err == BATON_OK) {
-        snprintf(mp->claim, sizeof(mp->claim), "%s", strrchr(created, '/') + 1);
-        mp->czxid = st.czxid;
-        mp->claimed_ms = baton_now_ms();
-        BLOG_INFO("event=claimed %s claim=%s czxid=%lld", res_label(m, p), mp->claim,
-                  (long long)st.czxid);
-    } else if (err == BATON_CONNECTION) {
-        mp->uncertain = 1;
-    } else if (err == BATON_NOTFOUND) {
-        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", res_label(m, p), dir);
-    }
-    free(prefix);
-    free(data);
-    free(dir);
-    return err;
-}
-
-/* The first half of a queue check, given the claims listed in p's
- * directory: returns the path to watch (heap; our own claim when we are
- * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
- * is gone (then p is marked to be claimed again). *adopted: our claim is now
- * another of our session (a duplicate was deleted): its stat is not known. */
-static char *queue_decide(baton_membership_t *m, int32_t p, char **names, size_t n, int *waiting,
-                          int *adopted) {
-    mpart_t *mp = res_st(m, p);
-    *adopted = 0;
-    /* Every claim named with our session is ours (only our session creates
-     * such names, as its ephemerals). More than one: a create whose reply
-     * was lost landed after the listing that looked for it. Keep the
-     * lowest, which no other claim of ours may wait behind, and delete the
-     * others: one would block us, or block the next owner after we let go. */
-    char **own = xcalloc(n ? n : 1, sizeof(char *));
-    size_t nown = 0;
-    for (size_t i = 0; i < n; i++)
-        if (baton_claim_of_session(names[i], m->session))
-            own[nown++] = names[i];
-    const char *own_low = baton_claim_lowest(own, nown);
-    free(own);
-    if (nown > 1) {
-        /* An owner keeps the claim its epoch came from (the lowest of all);
-         * if that is gone, claim_lost below deals with it. */
-        const char *keep = own_low;
-        if (mp->owned) {
-            keep = NULL;
-            for (size_t i = 0; i < n; i++)
-                if (strcmp(names[i], mp->claim) == 0)
-                    keep = names[i];
-        }
-        char *dir = claims_dir(m, p);
-        for (size_t i = 0; keep && i < n; i++) {
-            if (names[i] == keep || !baton_claim_of_session(names[i], m->session))
-                continue;
-            claim_delete_duplicate(m, p, dir, names[i], keep);
-            if (strcmp(mp->claim, names[i]) == 0) { /* not owned: take the kept one */
-                snprintf(mp->claim, sizeof(mp->claim), "%s", keep);
-                mp->czxid = 0; /* learnt from its stat once it is lowest (queue_settle) */
-                *adopted = 1;
-            }
-            names[i][0] = 0; /* not a claim any more, below */
-        }
-        free(dir);
-    }
-    int found = 0;
-    const char *pred = baton_claim_predecessor(names, n, mp->claim, &found);
-    if (!found) {
-        /* Removed by someone else (an operator, or the coordinator's stuck
-         * handoff revoke): claim again if still assigned. */
-        BLOG_WARN("event=claim_lost %s claim=%s", res_label(m, p), mp->claim);
-        if (mp->owned)
-            cb_released(m, p, BATON_RELEASE_LOST);
-        mp->claim[0] = 0;
-        mp->owned = 0;
-        mp->dirty = 1;
-        return NULL;
-    }
-    *waiting = pred != NULL;
-    if (pred)
-        BLOG_DEBUG("event=waiting %s behind=%s", res_label(m, p), pred);
-    char *dir = claims_dir(m, p);
-    /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
-     * the predecessor only, so a release wakes one claimant, not a herd. */
-    char *watch_path = baton_layout_child(dir, pred ? pred : mp->claim);
-    free(dir);
-    return watch_path;
-}
-
-/* The second half: the watch was set (err, and st the watched node's
- * stat). The lowest claim owns p: take it (on_acquired). */
-static int queue_settle(baton_membership_t *m, int32_t p, int err, const struct Stat *st,
-                        int waiting) {
-    mpart_t *mp = res_st(m, p);
-    if (err == BATON_NOTFOUND) {
-        mp->dirty = 1; /* it went meanwhile: look again */
-        return BATON_OK;
-    }
-    if (err != BATON_OK || waiting)
-        return err;
-    /* Our own claim's stat: its czxid is the epoch (a batched create, see
-     * claims_create_batch, learns it only here). */
-    if (st && st->czxid)
-        mp->czxid = st->czxid;
-    if (!mp->owned) {
-        if (!baton_membership_can_write(m)) {
-            mp->dirty = 1;
-            return BATON_OK;
-        }
-        /* Owned while on_acquired runs, so baton_epoch_valid() holds there
-         * (an application fences its resource from inside the callback). */
-        mp->owned = 1;
-        int rc = cb_acquired(m, p, mp->czxid);
-        mp->owned = rc == BATON_OK;
-        if (rc == BATON_OK) {
-            if (mp->claimed_ms)
-                baton_metric_observe(baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS),
-                                     (double)(baton_now_ms() - mp->claimed_ms) / 1000.0);
-            mp->claimed_ms = 0;
-            BLOG_INFO("event=acquired %s epoch=%lld generation=%lld", res_label(m, p),
-                      (long long)mp->czxid, (long long)m->generation);
-        } else if (rc == BATON_STALE) {
-            drop_rid(m, p);
-        } else {
-            mp->dirty = 1;
-            mp->retry_at = baton_now_ms() + RETRY_MS;
-        }
-    }
-    return BATON_OK;
-}
-
-/* ---- batched claims --------------------------------------------------------
- * One poll may have many resources to claim (a cold start, a failover, a
- * join). A few (up to CLAIM_PIPELINE_MAX, a handoff) are created in the
- * same flight as their queue checks: one round trip when lowest. More go
- * in multis of up to CLAIM_MULTI_MAX first (one write transaction each),
- * then their queue checks (list the claims, set one watch) as pipelined
- * asynchronous requests: two round trips, not three per resource. A claim
- * that waits costs one more (the watch on its predecessor). The
- * completions run on ZooKeeper's completion thread and only store results
- * into a zbatch_t and signal; the owner's thread waits for them and acts.
- * (Not common/baton_zkbatch.h, the read batcher: this one mixes creates,
- * lists and watched exists in one flight, and gives up waiting past a bound,
- * leaving the batch to its last completion, as a member must not hang.) */
-
-typedef struct zbatch_s zbatch_t;
-
-typedef struct {
-    zbatch_t *b;
-    int rc;       /* the ZooKeeper result */
-    char **names; /* get_children: heap copies, freed with the batch */
-    size_t n;
-    char *created;  /* create: the new node's path (heap), freed with the batch */
-    struct Stat st; /* exists: the watched node's stat; create: the new node's */
-} zslot_t;
-
-struct zbatch_s {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int pending;   /* requests not completed yet */
-    int abandoned; /* the owner stopped waiting: the last completion frees */
-    size_t nslots;
-    zslot_t *slots;
-};
-
-static zbatch_t *zbatch_new(size_t n) {
-    zbatch_t *b = xcalloc(1, sizeof(*b));
-    pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, NULL);
-    b->nslots = n;
-    b->slots = xcalloc(n ? n : 1, sizeof(zslot_t));
-    for (size_t i = 0; i < n; i++)
-        b->slots[i] = (zslot_t){.b = b, .rc = ZAPIERROR};
-    return b;
-}
-
-static void zbatch_free(zbatch_t *b) {
-    for (size_t i = 0; i < b->nslots; i++) {
-        baton_zk_strings_free(b->slots[i].names, b->slots[i].n);
-        free(b->slots[i].created);
-    }
-    free(b->slots);
-    pthread_cond_destroy(&b->cv);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-}
-
-/* Any thread: one request of the batch finished (or was never sent). */
-static void zbatch_done(zslot_t *s, int rc) {
-    zbatch_t *b = s->b;
-    pthread_mutex_lock(&b->mu);
-    s->rc = rc;
-    int last = --b->pending == 0;
-    int orphan = last && b->abandoned;
-    if (last)
-        pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-    if (orphan)
-        zbatch_free(b);
-}
-
-/* ZooKeeper's completion thread: copies the names, nothing else. */
-static void zbatch_children_done(int rc, const struct String_vector *sv, const void *data) {
-    zslot_t *s = (zslot_t *)data;
-    if (rc == ZOK && sv && sv->count > 0) {
-        s->names = xcalloc((size_t)sv->count, sizeof(char *));
-        for (int i = 0; i < sv->count; i++)
-            s->names[i] = xstrdup(sv->data[i]);
-        s->n = (size_t)sv->count;
-    }
-    zbatch_done(s, rc);
-}
-
-static void zbatch_exists_done(int rc, const struct Stat *st, const void *data) {
-    zslot_t *s = (zslot_t *)data;
-    if (rc == ZOK && st)
-        s->st = *st;
-    zbatch_done(s, rc);
-}
-
-static void zbatch_create_done(int rc, const char *path, const struct Stat *st, const void *data) {
-    zslot_t *s = (zslot_t *)data;
-    if (rc == ZOK && path && st) {
-        s->created = xstrdup(path);
-        s->st = *st;
-    }
-    zbatch_done(s, rc);
-}
-
-/* ZooKeeper's completion thread: the answer to the watch set on a claim
- * taken in one round trip (claims_queue_batch; the create's reply named
- * the claim only then). A claim already gone (ZNONODE), or an answer lost
- * with the connection, is queued as that claim's deletion, so the owner's
- * next poll checks the queue again; a watch that was set reports a later
- * deletion itself. Queues, nothing else. */
-static void own_watch_done(int rc, const struct Stat *st, const void *data) {
-    (void)st;
-    own_watch_t *ow = (own_watch_t *)data;
-    if (rc != ZOK && rc != ZCLOSING)
-        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
-    free(ow);
-}
-
-/* Sets the watch on our claim at path without waiting for the answer. */
-static void own_watch_send(baton_membership_t *m, const char *path) {
-    /* Not sent: as own_watch_done does for a failed answer, queue it as the
-     * claim's deletion so the next poll looks at the queue again. */
-    int rc = watch_send(m, path, own_watch_done);
-    if (rc != ZOK && rc != ZCLOSING)
-        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
-}
-
-/* Owner thread: waits for every request of b. The ZooKeeper client
- * completes every request (with ZCONNECTIONLOSS when the connection goes),
- * so the bound is only a safety net: past it, b is handed to its last
- * completion to free and must not be touched; returns 0 then. */
-static int zbatch_wait(zbatch_t *b, int timeout_ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&b->mu);
-    while (b->pending > 0)
-        if (pthread_cond_timedwait(&b->cv, &b->mu, &until) != 0)
-            break;
-    int done = b->pending == 0;
-    if (!done)
-        b->abandoned = 1;
-    pthread_mutex_unlock(&b->mu);
-    return done;
-}
-
-/* Creates claims for rids[0..n-1] (none has one, none is uncertain) in one
- * multi; errs[i] gets each one's result. A multi is all or nothing: a lost
- * reply makes every one uncertain (lost-create recovery then looks for each
- * by our session id); another failure (a missing directory) retries them
- * one by one, so each gets its own error. The czxid of a claim made here is
- * learned by the queue check (queue_settle), from our own claim's stat. */
-static void claims_create_batch(baton_membership_t *m, const int32_t *rids, int32_t n, int *errs) {
-    baton_claim_t claim = {.generation = m->generation};
-    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
-    char *data = baton_claim_encode(&claim);
-    zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
-    zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
-    char **prefixes = xcalloc((size_t)n, sizeof(char *));
-    char *bufs = xcalloc((size_t)n, 512);
-    for (int32_t i = 0; i < n; i++) {
-        char *dir = claims_dir(m, rids[i]);
-        prefixes[i] = baton_layout_claim_create(dir, m->session);
-        free(dir);
-        zoo_create_op_init(&ops[i], prefixes[i], data, (int)strlen(data), baton_zk_acl(m->zk),
-                           ZOO_EPHEMERAL_SEQUENTIAL, bufs + (size_t)i * 512, 512);
-    }
-    int rc = baton_zk_multi(m->zk, n, ops, res);
-    int err = baton_zk_err(rc);
-    int64_t now = baton_now_ms();
-    for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = res_st(m, rids[i]);
-        if (err == BATON_OK) {
-            const char *slash = strrchr(bufs + (size_t)i * 512, '/');
-            snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : "");
-            mp->czxid = 0;
-            mp->claimed_ms = now;
-            BLOG_INFO("event=claimed %s claim=%s batch=%d", res_label(m, rids[i]), mp->claim, n);
-            errs[i] = BATON_OK;
-        } else if (err == BATON_CONNECTION) {
-            mp->uncertain = 1;
-            errs[i] = err;
-        } else if (err == BATON_EXPIRED) {
-            errs[i] = err;
-        } else {
-            errs[i] = create_claim(m, rids[i]);
-        }
-        free(prefixes[i]);
-    }
-    free(bufs);
-    free(prefixes);
-    free(res);
-    free(ops);
-    free(data);
-}
-
-/* Claims and queue checks for rids[0..n-1], pipelined; create[i] says
- * rid i has no claim yet. Round one sends, per resource, either a create
- * (its reply carries the claim's name and czxid, the epoch) and then a
- * list of the claims directory, or, for a claim we hold, the list and a
- * watch on that claim (its stat carries the czxid). ZooKeeper answers a
- * session's requests in order, so the list already shows our create. When
- * our claim is the lowest, the usual case, that is the whole check: one
- * round trip, and a claim created here gets its watch without waiting for
- * the answer (own_watch_send). Round two watches the predecessor of each
- * claim that waits. The spare watch on our own claim of a waiting one is
- * harmless (its deletion is ours, or an operator's, which we must notice
- * anyway). A create whose reply is lost makes its resource uncertain
- * (claims_reconcile looks for the claim by our session id before creating
- * again). */
-static void claims_queue_batch(baton_membership_t *m, const int32_t *rids, int32_t n,
-                               const int *create, int *errs) {
-    zhandle_t *zh = baton_zk_handle(m->zk);
-    int timeout = baton_zk_session_timeout(m->zk) + 1000;
-    char **watch = xcalloc((size_t)n, sizeof(char *));
-    int *waiting = xcalloc((size_t)n, sizeof(int));
-    baton_claim_t claim = {.generation = m->generation};
-    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
-    char *data = baton_claim_encode(&claim);
-    zbatch_t *b = zbatch_new((size_t)n * 2);
-    b->pending = n * 2;
-    int64_t t0 = baton_now_us();
-    for (int32_t i = 0; i < n; i++) {
-        char *dir = claims_dir(m, rids[i]);
-        zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
-        int rc;
-        if (create[i]) {
-            char *prefix = baton_layout_claim_create(dir, m->session);
-            rc = zoo_acreate2(zh, prefix, data, (int)strlen(data), baton_zk_acl(m->zk),
-                              ZOO_EPHEMERAL_SEQUENTIAL, zbatch_create_done, own);
-            if (rc != ZOK)
-                zbatch_done(own, rc);
-            free(prefix);
-        }
-        rc = zoo_aget_children(zh, dir, 0, zbatch_children_done, list);
-        if (rc != ZOK)
-            zbatch_done(list, rc);
-        if (!create[i]) {
-            char *path = baton_layout_child(dir, res_st(m, rids[i])->claim);
-            rc = zoo_awexists(zh, path, baton_zk_watcher, m->zk, zbatch_exists_done, own);
-            if (rc != ZOK)
-                zbatch_done(own, rc);
-            free(path);
-        }
-        free(dir);
-    }
-    /* While the claims are in flight: the application prepares. */
-    assigned_flush(m);
-    if (!zbatch_wait(b, timeout)) {
-        for (int32_t i = 0; i < n; i++) {
-            errs[i] = BATON_CONNECTION;
-            if (create[i])
-                res_st(m, rids[i])->uncertain = 1;
-        }
-        b = NULL; /* its last completion frees it */
-        goto out;
-    }
-    BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n,
-               (long long)(baton_now_us() - t0));
-    int nwait = 0;
-    int64_t now = baton_now_ms();
-    for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = res_st(m, rids[i]);
-        zslot_t *list = &b->slots[i], *own = &b->slots[n + i];
-        errs[i] = BATON_OK;
-        if (create[i]) {
-            int e = baton_zk_err(own->rc);
-            if (e == BATON_OK) {
-                const char *slash = strrchr(own->created, '/');
-                snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : own->created);
-                mp->czxid = own->st.czxid;
-                mp->claimed_ms = now;
-                BLOG_INFO("event=claimed %s claim=%s czxid=%lld", res_label(m, rids[i]), mp->claim,
-                          (long long)mp->czxid);
-            } else {
-                if (e == BATON_CONNECTION)
-                    mp->uncertain = 1;
-                else if (e == BATON_NOTFOUND)
-                    BLOG_ERROR("event=claim_failed %s error=\"its claims directory does not "
-                               "exist\"",
-                               res_label(m, rids[i]));
-                errs[i] = e;
-                continue;
-            }
-        }
-        int adopted = 0;
-        if ((errs[i] = baton_zk_err(list->rc)) == BATON_OK)
-            watch[i] = queue_decide(m, rids[i], list->names, list->n, &waiting[i], &adopted);
-        /* An adopted claim's stat is not the one in flight: its watch
-         * (below) brings it. */
-        if (watch[i] && !waiting[i] && !adopted) {
-            /* Lowest: our own claim's stat (the create's or the watch's)
-             * settles it; a claim created here still needs its watch. */
-            errs[i] =
-                queue_settle(m, rids[i], create[i] ? BATON_OK : baton_zk_err(own->rc), &own->st, 0);
-            if (create[i])
-                own_watch_send(m, watch[i]);
-            free(watch[i]);
-            watch[i] = NULL;
-        }
-        nwait += watch[i] != NULL;
-    }
-    zbatch_free(b);
-    b = zbatch_new((size_t)n);
-    b->pending = nwait;
-    for (int32_t i = 0; i < n; i++) {
-        if (!watch[i])
-            continue;
-        int rc =
-            zoo_awexists(zh, watch[i], baton_zk_watcher, m->zk, zbatch_exists_done, &b->slots[i]);
-        if (rc != ZOK)
-            zbatch_done(&b->slots[i], rc);
-    }
-    if (nwait > 0 && !zbatch_wait(b, timeout)) {
-        for (int32_t i = 0; i < n; i++)
-            if (watch[i])
-                errs[i] = BATON_CONNECTION;
-        b = NULL; /* its last completion frees it */
-        goto out;
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (watch[i])
-            errs[i] =
-                queue_settle(m, rids[i], baton_zk_err(b->slots[i].rc), &b->slots[i].st, waiting[i]);
-out:
-    if (b)
-        zbatch_free(b); /* every request completed */
-    for (int32_t i = 0; i < n; i++)
-        free(watch[i]);
-    free(watch);
-    free(waiting);
-    free(data);
-}
-
-/* Brings the claims of assigned resources rids[0..n-1] in line: recover
- * uncertain creates, then claim and check the queues. Up to
- * CLAIM_PIPELINE_MAX new claims are created in the queue check's own round
- * trip, one create each (a handoff's few partitions: one round trip in
- * all); more go first in multis (a cold start's hundreds: one write
- * transaction per multi, not per claim), then the check. A resource that
- * failed is marked to retry after RETRY_MS. Returns BATON_EXPIRED if the
- * session is gone (stop: the next poll rejoins), else BATON_OK. */
-static int claims_reconcile(baton_membership_t *m, const int32_t *rids, int32_t n) {
-    int *errs = xcalloc((size_t)n + 1, sizeof(int));
-    int32_t *sub = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *r = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
-    int *suberr = xcalloc((size_t)n + 1, sizeof(int));
-    int *create = xcalloc((size_t)n + 1, sizeof(int));
-    int32_t nsub = 0;
-    /* Lost replies first, one by one (rare): find before creating. */
-    for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = res_st(m, rids[i]);
-        if (!mp->claim[0] && mp->uncertain)
-            errs[i] = find_own_claim(m, rids[i]);
-    }
-    for (int32_t i = 0; i < n; i++)
-        if (errs[i] == BATON_OK && !res_st(m, rids[i])->claim[0])
-            sub[nsub++] = i;
-    if (nsub > CLAIM_PIPELINE_MAX) {
-        for (int32_t j = 0; j < nsub; j++)
-            r[j] = rids[sub[j]];
-        claims_create_batch(m, r, nsub, suberr);
-        for (int32_t j = 0; j < nsub; j++)
-            errs[sub[j]] = suberr[j];
-    }
-    nsub = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if (errs[i] != BATON_OK)
-            continue;
-        create[nsub] = !res_st(m, rids[i])->claim[0];
-        r[nsub] = rids[i];
-        sub[nsub++] = i;
-    }
-    if (nsub > 0) {
-        claims_queue_batch(m, r, nsub, create, suberr);
-        for (int32_t j = 0; j < nsub; j++)
-            errs[sub[j]] = suberr[j];
-    }
-    int expired = 0;
-    int64_t now = baton_now_ms();
-    for (int32_t i = 0; i < n; i++) {
-        if (errs[i] == BATON_OK)
-            continue;
-        mpart_t *mp = res_st(m, rids[i]);
-        mp->dirty = 1;
-        mp->retry_at = now + RETRY_MS;
-        expired |= errs[i] == BATON_EXPIRED;
-    }
-    free(create);
-    free(suberr);
-    free(r);
-    free(sub);
-    free(errs);
-    return expired ? BATON_EXPIRED : BATON_OK;
-}
-
-/* Brings partition p's claim in line with the assignment. */
-static int reconcile_partition(baton_membership_t *m, int32_t p) {
-    mpart_t *mp = res_st(m, p);
-    if (!mp->assigned) {
-        if (mp->owned)
-            cb_released(m, p, BATON_RELEASE_REVOKED);
-        /* A create whose reply was lost may have left a claim of ours: find
-         * and delete it, or it would block the next owner for as long as
-         * our session lives. */
-        if (!mp->claim[0] && mp->uncertain) {
-            int err = find_own_claim(m, p);
-            if (err != BATON_OK)
-                return err; /* still uncertain: look again */
-            if (mp->claim[0])
-                BLOG_INFO("event=orphan_claim %s claim=%s action=delete", res_label(m, p),
-                          mp->claim);
-        }
-        if (mp->claim[0]) {
-            BATON_FAILPOINT("worker.before_release");
-            delete_claim(m, p);
-        }
-        mp->uncertain = 0;
-        return BATON_OK;
-    }
-    return BATON_OK; /* an assigned one is claimed by claims_reconcile */
-}
-
 /* Drops everything without flushing: our session is gone, so are our
  * claims, and a successor may already be writing. */
-static void lose_all(baton_membership_t *m) {
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        int32_t p = rid_at(m, i);
-        mpart_t *mp = res_st(m, p);
-        if (mp->owned)
-            cb_released(m, p, BATON_RELEASE_LOST);
-        memset(mp, 0, sizeof(*mp));
+static void lose_all(baton_membership_t *m, const char *why) {
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
+        if (mstate_owned(mp->state))
+            mb_cb_released(m, row, BATON_RELEASE_LOST);
+        mb_st_set(m, row, MSTATE_IDLE, why);
+        memset(mp, 0, sizeof(*mp)); /* MSTATE_IDLE is 0 */
     }
     /* A new session has none of our watches, and what we stood by for is
      * decided anew by the assignment we read then. */
-    standby_clear(m);
+    mb_standby_clear(m);
 }
 
 /* Reacts to a watch on a path: mark what it concerns. */
 static void note_event(baton_membership_t *m, const char *path, int type) {
-    size_t blen = strlen(m->base);
-    if (strncmp(path, m->base, blen) != 0) {
-        m->all_dirty = 1;
+    baton_path_t at;
+    long row = -1;
+    switch (baton_layout_classify(m->base, path, &at)) {
+    case BATON_PATH_PARTITION:
+        if (at.partition < m->res.npartitions)
+            row = at.partition;
+        break;
+    case BATON_PATH_KEY: row = baton_res_table_find_key(&m->res, at.name, at.name_len); break;
+    case BATON_PATH_ASSIGNMENT: m->assignment_dirty = 1; return;
+    case BATON_PATH_WORKER:
+        if (strcmp(path, m->member_path) == 0) {
+            m->member_dirty = 1;
+        } else if (at.name_len <= BATON_ID_MAX) { /* longer is no member id */
+            char id[BATON_ID_MAX + 1];
+            snprintf(id, sizeof(id), "%.*s", (int)at.name_len, at.name);
+            mb_standby_note(m, id, type);
+        }
         return;
+    case BATON_PATH_CONFIG:
+    case BATON_PATH_OTHER: break;
     }
-    const char *rest = path + blen;
-    int32_t p;
-    if (strncmp(rest, "/partitions/", 12) == 0 && sscanf(rest + 12, "%d", &p) == 1 && p >= 0 &&
-        p < m->nparts)
-        m->parts[p].dirty = 1;
-    else if (strncmp(rest, "/keys/", 6) == 0 &&
-             (p = key_find(m, rest + 6, strcspn(rest + 6, "/"))) < 0)
-        res_st(m, p)->dirty = 1;
-    else if (strncmp(rest, "/assignment/", 12) == 0)
-        m->assignment_dirty = 1;
-    else if (strcmp(path, m->member_path) == 0)
-        m->member_dirty = 1;
-    else if (strncmp(rest, "/workers/", 9) == 0 && !strchr(rest + 9, '/'))
-        standby_note(m, rest + 9, type);
-    else if (strcmp(rest, "/config") == 0)
-        m->all_dirty = 1;
+    if (row >= 0)
+        m->st[row].dirty = 1;
     else
-        m->all_dirty = 1;
+        m->all_dirty = 1; /* the config, or nothing we know: look at everything */
 }
 
 static int reread_config(baton_membership_t *m) {
@@ -1633,9 +340,9 @@ static int reread_config(baton_membership_t *m) {
     }
     if (err != BATON_OK)
         return err;
-    if (cfg.partitions > m->nparts) {
-        BLOG_INFO("event=partitions_grown from=%d to=%d", m->nparts, cfg.partitions);
-        grow_parts(m, cfg.partitions);
+    if (cfg.partitions > m->res.npartitions) {
+        BLOG_INFO("event=partitions_grown from=%d to=%d", m->res.npartitions, cfg.partitions);
+        mb_grow_parts(m, cfg.partitions);
         m->config.partitions = cfg.partitions;
     }
     return BATON_OK;
@@ -1662,8 +369,8 @@ static int check_member(baton_membership_t *m) {
 static int soon_of(baton_membership_t *m, int err, int probe_ms) {
     int soon = 1000;
     int64_t t = baton_now_ms();
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        const mpart_t *mp = res_st(m, rid_at(m, i));
+    for (size_t row = 0; row < m->res.n; row++) {
+        const mpart_t *mp = &m->st[row];
         if (mp->dirty) {
             int64_t d = mp->retry_at - t;
             soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
@@ -1735,7 +442,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         zoo_state(baton_zk_handle(m->zk)) == ZOO_AUTH_FAILED_STATE) {
         /* The server failed our authentication mid-session: a new session
          * would present the same credentials. Fatal, not a rejoin loop. */
-        lose_all(m);
+        lose_all(m, "auth_failed");
         return baton_seterr(errstr, n, BATON_DENIED,
                             "ZooKeeper authentication failed for session 0x%s (check --zk-auth); "
                             "every partition dropped",
@@ -1744,7 +451,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     if (expired || baton_zk_expired(m->zk)) {
         BLOG_WARN("event=session_expired session=0x%s action=drop_all_and_rejoin", m->session_hex);
         baton_metric_inc(baton_metric_counter(BATON_M_ZK_EXPIRATIONS));
-        lose_all(m);
+        lose_all(m, "session_expired");
         m->disconnected = 0;
         baton_zk_destroy(m->zk);
         m->zk = NULL;
@@ -1759,7 +466,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         m->member_dirty = 1;
     }
     int err = BATON_OK;
-    int probe_ms = probe_tick(m);
+    int probe_ms = mb_probe_tick(m);
     baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(m->zk) ? 1 : 0);
     if (!baton_zk_connected(m->zk))
         goto done;
@@ -1771,7 +478,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             BLOG_ERROR("event=evicted member=%s session=0x%s action=drop_all_and_exit",
                        m->member_path, m->session_hex);
             m->evicted = 1;
-            lose_all(m);
+            lose_all(m, "evicted");
             return baton_seterr(errstr, n, BATON_EVICTED,
                                 "evicted: our member node '%s' was deleted while our session "
                                 "0x%s lived (batonctl evict); every partition dropped",
@@ -1793,14 +500,14 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             /* ... and the look at the owner after a promotion, which a
              * connection loss may have cut short */
             for (size_t j = 0; j < e->n && !e->verify; j++)
-                e->verify = res_st(m, e->rids[j])->promoted;
+                e->verify = m->st[e->rows[j]].promoted;
         }
-        for (int32_t i = 0; i < rid_count(m); i++)
-            res_st(m, rid_at(m, i))->dirty = 1;
+        for (size_t row = 0; row < m->res.n; row++)
+            m->st[row].dirty = 1;
     }
     if (m->assignment_dirty) {
         m->assignment_dirty = 0;
-        if ((err = read_assignment(m)) != BATON_OK) {
+        if ((err = mb_read_assignment(m)) != BATON_OK) {
             m->assignment_dirty = 1;
             goto done;
         }
@@ -1808,17 +515,16 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     /* Only on a current assignment: one the coordinator published before
      * an owner's departure reaches us first (ZooKeeper delivers events in
      * order), so a move it already made elsewhere is never undone here. */
-    standby_promote(m);
+    mb_standby_promote(m);
     int64_t now = baton_now_ms();
     /* Releases first, so partitions we give up reach their new owners before
      * we spend time claiming new ones. */
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        int32_t p = rid_at(m, i);
-        mpart_t *mp = res_st(m, p);
-        if (!mp->dirty || mp->retry_at > now || mp->assigned)
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
+        if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
             continue;
         mp->dirty = 0;
-        int e = reconcile_partition(m, p);
+        int e = mb_claim_release_unassigned(m, row);
         if (e != BATON_OK) {
             mp->dirty = 1;
             mp->retry_at = now + RETRY_MS;
@@ -1828,21 +534,21 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             }
         }
     }
-    /* Then claims, in batches of CLAIM_MULTI_MAX (claims_reconcile). */
+    /* Then claims, in batches of CLAIM_MULTI_MAX (mb_claims_reconcile). */
     {
-        int32_t *batch = xmalloc(sizeof(int32_t) * CLAIM_MULTI_MAX);
-        int32_t nb = 0, total = rid_count(m);
-        for (int32_t i = 0; i <= total; i++) {
-            if (i < total) {
-                int32_t p = rid_at(m, i);
-                mpart_t *mp = res_st(m, p);
-                if (!mp->dirty || mp->retry_at > now || !mp->assigned)
+        size_t *batch = xmalloc(sizeof(size_t) * CLAIM_MULTI_MAX);
+        int32_t nb = 0;
+        size_t total = m->res.n;
+        for (size_t row = 0; row <= total; row++) {
+            if (row < total) {
+                mpart_t *mp = &m->st[row];
+                if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state))
                     continue;
                 mp->dirty = 0;
-                batch[nb++] = p;
+                batch[nb++] = row;
             }
-            if (nb > 0 && (nb == CLAIM_MULTI_MAX || i == total)) {
-                int e = claims_reconcile(m, batch, nb);
+            if (nb > 0 && (nb == CLAIM_MULTI_MAX || row == total)) {
+                int e = mb_claims_reconcile(m, batch, nb);
                 nb = 0;
                 if (e == BATON_EXPIRED) {
                     free(batch);
@@ -1853,9 +559,9 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         }
         free(batch);
     }
-    standby_arm(m);
+    mb_standby_arm(m);
 done:
-    assigned_flush(m); /* if no claim was sent this time */
+    mb_assigned_flush(m); /* if no claim was sent this time */
     m->next_ms = soon_of(m, err, probe_ms);
     if (next_ms)
         *next_ms = m->next_ms;
@@ -1866,147 +572,11 @@ done:
     return err;
 }
 
-/* Whether the assignment still gives us anything. */
-static int assigned_any(baton_membership_t *m) {
-    for (int32_t i = 0; i < rid_count(m); i++)
-        if (res_st(m, rid_at(m, i))->assigned)
-            return 1;
-    return 0;
-}
-
-/* During a graceful leave: waits until the assignment without our
- * resources arrives (the coordinator rebalances at once on our mark and
- * names our successors, who queue their claims behind ours), at most
- * LEAVE_WAIT_MS: without a coordinator the wait simply expires. */
-static void leave_wait(baton_membership_t *m) {
-    int64_t t0 = baton_now_ms(), deadline = t0 + LEAVE_WAIT_MS;
-    int again = 1; /* read once: the watch may have fired before we looked */
-    while (assigned_any(m)) {
-        if (again) {
-            again = 0;
-            if (read_assignment(m) != BATON_OK)
-                again = 1;
-            if (!assigned_any(m))
-                break;
-        }
-        int64_t left = deadline - baton_now_ms();
-        if (left <= 0 || baton_zk_expired(m->zk)) {
-            BLOG_INFO("event=leave_wait_expired waited_ms=%lld", (long long)(baton_now_ms() - t0));
-            return;
-        }
-        struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
-        poll(&pfd, 1, (int)(again && left > RETRY_MS ? RETRY_MS : left));
-        baton_zk_event_t ev;
-        while (baton_zk_next_event(m->zk, &ev)) {
-            if (ev.type == ZOO_SESSION_EVENT && ev.state == ZOO_CONNECTED_STATE)
-                again = 1; /* the watch may have been lost while disconnected */
-            else if (ev.type != ZOO_SESSION_EVENT && ev.type != PROBE_EVENT && ev.path &&
-                     strstr(ev.path, "/assignment/"))
-                again = 1;
-            baton_zk_event_release(&ev);
-        }
-    }
-    BLOG_INFO("event=leave_reassigned waited_ms=%lld", (long long)(baton_now_ms() - t0));
-}
-
-/* Deletes every claim we hold, in as few multis as possible (one round
- * trip; the successors waiting behind them are woken together). A failed
- * multi (a claim already gone, a lost connection) falls back to one delete
- * per claim. */
-static void claims_delete_all(baton_membership_t *m) {
-    int32_t total = rid_count(m);
-    int32_t *rids = xmalloc(sizeof(int32_t) * (size_t)(total + 1));
-    for (int32_t start = 0; start < total;) {
-        int32_t n = 0;
-        for (; start < total && n < CLAIM_MULTI_MAX; start++)
-            if (res_st(m, rid_at(m, start))->claim[0])
-                rids[n++] = rid_at(m, start);
-        if (n == 0)
-            break;
-        zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
-        zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
-        char **paths = xcalloc((size_t)n, sizeof(char *));
-        for (int32_t i = 0; i < n; i++) {
-            char *dir = claims_dir(m, rids[i]);
-            paths[i] = baton_layout_child(dir, res_st(m, rids[i])->claim);
-            free(dir);
-            zoo_delete_op_init(&ops[i], paths[i], -1);
-        }
-        int rc = n > 1 ? baton_zk_multi(m->zk, n, ops, res) : ZAPIERROR;
-        for (int32_t i = 0; i < n; i++) {
-            mpart_t *mp = res_st(m, rids[i]);
-            if (rc == ZOK) {
-                BLOG_INFO("event=released %s epoch=%lld", res_label(m, rids[i]),
-                          (long long)mp->czxid);
-                mp->claim[0] = 0;
-                mp->czxid = 0;
-                mp->owned = 0;
-            } else {
-                delete_claim(m, rids[i]);
-            }
-            free(paths[i]);
-        }
-        free(paths);
-        free(res);
-        free(ops);
-    }
-    free(rids);
-}
-
 void baton_membership_leave(baton_membership_t *m) {
     BATON_LOG_SCOPE(m->log);
     if (!m->zk)
         return;
-    /* Say we are leaving before releasing anything, so the coordinator can
-     * tell this departure (history reason "leave") from a crash, and
-     * reassigns our resources at once (we count as drained). Sent without
-     * waiting for the answer: ZooKeeper applies a session's requests in
-     * order, so the mark lands before the claim deletes sent after it, and
-     * the flush below runs during its round trip (one round trip less
-     * before our claims go). */
-    char *data = member_body(m, 1);
-    zbatch_t *mark = zbatch_new(1);
-    mark->pending = 1;
-    int mrc = zoo_aset(baton_zk_handle(m->zk), m->member_path, data, (int)strlen(data), -1,
-                       zbatch_exists_done, &mark->slots[0]);
-    if (mrc != ZOK)
-        zbatch_done(&mark->slots[0], mrc);
-    free(data); /* serialised into the request by zoo_aset */
-    /* Stop using everything (the application flushes in on_released) while
-     * the coordinator reacts to the mark, then delete the claims at once:
-     * we write nothing more, and our successors, named by the coordinator
-     * meanwhile, find the way clear instead of waiting for our next round
-     * trip (the graceful handoff's critical path). Nobody else claims a
-     * resource before the coordinator assigns it elsewhere. */
-    int owned_any = 0;
-    for (int32_t i = 0; i < rid_count(m); i++) {
-        int32_t p = rid_at(m, i);
-        mpart_t *mp = res_st(m, p);
-        if (mp->owned) {
-            cb_released(m, p, BATON_RELEASE_LEAVE);
-            mp->owned = 0;
-            owned_any = 1;
-        }
-    }
-    if (owned_any)
-        BATON_FAILPOINT("worker.before_release");
-    claims_delete_all(m);
-    /* Answered by now (before the deletes' answers) unless the connection
-     * went. */
-    int serr = BATON_CONNECTION;
-    if (zbatch_wait(mark, baton_zk_session_timeout(m->zk) + 1000)) {
-        serr = baton_zk_err(mark->slots[0].rc);
-        zbatch_free(mark);
-    } /* else its completion frees it */
-    if (serr != BATON_OK)
-        BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path,
-                  baton_err_name(serr));
-    /* The member node goes only once the coordinator has acted on the mark,
-     * so it records this departure as a leave, not a crash. */
-    if (serr == BATON_OK && baton_zk_connected(m->zk))
-        leave_wait(m);
-    baton_zk_delete(m->zk, m->member_path, -1);
-    BLOG_INFO("event=left member=%s", m->member_path);
+    mb_leave(m);
 }
 
 int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr, size_t n) {

@@ -49,4 +49,18 @@ rc=0; h_wait_exit wlate 60 || rc=$?
 ((rc == 0)) || h_fail "test_lost_create --late-create failed ($rc): $(tail -n 5 "$H_DIR/wlate.log")"
 b_log_has wlate 'late create of .* after a listing: ok' || h_fail "the held-back create never landed: the test tested nothing"
 b_log_has wlate 'event=duplicate_claim .*action=delete' || h_fail "the second claim of our session was not deleted"
-h_pass "$lost lost create replies, each claim recovered by session id, one claim per partition; an orphan of an unassigned partition deleted; a create landing after the recovery listing adopted, the duplicate deleted"
+
+# A cold start's claims go in a multi (more than 16 new claims in one poll):
+# the multi commits, its reply is lost, every claim in it is uncertain and
+# recovered by session id, none created twice.
+h_zk rmr /baton/g4 >/dev/null 2>&1 || true
+"$BATON_BIN/batonctl" --zk "$ZK" --group g4 --timeout 5000 init --topic "$B_TOPIC" --partitions 24 >/dev/null
+h_zk create /baton/g4/assignment/wm "{\"generation\":1,\"partitions\":[$(seq -s, 0 23)]}" >/dev/null
+h_spawn wmulti "$prog" --zk "$ZK" --group g4 --id wm --partitions 24 --lose 1
+rc=0; h_wait_exit wmulti 60 || rc=$?
+((rc == 0)) || h_fail "test_lost_create with a multi failed ($rc): $(tail -n 5 "$H_DIR/wmulti.log")"
+mlost=$(grep -c 'in a multi of 24), reporting ZCONNECTIONLOSS' "$H_DIR/wmulti.log" || true)
+((mlost == 24)) || h_fail "lost $mlost replies in a multi of 24, wanted 24"
+mrec=$(grep -c 'event=claim_recovered' "$H_DIR/wmulti.log" || true)
+((mrec == 24)) || h_fail "recovered $mrec of the multi's 24 claims"
+h_pass "$lost lost create replies, each claim recovered by session id, one claim per partition; an orphan of an unassigned partition deleted; a create landing after the recovery listing adopted, the duplicate deleted; a lost multi of 24 recovered claim by claim"

@@ -5,7 +5,9 @@
 # other partitions never stop, and every record lands exactly once. w1
 # logs at debug: each partition it held went through the named states
 # (event=partition_state) none -> fencing -> fenced -> active -> releasing
-# -> none, and no transition was unexpected.
+# -> none, and its member library's states for them (event=member_state)
+# idle -> wanted -> queued -> owned, then on the leave owned -> queued ->
+# wanted; no transition was unexpected in either.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -47,12 +49,17 @@ for p in $(seq 0 $((B_PARTITIONS - 1))); do
 done
 life='(none>fencing:acquired fencing|prefetching>fencing_prefetched:acquired fencing_prefetched)'
 life+='>fenced:fenced fenced>active:first_write active>releasing:leave releasing>none:released $'
+mlife='^idle>wanted:assignment wanted>queued:claimed queued>owned:acquired '
+mlife+='owned>queued:leaving queued>wanted:left (wanted>idle:assignment )?$'
 for p in $w1_parts; do
     got=$(b_part_states w1 "$p")
     [[ $got =~ $life ]] || h_fail "partition $p: w1 logged the states '$got'"
+    got=$(b_member_states w1 "partition=$p")
+    [[ $got =~ $mlife ]] || h_fail "partition $p: w1's membership logged the states '$got'"
 done
 for w in w1 w2; do
     ! b_log_has $w "event=partition_state_unexpected" || h_fail "$w: an unexpected partition state"
+    ! b_log_has $w "event=member_state_unexpected" || h_fail "$w: an unexpected member state"
 done
 rc=0; h_wait_exit producer 30 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"

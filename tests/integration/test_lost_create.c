@@ -156,7 +156,7 @@ int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int v
 }
 
 /* A handoff's few claims are created asynchronously, pipelined with their
- * queue checks (worker/membership.c, claims_queue_batch): zoo_acreate2 is
+ * queue checks (worker/member_claims.c, claims_queue_batch): zoo_acreate2 is
  * wrapped too. The create really happens; its completion, on ZooKeeper's
  * completion thread, reports ZCONNECTIONLOSS instead. */
 int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
@@ -224,7 +224,7 @@ int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int 
 }
 
 /* The member batches the claim creates of one poll into a zoo_multi
- * (worker/membership.c, claims_create_batch), so that is wrapped too: the
+ * (worker/member_claims.c, claims_create_multi), so that is wrapped too: the
  * multi really commits, then reports ZCONNECTIONLOSS; every claim in it
  * counts as a lost reply. */
 int __real_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);

@@ -78,6 +78,14 @@ b_part_states() {
         sed -E 's/.* from=([a-z_]+) to=([a-z_]+) reason=([a-z_]+).*/\1>\2:\3/' | tr '\n' ' '
 }
 
+# b_member_states NAME LABEL: the resource states NAME's member library
+# logged (event=member_state, at debug) for LABEL ("partition=3",
+# "key=nightly"), as b_part_states does.
+b_member_states() {
+    { grep -E "event=member_state ${2:?} " "$H_DIR/${1:?}.log" || true; } |
+        sed -E 's/.* from=([a-z_]+) to=([a-z_]+) reason=([a-z_]+).*/\1>\2:\3/' | tr '\n' ' '
+}
+
 # b_produce COUNT [PREFIX] [RATE]: produces COUNT records round robin.
 b_produce() {
     "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \

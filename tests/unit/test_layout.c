@@ -1,7 +1,7 @@
 /* test_layout.c: unit tests for the group layout (baton_layout.h): every
  * path, claim names built and parsed (malformed ones refused), "the lowest
  * claim owns" and "watch your predecessor", over claims and election
- * candidates. */
+ * candidates; watch-event paths classified (baton_layout_classify). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,12 +189,69 @@ static void test_seq_queue(void **state) {
     assert_null(baton_seq_lowest(names + 2, 1));
 }
 
+/* A watch event's path: which part of the layout it concerns. */
+static void test_classify(void **state) {
+    (void)state;
+    const char *b = "/baton/g";
+    baton_path_t at;
+    static const struct {
+        const char *path;
+        baton_path_kind_t kind;
+        int32_t partition;
+        const char *name; /* NULL: none */
+    } cases[] = {
+        {"/baton/g/config", BATON_PATH_CONFIG, -1, NULL},
+        {"/baton/g/partitions/3", BATON_PATH_PARTITION, 3, NULL},
+        {"/baton/g/partitions/17/claims", BATON_PATH_PARTITION, 17, NULL},
+        {"/baton/g/partitions/0/claims/claim-00000000000000ab-0000000001", BATON_PATH_PARTITION, 0,
+         NULL},
+        {"/baton/g/partitions/2147483647", BATON_PATH_PARTITION, 2147483647, NULL},
+        {"/baton/g/keys/nightly", BATON_PATH_KEY, -1, "nightly"},
+        {"/baton/g/keys/nightly/claims/claim-1", BATON_PATH_KEY, -1, "nightly"},
+        {"/baton/g/assignment/w1", BATON_PATH_ASSIGNMENT, -1, NULL},
+        {"/baton/g/workers/w1", BATON_PATH_WORKER, -1, "w1"},
+        {"/baton/g/workers/", BATON_PATH_WORKER, -1, ""},
+        /* not ours, or nothing a member knows */
+        {"/other/g/config", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g2/config", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/config/x", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/history", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/workers/w1/x", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/workers", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/assignment", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/keys/", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/keys//claims", BATON_PATH_OTHER, -1, NULL},
+        /* a partition is digits up to '/' or the end, and fits an int32 */
+        {"/baton/g/partitions/", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/partitions/-1", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/partitions/ 3", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/partitions/3abc", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/partitions/2147483648", BATON_PATH_OTHER, -1, NULL},
+        {"/baton/g/partitions/99999999999999999999", BATON_PATH_OTHER, -1, NULL},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        assert_int_equal(baton_layout_classify(b, cases[i].path, &at), cases[i].kind);
+        assert_int_equal(at.kind, cases[i].kind);
+        assert_int_equal(at.partition, cases[i].partition);
+        if (cases[i].name) {
+            assert_non_null(at.name);
+            assert_int_equal(at.name_len, strlen(cases[i].name));
+            assert_memory_equal(at.name, cases[i].name, at.name_len);
+        } else {
+            assert_null(at.name);
+        }
+    }
+    assert_int_equal(baton_layout_classify(b, NULL, &at), BATON_PATH_OTHER);
+    assert_int_equal(baton_layout_classify(NULL, "/baton/g/config", &at), BATON_PATH_OTHER);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths),        cmocka_unit_test(test_claim_prefix),
         cmocka_unit_test(test_claim_parse),  cmocka_unit_test(test_claim_seq),
         cmocka_unit_test(test_claim_lowest), cmocka_unit_test(test_claim_predecessor),
-        cmocka_unit_test(test_seq_queue),
+        cmocka_unit_test(test_seq_queue),    cmocka_unit_test(test_classify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,525 @@
+/* member_claims.c: our claims: creating them (one by one, pipelined with
+ * the queue check, or in multis), recovering a create whose reply was lost,
+ * checking each claims queue (the lowest owns; a waiter watches its
+ * predecessor), acquiring (on_acquired) and releasing. */
+#include "member_int.h"
+
+#include "baton_err.h"
+#include "baton_failpoint.h"
+#include "baton_layout.h"
+#include "baton_log.h"
+#include "baton_metrics.h"
+#include "baton_util.h"
+#include "baton_zkbatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Deletes our claim on row (only our own node, by its exact name); why
+ * names the transition. */
+void mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
+    mpart_t *mp = &m->st[row];
+    if (!mp->claim[0])
+        return;
+    char *path = baton_layout_child(baton_res_claims(&m->res, row), mp->claim);
+    int err = baton_zk_delete(m->zk, path, -1);
+    if (err != BATON_OK && err != BATON_NOTFOUND)
+        BLOG_WARN("event=release_failed %s claim=%s error=%s", mb_row_label(m, row), mp->claim,
+                  baton_err_name(err));
+    else
+        BLOG_INFO("event=released %s epoch=%lld", mb_row_label(m, row), (long long)mp->czxid);
+    free(path);
+    mp->claim[0] = 0;
+    mp->czxid = 0;
+    mb_st_phase(m, row, MPHASE_NONE, why);
+}
+
+void mb_drop_row(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    BLOG_WARN("event=drop %s epoch=%lld reason=fenced", mb_row_label(m, row), (long long)mp->czxid);
+    mb_delete_claim(m, row, "dropped");
+    mp->dirty = 1;
+    mp->retry_at = baton_now_ms() + RETRY_MS;
+}
+
+/* Deletes dir/name, a second claim of our session beside keep (a create
+ * whose reply was lost landed after all): waiting behind it would last as
+ * long as our session, and left behind ours it would block the next owner. */
+static void claim_delete_duplicate(baton_membership_t *m, size_t row, const char *dir,
+                                   const char *name, const char *keep) {
+    char *path = baton_layout_child(dir, name);
+    int e = baton_zk_delete(m->zk, path, -1);
+    BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
+              mb_row_label(m, row), name, keep, baton_err_name(e));
+    free(path);
+}
+
+/* After a create whose reply was lost: finds the claim it may have made,
+ * by our session id in the name and as its ephemeral owner (a claim of an
+ * earlier session, even with our worker id, is never ours). Sets mp->claim
+ * if found and clears uncertain; an error keeps it uncertain. */
+static int find_own_claim(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    const char *dir = baton_res_claims(&m->res, row);
+    int err = BATON_OK;
+    {
+        char **names = NULL;
+        size_t n = 0;
+        /* The create may have gone through another server: catch up with
+         * the leader first, or the listing can miss it (then we would
+         * create a second claim, behind our own; queue_decide mends that
+         * too). */
+        if ((err = baton_zk_sync(m->zk, dir)) != BATON_OK ||
+            (err = baton_zk_children(m->zk, dir, 0, &names, &n)) != BATON_OK)
+            goto out;
+        int found = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!baton_claim_of_session(names[i], m->session))
+                continue;
+            char *path = baton_layout_child(dir, names[i]);
+            struct Stat st;
+            int e = baton_zk_exists(m->zk, path, 0, &st);
+            if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk) && found) {
+                /* Names sort by sequence: we keep the lowest, found first. */
+                claim_delete_duplicate(m, row, dir, names[i], mp->claim);
+            } else if (e == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+                found = 1;
+                snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
+                mp->czxid = st.czxid;
+                mb_st_phase(m, row, MPHASE_CLAIMED, "claim_recovered");
+                BLOG_INFO("event=claim_recovered %s claim=%s", mb_row_label(m, row), mp->claim);
+            } else if (e != BATON_OK && e != BATON_NOTFOUND) {
+                err = e; /* cannot tell: stay uncertain rather than create twice */
+            }
+            free(path);
+        }
+        baton_zk_strings_free(names, n);
+        /* A claim found is ours whatever another name's check said (a
+         * second claim of ours beside it is deleted by queue_decide). */
+        if (err == BATON_OK && !found)
+            mb_st_phase(m, row, MPHASE_NONE, "no_claim_found");
+    }
+out:
+    return err;
+}
+
+/* The first half of a queue check, given the claims listed in p's
+ * directory: returns the path to watch (heap; our own claim when we are
+ * lowest, else our predecessor's) and sets *waiting, or NULL when our claim
+ * is gone (then p is marked to be claimed again). *adopted: our claim is now
+ * another of our session (a duplicate was deleted): its stat is not known. */
+static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_t n, int *waiting,
+                          int *adopted) {
+    mpart_t *mp = &m->st[row];
+    *adopted = 0;
+    /* Every claim named with our session is ours (only our session creates
+     * such names, as its ephemerals). More than one: a create whose reply
+     * was lost landed after the listing that looked for it. Keep the
+     * lowest, which no other claim of ours may wait behind, and delete the
+     * others: one would block us, or block the next owner after we let go. */
+    char **own = xcalloc(n ? n : 1, sizeof(char *));
+    size_t nown = 0;
+    for (size_t i = 0; i < n; i++)
+        if (baton_claim_of_session(names[i], m->session))
+            own[nown++] = names[i];
+    const char *own_low = baton_claim_lowest(own, nown);
+    free(own);
+    if (nown > 1) {
+        /* An owner keeps the claim its epoch came from (the lowest of all);
+         * if that is gone, claim_lost below deals with it. */
+        const char *keep = own_low;
+        if (mstate_owned(mp->state)) {
+            keep = NULL;
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(names[i], mp->claim) == 0)
+                    keep = names[i];
+        }
+        const char *dir = baton_res_claims(&m->res, row);
+        for (size_t i = 0; keep && i < n; i++) {
+            if (names[i] == keep || !baton_claim_of_session(names[i], m->session))
+                continue;
+            claim_delete_duplicate(m, row, dir, names[i], keep);
+            if (strcmp(mp->claim, names[i]) == 0) { /* not owned: take the kept one */
+                snprintf(mp->claim, sizeof(mp->claim), "%s", keep);
+                mp->czxid = 0; /* learnt from its stat once it is lowest (queue_settle) */
+                *adopted = 1;
+            }
+            names[i][0] = 0; /* not a claim any more, below */
+        }
+    }
+    int found = 0;
+    const char *pred = baton_claim_predecessor(names, n, mp->claim, &found);
+    if (!found) {
+        /* Removed by someone else (an operator, or the coordinator's stuck
+         * handoff revoke): claim again if still assigned. */
+        BLOG_WARN("event=claim_lost %s claim=%s", mb_row_label(m, row), mp->claim);
+        if (mstate_owned(mp->state))
+            mb_cb_released(m, row, BATON_RELEASE_LOST);
+        mp->claim[0] = 0;
+        mb_st_phase(m, row, MPHASE_NONE, "claim_lost");
+        mp->dirty = 1;
+        return NULL;
+    }
+    *waiting = pred != NULL;
+    if (pred)
+        BLOG_DEBUG("event=waiting %s behind=%s", mb_row_label(m, row), pred);
+    const char *dir = baton_res_claims(&m->res, row);
+    /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
+     * the predecessor only, so a release wakes one claimant, not a herd. */
+    char *watch_path = baton_layout_child(dir, pred ? pred : mp->claim);
+    return watch_path;
+}
+
+/* The second half: the watch was set (err, and st the watched node's
+ * stat). The lowest claim owns p: take it (on_acquired). */
+static int queue_settle(baton_membership_t *m, size_t row, int err, const struct Stat *st,
+                        int waiting) {
+    mpart_t *mp = &m->st[row];
+    if (err == BATON_NOTFOUND) {
+        mp->dirty = 1; /* it went meanwhile: look again */
+        return BATON_OK;
+    }
+    if (err != BATON_OK || waiting)
+        return err;
+    /* Our own claim's stat: its czxid is the epoch (a batched create, see
+     * claims_create_multi, learns it only here). */
+    if (st && st->czxid)
+        mp->czxid = st->czxid;
+    if (!mstate_owned(mp->state)) {
+        if (!baton_membership_can_write(m)) {
+            mp->dirty = 1;
+            return BATON_OK;
+        }
+        /* Owned while on_acquired runs, so baton_epoch_valid() holds there
+         * (an application fences its resource from inside the callback). */
+        mb_st_phase(m, row, MPHASE_OWNED, "acquired");
+        int rc = mb_cb_acquired(m, row, mp->czxid);
+        if (rc != BATON_OK)
+            mb_st_phase(m, row, MPHASE_CLAIMED, "acquire_refused");
+        if (rc == BATON_OK) {
+            if (mp->claimed_ms)
+                baton_metric_observe(baton_metric_histogram(BATON_M_W_HANDOFF_SECONDS),
+                                     (double)(baton_now_ms() - mp->claimed_ms) / 1000.0);
+            mp->claimed_ms = 0;
+            BLOG_INFO("event=acquired %s epoch=%lld generation=%lld", mb_row_label(m, row),
+                      (long long)mp->czxid, (long long)m->generation);
+        } else if (rc == BATON_STALE) {
+            mb_drop_row(m, row);
+        } else {
+            mp->dirty = 1;
+            mp->retry_at = baton_now_ms() + RETRY_MS;
+        }
+    }
+    return BATON_OK;
+}
+
+/* ZooKeeper's completion thread: the answer to the watch set on a claim
+ * taken in one round trip (claims_queue_batch; the create's reply named
+ * the claim only then). A claim already gone (ZNONODE), or an answer lost
+ * with the connection, is queued as that claim's deletion, so the owner's
+ * next poll checks the queue again; a watch that was set reports a later
+ * deletion itself. Queues, nothing else. */
+static void own_watch_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc != ZOK && rc != ZCLOSING)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    free(ow);
+}
+
+/* Sets the watch on our claim at path without waiting for the answer. */
+static void own_watch_send(baton_membership_t *m, const char *path) {
+    /* Not sent: as own_watch_done does for a failed answer, queue it as the
+     * claim's deletion so the next poll looks at the queue again. */
+    int rc = mb_watch_send(m, path, own_watch_done);
+    if (rc != ZOK && rc != ZCLOSING)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
+}
+
+/* ---- creating claims -------------------------------------------------------
+ * One poll may have many resources to claim (a cold start, a failover, a
+ * join). A few (up to CLAIM_PIPELINE_MAX, a handoff) are created pipelined,
+ * in the same flight as their queue checks (baton_zkbatch.h), each create
+ * answered with its own result: one round trip when lowest. More go first
+ * in multis of up to CLAIM_MULTI_MAX (one write transaction each, all or
+ * nothing), then their queue checks (list the claims, set one watch),
+ * pipelined: two round trips, not three per resource. A claim that waits
+ * costs one more (the watch on its predecessor). claim_create_send is the
+ * only place a claim create is built and sent, in either mode;
+ * claim_created the only place its result is read. */
+
+/* How one claim create goes out. */
+typedef struct {
+    baton_zkbatch_t *batch; /* pipelined: the batch, */
+    size_t slot;            /* and the slot its reply goes to */
+    zoo_op_t *op;           /* else one op of a multi the caller sends: */
+    char *path, *data;      /* what the op points to, until claim_send_release */
+    char created[512];      /* where the multi's reply names the node */
+} claim_send_t;
+
+/* Builds row's claim create (<claims dir>/claim-<session>-, ephemeral and
+ * sequential, its body our id and the generation) and sends it, or fills
+ * how->op with it. */
+static void claim_create_send(baton_membership_t *m, size_t row, claim_send_t *how) {
+    baton_claim_t claim = {.generation = m->generation};
+    snprintf(claim.worker, sizeof(claim.worker), "%s", m->conf.id);
+    how->data = baton_claim_encode(&claim);
+    how->path = baton_layout_claim_create(baton_res_claims(&m->res, row), m->session);
+    if (how->batch)
+        baton_zkbatch_add_create(how->batch, how->slot, how->path, how->data, strlen(how->data),
+                                 ZOO_EPHEMERAL_SEQUENTIAL);
+    else
+        zoo_create_op_init(how->op, how->path, how->data, (int)strlen(how->data),
+                           baton_zk_acl(m->zk), ZOO_EPHEMERAL_SEQUENTIAL, how->created,
+                           sizeof(how->created));
+}
+
+/* Frees what a sent create kept (a pipelined one: at once; a multi's op:
+ * once the multi is sent). */
+static void claim_send_release(claim_send_t *how) {
+    free(how->path);
+    free(how->data);
+    how->path = how->data = NULL;
+}
+
+/* Reads the result of row's claim create: err, and for BATON_OK the path
+ * created and its stat (NULL after a multi, whose reply has none: the
+ * czxid comes with the queue check, queue_settle; batch, the multi's size,
+ * is logged then). A lost reply (BATON_CONNECTION) makes row uncertain: its
+ * claim is looked for (find_own_claim) before one is created again.
+ * Returns err. */
+static int claim_created(baton_membership_t *m, size_t row, int err, const char *path,
+                         const struct Stat *st, int batch) {
+    mpart_t *mp = &m->st[row];
+    if (err == BATON_OK) {
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        snprintf(mp->claim, sizeof(mp->claim), "%s", slash ? slash + 1 : path ? path : "");
+        mp->czxid = st ? st->czxid : 0;
+        mp->claimed_ms = baton_now_ms();
+        mb_st_phase(m, row, MPHASE_CLAIMED, "claimed");
+        if (st)
+            BLOG_INFO("event=claimed %s claim=%s czxid=%lld", mb_row_label(m, row), mp->claim,
+                      (long long)mp->czxid);
+        else
+            BLOG_INFO("event=claimed %s claim=%s batch=%d", mb_row_label(m, row), mp->claim, batch);
+    } else if (err == BATON_CONNECTION) {
+        mb_st_phase(m, row, MPHASE_UNCERTAIN, "reply_lost");
+    } else if (err == BATON_NOTFOUND) {
+        BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", mb_row_label(m, row),
+                   baton_res_claims(&m->res, row));
+    }
+    return err;
+}
+
+/* Creates claims for rows[0..n-1] (none has one, none is uncertain) in one
+ * multi; errs[i] gets each one's result. A multi is all or nothing: a lost
+ * reply makes every one uncertain (lost-create recovery then looks for each
+ * by our session id); another failure (a missing directory) leaves them
+ * without a claim and errs[i] BATON_OK: claims_queue_batch then creates
+ * each pipelined, so each gets its own error. The czxid of a claim made here
+ * is learned by the queue check (queue_settle), from our own claim's stat. */
+static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32_t n, int *errs) {
+    zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
+    zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
+    claim_send_t *how = xcalloc((size_t)n, sizeof(*how));
+    for (int32_t i = 0; i < n; i++) {
+        how[i].op = &ops[i];
+        claim_create_send(m, rows[i], &how[i]);
+    }
+    int err = baton_zk_err(baton_zk_multi(m->zk, n, ops, res));
+    for (int32_t i = 0; i < n; i++) {
+        if (err == BATON_OK || err == BATON_CONNECTION)
+            errs[i] = claim_created(m, rows[i], err, how[i].created, NULL, n);
+        else
+            errs[i] = err == BATON_EXPIRED ? err : BATON_OK;
+        claim_send_release(&how[i]);
+    }
+    free(how);
+    free(res);
+    free(ops);
+}
+
+/* Claims and queue checks for rows[0..n-1], pipelined; create[i] says
+ * row i has no claim yet. Round one sends, per resource, either a create
+ * (its reply carries the claim's name and czxid, the epoch) and then a
+ * list of the claims directory, or, for a claim we hold, the list and a
+ * watch on that claim (its stat carries the czxid). ZooKeeper answers a
+ * session's requests in order, so the list already shows our create. When
+ * our claim is the lowest, the usual case, that is the whole check: one
+ * round trip, and a claim created here gets its watch without waiting for
+ * the answer (own_watch_send). Round two watches the predecessor of each
+ * claim that waits. The spare watch on our own claim of a waiting one is
+ * harmless (its deletion is ours, or an operator's, which we must notice
+ * anyway). A create whose reply is lost makes its resource uncertain
+ * (mb_claims_reconcile looks for the claim by our session id before creating
+ * again). The completions only store into the batch; past a bound (a
+ * server that stops answering) the batch is left to them and every
+ * resource here counts as a lost reply. */
+static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_t n,
+                               const int *create, int *errs) {
+    int timeout = baton_zk_session_timeout(m->zk) + 1000;
+    char **watch = xcalloc((size_t)n, sizeof(char *));
+    int *waiting = xcalloc((size_t)n, sizeof(int));
+    baton_zkbatch_t *b = baton_zkbatch_new(m->zk, (size_t)n * 2);
+    int64_t t0 = baton_now_us();
+    for (int32_t i = 0; i < n; i++) {
+        const char *dir = baton_res_claims(&m->res, rows[i]);
+        if (create[i]) {
+            claim_send_t how = {.batch = b, .slot = (size_t)(n + i)};
+            claim_create_send(m, rows[i], &how);
+            claim_send_release(&how);
+        }
+        baton_zkbatch_add_children(b, (size_t)i, dir, 0);
+        if (!create[i]) {
+            char *path = baton_layout_child(dir, m->st[rows[i]].claim);
+            baton_zkbatch_add_exists(b, (size_t)(n + i), path, 1);
+            free(path);
+        }
+    }
+    /* While the claims are in flight: the application prepares. */
+    mb_assigned_flush(m);
+    if (!baton_zkbatch_wait(b, timeout)) {
+        for (int32_t i = 0; i < n; i++)
+            errs[i] = create[i] ? claim_created(m, rows[i], BATON_CONNECTION, NULL, NULL, 0)
+                                : BATON_CONNECTION;
+        b = NULL; /* its last completion frees it */
+        goto out;
+    }
+    BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n,
+               (long long)(baton_now_us() - t0));
+    int nwait = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const baton_zkread_t *list = baton_zkbatch_slot(b, (size_t)i);
+        const baton_zkread_t *own = baton_zkbatch_slot(b, (size_t)(n + i));
+        if (create[i] && (errs[i] = claim_created(m, rows[i], own->err, own->created, &own->stat,
+                                                  0)) != BATON_OK)
+            continue;
+        int adopted = 0;
+        if ((errs[i] = list->err) == BATON_OK)
+            watch[i] = queue_decide(m, rows[i], list->names, list->count, &waiting[i], &adopted);
+        /* An adopted claim's stat is not the one in flight: its watch
+         * (below) brings it. */
+        if (watch[i] && !waiting[i] && !adopted) {
+            /* Lowest: our own claim's stat (the create's or the watch's)
+             * settles it; a claim created here still needs its watch. */
+            errs[i] = queue_settle(m, rows[i], create[i] ? BATON_OK : own->err, &own->stat, 0);
+            if (create[i])
+                own_watch_send(m, watch[i]);
+            free(watch[i]);
+            watch[i] = NULL;
+        }
+        nwait += watch[i] != NULL;
+    }
+    baton_zkbatch_free(b);
+    b = baton_zkbatch_new(m->zk, (size_t)n);
+    for (int32_t i = 0; i < n; i++)
+        if (watch[i])
+            baton_zkbatch_add_exists(b, (size_t)i, watch[i], 1);
+    if (nwait > 0 && !baton_zkbatch_wait(b, timeout)) {
+        for (int32_t i = 0; i < n; i++)
+            if (watch[i])
+                errs[i] = BATON_CONNECTION;
+        b = NULL; /* its last completion frees it */
+        goto out;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const baton_zkread_t *w = baton_zkbatch_slot(b, (size_t)i);
+        if (watch[i])
+            errs[i] = queue_settle(m, rows[i], w->err, &w->stat, waiting[i]);
+    }
+out:
+    baton_zkbatch_free(b); /* every request completed (NULL: left to them) */
+    for (int32_t i = 0; i < n; i++)
+        free(watch[i]);
+    free(watch);
+    free(waiting);
+}
+
+/* Brings the claims of assigned resources rows[0..n-1] in line: recover
+ * uncertain creates, then claim and check the queues. Up to
+ * CLAIM_PIPELINE_MAX new claims are created in the queue check's own round
+ * trip, one create each (a handoff's few partitions: one round trip in
+ * all); more go first in multis (a cold start's hundreds: one write
+ * transaction per multi, not per claim), then the check. A resource that
+ * failed is marked to retry after RETRY_MS. Returns BATON_EXPIRED if the
+ * session is gone (stop: the next poll rejoins), else BATON_OK. */
+int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
+    int *errs = xcalloc((size_t)n + 1, sizeof(int));
+    int32_t *sub = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
+    size_t *r = xmalloc(sizeof(size_t) * ((size_t)n + 1));
+    int *suberr = xcalloc((size_t)n + 1, sizeof(int));
+    int *create = xcalloc((size_t)n + 1, sizeof(int));
+    int32_t nsub = 0;
+    /* Lost replies first, one by one (rare): find before creating. */
+    for (int32_t i = 0; i < n; i++) {
+        mpart_t *mp = &m->st[rows[i]];
+        if (mstate_uncertain(mp->state))
+            errs[i] = find_own_claim(m, rows[i]);
+    }
+    for (int32_t i = 0; i < n; i++)
+        if (errs[i] == BATON_OK && !m->st[rows[i]].claim[0])
+            sub[nsub++] = i;
+    if (nsub > CLAIM_PIPELINE_MAX) {
+        for (int32_t j = 0; j < nsub; j++)
+            r[j] = rows[sub[j]];
+        claims_create_multi(m, r, nsub, suberr);
+        for (int32_t j = 0; j < nsub; j++)
+            errs[sub[j]] = suberr[j];
+    }
+    nsub = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (errs[i] != BATON_OK)
+            continue;
+        create[nsub] = !m->st[rows[i]].claim[0];
+        r[nsub] = rows[i];
+        sub[nsub++] = i;
+    }
+    if (nsub > 0) {
+        claims_queue_batch(m, r, nsub, create, suberr);
+        for (int32_t j = 0; j < nsub; j++)
+            errs[sub[j]] = suberr[j];
+    }
+    int expired = 0;
+    int64_t now = baton_now_ms();
+    for (int32_t i = 0; i < n; i++) {
+        if (errs[i] == BATON_OK)
+            continue;
+        mpart_t *mp = &m->st[rows[i]];
+        mp->dirty = 1;
+        mp->retry_at = now + RETRY_MS;
+        expired |= errs[i] == BATON_EXPIRED;
+    }
+    free(create);
+    free(suberr);
+    free(r);
+    free(sub);
+    free(errs);
+    return expired ? BATON_EXPIRED : BATON_OK;
+}
+
+/* Brings an unassigned resource's claim in line with the assignment. */
+int mb_claim_release_unassigned(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    if (!mstate_assigned(mp->state)) {
+        if (mstate_owned(mp->state))
+            mb_cb_released(m, row, BATON_RELEASE_REVOKED);
+        /* A create whose reply was lost may have left a claim of ours: find
+         * and delete it, or it would block the next owner for as long as
+         * our session lives. */
+        if (mstate_uncertain(mp->state)) {
+            int err = find_own_claim(m, row);
+            if (err != BATON_OK)
+                return err; /* still uncertain: look again */
+            if (mp->claim[0])
+                BLOG_INFO("event=orphan_claim %s claim=%s action=delete", mb_row_label(m, row),
+                          mp->claim);
+        }
+        if (mp->claim[0]) {
+            BATON_FAILPOINT("worker.before_release");
+            mb_delete_claim(m, row, "released");
+        }
+        return BATON_OK;
+    }
+    return BATON_OK; /* an assigned one is claimed by mb_claims_reconcile */
+}

@@ -1,0 +1,160 @@
+/* member_int.h: the member library's internals, shared by membership.c
+ * (the entry points) and the member_*.c files beside it, one per job. Not
+ * installed; every name here is hidden in libbaton.so (mb_ prefixed: the
+ * static archive exposes them to the programs that link it). */
+#ifndef BATON_WORKER_MEMBER_INT_H
+#define BATON_WORKER_MEMBER_INT_H
+
+#include "membership.h"
+
+#include "baton_codec.h"
+#include "baton_member_int.h"
+#include "baton_resource.h"
+#include "baton_zk.h"
+#include "member_state.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RETRY_MS 200
+/* A graceful leave waits at most this long for the coordinator to name
+ * its successors before it releases its claims anyway. */
+#define LEAVE_WAIT_MS 2000
+/* Claim creates or deletes per multi (well under jute.maxbuffer). */
+#define CLAIM_MULTI_MAX 500
+/* New claims created one by one, pipelined with their queue checks, so a
+ * handoff's claim costs one round trip; more than this go in a multi. */
+#define CLAIM_PIPELINE_MAX 16
+
+/* The liveness probe's state, shared with ZooKeeper's completion thread:
+ * the completion only stores into these atomics (no I/O, no locks), the
+ * owner thread reads them. Heap-allocated and freed only after the handle is
+ * closed (zookeeper_close joins the completion thread). */
+typedef struct {
+    _Atomic int64_t sent_ms;  /* when the probe in flight was sent */
+    _Atomic int64_t heard_ms; /* send time of the latest answered probe */
+    _Atomic int inflight;     /* a probe is outstanding */
+    _Atomic int wake;         /* queue a PROBE_EVENT when one is answered */
+    baton_zk_t *zk;           /* the handle whose queue PROBE_EVENT goes to */
+} heartbeat_t;
+
+/* One resource's state. Where it is in its life is `state` (member_state.h:
+ * assigned or not, and what we hold of its claims queue), changed only by
+ * mb_st_set; the other fields are what is scheduled or remembered about it in
+ * any state (member_state.h says why they stay apart). */
+typedef struct {
+    mstate_t state;
+    char claim[64];     /* our claim's node name: "" unless mstate_claimed(state) */
+    int64_t czxid;      /* our claim's creation zxid: the epoch once it owns */
+    int dirty;          /* re-examine this resource */
+    int64_t retry_at;   /* don't re-examine before this (backoff after errors) */
+    int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
+    /* Taken as a standby (mb_standby_promote) before the coordinator named us:
+     * assigned until an assignment newer than promoted_gen decides. */
+    int promoted;
+    int64_t promoted_gen;
+} mpart_t;
+
+/* What we stand by for (assignment "standby"): owner's resources, which we
+ * take the moment its member node is marked leaving or deleted. */
+typedef struct {
+    char *owner;
+    size_t *rows; /* rows of m->res */
+    size_t n;
+    int armed;  /* a watch is set on workers/<owner> */
+    int fired;  /* the owner's node changed or went: take rows (mb_standby_promote) */
+    int verify; /* we took rows: the next watch also asks whether the owner lives */
+    int alive;  /* the owner is live and not leaving (a new incarnation): give
+                 * back what we took from it that no newer assignment gave us */
+} mstandby_t;
+
+struct baton_membership_s {
+    baton_membership_conf_t conf;
+    baton_membership_cbs_t cbs;
+    /* Every resource we heard of (partitions, then keys) and its state:
+     * m->st[row], stcap >= res.n. */
+    baton_res_table_t res;
+    mpart_t *st;
+    size_t stcap;
+    char label[BATON_RES_LABEL_SIZE]; /* mb_row_label's buffer */
+    int next_ms;                      /* what the last poll asked for */
+    int64_t rejoin_at;                /* no session (it expired): next attempt to rejoin */
+    baton_zk_t *zk;
+    char *base;
+    char *member_path;
+    char session_hex[17];
+    int64_t session; /* the session id session_hex spells (our claims carry it) */
+    baton_config_t config;
+    int assignment_dirty;
+    int64_t generation;
+    int all_dirty;
+    int disconnected; /* we saw the connection drop and have not heard back */
+    int member_dirty; /* look at workers/<id> again (and re-arm its watch) */
+    int evicted;      /* our member node went while our session lived: fatal */
+    heartbeat_t *hb;  /* liveness probe (see probe_send) */
+    int silent;       /* self-suspended: heard nothing for 2/3 of the timeout */
+    /* Newly assigned resources not yet told to on_assigned (mb_assigned_flush):
+     * told while their claims are in flight. */
+    size_t *added; /* rows */
+    size_t nadded, addedcap;
+    mstandby_t *standby; /* sorted by owner */
+    size_t nstandby;
+    baton_zk_auth_t *auth;       /* ZooKeeper identity (copy), or NULL */
+    baton_log_sink_t *log;       /* log sink (copy; set by every entry point), or NULL */
+    baton_membership_ext_t keep; /* its keep and keep_free only */
+};
+
+/* A watch's path and handle, for its completion (own_watch_done,
+ * standby_watch_done). */
+typedef struct {
+    baton_zk_t *zk;
+    char path[];
+} own_watch_t;
+
+/* An event type ZooKeeper never uses: a probe answered while we were
+ * silent, queued so the owner's poll wakes and resumes at once. */
+#define PROBE_EVENT 0x6272
+
+/* membership.c */
+char *mb_member_body(const baton_membership_t *m, int leaving);
+
+/* member_resources.c */
+const char *mb_row_label(baton_membership_t *m, size_t row);
+void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why);
+void mb_st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *why);
+void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *why);
+size_t mb_key_row(baton_membership_t *m, const char *name);
+int mb_cb_acquired(baton_membership_t *m, size_t row, int64_t epoch);
+void mb_cb_released(baton_membership_t *m, size_t row, baton_release_reason_t why);
+int mb_grow_parts(baton_membership_t *m, int32_t nparts);
+
+/* member_probe.c */
+int64_t mb_silence_limit_ms(const baton_membership_t *m);
+void mb_probe_heard(baton_membership_t *m, int64_t t);
+void mb_probe_reset(baton_membership_t *m, int64_t t0);
+int mb_probe_tick(baton_membership_t *m);
+
+/* member_assign.c */
+void mb_assigned_note(baton_membership_t *m, size_t row);
+void mb_assigned_flush(baton_membership_t *m);
+int mb_read_assignment(baton_membership_t *m);
+
+/* member_claims.c */
+void mb_delete_claim(baton_membership_t *m, size_t row, const char *why);
+void mb_drop_row(baton_membership_t *m, size_t row);
+int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n);
+int mb_claim_release_unassigned(baton_membership_t *m, size_t row);
+
+/* member_standby.c */
+int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done);
+void mb_standby_clear(baton_membership_t *m);
+void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa);
+void mb_standby_arm(baton_membership_t *m);
+void mb_standby_note(baton_membership_t *m, const char *id, int type);
+void mb_standby_promote(baton_membership_t *m);
+
+/* member_leave.c */
+void mb_leave(baton_membership_t *m);
+
+#endif

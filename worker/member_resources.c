@@ -1,0 +1,99 @@
+/* member_resources.c: the member's resources (partitions and keys) as rows
+ * of one table (m->res, common/baton_resource.h), each one's state m->st[row]
+ * and the one setter of that state (mb_st_set, member_state.h). */
+#include "member_int.h"
+
+#include "baton_log.h"
+#include "baton_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* "partition=3" or "key=nightly", for log lines (one per line: the buffer
+ * is the handle's). */
+const char *mb_row_label(baton_membership_t *m, size_t row) {
+    return baton_res_label(baton_res_at(&m->res, row), m->label, sizeof(m->label));
+}
+
+/* Moves row to state `to` for reason why (one word, logged). Every change
+ * of a resource's state goes through here and is logged at debug
+ * (event=member_state). A transition the table does not expect
+ * (mstate_transition_ok) is also logged at warn, with from and to, and made
+ * all the same: the callers go on as they did when the states were flags,
+ * so a surprise shows in the log and never crashes the member. */
+void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) {
+    mpart_t *mp = &m->st[row];
+    mstate_t from = mp->state;
+    if (from == to)
+        return;
+    if (!mstate_transition_ok(from, to))
+        BLOG_WARN("event=member_state_unexpected %s from=%s to=%s reason=%s", mb_row_label(m, row),
+                  mstate_name(from), mstate_name(to), why);
+    BLOG_DEBUG("event=member_state %s from=%s to=%s reason=%s", mb_row_label(m, row),
+               mstate_name(from), mstate_name(to), why);
+    mp->state = to;
+}
+/* The claim's phase changes, the assignment stays; and the reverse. */
+void mb_st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *why) {
+    mb_st_set(m, row, mstate_make(mstate_assigned(m->st[row].state), phase), why);
+}
+void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *why) {
+    mb_st_set(m, row, mstate_make(assigned, mstate_phase(m->st[row].state)), why);
+}
+
+/* Room in m->st for every row of the table, the new ones zeroed. */
+static void st_fit(baton_membership_t *m) {
+    if (m->res.n <= m->stcap)
+        return;
+    size_t cap = m->res.n + 8;
+    m->st = xrealloc(m->st, sizeof(mpart_t) * cap);
+    memset(m->st + m->stcap, 0, sizeof(mpart_t) * (cap - m->stcap));
+    m->stcap = cap;
+}
+
+/* The row of key name (added, with a zeroed state, if it is new). */
+size_t mb_key_row(baton_membership_t *m, const char *name) {
+    size_t row = baton_res_table_add_key(&m->res, name);
+    st_fit(m);
+    return row;
+}
+
+int mb_cb_acquired(baton_membership_t *m, size_t row, int64_t epoch) {
+    return m->cbs.on_acquired ? m->cbs.on_acquired(m->cbs.opaque, baton_res_at(&m->res, row), epoch)
+                              : BATON_OK;
+}
+void mb_cb_released(baton_membership_t *m, size_t row, baton_release_reason_t why) {
+    if (m->cbs.on_released)
+        m->cbs.on_released(m->cbs.opaque, baton_res_at(&m->res, row), why);
+}
+
+/* A key's row after the partitions grew by delta rows. */
+static size_t row_moved(size_t row, size_t old_np, size_t delta) {
+    return row >= old_np ? row + delta : row;
+}
+
+/* The table grows to nparts partitions: it is rebuilt with the keys in the
+ * same order after the new partitions, and every state and row we keep
+ * (m->st, the rows noted for on_assigned, the standby lists) moves with
+ * its key. */
+int mb_grow_parts(baton_membership_t *m, int32_t nparts) {
+    if (nparts <= m->res.npartitions)
+        return 0;
+    size_t old_np = (size_t)m->res.npartitions, old_n = m->res.n;
+    size_t delta = (size_t)nparts - old_np;
+    baton_res_table_t t;
+    baton_res_table_init(&t, m->base, nparts);
+    for (size_t row = old_np; row < old_n; row++)
+        baton_res_table_add_key(&t, baton_res_at(&m->res, row)->key);
+    baton_res_table_free(&m->res);
+    m->res = t;
+    st_fit(m);
+    memmove(m->st + old_np + delta, m->st + old_np, sizeof(mpart_t) * (old_n - old_np));
+    memset(m->st + old_np, 0, sizeof(mpart_t) * delta);
+    for (size_t i = 0; i < m->nadded; i++)
+        m->added[i] = row_moved(m->added[i], old_np, delta);
+    for (size_t i = 0; i < m->nstandby; i++)
+        for (size_t j = 0; j < m->standby[i].n; j++)
+            m->standby[i].rows[j] = row_moved(m->standby[i].rows[j], old_np, delta);
+    return 1;
+}

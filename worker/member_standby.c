@@ -1,0 +1,260 @@
+/* member_standby.c: standing by for another member's resources: watching
+ * its member node, taking its resources the moment it leaves or goes, and
+ * giving them back if it turns out live. */
+#include "member_int.h"
+
+#include "baton_layout.h"
+#include "baton_log.h"
+#include "baton_metrics.h"
+#include "baton_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Sets an exists-watch on path without waiting for the answer, which goes
+ * to done (on ZooKeeper's completion thread; it frees the own_watch_t).
+ * Returns ZOK, or the client's error when nothing was sent. */
+int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done) {
+    size_t len = strlen(path) + 1;
+    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+    ow->zk = m->zk;
+    memcpy(ow->path, path, len);
+    int rc = zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
+    if (rc != ZOK)
+        free(ow);
+    return rc;
+}
+
+/* ---- standby -------------------------------------------------------------
+ * The coordinator names, for each resource, the worker it would move it to
+ * if its owner left (coordinator/coord_standby.h). That standby watches the
+ * owner's member node, and when the node is marked leaving or deleted it
+ * takes the resources at once, as if assigned: it claims them (queued
+ * behind the owner's claims until those go) and fetches ahead, while the
+ * coordinator is still reacting to the same news. Its later publish names
+ * the same worker, so nothing moves twice; if it names another, we are
+ * revoked as usual. Claims and the sink's fence stay the only gates. */
+
+void mb_standby_clear(baton_membership_t *m) {
+    for (size_t i = 0; i < m->nstandby; i++) {
+        free(m->standby[i].owner);
+        free(m->standby[i].rows);
+    }
+    free(m->standby);
+    m->standby = NULL;
+    m->nstandby = 0;
+}
+
+static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
+    for (size_t i = 0; i < m->nstandby; i++)
+        if (strcmp(m->standby[i].owner, owner) == 0)
+            return &m->standby[i];
+    return NULL;
+}
+
+/* Replaces our standby list with the assignment's, keeping what we know of
+ * owners still in it (their watch, news not yet acted on). */
+void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa) {
+    mstandby_t *next = xcalloc(wa->nstandby + 1, sizeof(*next));
+    size_t n = 0;
+    for (size_t i = 0; i < wa->nstandby; i++) {
+        const baton_standby_t *s = &wa->standby[i];
+        if (strcmp(s->owner, m->conf.id) == 0)
+            continue;
+        mstandby_t *e = &next[n];
+        *e = (mstandby_t){.owner = xstrdup(s->owner)};
+        e->rows = xmalloc(sizeof(size_t) * (s->npartitions + s->nkeys + 1));
+        for (size_t j = 0; j < s->npartitions; j++)
+            if (s->partitions[j] >= 0 && s->partitions[j] < m->res.npartitions)
+                e->rows[e->n++] = (size_t)s->partitions[j];
+        for (size_t j = 0; j < s->nkeys; j++)
+            e->rows[e->n++] = mb_key_row(m, s->keys[j]);
+        const mstandby_t *old = standby_find(m, s->owner);
+        if (old) {
+            e->armed = old->armed;
+            e->fired = old->fired;
+            e->verify = old->verify;
+            e->alive = old->alive;
+        }
+        n++;
+    }
+    mb_standby_clear(m);
+    m->standby = next;
+    m->nstandby = n;
+}
+
+/* ZooKeeper's completion thread: the answer to a watch set on an owner's
+ * member node. ZNONODE means the owner is gone already: queued as the
+ * node's deletion, which the next poll acts on. Queues, nothing else. */
+static void standby_watch_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc == ZNONODE)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    free(ow);
+}
+
+/* The owner's node as the watch set after a promotion found it: live and
+ * not leaving (another incarnation under its id, or a spurious event) is
+ * queued as its creation, which makes us give back what we took (an owner
+ * that restarted with its id while the coordinator did not publish, say).
+ * Gone: an exists watch waits for its next incarnation. Queues, nothing
+ * else (on ZooKeeper's completion thread). */
+static void standby_reborn_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc == ZOK) /* created meanwhile: the watch is on the new node */
+        baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    free(ow);
+}
+
+static void standby_verify_done(int rc, const char *value, int len, const struct Stat *st,
+                                const void *data) {
+    (void)st;
+    own_watch_t *ow = (own_watch_t *)data;
+    if (rc == ZOK) {
+        baton_member_t mb;
+        char why[128];
+        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
+                BATON_OK &&
+            !mb.leaving)
+            baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+        free(ow);
+    } else if (rc == ZNONODE) {
+        /* getData leaves no watch on a missing node; exists does. */
+        if (zoo_awexists(baton_zk_handle(ow->zk), ow->path, baton_zk_watcher, ow->zk,
+                         standby_reborn_done, ow) != ZOK)
+            free(ow);
+    } else {
+        free(ow);
+    }
+}
+
+/* Sets the watch on every owner's member node not watched yet, without
+ * waiting for the answers (off the handoff's path). After a promotion the
+ * watch is a read (standby_verify_done): is the owner still what we took
+ * over from? */
+void mb_standby_arm(baton_membership_t *m) {
+    for (size_t i = 0; i < m->nstandby; i++) {
+        mstandby_t *e = &m->standby[i];
+        if (e->armed)
+            continue;
+        char *path = baton_layout_worker(m->base, e->owner);
+        if (e->verify) {
+            size_t len = strlen(path) + 1;
+            own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+            ow->zk = m->zk;
+            memcpy(ow->path, path, len);
+            e->armed = zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk,
+                                 standby_verify_done, ow) == ZOK;
+            if (!e->armed)
+                free(ow);
+            e->verify = !e->armed;
+        } else {
+            /* Not sent: armed stays 0, tried again next poll. */
+            e->armed = mb_watch_send(m, path, standby_watch_done) == ZOK;
+        }
+        free(path);
+    }
+}
+
+/* A watch fired on workers/<id>: if we stand by for id, its node changed
+ * (a member rewrites its node only to mark its leave) or went. Watches are
+ * one-shot: after a change or a (re)creation the node is watched again
+ * (the next poll's mb_standby_arm), so its deletion is seen too; after a
+ * deletion it is not (a watch set on a missing node would answer ZNONODE,
+ * which is queued as a deletion again: a loop). A new incarnation's
+ * creation fires the watch that ZNONODE left. */
+void mb_standby_note(baton_membership_t *m, const char *id, int type) {
+    mstandby_t *e = standby_find(m, id);
+    if (!e)
+        return;
+    if (type != ZOO_DELETED_EVENT)
+        e->armed = 0;
+    if (type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT)
+        e->fired = type;
+    if (type == ZOO_CREATED_EVENT) /* a new incarnation, or found live */
+        e->alive = 1;
+}
+
+/* Whether workers/<owner> exists now: a deletion event may be an earlier
+ * incarnation's, drained together with an assignment that already names
+ * the next one (then it is not a departure). An error counts as gone: the
+ * claims queue and the sink's fence still decide. */
+static int standby_owner_exists(baton_membership_t *m, const char *owner) {
+    char *path = baton_layout_worker(m->base, owner);
+    int err = baton_zk_exists(m->zk, path, 0, NULL);
+    free(path);
+    return err == BATON_OK;
+}
+
+/* The owner is live and not leaving: gives back what we took from it as
+ * its standby and no assignment since has given us (promoted_gen is still
+ * the current generation). Its own claims then become lowest; the
+ * coordinator's republish (event=member_incarnation) and its watchdog end
+ * any promotion this misses. */
+static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
+    size_t gave = 0;
+    for (size_t j = 0; j < e->n; j++) {
+        mpart_t *mp = &m->st[e->rows[j]];
+        if (!mp->promoted || mp->promoted_gen != m->generation)
+            continue;
+        mp->promoted = 0;
+        mb_st_assign(m, e->rows[j], 0, "standby_given_back");
+        mp->dirty = 1;
+        mp->retry_at = 0;
+        gave++;
+    }
+    if (gave)
+        BLOG_INFO("event=standby_given_back owner=%s reason=owner_live resources=%zu "
+                  "generation=%lld",
+                  e->owner, gave, (long long)m->generation);
+}
+
+/* Takes what the owners that left stand us by for: marks it assigned (the
+ * claims loop claims it, on_assigned fetches ahead). */
+void mb_standby_promote(baton_membership_t *m) {
+    for (size_t i = 0; i < m->nstandby; i++) {
+        mstandby_t *e = &m->standby[i];
+        if (e->alive) {
+            e->alive = 0;
+            standby_give_back(m, e);
+        }
+        if (!e->fired)
+            continue;
+        if (e->fired == ZOO_DELETED_EVENT && standby_owner_exists(m, e->owner)) {
+            /* Back already, as another incarnation: not a departure. Watch
+             * the new node (a watch on it is safe: it exists). */
+            BLOG_INFO("event=standby_skipped_promotion owner=%s reason=owner_live", e->owner);
+            e->fired = 0;
+            e->armed = 0;
+            continue;
+        }
+        size_t took = 0;
+        for (size_t j = 0; j < e->n; j++) {
+            mpart_t *mp = &m->st[e->rows[j]];
+            if (mstate_assigned(mp->state))
+                continue;
+            mb_st_assign(m, e->rows[j], 1, "standby_promoted");
+            mp->promoted = 1;
+            mp->promoted_gen = m->generation;
+            mp->dirty = 1;
+            mp->retry_at = 0;
+            mb_assigned_note(m, e->rows[j]);
+            took++;
+        }
+        /* Whatever we took, or after a deletion: the next watch reads the
+         * owner's node, to give back if it turns out live (a restart). */
+        if (took || e->fired == ZOO_DELETED_EVENT) {
+            e->verify = 1;
+            e->armed = 0;
+        }
+        if (took) { /* none: taken already (the mark, then the deletion) */
+            baton_metric_add(baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS), (double)took);
+            BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
+                      e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
+                      (long long)m->generation);
+        }
+        e->fired = 0;
+    }
+}
