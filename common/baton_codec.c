@@ -188,6 +188,8 @@ char *baton_member_encode(const baton_member_t *m) {
         json_object_set_new(j, "leaving", json_true());
     if (m->no_partitions)
         json_object_set_new(j, "keys_only", json_true());
+    if (m->incarnation[0])
+        json_object_set_new(j, "incarnation", json_string(m->incarnation));
     if (m->keys_filter) {
         json_t *arr = json_array();
         char buf[BATON_MEMBER_KEYS_MAX];
@@ -212,8 +214,14 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
         (err = get_str(j, what, "host", 0, out->host, sizeof(out->host), errstr, n)) ||
         (err = get_int(j, what, "pid", 0, 0, INT64_MAX, &pid, errstr, n)) ||
         (err = get_int(j, what, "capacity", 0, 1, 1000000, &cap, errstr, n)) ||
-        (err = get_str(j, what, "rack", 0, out->rack, sizeof(out->rack), errstr, n)))
+        (err = get_str(j, what, "rack", 0, out->rack, sizeof(out->rack), errstr, n)) ||
+        (err = get_str(j, what, "incarnation", 0, out->incarnation, sizeof(out->incarnation),
+                       errstr, n)))
         goto out;
+    if (out->incarnation[0] && baton_uuid_valid(out->incarnation) != 0) {
+        err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'incarnation' is not a UUID", what);
+        goto out;
+    }
     json_t *leaving = json_object_get(j, "leaving");
     if (leaving && !json_is_null(leaving)) {
         if (!json_is_boolean(leaving)) {

@@ -61,6 +61,9 @@ typedef struct {
     int keys_filter;
     char keys[BATON_MEMBER_KEYS_MAX];
     int no_partitions;
+    /* workers: the incarnation (a UUID, baton_incarnation.h) that created
+     * the node, "" when absent ("incarnation" in JSON) */
+    char incarnation[37];
 } baton_member_t;
 
 /* /<root>/<group>/assignment */

@@ -20,6 +20,14 @@ typedef struct {
     const baton_log_sink_t *log;    /* its log sink; NULL: the process's logger */
     void *keep;
     void (*keep_free)(void *);
+    /* The member lock (baton_incarnation.h): the state directory (NULL or
+     * "": $BATON_STATE_DIR, $STATE_DIRECTORY, else /var/lib/baton; a
+     * default that cannot be used is a warning and no lock, a directory
+     * given that cannot be used an error), and how long to wait for a live
+     * node under our id that is not our own dead incarnation (0: three
+     * session timeouts). */
+    const char *state_dir;
+    int member_wait_ms;
 } baton_membership_ext_t;
 
 /* baton_membership_new with ext (NULL: no identity, the process's logger).

@@ -37,6 +37,8 @@ enum {
     S_AUTH,
     S_AUTH_FILE,
     S_LOG_LEVEL,
+    S_STATE_DIR,
+    S_MEMBER_WAIT,
     S_COUNT
 };
 
@@ -55,6 +57,8 @@ static const setting_t settings[S_COUNT] = {
     [S_AUTH] = {"zookeeper.auth", NULL, SET_STR, 0, 0},
     [S_AUTH_FILE] = {"zookeeper.auth.file", NULL, SET_STR, 0, 0},
     [S_LOG_LEVEL] = {"log.level", NULL, SET_LEVEL, 0, 0},
+    [S_STATE_DIR] = {"state.dir", NULL, SET_STR, 0, 0},
+    [S_MEMBER_WAIT] = {"member.wait.ms", NULL, SET_INT, 0, 3600000},
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
@@ -449,7 +453,9 @@ int baton_membership_new_conf(const baton_conf_t *conf, baton_membership_t **out
     baton_membership_ext_t ext = {.zk_auth = c->auth_given ? c->auth : auth,
                                   .log = c->log.cb ? &c->log : NULL,
                                   .keep = c,
-                                  .keep_free = conf_free};
+                                  .keep_free = conf_free,
+                                  .state_dir = c->str[S_STATE_DIR],
+                                  .member_wait_ms = c->num[S_MEMBER_WAIT]};
     if (err == BATON_OK)
         err = baton_membership__new(&mc, &c->cbs, &ext, out, errstr, size);
     baton_zk_auth_destroy(auth);

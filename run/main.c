@@ -51,7 +51,8 @@ static const char *prog = "baton-run";
 #define RUNNING_TICK_MS 50
 
 static const char *zk_hosts, *zk_chroot, *group, *key, *id, *root = BATON_DEFAULT_ROOT;
-static const char *once_id, *zk_auth, *zk_auth_file;
+static const char *once_id, *zk_auth, *zk_auth_file, *state_dir;
+static int64_t member_wait_ms;
 static const char *log_level = "info", *log_format = "text";
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 10000, kill_after_ms = 10000,
                restart_delay_ms = 1000;
@@ -84,6 +85,12 @@ static baton_conf_opt_t opts[] = {
      "re-run the command when it exits, while the key is ours", 0},
     {"restart-delay-ms", NULL, NULL, BATON_CONF_INT, 0, 3600000, &restart_delay_ms, "MS",
      "pause before a restart (default 1000)", 0},
+    {"state-dir", NULL, "BATON_STATE_DIR", BATON_CONF_STR, 0, 0, &state_dir, "DIR",
+     "host-local directory of the member lock (with --id: a restart takes over its dead self "
+     "at once; default $STATE_DIRECTORY or /var/lib/baton)",
+     0},
+    {"member-wait-ms", NULL, "BATON_MEMBER_WAIT_MS", BATON_CONF_INT, 0, 3600000, &member_wait_ms,
+     "MS", "wait this long for a live member holding our --id to go (3 session timeouts)", 0},
     {"zk-auth", NULL, "BATON_ZK_AUTH", BATON_CONF_STR, 0, 0, &zk_auth, "SPEC",
      "digest:USER:PASS: write as this ZooKeeper identity (secret)", 1},
     {"zk-auth-file", NULL, "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0, &zk_auth_file, "FILE",
@@ -546,7 +553,8 @@ int main(int argc, char **argv) {
     char *base = baton_group_base(root, group);
     /* The member: this one key, no partitions (values checked above). */
     baton_conf_t *conf = baton_conf_new();
-    char st[32], ct[32];
+    char st[32], ct[32], mw[32];
+    snprintf(mw, sizeof(mw), "%d", (int)member_wait_ms);
     snprintf(st, sizeof(st), "%d", (int)session_timeout_ms);
     snprintf(ct, sizeof(ct), "%d", (int)connect_timeout_ms);
     const char *settings[][2] = {{"zookeeper.connect", zk_connect},
@@ -556,7 +564,9 @@ int main(int argc, char **argv) {
                                  {"session.timeout.ms", st},
                                  {"connect.timeout.ms", ct},
                                  {"keys", key},
-                                 {"no.partitions", "true"}};
+                                 {"no.partitions", "true"},
+                                 {"state.dir", state_dir},
+                                 {"member.wait.ms", mw}};
     int err = BATON_OK;
     for (size_t i = 0; i < BATON_ARRAY_SIZE(settings) && err == BATON_OK; i++)
         err = baton_conf_set(conf, settings[i][0], settings[i][1], errstr, sizeof(errstr));

@@ -35,6 +35,9 @@ static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, capacity 
 
 /* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
 static const char *zk_auth, *zk_auth_file;
+/* --state-dir (the member lock, baton_incarnation.h) and --member-wait-ms. */
+static const char *state_dir;
+static int64_t member_wait_ms;
 /* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
  * heap, lives until exit). */
 static const char *zk_chroot;
@@ -71,6 +74,13 @@ static baton_conf_opt_t opts[] = {
     {"shutdown-timeout-ms", "shutdown.timeout.ms", "BATON_SHUTDOWN_TIMEOUT_MS", BATON_CONF_INT, 1,
      3600000, &shutdown_timeout_ms, "MS",
      "SIGTERM: exit 1 if the graceful leave takes longer (30000)", 0},
+    {"state-dir", "state.dir", "BATON_STATE_DIR", BATON_CONF_STR, 0, 0, &state_dir, "DIR",
+     "host-local directory of the member lock: a restart with the same id takes over its dead "
+     "self at once (default $STATE_DIRECTORY or /var/lib/baton)",
+     0},
+    {"member-wait-ms", "member.wait.ms", "BATON_MEMBER_WAIT_MS", BATON_CONF_INT, 0, 3600000,
+     &member_wait_ms, "MS",
+     "wait this long for a live member holding our id to go (default 3 session timeouts)", 0},
     {"zk-auth", "zookeeper.auth", "BATON_ZK_AUTH", BATON_CONF_STR, 0, 0, &zk_auth, "SPEC",
      "digest:USER:PASS: write as this ZooKeeper identity (secret)", 1},
     {"zk-auth-file", "zookeeper.auth.file", "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0,
@@ -188,6 +198,8 @@ int main(int argc, char **argv) {
         .nkafka_props = parsed.nkafka,
         .processor = processor,
         .zk_auth = auth,
+        .state_dir = state_dir,
+        .member_wait_ms = (int)member_wait_ms,
     };
     int stop_fd = -1;
     baton_metrics_server_t *metrics = NULL;

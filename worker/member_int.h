@@ -8,6 +8,7 @@
 #include "membership.h"
 
 #include "baton_codec.h"
+#include "baton_incarnation.h"
 #include "baton_member_int.h"
 #include "baton_resource.h"
 #include "baton_zk.h"
@@ -103,6 +104,8 @@ struct baton_membership_s {
     baton_zk_auth_t *auth;       /* ZooKeeper identity (copy), or NULL */
     baton_log_sink_t *log;       /* log sink (copy; set by every entry point), or NULL */
     baton_membership_ext_t keep; /* its keep and keep_free only */
+    baton_incarnation_t inc;     /* the member lock; inc.fd < 0: none */
+    int member_wait_ms;          /* ext->member_wait_ms */
 };
 
 /* A watch's path and handle, for its completion (own_watch_done,

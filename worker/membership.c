@@ -21,6 +21,7 @@
 #include "baton_util.h"
 #include "baton_member_int.h"
 #include "baton_zk_auth.h"
+#include "baton_zkbatch.h"
 
 #include <poll.h>
 #include <stdatomic.h>
@@ -52,6 +53,8 @@ char *mb_member_body(const baton_membership_t *m, int leaving) {
     snprintf(me.host, sizeof(me.host), "%s", host);
     snprintf(me.rack, sizeof(me.rack), "%s", m->conf.rack ? m->conf.rack : "");
     me.no_partitions = m->conf.no_partitions;
+    if (m->inc.fd >= 0)
+        snprintf(me.incarnation, sizeof(me.incarnation), "%s", m->inc.current);
     if (m->conf.keys) {
         me.keys_filter = 1;
         size_t used = 0;
@@ -62,13 +65,141 @@ char *mb_member_body(const baton_membership_t *m, int leaving) {
     return baton_member_encode(&me);
 }
 
-/* Registers workers/<id> (ephemeral). A node of another session with our id
- * may be a previous incarnation whose session has not expired yet: wait up
- * to one session timeout for it to go before calling the id taken. */
+/* The member lock (baton_incarnation.h): taken before we join, held until
+ * destroy. Another process of this host holding it is refused at once; a
+ * lock file that is not one is refused; a default state directory that
+ * cannot be used costs only the takeover (a warning), one given is an
+ * error. */
+static int member_lock(baton_membership_t *m, const char *state_dir, char *errstr, size_t n) {
+    const char *env = getenv("BATON_STATE_DIR");
+    const char *dir = state_dir && state_dir[0] ? state_dir : env && env[0] ? env : NULL;
+    char why[768];
+    int err = baton_incarnation_open(&m->inc, dir, m->conf.group, m->conf.id, why, sizeof(why));
+    if (err == BATON_OK) {
+        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", m->inc.path,
+                   m->inc.current, m->inc.previous[0] ? m->inc.previous : "-");
+        return BATON_OK;
+    }
+    if (err == BATON_IO && !dir) {
+        BLOG_WARN("event=member_lock_unavailable error=\"%s\" msg=\"no takeover of a dead "
+                  "incarnation: a restart waits for its old session to expire (set --state-dir)\"",
+                  why);
+        return BATON_OK;
+    }
+    return baton_seterr(errstr, n, err, "%s", why);
+}
+
+/* Our own dead incarnation holds workers/<id> (st: its stat): we hold the
+ * lock it held, and its node carries the incarnation our lock file names.
+ * Delete its claims (found by its session in their names, in every claims
+ * directory of the group) and swap its member node for ours (body), so we
+ * are joined and claim at once with new, higher epochs. The sink's fence
+ * still refuses whatever it had in flight. Returns BATON_OK (our node is
+ * created) or an error (then we wait for the session's expiry as without a
+ * lock). */
+static int takeover(baton_membership_t *m, const struct Stat *st, const char *body) {
+    int64_t old = st->ephemeralOwner;
+    char **keys = NULL;
+    size_t nkeys = 0;
+    char why[256];
+    if (baton_group_keys(m->zk, m->base, 0, &keys, &nkeys, why, sizeof(why)) != BATON_OK)
+        nkeys = 0; /* a group without keys/ */
+    baton_res_table_t t;
+    baton_res_table_init(&t, m->base, m->config.partitions);
+    for (size_t i = 0; i < nkeys; i++)
+        baton_res_table_add_key(&t, keys[i]);
+    baton_zk_strings_free(keys, nkeys);
+    char **dirs = xcalloc(t.n + 1, sizeof(char *));
+    baton_zkread_t *reads = xcalloc(t.n + 1, sizeof(*reads));
+    for (size_t i = 0; i < t.n; i++)
+        dirs[i] = (char *)baton_res_claims(&t, i);
+    baton_zkbatch_children(m->zk, dirs, t.n, reads);
+    size_t nclaims = 0, cap = 16;
+    char **claims = xcalloc(cap, sizeof(char *));
+    int err = BATON_OK;
+    for (size_t i = 0; i < t.n && err == BATON_OK; i++) {
+        if (reads[i].err == BATON_NOTFOUND)
+            continue;
+        if ((err = reads[i].err) != BATON_OK)
+            break;
+        for (size_t k = 0; k < reads[i].count; k++) {
+            if (!baton_claim_of_session(reads[i].names[k], old))
+                continue;
+            if (nclaims + 1 >= cap)
+                claims = xrealloc(claims, (cap *= 2) * sizeof(char *));
+            claims[nclaims++] = baton_layout_child(dirs[i], reads[i].names[k]);
+        }
+    }
+    /* The claims one by one (one already gone, its session having just
+     * expired after all, is fine); then, in one multi, the old member node
+     * (only if it is still that one) swapped for ours: the group never sees
+     * the id gone, so the assignment stays ours and only the epochs change. */
+    for (size_t i = 0; i < nclaims && err == BATON_OK; i++) {
+        int e = baton_zk_delete(m->zk, claims[i], -1);
+        if (e != BATON_OK && e != BATON_NOTFOUND)
+            err = e;
+    }
+    if (err == BATON_OK) {
+        zoo_op_t ops[2];
+        zoo_op_result_t res[2];
+        zoo_delete_op_init(&ops[0], m->member_path, st->version);
+        zoo_create_op_init(&ops[1], m->member_path, body, (int)strlen(body), baton_zk_acl(m->zk),
+                           ZOO_EPHEMERAL, NULL, 0);
+        int rc = baton_zk_multi(m->zk, 2, ops, res);
+        err = rc == ZOK                            ? BATON_OK
+              : rc == ZNONODE || rc == ZBADVERSION ? BATON_NOTFOUND
+                                                   : BATON_CONNECTION;
+    }
+    if (err == BATON_OK)
+        BLOG_INFO("event=incarnation_takeover old_session=0x%llx claims=%zu incarnation=%s",
+                  (unsigned long long)old, nclaims, m->inc.previous);
+    else
+        BLOG_WARN("event=incarnation_takeover_failed old_session=0x%llx error=%s "
+                  "action=wait_for_expiry",
+                  (unsigned long long)old, baton_err_name(err));
+    for (size_t i = 0; i < nclaims; i++)
+        free(claims[i]);
+    free(claims);
+    for (size_t i = 0; i < t.n; i++)
+        baton_zkread_release(&reads[i]);
+    free(reads);
+    free(dirs);
+    baton_res_table_free(&t);
+    return err;
+}
+
+/* Whether the live node under our id (data, st) is our own dead
+ * incarnation: we hold the lock, and it carries the incarnation our lock
+ * file recorded (or ours, after our session expired). */
+static int own_dead_incarnation(const baton_membership_t *m, const char *data, size_t len) {
+    if (m->inc.fd < 0 || !data)
+        return 0;
+    baton_member_t node;
+    char why[256];
+    if (baton_member_decode(data, len, &node, why, sizeof(why)) != BATON_OK || !node.incarnation[0])
+        return 0;
+    return (m->inc.previous[0] && strcmp(node.incarnation, m->inc.previous) == 0) ||
+           strcmp(node.incarnation, m->inc.current) == 0;
+}
+
+/* Registers workers/<id> (ephemeral), carrying our incarnation (recorded
+ * in the lock file first). A node of another session with our id is our
+ * own dead incarnation (own_dead_incarnation: taken over at once), or a
+ * previous incarnation whose session has not expired yet, or a true
+ * duplicate elsewhere: wait up to member_wait_ms (default three session
+ * timeouts, enough to outlast an ensemble's election) for it to go before
+ * calling the id taken. */
 static int register_member(baton_membership_t *m, char *errstr, size_t n) {
+    if (m->inc.fd >= 0) {
+        int e = baton_incarnation_commit(&m->inc, errstr, n);
+        if (e != BATON_OK)
+            return e;
+    }
     char *data = mb_member_body(m, 0);
-    int64_t deadline = baton_now_ms() + baton_zk_session_timeout(m->zk) + 2000;
-    int waited = 0;
+    int64_t wait_ms =
+        m->member_wait_ms > 0 ? m->member_wait_ms : 3 * (int64_t)baton_zk_session_timeout(m->zk);
+    int64_t start = baton_now_ms(), deadline = start + wait_ms, next_note = 0;
+    int tried_takeover = 0;
     int err;
     for (;;) {
         int64_t sent = baton_now_ms();
@@ -83,27 +214,54 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
         if (err != BATON_EXISTS)
             break;
         struct Stat st;
-        int e2 = baton_zk_exists(m->zk, m->member_path, 0, &st);
+        char *cur = NULL;
+        size_t len = 0;
+        int e2 = baton_zk_get(m->zk, m->member_path, 0, &cur, &len, &st);
         if (e2 == BATON_OK && st.ephemeralOwner == baton_zk_session_id(m->zk)) {
+            free(cur);
             err = BATON_OK; /* our own create whose reply was lost */
             break;
         }
         if (e2 != BATON_OK && e2 != BATON_NOTFOUND) {
+            free(cur);
             err = e2;
             break;
         }
-        if (baton_now_ms() > deadline) {
+        if (e2 == BATON_OK && !tried_takeover && own_dead_incarnation(m, cur, len)) {
+            tried_takeover = 1;
+            free(cur);
+            if (takeover(m, &st, data) == BATON_OK) {
+                err = BATON_OK; /* ours is created */
+                break;
+            }
+            continue; /* look again: gone, or changed */
+        }
+        baton_member_t other = {0};
+        char why[256];
+        if (cur)
+            baton_member_decode(cur, len, &other, why, sizeof(why));
+        free(cur);
+        int64_t now = baton_now_ms();
+        if (now > deadline) {
             err = baton_seterr(errstr, n, BATON_EXISTS,
-                               "worker id '%s' is held by a live member (session 0x%llx); "
-                               "choose another --id",
-                               m->conf.id, (unsigned long long)st.ephemeralOwner);
+                               "worker id '%s' is held by a live member (session 0x%llx, pid %lld "
+                               "on %s) that is not this host's dead incarnation of it; waited %lld "
+                               "ms; choose another --id",
+                               m->conf.id, (unsigned long long)st.ephemeralOwner,
+                               (long long)other.pid, other.host[0] ? other.host : "?",
+                               (long long)(now - start));
             free(data);
             return err;
         }
-        if (!waited)
-            BLOG_WARN("event=member_id_busy id=%s session=0x%llx action=wait_for_expiry",
-                      m->conf.id, (unsigned long long)st.ephemeralOwner);
-        waited = 1;
+        /* A line when the wait starts and at each doubling of it. */
+        if (now - start >= next_note) {
+            BLOG_WARN("event=member_id_busy id=%s session=0x%llx pid=%lld host=%s waited_ms=%lld "
+                      "wait_ms=%lld action=wait_for_expiry",
+                      m->conf.id, (unsigned long long)st.ephemeralOwner, (long long)other.pid,
+                      other.host[0] ? other.host : "?", (long long)(now - start),
+                      (long long)wait_ms);
+            next_note = next_note ? next_note * 2 : 500;
+        }
         baton_sleep_ms(RETRY_MS);
     }
     free(data);
@@ -198,10 +356,14 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     m->member_path = baton_layout_worker(m->base, m->conf.id);
     baton_res_table_init(&m->res, m->base, 0);
     m->hb = xcalloc(1, sizeof(*m->hb));
+    m->inc.fd = -1;
     m->auth = baton_zk_auth_dup(ext ? ext->zk_auth : NULL);
     m->log = baton_log_sink_dup(ext ? ext->log : NULL);
     baton_log_enter(m->log); /* restored on return */
-    int err = connect_and_join(m, errstr, n);
+    m->member_wait_ms = ext ? ext->member_wait_ms : 0;
+    int err = member_lock(m, ext ? ext->state_dir : NULL, errstr, n);
+    if (err == BATON_OK)
+        err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
         baton_membership_destroy(m);
         return err;
@@ -215,7 +377,8 @@ void baton_membership_destroy(baton_membership_t *m) {
     if (!m)
         return;
     BATON_LOG_SCOPE(m->log);
-    baton_zk_destroy(m->zk); /* joins the completion thread: no probe_done after this */
+    baton_zk_destroy(m->zk);          /* joins the completion thread: no probe_done after this */
+    baton_incarnation_close(&m->inc); /* our session is closed: the id is free */
     baton_zk_auth_destroy(m->auth);
     free(m->hb);
     free(m->added);

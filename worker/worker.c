@@ -1215,7 +1215,9 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     if (source_topic_check(&w, conf) != 0)
         goto out;
     rd_kafka_poll_set_consumer(w.rk);
-    baton_membership_ext_t ext = {.zk_auth = conf->zk_auth};
+    baton_membership_ext_t ext = {.zk_auth = conf->zk_auth,
+                                  .state_dir = conf->state_dir,
+                                  .member_wait_ms = conf->member_wait_ms};
     err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);

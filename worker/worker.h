@@ -26,6 +26,10 @@ typedef struct {
     const struct baton_processor_s *processor;
     /* The ZooKeeper identity of every session (--zk-auth); NULL: none. */
     const struct baton_zk_auth_s *zk_auth;
+    /* The member lock's directory (NULL: the default) and how long a live
+     * member holding our id is waited for (0: three session timeouts). */
+    const char *state_dir;
+    int member_wait_ms;
 } baton_worker_conf_t;
 
 /* Runs until SIGTERM/SIGINT (graceful leave, returns 0) or a fatal error

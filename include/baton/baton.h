@@ -184,6 +184,16 @@ BATON_EXPORT int baton_membership_new(const baton_membership_conf_t *conf,
  *   zookeeper.auth.file  the same from a file's first line
  *   log.level            the least level of line given to the log callback:
  *                        debug, info, warn, error, off (default info)
+ *   state.dir            where the member lock <group>.<id>.lock lives
+ *                        (default $BATON_STATE_DIR, $STATE_DIRECTORY, else
+ *                        /var/lib/baton; local to the host, never shared
+ *                        storage). Holding it for the process's life lets a
+ *                        restart with the same id take over its own dead
+ *                        incarnation at once; another live process of this
+ *                        host with the id is refused (BATON_EXISTS)
+ *   member.wait.ms       how long a live member node under our id that is
+ *                        not our dead incarnation is waited for before
+ *                        BATON_EXISTS, 0..3600000 (0: three session timeouts)
  *
  * A NULL value resets a setting to its default. */
 typedef struct baton_conf_s baton_conf_t;

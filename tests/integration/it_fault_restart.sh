@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # it_fault_restart: claims belong to a session, not to a worker id. w1 is
 # SIGKILLed and restarted at once with the same id and a long session
-# timeout: the new process must not adopt the old session's claims. It
-# waits for the old member node (and with it every old claim) to expire,
-# then claims afresh with higher epochs; no partition ever has two
-# writers, and every record lands exactly once.
+# timeout, but without its member lock file (another state directory, as
+# when the lock file was lost): it cannot prove the old incarnation dead,
+# so it must not adopt or delete the old session's claims. It waits for the
+# old member node (and with it every old claim) to expire, then claims
+# afresh with higher epochs; no partition ever has two writers, and every
+# record lands exactly once. (With its lock file it takes over at once:
+# it_restart_takeover.)
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -25,7 +28,7 @@ old_claims=$(for p in 0 1 2 3; do h_zk ls /baton/g/partitions/$p/claims; done | 
 
 h_kill w1 KILL
 rc=0; h_wait_exit w1 10 || rc=$?
-B_SESSION_MS=5000 b_worker w1
+BATON_STATE_DIR=$H_DIR/lost B_SESSION_MS=5000 b_worker w1
 h_wait_for 15 "the new w1 waits for the old session" b_log_has w1 'event=member_id_busy id=w1 .*action=wait_for_expiry'
 # While it waits, the old claims are still there and nobody adopted them.
 now_claims=$(for p in 0 1 2 3; do h_zk ls /baton/g/partitions/$p/claims; done | sort)
@@ -39,6 +42,7 @@ new_owns() {
 }
 h_wait_for 30 "the new w1 owns everything with new epochs" new_owns
 b_log_has w1 'event=claim_recovered' && h_fail "the new w1 adopted a claim"
+b_log_has w1 'event=incarnation_takeover' && h_fail "the new w1 took over without its lock file"
 new_claims=$(for p in 0 1 2 3; do h_zk ls /baton/g/partitions/$p/claims; done | sort)
 [[ -z $(comm -12 <(echo "$old_claims") <(echo "$new_claims")) ]] ||
     h_fail "an old session's claim survived: $(comm -12 <(echo "$old_claims") <(echo "$new_claims"))"

@@ -72,6 +72,10 @@ h_init() {
     H_DIR=$(mktemp -d "${TMPDIR:-/tmp}/baton-it.XXXXXX") ||
         { echo "h_init: cannot create a work dir in ${TMPDIR:-/tmp}" >&2; exit 1; }
     export H_DIR
+    # Every member's lock file (--state-dir, baton_incarnation.h) in the
+    # test's own directory: tests running side by side never share one, and
+    # a worker restarted by the test finds its previous incarnation's.
+    export BATON_STATE_DIR=$H_DIR/state
     echo "$H_NAME" >"$H_DIR/test-name"
     H_SHELL_PID=$BASHPID
     trap 'h_cleanup' EXIT

@@ -210,9 +210,11 @@ static void test_member_round_trip(void **state) {
     strcpy(in.id, id);
     strcpy(in.host, "host-1.example.com");
     strcpy(in.rack, "rack-a");
+    strcpy(in.incarnation, "0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f");
     char *s = baton_member_encode(&in);
     char err[256] = "";
     assert_int_equal(baton_member_decode(s, strlen(s), &out, err, sizeof(err)), BATON_OK);
+    assert_string_equal(out.incarnation, "0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f");
     assert_string_equal(out.id, id);
     assert_string_equal(out.host, "host-1.example.com");
     assert_int_equal(out.pid, 4242);
@@ -232,7 +234,17 @@ static void test_member_round_trip(void **state) {
     assert_int_equal(out.pid, INT64_MAX);
     assert_int_equal(out.capacity, 1);
     assert_string_equal(out.rack, "");
+    assert_string_equal(out.incarnation, "");
+    assert_null(strstr(s, "incarnation"));
     free(s);
+    /* An incarnation must be a UUID. */
+    assert_int_equal(
+        baton_member_decode(LIT("{\"id\":\"w1\",\"incarnation\":\"x\"}"), &out, err, sizeof(err)),
+        BATON_CORRUPT);
+    assert_non_null(strstr(err, "incarnation"));
+    assert_int_equal(
+        baton_member_decode(LIT("{\"id\":\"w1\",\"incarnation\":7}"), &out, err, sizeof(err)),
+        BATON_CORRUPT);
 }
 
 static void test_member_defaults(void **state) {

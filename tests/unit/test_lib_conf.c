@@ -59,6 +59,8 @@ static void test_defaults(void **state) {
         {"zookeeper.auth", ""},
         {"zookeeper.auth.file", ""},
         {"log.level", "info"},
+        {"state.dir", ""},
+        {"member.wait.ms", "0"},
     };
     for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
         assert_string_equal(get(c, defaults[i][0]), defaults[i][1]);
@@ -101,6 +103,9 @@ static void test_every_setting(void **state) {
         {"log.level", "debug", NULL},
         {"log.level", "off", NULL},
         {"log.level", "error", NULL},
+        {"state.dir", "/var/lib/baton-test", NULL},
+        {"member.wait.ms", "0", NULL},
+        {"member.wait.ms", "3600000", NULL},
     };
     baton_conf_t *c = baton_conf_new();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -178,6 +183,7 @@ static void test_bad_values(void **state) {
         {"worker.id", "has space", "worker.id: 'has space' is not a valid name"},
         {"id", "x/y", "worker.id: 'x/y'"},
         {"capacity", "0", "capacity: '0' is not an integer in 1..1000000"},
+        {"member.wait.ms", "-1", "member.wait.ms: '-1' is not an integer in 0..3600000"},
         {"capacity", "1000001", "capacity: '1000001'"},
         {"capacity", "-3", "capacity: '-3'"},
         {"capacity", "12abc", "capacity: '12abc'"},
