@@ -27,18 +27,43 @@ static const char *const strategy_names[] = {
 
 _Static_assert(BATON_ARRAY_SIZE(strategy_names) == BATON_STRATEGY_COUNT, "strategy table");
 
+static const char *const rack_policy_names[] = {
+    [BATON_RACK_TIEBREAK] = "tiebreak",
+    [BATON_RACK_REALIGN] = "realign",
+};
+
+_Static_assert(BATON_ARRAY_SIZE(rack_policy_names) == BATON_RACK_POLICY_COUNT, "policy table");
+
+/* Exact, case-sensitive match against a name table: a strategy's name
+ * round-trips through the config znode, and one spelling per value keeps
+ * those documents comparable. Returns the index or -1. */
+static int name_lookup(const char *const *names, size_t n, const char *s) {
+    for (size_t i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
 int baton_strategy_parse(const char *s, baton_strategy_t *out) {
-    if (!s || !out)
+    int i = name_lookup(strategy_names, BATON_ARRAY_SIZE(strategy_names), s);
+    if (i < 0 || !out)
         return BATON_INVALID;
-    /* Exact, case-sensitive match: the name round-trips through the config
-     * znode, and one spelling per strategy keeps those documents comparable. */
-    for (size_t i = 0; i < BATON_ARRAY_SIZE(strategy_names); i++) {
-        if (strcmp(s, strategy_names[i]) == 0) {
-            *out = (baton_strategy_t)i;
-            return BATON_OK;
-        }
-    }
-    return BATON_INVALID;
+    *out = (baton_strategy_t)i;
+    return BATON_OK;
+}
+
+int baton_rack_policy_parse(const char *s, baton_rack_policy_t *out) {
+    int i = name_lookup(rack_policy_names, BATON_ARRAY_SIZE(rack_policy_names), s);
+    if (i < 0 || !out)
+        return BATON_INVALID;
+    *out = (baton_rack_policy_t)i;
+    return BATON_OK;
+}
+
+const char *baton_rack_policy_name(baton_rack_policy_t p) {
+    if ((unsigned)p >= BATON_ARRAY_SIZE(rack_policy_names))
+        return "unknown";
+    return rack_policy_names[p];
 }
 
 /* Returns "unknown" for a value outside the enum rather than NULL, so a
@@ -86,6 +111,9 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
     if ((unsigned)in->strategy >= BATON_STRATEGY_COUNT)
         return baton_seterr(errstr, n, BATON_INVALID, "strategy %d is not a known strategy",
                             (int)in->strategy);
+    if ((unsigned)in->rack_policy >= BATON_RACK_POLICY_COUNT)
+        return baton_seterr(errstr, n, BATON_INVALID, "rack_policy %d is not a known policy",
+                            (int)in->rack_policy);
     if (in->npartitions < 0 || in->npartitions > 100000000)
         return baton_seterr(errstr, n, BATON_INVALID, "npartitions %d is out of range",
                             in->npartitions);
@@ -398,6 +426,94 @@ static void assign_sticky(const plan_t *pl, const int *f, int *next) {
     free(start);
 }
 
+/* A growable stack of partitions (realign's per-rack lists). */
+typedef struct {
+    int *a;
+    int n, cap;
+} pstack_t;
+
+static void pstack_push(pstack_t *s, int p) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        s->a = xrealloc(s->a, (size_t)s->cap * sizeof(int));
+    }
+    s->a[s->n++] = p;
+}
+
+/* The top of s that is still outside its leader's rack (and, for rack >= 0,
+ * owned in that rack), dropping the stale entries above it; -1 when none is
+ * left. */
+static int pstack_top(pstack_t *s, const baton_assign_input_t *in, const int *next, int rack) {
+    while (s->n > 0) {
+        int x = s->a[s->n - 1];
+        int local = rack_match(in, x, next[x]);
+        if (!local && (rack < 0 || in->workers[next[x]].rack == rack))
+            return x;
+        s->n--;
+    }
+    return -1;
+}
+
+/* Realignment (BATON_RACK_REALIGN, after sticky). While a free partition p
+ * is outside its leader's rack r and a worker b of rack r holds a free
+ * partition q that is outside its own leader's rack, p and q swap owners:
+ * p becomes local, q was not local at b, and every worker keeps its count.
+ * So balance holds, and no partition already in its leader's rack moves.
+ * Per rack the swaps stop when either list is empty: every r partition is
+ * local, or r's workers hold only local partitions; that is the most local
+ * placement the counts allow (per rack, min(partitions led there, slots
+ * there)). Neither list grows back, so one pass over the racks is enough:
+ * a swap never makes a partition non-local, and q takes p's place among the
+ * non-local partitions of p's old owner's rack. Partitions that move anyway
+ * (next != prev) are taken first, so a swap costs 0, 1 or 2 moves. Returns
+ * the moves the swaps added. */
+static int realign(const plan_t *pl, int *next) {
+    const baton_assign_input_t *in = pl->in;
+    const baton_assign_worker_t *wk = in->workers;
+    int nr = 0;
+    for (int w = 0; w < pl->nw; w++)
+        if (pl->elig[w] && wk[w].rack >= nr)
+            nr = wk[w].rack + 1;
+    if (!in->leader_rack || nr == 0)
+        return 0;
+    pstack_t *want = xcalloc((size_t)nr, sizeof(*want)); /* r's partitions outside r */
+    pstack_t *room = xcalloc((size_t)nr, sizeof(*room)); /* non-local partitions in r */
+    for (int moving = 0; moving < 2; moving++)           /* those that move anyway on top */
+        for (int p = 0; p < pl->np; p++) {
+            int w = next[p], prev = in->prev ? in->prev[p] : -1;
+            if (pl->cls[p] != CLS_FREE || w < 0 || (w != prev) != moving || rack_match(in, p, w))
+                continue;
+            int r = in->leader_rack[p];
+            if (r >= 0 && r < nr)
+                pstack_push(&want[r], p);
+            if (wk[w].rack >= 0)
+                pstack_push(&room[wk[w].rack], p);
+        }
+    int added = 0;
+    for (int r = 0; r < nr; r++) {
+        int p, q;
+        while ((p = pstack_top(&want[r], in, next, -1)) >= 0 &&
+               (q = pstack_top(&room[r], in, next, r)) >= 0) {
+            want[r].n--;
+            room[r].n--;
+            int a = next[p], b = next[q];
+            int prev_p = in->prev ? in->prev[p] : -1, prev_q = in->prev ? in->prev[q] : -1;
+            added += (b != prev_p) - (a != prev_p) + (a != prev_q) - (b != prev_q);
+            next[p] = b;
+            next[q] = a;
+            if (!rack_match(in, q, a) && wk[a].rack >= 0)
+                pstack_push(&room[wk[a].rack], q);
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        free(want[r].a);
+        free(room[r].a);
+    }
+    free(room);
+    free(want);
+    return added;
+}
+
 /* Kafka's RangeAssignor for one topic: contiguous blocks of the free
  * partitions in worker index order, each worker filling its free slots. */
 static void assign_range(const plan_t *pl, const int *f, int *next) {
@@ -563,6 +679,8 @@ int baton_assign_compute(const baton_assign_input_t *in, int *next, baton_assign
     case BATON_STRATEGY_ROUNDROBIN: assign_roundrobin(&pl, f, next); break;
     case BATON_STRATEGY_RENDEZVOUS: assign_rendezvous(&pl, next); break;
     }
+    if (in->strategy == BATON_STRATEGY_STICKY && in->rack_policy == BATON_RACK_REALIGN)
+        st.realigned = realign(&pl, next);
 
     st.minimal = minimal_moves(&pl, f_gain);
     for (int p = 0; p < pl.np; p++) {
