@@ -7,7 +7,8 @@
  * to an eligible worker goes there; a partition of an absent worker (within
  * its leave grace) stays reserved for it. The rest, the "free" partitions, go
  * to eligible workers. Sticky, range and roundrobin fill per-worker targets
- * computed from capacity shares (targets_compute); rendezvous hashes. */
+ * computed from capacity shares (targets_compute); rendezvous hashes. With
+ * rack.policy=realign, sticky's result is then realigned (realign). */
 #include "assignment.h"
 
 #include <math.h>
