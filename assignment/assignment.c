@@ -455,6 +455,61 @@ static int pstack_top(pstack_t *s, const baton_assign_input_t *in, const int *ne
     return -1;
 }
 
+/* Swaps the owners of p and q; returns the change in partitions whose
+ * owner differs from the previous one. */
+static int swap_owners(const baton_assign_input_t *in, int *next, int p, int q) {
+    int a = next[p], b = next[q];
+    int prev_p = in->prev ? in->prev[p] : -1, prev_q = in->prev ? in->prev[q] : -1;
+    next[p] = b;
+    next[q] = a;
+    return (b != prev_p) - (a != prev_p) + (a != prev_q) - (b != prev_q);
+}
+
+/* Realignment's exchanges: a partition owned in rack s and led in rack r
+ * and one owned in r and led in s swap owners, both becoming local (two
+ * partitions for at most two moves, the best a swap can do). Partitions
+ * are bucketed by (owner's rack, leader's rack), those that move anyway
+ * first; skipped when the nr x nr buckets would outnumber the partitions
+ * (many racks: the swaps in realign still reach the same placement).
+ * Returns the moves added. */
+static int realign_exchanges(const plan_t *pl, int nr, int *next) {
+    const baton_assign_input_t *in = pl->in;
+    size_t nb = (size_t)nr * (size_t)nr;
+    if (nb > (size_t)pl->np + 1)
+        return 0;
+    size_t *start = xcalloc(nb + 1, sizeof(size_t));
+    int *key = xmalloc(((size_t)pl->np + 1) * sizeof(int)); /* bucket of p, or -1 */
+    for (int p = 0; p < pl->np; p++) {
+        int w = next[p], r = in->leader_rack[p];
+        int s = w >= 0 ? in->workers[w].rack : -1;
+        key[p] = pl->cls[p] == CLS_FREE && s >= 0 && r >= 0 && r < nr && s != r ? s * nr + r : -1;
+        if (key[p] >= 0)
+            start[key[p] + 1]++;
+    }
+    for (size_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    size_t *cur = xmalloc((nb + 1) * sizeof(size_t));
+    memcpy(cur, start, (nb + 1) * sizeof(size_t));
+    int *list = xmalloc((start[nb] + 1) * sizeof(int));
+    for (int moving = 1; moving >= 0; moving--)
+        for (int p = 0; p < pl->np; p++)
+            if (key[p] >= 0 && (next[p] != (in->prev ? in->prev[p] : -1)) == moving)
+                list[cur[key[p]]++] = p;
+    int added = 0;
+    for (int s = 0; s < nr; s++)
+        for (int r = s + 1; r < nr; r++) {
+            size_t i = start[(size_t)s * nr + r], ie = start[(size_t)s * nr + r + 1];
+            size_t j = start[(size_t)r * nr + s], je = start[(size_t)r * nr + s + 1];
+            for (; i < ie && j < je; i++, j++)
+                added += swap_owners(in, next, list[i], list[j]);
+        }
+    free(list);
+    free(cur);
+    free(key);
+    free(start);
+    return added;
+}
+
 /* Realignment (BATON_RACK_REALIGN, after sticky). While a free partition p
  * is outside its leader's rack r and a worker b of rack r holds a free
  * partition q that is outside its own leader's rack, p and q swap owners:
@@ -466,8 +521,9 @@ static int pstack_top(pstack_t *s, const baton_assign_input_t *in, const int *ne
  * there)). Neither list grows back, so one pass over the racks is enough:
  * a swap never makes a partition non-local, and q takes p's place among the
  * non-local partitions of p's old owner's rack. Partitions that move anyway
- * (next != prev) are taken first, so a swap costs 0, 1 or 2 moves. Returns
- * the moves the swaps added. */
+ * (next != prev) are taken first, so a swap costs 0, 1 or 2 moves; and
+ * exchanges that make both partitions local go first (realign_exchanges).
+ * Returns the moves the swaps added. */
 static int realign(const plan_t *pl, int *next) {
     const baton_assign_input_t *in = pl->in;
     const baton_assign_worker_t *wk = in->workers;
@@ -477,6 +533,7 @@ static int realign(const plan_t *pl, int *next) {
             nr = wk[w].rack + 1;
     if (!in->leader_rack || nr == 0)
         return 0;
+    int added = realign_exchanges(pl, nr, next);
     pstack_t *want = xcalloc((size_t)nr, sizeof(*want)); /* r's partitions outside r */
     pstack_t *room = xcalloc((size_t)nr, sizeof(*room)); /* non-local partitions in r */
     for (int moving = 0; moving < 2; moving++)           /* those that move anyway on top */
@@ -490,18 +547,14 @@ static int realign(const plan_t *pl, int *next) {
             if (wk[w].rack >= 0)
                 pstack_push(&room[wk[w].rack], p);
         }
-    int added = 0;
     for (int r = 0; r < nr; r++) {
         int p, q;
         while ((p = pstack_top(&want[r], in, next, -1)) >= 0 &&
                (q = pstack_top(&room[r], in, next, r)) >= 0) {
             want[r].n--;
             room[r].n--;
-            int a = next[p], b = next[q];
-            int prev_p = in->prev ? in->prev[p] : -1, prev_q = in->prev ? in->prev[q] : -1;
-            added += (b != prev_p) - (a != prev_p) + (a != prev_q) - (b != prev_q);
-            next[p] = b;
-            next[q] = a;
+            int a = next[p];
+            added += swap_owners(in, next, p, q);
             if (!rack_match(in, q, a) && wk[a].rack >= 0)
                 pstack_push(&room[wk[a].rack], q);
         }

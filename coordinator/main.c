@@ -163,7 +163,8 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "%s", errstr);
     baton_rack_policy_t policy;
     if (baton_rack_policy_parse(rack_policy, &policy) != BATON_OK)
-        baton_usage_error(prog, "--rack-policy: '%s' is not realign or tiebreak", rack_policy);
+        baton_usage_error(prog, "--rack-policy (rack.policy): '%s' is not realign or tiebreak",
+                          rack_policy);
     if (rebalance_delay_ms > max_rebalance_delay_ms)
         rebalance_delay_ms = max_rebalance_delay_ms; /* the bound wins */
 
