@@ -7,7 +7,8 @@
  * to an eligible worker goes there; a partition of an absent worker (within
  * its leave grace) stays reserved for it. The rest, the "free" partitions, go
  * to eligible workers. Sticky, range and roundrobin fill per-worker targets
- * computed from capacity shares (targets_compute); rendezvous hashes. */
+ * computed from capacity shares (targets_compute); rendezvous hashes. With
+ * rack.policy=realign, sticky's result is then realigned (realign). */
 #include "assignment.h"
 
 #include <math.h>
@@ -27,18 +28,43 @@ static const char *const strategy_names[] = {
 
 _Static_assert(BATON_ARRAY_SIZE(strategy_names) == BATON_STRATEGY_COUNT, "strategy table");
 
+static const char *const rack_policy_names[] = {
+    [BATON_RACK_TIEBREAK] = "tiebreak",
+    [BATON_RACK_REALIGN] = "realign",
+};
+
+_Static_assert(BATON_ARRAY_SIZE(rack_policy_names) == BATON_RACK_POLICY_COUNT, "policy table");
+
+/* Exact, case-sensitive match against a name table: a strategy's name
+ * round-trips through the config znode, and one spelling per value keeps
+ * those documents comparable. Returns the index or -1. */
+static int name_lookup(const char *const *names, size_t n, const char *s) {
+    for (size_t i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
 int baton_strategy_parse(const char *s, baton_strategy_t *out) {
-    if (!s || !out)
+    int i = name_lookup(strategy_names, BATON_ARRAY_SIZE(strategy_names), s);
+    if (i < 0 || !out)
         return BATON_INVALID;
-    /* Exact, case-sensitive match: the name round-trips through the config
-     * znode, and one spelling per strategy keeps those documents comparable. */
-    for (size_t i = 0; i < BATON_ARRAY_SIZE(strategy_names); i++) {
-        if (strcmp(s, strategy_names[i]) == 0) {
-            *out = (baton_strategy_t)i;
-            return BATON_OK;
-        }
-    }
-    return BATON_INVALID;
+    *out = (baton_strategy_t)i;
+    return BATON_OK;
+}
+
+int baton_rack_policy_parse(const char *s, baton_rack_policy_t *out) {
+    int i = name_lookup(rack_policy_names, BATON_ARRAY_SIZE(rack_policy_names), s);
+    if (i < 0 || !out)
+        return BATON_INVALID;
+    *out = (baton_rack_policy_t)i;
+    return BATON_OK;
+}
+
+const char *baton_rack_policy_name(baton_rack_policy_t p) {
+    if ((unsigned)p >= BATON_ARRAY_SIZE(rack_policy_names))
+        return "unknown";
+    return rack_policy_names[p];
 }
 
 /* Returns "unknown" for a value outside the enum rather than NULL, so a
@@ -86,6 +112,9 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
     if ((unsigned)in->strategy >= BATON_STRATEGY_COUNT)
         return baton_seterr(errstr, n, BATON_INVALID, "strategy %d is not a known strategy",
                             (int)in->strategy);
+    if ((unsigned)in->rack_policy >= BATON_RACK_POLICY_COUNT)
+        return baton_seterr(errstr, n, BATON_INVALID, "rack_policy %d is not a known policy",
+                            (int)in->rack_policy);
     if (in->npartitions < 0 || in->npartitions > 100000000)
         return baton_seterr(errstr, n, BATON_INVALID, "npartitions %d is out of range",
                             in->npartitions);
@@ -398,6 +427,147 @@ static void assign_sticky(const plan_t *pl, const int *f, int *next) {
     free(start);
 }
 
+/* A growable stack of partitions (realign's per-rack lists). */
+typedef struct {
+    int *a;
+    int n, cap;
+} pstack_t;
+
+static void pstack_push(pstack_t *s, int p) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        s->a = xrealloc(s->a, (size_t)s->cap * sizeof(int));
+    }
+    s->a[s->n++] = p;
+}
+
+/* The top of s that is still outside its leader's rack (and, for rack >= 0,
+ * owned in that rack), dropping the stale entries above it; -1 when none is
+ * left. */
+static int pstack_top(pstack_t *s, const baton_assign_input_t *in, const int *next, int rack) {
+    while (s->n > 0) {
+        int x = s->a[s->n - 1];
+        int local = rack_match(in, x, next[x]);
+        if (!local && (rack < 0 || in->workers[next[x]].rack == rack))
+            return x;
+        s->n--;
+    }
+    return -1;
+}
+
+/* Swaps the owners of p and q; returns the change in partitions whose
+ * owner differs from the previous one. */
+static int swap_owners(const baton_assign_input_t *in, int *next, int p, int q) {
+    int a = next[p], b = next[q];
+    int prev_p = in->prev ? in->prev[p] : -1, prev_q = in->prev ? in->prev[q] : -1;
+    next[p] = b;
+    next[q] = a;
+    return (b != prev_p) - (a != prev_p) + (a != prev_q) - (b != prev_q);
+}
+
+/* Realignment's exchanges: a partition owned in rack s and led in rack r
+ * and one owned in r and led in s swap owners, both becoming local (two
+ * partitions for at most two moves, the best a swap can do). Partitions
+ * are bucketed by (owner's rack, leader's rack), those that move anyway
+ * first; skipped when the nr x nr buckets would outnumber the partitions
+ * (many racks: the swaps in realign still reach the same placement).
+ * Returns the moves added. */
+static int realign_exchanges(const plan_t *pl, int nr, int *next) {
+    const baton_assign_input_t *in = pl->in;
+    size_t nb = (size_t)nr * (size_t)nr;
+    if (nb > (size_t)pl->np + 1)
+        return 0;
+    size_t *start = xcalloc(nb + 1, sizeof(size_t));
+    int *key = xmalloc(((size_t)pl->np + 1) * sizeof(int)); /* bucket of p, or -1 */
+    for (int p = 0; p < pl->np; p++) {
+        int w = next[p], r = in->leader_rack[p];
+        int s = w >= 0 ? in->workers[w].rack : -1;
+        key[p] = pl->cls[p] == CLS_FREE && s >= 0 && r >= 0 && r < nr && s != r ? s * nr + r : -1;
+        if (key[p] >= 0)
+            start[key[p] + 1]++;
+    }
+    for (size_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    size_t *cur = xmalloc((nb + 1) * sizeof(size_t));
+    memcpy(cur, start, (nb + 1) * sizeof(size_t));
+    int *list = xmalloc((start[nb] + 1) * sizeof(int));
+    for (int moving = 1; moving >= 0; moving--)
+        for (int p = 0; p < pl->np; p++)
+            if (key[p] >= 0 && (next[p] != (in->prev ? in->prev[p] : -1)) == moving)
+                list[cur[key[p]]++] = p;
+    int added = 0;
+    for (int s = 0; s < nr; s++)
+        for (int r = s + 1; r < nr; r++) {
+            size_t i = start[(size_t)s * nr + r], ie = start[(size_t)s * nr + r + 1];
+            size_t j = start[(size_t)r * nr + s], je = start[(size_t)r * nr + s + 1];
+            for (; i < ie && j < je; i++, j++)
+                added += swap_owners(in, next, list[i], list[j]);
+        }
+    free(list);
+    free(cur);
+    free(key);
+    free(start);
+    return added;
+}
+
+/* Realignment (BATON_RACK_REALIGN, after sticky). While a free partition p
+ * is outside its leader's rack r and a worker b of rack r holds a free
+ * partition q that is outside its own leader's rack, p and q swap owners:
+ * p becomes local, q was not local at b, and every worker keeps its count.
+ * So balance holds, and no partition already in its leader's rack moves.
+ * Per rack the swaps stop when either list is empty: every r partition is
+ * local, or r's workers hold only local partitions; that is the most local
+ * placement the counts allow (per rack, min(partitions led there, slots
+ * there)). Neither list grows back, so one pass over the racks is enough:
+ * a swap never makes a partition non-local, and q takes p's place among the
+ * non-local partitions of p's old owner's rack. Partitions that move anyway
+ * (next != prev) are taken first, so a swap costs 0, 1 or 2 moves; and
+ * exchanges that make both partitions local go first (realign_exchanges).
+ * Returns the moves the swaps added. */
+static int realign(const plan_t *pl, int *next) {
+    const baton_assign_input_t *in = pl->in;
+    const baton_assign_worker_t *wk = in->workers;
+    int nr = 0;
+    for (int w = 0; w < pl->nw; w++)
+        if (pl->elig[w] && wk[w].rack >= nr)
+            nr = wk[w].rack + 1;
+    if (!in->leader_rack || nr == 0)
+        return 0;
+    int added = realign_exchanges(pl, nr, next);
+    pstack_t *want = xcalloc((size_t)nr, sizeof(*want)); /* r's partitions outside r */
+    pstack_t *room = xcalloc((size_t)nr, sizeof(*room)); /* non-local partitions in r */
+    for (int moving = 0; moving < 2; moving++)           /* those that move anyway on top */
+        for (int p = 0; p < pl->np; p++) {
+            int w = next[p], prev = in->prev ? in->prev[p] : -1;
+            if (pl->cls[p] != CLS_FREE || w < 0 || (w != prev) != moving || rack_match(in, p, w))
+                continue;
+            int r = in->leader_rack[p];
+            if (r >= 0 && r < nr)
+                pstack_push(&want[r], p);
+            if (wk[w].rack >= 0)
+                pstack_push(&room[wk[w].rack], p);
+        }
+    for (int r = 0; r < nr; r++) {
+        int p, q;
+        while ((p = pstack_top(&want[r], in, next, -1)) >= 0 &&
+               (q = pstack_top(&room[r], in, next, r)) >= 0) {
+            want[r].n--;
+            room[r].n--;
+            int a = next[p];
+            added += swap_owners(in, next, p, q);
+            if (!rack_match(in, q, a) && wk[a].rack >= 0)
+                pstack_push(&room[wk[a].rack], q);
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        free(want[r].a);
+        free(room[r].a);
+    }
+    free(room);
+    free(want);
+    return added;
+}
+
 /* Kafka's RangeAssignor for one topic: contiguous blocks of the free
  * partitions in worker index order, each worker filling its free slots. */
 static void assign_range(const plan_t *pl, const int *f, int *next) {
@@ -563,6 +733,8 @@ int baton_assign_compute(const baton_assign_input_t *in, int *next, baton_assign
     case BATON_STRATEGY_ROUNDROBIN: assign_roundrobin(&pl, f, next); break;
     case BATON_STRATEGY_RENDEZVOUS: assign_rendezvous(&pl, next); break;
     }
+    if (in->strategy == BATON_STRATEGY_STICKY && in->rack_policy == BATON_RACK_REALIGN)
+        st.realigned = realign(&pl, next);
 
     st.minimal = minimal_moves(&pl, f_gain);
     for (int p = 0; p < pl.np; p++) {

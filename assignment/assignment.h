@@ -19,7 +19,15 @@
  *
  * Sticky moves exactly the minimum number of partitions that reaches that
  * balance; rendezvous (highest random weight, capacity-weighted) is stateless
- * and only balanced in expectation. */
+ * and only balanced in expectation.
+ *
+ * Racks (leader_rack): with BATON_RACK_TIEBREAK they only steer partitions
+ * that move anyway. With BATON_RACK_REALIGN (sticky only; KIP-881's
+ * behaviour) sticky then also moves misaligned partitions into their
+ * leader's rack by swapping them with partitions that are not in their own
+ * leader's rack either, so every worker keeps its count (balance is never
+ * traded) and no partition already in its leader's rack moves for it. It
+ * stops at the most rack-local placement those counts allow. */
 #ifndef BATON_ASSIGNMENT_H
 #define BATON_ASSIGNMENT_H
 
@@ -33,6 +41,20 @@ typedef enum {
 } baton_strategy_t;
 
 #define BATON_STRATEGY_COUNT 4
+
+/* What racks may cost (the coordinator's rack.policy). */
+typedef enum {
+    BATON_RACK_TIEBREAK = 0, /* racks only break ties: never a move of their own */
+    BATON_RACK_REALIGN = 1,  /* sticky also moves misaligned partitions into their
+                              * leader's rack where balance allows */
+} baton_rack_policy_t;
+
+#define BATON_RACK_POLICY_COUNT 2
+
+/* Parses "tiebreak", "realign"; returns 0 or BATON_INVALID. */
+int baton_rack_policy_parse(const char *s, baton_rack_policy_t *out);
+/* The policy's name as baton_rack_policy_parse() reads it. */
+const char *baton_rack_policy_name(baton_rack_policy_t p);
 /* The largest capacity a worker may declare (baton-worker --capacity). */
 #define BATON_ASSIGN_CAPACITY_MAX 1000000
 
@@ -63,13 +85,14 @@ typedef struct {
     const int *prev;                      /* prev[p]: owner index or -1; NULL: none */
     const baton_assign_worker_t *workers; /* nworkers entries */
     int nworkers;
-    const int *pins;        /* pins[p]: worker index or -1; NULL: no pins. A pin
-                             * to a drained or absent worker is ignored. */
-    const int *leader_rack; /* leader_rack[p]: rack index (same numbering as
-                             * workers' racks, below nworkers + npartitions) of
-                             * the partition's leader broker, or -1; NULL: unknown.
-                             * Racks only break ties: they never cost balance
-                             * or movement. */
+    const int *pins;                 /* pins[p]: worker index or -1; NULL: no pins. A pin
+                                      * to a drained or absent worker is ignored. */
+    const int *leader_rack;          /* leader_rack[p]: rack index (same numbering as
+                                      * workers' racks, below nworkers + npartitions) of
+                                      * the partition's leader broker, or -1; NULL: unknown.
+                                      * They never cost balance; movement only as
+                                      * rack_policy allows. */
+    baton_rack_policy_t rack_policy; /* BATON_RACK_TIEBREAK (0) or BATON_RACK_REALIGN */
 } baton_assign_input_t;
 
 typedef struct {
@@ -79,6 +102,8 @@ typedef struct {
     int pinned;     /* partitions placed by a pin */
     int unassigned; /* partitions left without an owner (no eligible worker) */
     int rack_local; /* owned partitions whose owner is in the leader's rack */
+    int realigned;  /* moves realignment added (BATON_RACK_REALIGN): moved -
+                     * realigned is what balance alone needed */
 } baton_assign_stats_t;
 
 /* Computes the next assignment into next (caller-allocated, npartitions

@@ -144,6 +144,7 @@ static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
         .nworkers = (int)s->nmembers,
         .pins = p->pins,
         .leader_rack = lrack,
+        .rack_policy = s->rack_policy,
     };
     int rc = baton_assign_compute(in, p->next, &p->stats, errstr, n);
     free(rack_names);

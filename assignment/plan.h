@@ -55,10 +55,11 @@ typedef struct {
     size_t nkeys;
     const baton_plan_published_t *published;
     size_t npublished;
-    const char *const *leader_rack; /* [npartitions] each partition's leader rack, or NULL */
-    int standbys;                   /* name standbys (not with a leave grace) */
-    int republish;                  /* write every member's node with the new generation */
-    int64_t generation;             /* /assignment's generation */
+    const char *const *leader_rack;  /* [npartitions] each partition's leader rack, or NULL */
+    baton_rack_policy_t rack_policy; /* what racks may cost (tiebreak: 0) */
+    int standbys;                    /* name standbys (not with a leave grace) */
+    int republish;                   /* write every member's node with the new generation */
+    int64_t generation;              /* /assignment's generation */
 } baton_plan_snapshot_t;
 
 typedef enum { BATON_PLAN_CREATE, BATON_PLAN_SET, BATON_PLAN_DELETE } baton_plan_op_kind_t;

@@ -5,7 +5,16 @@
  * and reports per row: median and p99 compute time per event, partitions
  * moved in total, the minimum possible in total, and the worst imbalance
  * (largest distance of a worker's count from its capacity share; below 1 is
- * balanced). Pure computation: no ZooKeeper, no Kafka. */
+ * balanced).
+ *
+ * Then the rack rows: sticky with workers in 3 racks and every partition's
+ * leader in a random one, under rack.policy tiebreak and realign. The first
+ * assignment is made blind to racks (a coordinator before its first Kafka
+ * Metadata read); the first event is the racks becoming known, the rest are
+ * the churn above. These rows add the moves realignment cost (realigned,
+ * included in moved) and the share of partitions in their leader's rack
+ * after the last event (rack_local). Pure computation: no ZooKeeper, no
+ * Kafka. */
 #include "assignment.h"
 
 #include "baton_util.h"
@@ -18,10 +27,14 @@
 typedef struct {
     baton_strategy_t strategy;
     int partitions, workers;
-    double p50_ms, p99_ms, imbalance;
-    long moved, minimal;
+    int racks; /* rack rows: 1; policy below */
+    baton_rack_policy_t policy;
+    double p50_ms, p99_ms, imbalance, rack_local;
+    long moved, minimal, realigned;
     int events;
 } row_t;
+
+enum { BENCH_RACKS = 3 };
 
 static uint64_t rng_next(uint64_t *s) {
     uint64_t x = *s;
@@ -67,28 +80,42 @@ static void run_row(row_t *row, int nevents) {
     int *prev = xmalloc((size_t)np * sizeof(int)), *next = xmalloc((size_t)np * sizeof(int));
     double *times = xmalloc((size_t)nevents * sizeof(double));
     uint64_t rng = 0x5eed0000ULL + (uint64_t)np * 31 + (uint64_t)nw;
+    /* Leader racks from their own sequence: the rows without racks keep
+     * the churn they always had. */
+    int *lrack = xmalloc((size_t)np * sizeof(int));
+    uint64_t rack_rng = rng ^ 0x7261636bULL;
+    for (int p = 0; p < np; p++)
+        lrack[p] = rng_below(&rack_rng, BENCH_RACKS);
     for (int i = 0; i < nw; i++) {
-        ids[i] = xasprintf("worker-%06d", serial++);
-        w[i] = (baton_assign_worker_t){.id = ids[i], .capacity = 1, .rack = -1};
+        ids[i] = xasprintf("worker-%06d", serial);
+        w[i] = (baton_assign_worker_t){
+            .id = ids[i], .capacity = 1, .rack = row->racks ? serial % BENCH_RACKS : -1};
+        serial++;
     }
-    baton_assign_input_t in = {
-        .strategy = row->strategy, .npartitions = np, .workers = w, .nworkers = nw};
+    baton_assign_input_t in = {.strategy = row->strategy,
+                               .npartitions = np,
+                               .workers = w,
+                               .nworkers = nw,
+                               .rack_policy = row->policy};
     char errstr[256];
     baton_assign_stats_t st;
     if (baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)) < 0) {
         fprintf(stderr, "baton-bench-assign: %s\n", errstr);
         exit(1);
     }
-    row->moved = row->minimal = 0;
+    row->moved = row->minimal = row->realigned = 0;
     row->imbalance = 0;
     for (int e = 0; e < nevents; e++) {
         memcpy(prev, next, (size_t)np * sizeof(int));
         int k = rng_below(&rng, nw);
-        switch (e % 4) {
+        switch (row->racks && e == 0 ? -1 : e % 4) {
+        case -1: in.leader_rack = lrack; break; /* the racks become known */
         case 0: worker_remove(w, ids, &nw, prev, np, k); break;
         case 1: /* join */
-            ids[nw] = xasprintf("worker-%06d", serial++);
-            w[nw] = (baton_assign_worker_t){.id = ids[nw], .capacity = 1, .rack = -1};
+            ids[nw] = xasprintf("worker-%06d", serial);
+            w[nw] = (baton_assign_worker_t){
+                .id = ids[nw], .capacity = 1, .rack = row->racks ? serial % BENCH_RACKS : -1};
+            serial++;
             nw++;
             break;
         case 2: w[k].capacity = 1 + rng_below(&rng, 4); break;
@@ -105,6 +132,8 @@ static void run_row(row_t *row, int nevents) {
         }
         row->moved += moved;
         row->minimal += st.minimal;
+        row->realigned += st.realigned;
+        row->rack_local = (double)st.rack_local / np;
         double imb = baton_assign_imbalance(&in, next);
         if (imb > row->imbalance)
             row->imbalance = imb;
@@ -121,6 +150,27 @@ static void run_row(row_t *row, int nevents) {
     free(prev);
     free(next);
     free(times);
+    free(lrack);
+}
+
+/* One row, as a table line or a JSON object (first: no comma before it). */
+static void row_print(const row_t *row, int json, int first) {
+    const char *name = baton_strategy_name(row->strategy);
+    const char *policy = row->racks ? baton_rack_policy_name(row->policy) : "-";
+    if (json)
+        printf("%s\n  {\"strategy\": \"%s\", \"partitions\": %d, \"workers\": %d, "
+               "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"moved\": %ld, \"minimal\": %ld, "
+               "\"imbalance\": %.3f, \"rack_policy\": %s%s%s, \"realigned\": %ld, "
+               "\"rack_local\": %.3f}",
+               first ? "" : ",", name, row->partitions, row->workers, row->p50_ms, row->p99_ms,
+               row->moved, row->minimal, row->imbalance, row->racks ? "\"" : "",
+               row->racks ? policy : "null", row->racks ? "\"" : "", row->realigned,
+               row->rack_local);
+    else
+        printf("%-10s %9d %7d %9.3f %9.3f %9ld %9ld %9.3f %-8s %9ld %10.3f\n", name,
+               row->partitions, row->workers, row->p50_ms, row->p99_ms, row->moved, row->minimal,
+               row->imbalance, policy, row->realigned, row->rack_local);
+    fflush(stdout);
 }
 
 static void usage(FILE *f) {
@@ -129,8 +179,12 @@ static void usage(FILE *f) {
                "Times the assignor on churn events for every strategy over\n"
                "P in {1000, 10000, 100000} x W in {10, 100, 1000}.\n"
                "\n"
+               "Then sticky with 3 racks under rack.policy tiebreak and realign: the\n"
+               "first event makes the racks known to a rack-blind assignment.\n"
+               "\n"
                "  --json      print a JSON list of objects with keys strategy, partitions,\n"
-               "              workers, p50_ms, p99_ms, moved, minimal, imbalance\n"
+               "              workers, p50_ms, p99_ms, moved, minimal, imbalance,\n"
+               "              rack_policy (null without racks), realigned, rack_local\n"
                "  --events N  churn events per row (default 100; rendezvous rows with\n"
                "              P x W above 10^6 use N / 5)\n"
                "  --quick     only P = 1000 (a smoke run)\n");
@@ -164,8 +218,9 @@ int main(int argc, char **argv) {
     if (json)
         printf("[");
     else
-        printf("%-10s %9s %7s %9s %9s %9s %9s %9s\n", "strategy", "partitions", "workers", "p50_ms",
-               "p99_ms", "moved", "minimal", "imbalance");
+        printf("%-10s %9s %7s %9s %9s %9s %9s %9s %-8s %9s %10s\n", "strategy", "partitions",
+               "workers", "p50_ms", "p99_ms", "moved", "minimal", "imbalance", "racks", "realigned",
+               "rack_local");
     int first = 1;
     for (int s = 0; s < BATON_STRATEGY_COUNT; s++)
         for (size_t i = 0; i < (quick ? 1 : BATON_ARRAY_SIZE(ps)); i++)
@@ -176,18 +231,19 @@ int main(int argc, char **argv) {
                 if (s == BATON_STRATEGY_RENDEZVOUS && (long)ps[i] * ws[j] > 1000000)
                     n = nevents / 5 > 4 ? nevents / 5 : 4;
                 run_row(&row, n);
-                const char *name = baton_strategy_name(row.strategy);
-                if (json)
-                    printf("%s\n  {\"strategy\": \"%s\", \"partitions\": %d, \"workers\": %d, "
-                           "\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"moved\": %ld, \"minimal\": %ld, "
-                           "\"imbalance\": %.3f}",
-                           first ? "" : ",", name, row.partitions, row.workers, row.p50_ms,
-                           row.p99_ms, row.moved, row.minimal, row.imbalance);
-                else
-                    printf("%-10s %9d %7d %9.3f %9.3f %9ld %9ld %9.3f\n", name, row.partitions,
-                           row.workers, row.p50_ms, row.p99_ms, row.moved, row.minimal,
-                           row.imbalance);
-                fflush(stdout);
+                row_print(&row, json, first);
+                first = 0;
+            }
+    for (int pol = 0; pol < BATON_RACK_POLICY_COUNT; pol++)
+        for (size_t i = 0; i < (quick ? 1 : BATON_ARRAY_SIZE(ps)); i++)
+            for (size_t j = 0; j < BATON_ARRAY_SIZE(ws); j++) {
+                row_t row = {.strategy = BATON_STRATEGY_STICKY,
+                             .partitions = ps[i],
+                             .workers = ws[j],
+                             .racks = 1,
+                             .policy = (baton_rack_policy_t)pol};
+                run_row(&row, nevents);
+                row_print(&row, json, first);
                 first = 0;
             }
     if (json)

@@ -1547,6 +1547,7 @@ static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
                                        .published = cp->ppub,
                                        .npublished = rs->npub,
                                        .leader_rack = cp->lrack,
+                                       .rack_policy = (baton_rack_policy_t)c->conf->rack_policy,
                                        .standbys = c->conf->leave_grace_ms <= 0,
                                        .republish = c->republish,
                                        .generation = rs->meta.generation};

@@ -36,6 +36,10 @@ typedef struct {
      * preference is off. Refreshed every racks_refresh_ms and at election. */
     const char *brokers;
     int racks_refresh_ms;
+    /* rack.policy: 0 tiebreak (racks only steer what moves anyway), 1
+     * realign (baton_rack_policy_t: misaligned partitions also move into
+     * their leader's rack where balance allows). */
+    int rack_policy;
     /* A partition's lowest claim held by anyone but its assigned worker's
      * current session (a stuck handoff) is deleted by the leader after this
      * long; the sink fences the old holder. 0: never. */

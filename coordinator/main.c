@@ -4,6 +4,8 @@
 
 #include "coord_racks.h"
 
+#include "assignment.h"
+
 #include "baton_codec.h"
 #include "baton_conf.h"
 #include "baton_err.h"
@@ -27,6 +29,7 @@ static const char *prog = "baton-coordinator";
 static const char *zk_hosts, *group, *id, *root = BATON_DEFAULT_ROOT, *brokers;
 static const char *log_level = "info", *log_format = "text";
 static const char *metrics_addr;
+static const char *rack_policy = "realign";
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, leave_grace_ms = 0,
                rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000, racks_refresh_ms = 60000,
                max_multi_bytes = 256 * 1024;
@@ -63,6 +66,8 @@ static baton_conf_opt_t opts[] = {
      "but never wait longer after the first change (2000)", 0},
     {"brokers", "bootstrap.servers", "BATON_BROKERS", BATON_CONF_STR, 0, 0, &brokers, "LIST",
      "Kafka bootstrap: prefer each partition's leader rack (default: off)", 0},
+    {"rack-policy", "rack.policy", "BATON_RACK_POLICY", BATON_CONF_STR, 0, 0, &rack_policy, "P",
+     "realign (move misaligned partitions into their leader's rack) or tiebreak (realign)", 0},
     {"racks-refresh-ms", "racks.refresh.ms", "BATON_RACKS_REFRESH_MS", BATON_CONF_INT, 100,
      86400000, &racks_refresh_ms, "MS", "re-read leader racks this often (60000)", 0},
     /* ZooKeeper refuses requests over jute.maxbuffer (1 MB by default). */
@@ -156,6 +161,10 @@ int main(int argc, char **argv) {
     if (coord_racks_setup(parsed.kafka, parsed.nkafka, racks_off, sizeof(racks_off), errstr,
                           sizeof(errstr)) != BATON_OK)
         baton_usage_error(prog, "%s", errstr);
+    baton_rack_policy_t policy;
+    if (baton_rack_policy_parse(rack_policy, &policy) != BATON_OK)
+        baton_usage_error(prog, "--rack-policy (rack.policy): '%s' is not realign or tiebreak",
+                          rack_policy);
     if (rebalance_delay_ms > max_rebalance_delay_ms)
         rebalance_delay_ms = max_rebalance_delay_ms; /* the bound wins */
 
@@ -171,6 +180,7 @@ int main(int argc, char **argv) {
         .max_rebalance_delay_ms = (int)max_rebalance_delay_ms,
         .brokers = brokers,
         .racks_refresh_ms = (int)racks_refresh_ms,
+        .rack_policy = (int)policy,
         .max_multi_bytes = (int)max_multi_bytes,
         .handoff_timeout_ms = (int)handoff_timeout_ms,
         .zk_auth = auth,

@@ -1,7 +1,8 @@
 /* fuzz_plan.c: fuzz target for the plan step (assignment/plan.h). The
  * input's bytes describe a snapshot: the strategy, the partition count, the
  * members (capacity, rack, drained, absent, keys-only, a key filter), named
- * keys, pins (to members, to nobody, to an unknown id), leader racks, and
+ * keys, pins (to members, to nobody, to an unknown id), leader racks and the
+ * rack policy, and
  * published nodes (of members or of departed ids; partitions out of range,
  * repeated or unsorted; keys the group no longer has; any generation).
  * Checks: no crash, leak or out-of-bounds read; an error is BATON_INVALID
@@ -96,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s.standbys = opts & 1;
     s.republish = (opts & 2) != 0;
     s.generation = (int64_t)((opts >> 2) % 8);
+    s.rack_policy = opts & 0x80 ? BATON_RACK_REALIGN : BATON_RACK_TIEBREAK;
 
     baton_plan_t pl;
     char errstr[256] = "";

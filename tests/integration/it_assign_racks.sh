@@ -10,10 +10,7 @@ source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_assign_racks
 h_zk_start
 B_PARTITIONS=6
-h_spawn kafka "$BATON_BIN/baton-devkafka" --topic "$B_TOPIC" --partitions $B_PARTITIONS \
-    --brokers 3 --racks r1,r2,r3
-h_wait_for 15 "kafka ready" b_log_has kafka '^bootstrap='
-BOOTSTRAP=$(sed -n 's/^bootstrap=//p' "$H_DIR/kafka.log" | head -1)
+h_kafka_start "$B_TOPIC" $B_PARTITIONS 3 r1,r2,r3
 b_log_has kafka 'event=broker_rack broker=3 rack=r3' || h_fail "devkafka did not set broker racks"
 B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS

@@ -498,16 +498,18 @@ h_zk() {
 
 # --- Kafka ------------------------------------------------------------------
 
-# h_kafka_start TOPIC[,TOPIC2...] PARTITIONS [BROKERS]: starts baton-devkafka
-# (logs in $H_DIR/kafka.log, stdout in $H_DIR/kafka.out) with those topics
-# (no other exists: devkafka creates none on demand) and exports
+# h_kafka_start TOPIC[,TOPIC2...] PARTITIONS [BROKERS [RACKS]]: starts
+# baton-devkafka (logs in $H_DIR/kafka.log, stdout in $H_DIR/kafka.out) with
+# those topics (no other exists: devkafka creates none on demand), the
+# brokers in RACKS (r1,r2,..: devkafka --racks) if given, and exports
 # BOOTSTRAP=HOST:PORT[,...] from its first stdout line, H_KAFKA_TOPIC=TOPIC.
 h_kafka_start() {
-    local topic=${1:?h_kafka_start TOPIC PARTITIONS [BROKERS]}
-    local parts=${2:?h_kafka_start TOPIC PARTITIONS [BROKERS]} brokers=${3:-1}
+    local topic=${1:?h_kafka_start TOPIC PARTITIONS [BROKERS [RACKS]]}
+    local parts=${2:?h_kafka_start TOPIC PARTITIONS [BROKERS [RACKS]]} brokers=${3:-1}
     local out=$H_DIR/kafka.out line="" t0 deadline t
     local -a topic_args=()
     for t in ${topic//,/ }; do topic_args+=(--topic "$t"); done
+    if [[ -n ${4:-} ]]; then topic_args+=(--racks "$4"); fi
     : >"$out"
     t0=$(_h_now_ms)
     _h_spawn_io kafka "$out" "$H_DIR/kafka.log" \

@@ -505,7 +505,8 @@ typedef struct {
     baton_assign_input_t in;
 } built_t;
 
-static void world_build(const world_t *wd, baton_strategy_t s, int use_racks, built_t *b) {
+static void world_build_policy(const world_t *wd, baton_strategy_t s, int use_racks,
+                               baton_rack_policy_t policy, built_t *b) {
     memset(b, 0, sizeof(*b));
     for (int k = 0; k < CH_SLOTS; k++) {
         b->index_of[k] = -1;
@@ -534,7 +535,12 @@ static void world_build(const world_t *wd, baton_strategy_t s, int use_racks, bu
         .nworkers = b->nw,
         .pins = b->pins,
         .leader_rack = use_racks ? b->racks : NULL,
+        .rack_policy = policy,
     };
+}
+
+static void world_build(const world_t *wd, baton_strategy_t s, int use_racks, built_t *b) {
+    world_build_policy(wd, s, use_racks, BATON_RACK_TIEBREAK, b);
 }
 
 static int ch_eligible(const baton_assign_input_t *in, int w) {
@@ -745,10 +751,59 @@ static int ch_min_by_targets(const baton_assign_input_t *in, const ch_shares_t *
     return best;
 }
 
+static int ch_local(const baton_assign_input_t *in, int p, int w) {
+    return in->leader_rack && w >= 0 && in->leader_rack[p] >= 0 &&
+           in->leader_rack[p] == in->workers[w].rack;
+}
+
+/* Realign against tiebreak on the same input: it only swaps partitions
+ * outside their leader's rack (so every worker's count, hence balance, is
+ * tiebreak's, and nothing in its leader's rack moves for it); it reaches the
+ * most rack-local placement those counts allow (per rack, min(free
+ * partitions led there, free slots there)); each swap makes at least one
+ * partition local for at most two moves; moved = minimal + realigned. */
+static void ch_check_realign(const baton_assign_input_t *in, const int *next,
+                             const baton_assign_stats_t *st) {
+    enum { NR = CH_MAXP + CH_SLOTS };
+    baton_assign_input_t tb = *in;
+    tb.rack_policy = BATON_RACK_TIEBREAK;
+    int plain[CH_MAXP + 1], cnt[CH_SLOTS] = {0}, pcnt[CH_SLOTS] = {0};
+    int led[NR] = {0}, slots[NR] = {0}, local = 0, best = 0;
+    baton_assign_stats_t pst;
+    char errstr[128];
+    assert_true(baton_assign_compute(&tb, plain, &pst, errstr, sizeof(errstr)) >= 0);
+    assert_int_equal(pst.realigned, 0);
+    for (int p = 0; p < in->npartitions; p++) {
+        if (next[p] >= 0)
+            cnt[next[p]]++;
+        if (plain[p] >= 0)
+            pcnt[plain[p]]++;
+        if (next[p] != plain[p]) {
+            assert_true(ch_forced_owner(in, p) < 0);
+            assert_false(ch_local(in, p, plain[p]));
+        }
+        if (ch_forced_owner(in, p) >= 0 || next[p] < 0)
+            continue;
+        local += ch_local(in, p, next[p]);
+        if (in->leader_rack[p] >= 0)
+            led[in->leader_rack[p]]++;
+        if (in->workers[next[p]].rack >= 0)
+            slots[in->workers[next[p]].rack]++;
+    }
+    assert_memory_equal(cnt, pcnt, sizeof(cnt));
+    for (int r = 0; r < NR; r++)
+        best += led[r] < slots[r] ? led[r] : slots[r];
+    assert_int_equal(local, best);
+    assert_true(st->rack_local >= pst.rack_local);
+    assert_int_equal(st->moved, pst.moved + st->realigned);
+    assert_true(st->realigned <= 2 * (st->rack_local - pst.rack_local));
+}
+
 /* Runs one strategy on the world and checks everything that must hold. */
-static void ch_check(world_t *wd, baton_strategy_t s, int use_racks, int *moved_out) {
+static void ch_check(world_t *wd, baton_strategy_t s, int use_racks, baton_rack_policy_t policy,
+                     int *moved_out) {
     built_t b;
-    world_build(wd, s, use_racks, &b);
+    world_build_policy(wd, s, use_racks, policy, &b);
     int next[CH_MAXP + 1], again[CH_MAXP + 1];
     baton_assign_stats_t st;
     char errstr[256];
@@ -772,8 +827,12 @@ static void ch_check(world_t *wd, baton_strategy_t s, int use_racks, int *moved_
     if (lb >= 0)
         assert_int_equal(lb, lb2);
     assert_int_equal(st.minimal, lb2);
+    if (s == BATON_STRATEGY_STICKY && policy == BATON_RACK_REALIGN && use_racks)
+        ch_check_realign(&b.in, next, &st);
+    else
+        assert_int_equal(st.realigned, 0);
     if (s == BATON_STRATEGY_STICKY) {
-        assert_int_equal(moved, lb2);
+        assert_int_equal(moved - st.realigned, lb2);
         /* Nothing moves when nothing needs to. */
         memcpy(b.prev, next, (size_t)wd->np * sizeof(int));
         assert_int_equal(baton_assign_compute(&b.in, again, NULL, errstr, sizeof(errstr)), 0);
@@ -858,8 +917,10 @@ static void world_init(world_t *wd, uint64_t *rng, int np) {
 /* Thousands of seeded churn sequences, each strategy: pins, reservations and
  * drains honoured; balance within 1 of the capacity share (all but
  * rendezvous); sticky's moves equal the lower bound, found by enumeration
- * on small inputs and by trying every rounding choice otherwise; same input,
- * same output; a second round moves nothing. */
+ * on small inputs and by trying every rounding choice otherwise (with
+ * rack.policy=realign: plus the moves realignment added, checked against
+ * tiebreak by ch_check_realign); same input, same output; a second round
+ * moves nothing. */
 static void test_churn_properties(void **state) {
     (void)state;
     for (int seq = 0; seq < 3000; seq++) {
@@ -871,11 +932,46 @@ static void test_churn_properties(void **state) {
         if (seq % 3 == 0)
             s = BATON_STRATEGY_STICKY;
         int racks = rng_below(&rng, 2);
+        baton_rack_policy_t policy = (seq / 2) % 2 ? BATON_RACK_REALIGN : BATON_RACK_TIEBREAK;
         for (int step = 0; step < 15; step++) {
-            ch_check(&wd, s, racks, NULL);
+            ch_check(&wd, s, racks, policy, NULL);
             ch_event(&wd, &rng);
         }
     }
+}
+
+/* The churn sequences with racks on, every strategy, under the default
+ * (tiebreak) policy, hashed: the value was recorded with the assignor as it
+ * was before rack.policy existed, so tiebreak is today's behaviour exactly,
+ * output for output. */
+static uint64_t churn_fingerprint(void) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int seq = 0; seq < 1000; seq++) {
+        uint64_t rng = 0x7261636bULL ^ ((uint64_t)seq * 0x2545f4914f6cdd1dULL);
+        rng_next(&rng);
+        world_t wd;
+        world_init(&wd, &rng, 1 + rng_below(&rng, CH_MAXP));
+        baton_strategy_t s = (baton_strategy_t)(seq % BATON_STRATEGY_COUNT);
+        for (int step = 0; step < 15; step++) {
+            built_t b;
+            world_build(&wd, s, 1, &b);
+            int next[CH_MAXP + 1];
+            char errstr[128];
+            assert_true(baton_assign_compute(&b.in, next, NULL, errstr, sizeof(errstr)) >= 0);
+            for (int p = 0; p < wd.np; p++) {
+                h = (h ^ (uint64_t)(next[p] + 2)) * 0x100000001b3ULL;
+                wd.owner[p] = next[p] >= 0 ? b.slot_of[next[p]] : -1;
+            }
+            h = (h ^ 0xffu) * 0x100000001b3ULL;
+            ch_event(&wd, &rng);
+        }
+    }
+    return h;
+}
+
+static void test_tiebreak_unchanged(void **state) {
+    (void)state;
+    assert_true(churn_fingerprint() == 0xc6a80e627440d442ULL);
 }
 
 /* Racks never cost movement, and from scratch every rack gets as many local
@@ -909,6 +1005,81 @@ static void test_racks(void **state) {
     assert_int_equal(baton_assign_compute(&in, plain, NULL, errstr, sizeof(errstr)), moved);
     assert_int_equal(moved, 10);
     assert_int_equal(st.minimal, 10);
+}
+
+/* Kafka's own rack-aware sticky assignor case (AbstractStickyAssignorTest,
+ * testRackAwareAssignmentWithUniformSubscription: "rack-awareness is
+ * improved if already owned partitions are misaligned"): topics t1 (6), t2
+ * (7) and t3 (2) are 15 partitions here; one replica each, the leaders go
+ * round the brokers of racks a, b, c in order, so partition p leads in rack
+ * p % 3; three members in racks a, b, c own 0-4, 5-9 and 10-14 (t1-0..t1-4;
+ * t1-5, t2-0..t2-3; t2-4..t3-1): 10 outside their rack. Kafka ends with none
+ * (member a: t1-0, t1-3, t2-0, t2-3, t2-6, i.e. 0, 3, 6, 9, 12). Tiebreak
+ * keeps the balanced assignment as it is; realign moves exactly the 10. */
+static void test_realign_kafka_case(void **state) {
+    (void)state;
+    enum { NP = 15, NW = 3 };
+    baton_assign_worker_t w[NW];
+    int rack[NP], prev[NP], next[NP];
+    for (int i = 0; i < NW; i++)
+        w[i] = (baton_assign_worker_t){.capacity = 1, .rack = i};
+    for (int p = 0; p < NP; p++) {
+        rack[p] = p % 3;
+        prev[p] = p / 5;
+    }
+    baton_assign_input_t in = {
+        .npartitions = NP, .prev = prev, .workers = w, .nworkers = NW, .leader_rack = rack};
+    baton_assign_stats_t st;
+    char errstr[128];
+    assert_int_equal(baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)), 0);
+    assert_int_equal(st.rack_local, 5); /* today: 10 outside their rack */
+
+    in.rack_policy = BATON_RACK_REALIGN;
+    assert_int_equal(baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)), 10);
+    assert_int_equal(st.rack_local, NP);
+    assert_int_equal(st.minimal, 0);
+    assert_int_equal(st.realigned, 10);
+    for (int p = 0; p < NP; p++)
+        assert_int_equal(next[p], p % 3);
+    assert_true(baton_assign_imbalance(&in, next) < 1.0);
+    /* Realigned and balanced: the next round moves nothing. */
+    memcpy(prev, next, sizeof(prev));
+    assert_int_equal(baton_assign_compute(&in, next, &st, errstr, sizeof(errstr)), 0);
+    assert_int_equal(st.realigned, 0);
+
+    /* A fourth member in rack a: balance first (4/4/4/3), and still every
+     * partition the counts allow in its rack (rack a: 5 led, 8 slots). */
+    baton_assign_worker_t w4[NW + 1] = {w[0], w[1], w[2], {.capacity = 1, .rack = 0}};
+    in.workers = w4;
+    in.nworkers = NW + 1;
+    int moved = baton_assign_compute(&in, next, &st, errstr, sizeof(errstr));
+    assert_true(baton_assign_imbalance(&in, next) < 1.0);
+    assert_int_equal(moved, st.minimal + st.realigned);
+    assert_int_equal(st.rack_local, 5 + 4 + 4);
+}
+
+/* The policy's names round-trip; anything else is refused, by the parser
+ * and by the assignor. */
+static void test_rack_policy_parse(void **state) {
+    (void)state;
+    baton_rack_policy_t p;
+    assert_int_equal(baton_rack_policy_parse("realign", &p), BATON_OK);
+    assert_int_equal(p, BATON_RACK_REALIGN);
+    assert_string_equal(baton_rack_policy_name(p), "realign");
+    assert_int_equal(baton_rack_policy_parse("tiebreak", &p), BATON_OK);
+    assert_int_equal(p, BATON_RACK_TIEBREAK);
+    assert_string_equal(baton_rack_policy_name(p), "tiebreak");
+    assert_int_equal(baton_rack_policy_parse("Realign", &p), BATON_INVALID);
+    assert_int_equal(baton_rack_policy_parse("", &p), BATON_INVALID);
+    assert_int_equal(baton_rack_policy_parse(NULL, &p), BATON_INVALID);
+    assert_string_equal(baton_rack_policy_name((baton_rack_policy_t)7), "unknown");
+    baton_assign_worker_t w = {.capacity = 1, .rack = -1};
+    int next[1];
+    char errstr[128];
+    baton_assign_input_t in = {
+        .npartitions = 1, .workers = &w, .nworkers = 1, .rack_policy = (baton_rack_policy_t)7};
+    assert_int_equal(baton_assign_compute(&in, next, NULL, errstr, sizeof(errstr)), BATON_INVALID);
+    assert_non_null(strstr(errstr, "rack_policy"));
 }
 
 /* Bad input is refused with a message naming the field, never a crash. */
@@ -1000,6 +1171,9 @@ int main(void) {
         cmocka_unit_test(test_sticky_large),
         cmocka_unit_test(test_churn_properties),
         cmocka_unit_test(test_racks),
+        cmocka_unit_test(test_tiebreak_unchanged),
+        cmocka_unit_test(test_realign_kafka_case),
+        cmocka_unit_test(test_rack_policy_parse),
         cmocka_unit_test(test_compute_rejects),
         cmocka_unit_test(test_sticky_large_capacities),
     };

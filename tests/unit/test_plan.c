@@ -136,6 +136,9 @@ static baton_plan_snapshot_t snapshot(group_t *g, int republish) {
                                    .published = g->pub,
                                    .npublished = g->npub,
                                    .leader_rack = g->leader_rack,
+                                   /* both policies, over the groups */
+                                   .rack_policy =
+                                       g->P % 2 ? BATON_RACK_REALIGN : BATON_RACK_TIEBREAK,
                                    .standbys = 1,
                                    .republish = republish,
                                    .generation = g->generation};
