@@ -121,10 +121,11 @@ bench_stats() {
 # the longest gap between two consecutive writes (next_offset advances)
 # that ends after T0 and starts before T_END; a partition silent at T_END
 # counts up to T_END. An epoch change alone is not a write. Prints "MAX
-# MEDIAN PARTITION HANDOFF" (ms; PARTITION is the one with MAX; HANDOFF is
-# the longest of the gaps that end in a write under another epoch than
-# the write before, i.e. across a change of writer, 0 if none), "-1 -1 - 0"
-# if no partition was written.
+# MEDIAN PARTITION HANDOFF HANDOFF_MEDIAN" (ms; PARTITION is the one with
+# MAX; HANDOFF and HANDOFF_MEDIAN are the longest and the median of the
+# gaps that end in a write under another epoch than the write before, i.e.
+# across a change of writer, 0 if none), "-1 -1 - 0 0" if no partition was
+# written.
 bench_stall() {
     awk -v t0="$2" -v tend="$3" '
         $1 != "w" { next }
@@ -134,7 +135,7 @@ bench_stall() {
             if ((p in nx) && o == nx[p]) next
             if (t > t0 && (p in last)) {
                 g = t - last[p]; if (g > gap[p]) gap[p] = g
-                if (e != ep[p] && g > hand) hand = g
+                if (e != ep[p]) { hv[++nh] = g; if (g > hand) hand = g }
             }
             last[p] = t; nx[p] = o; ep[p] = e
         }
@@ -145,10 +146,13 @@ bench_stall() {
                 v[++n] = g
                 if (g > worst) { worst = g; wp = p }
             }
-            if (n == 0) { print "-1 -1 - 0"; exit }
-            for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-            printf "%d %d %s %d\n", worst / 1000, m / 1000, wp, hand / 1000
+            if (n == 0) { print "-1 -1 - 0 0"; exit }
+            printf "%d %d %s %d %d\n", worst / 1000, median(v, n) / 1000, wp, hand / 1000, median(hv, nh) / 1000
+        }
+        function median(a, n,    i, j, x) {
+            if (n == 0) return 0
+            for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
         }' "$1"
 }
 

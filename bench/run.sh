@@ -441,18 +441,19 @@ ro_system() {
     t1=$(bench_now_us)
     bench_settle "$w" "$P" 1000 90 || h_fail "$sys ($P partitions): no steady flow after the roll"
     t2=$(bench_now_us)
-    local max med wp hand bmax x ts0=$((t0 - steady_s * 1000000))
-    read -r max med wp hand < <(bench_stall "$w" "$t0" "$t2")
-    read -r bmax x x x < <(bench_stall "$w" "$ts0" "$t0")
+    local max med wp hand hmed bmax x ts0=$((t0 - steady_s * 1000000))
+    read -r max med wp hand hmed < <(bench_stall "$w" "$t0" "$t2")
+    read -r bmax x x x x < <(bench_stall "$w" "$ts0" "$t0")
     RO_RES[max:$k]=$max
     RO_RES[med:$k]=$med
     RO_RES[hand:$k]=$hand
+    RO_RES[hmed:$k]=$hmed
     RO_RES[steadygap:$k]=$bmax
     RO_RES[roll_s:$k]=$(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e6 }')
     RO_RES[rps:$k]=$(bench_rps "$w" "$t0" "$t1")
     RO_RES[steady_rps:$k]=$(bench_rps "$w" "$ts0" "$t0")
     RO_RES[ratio:$k]=$(awk -v a="${RO_RES[rps:$k]}" -v b="${RO_RES[steady_rps:$k]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-    h_log "$sys $P partitions: max stall $max ms (partition $wp), median $med, across a change of writer $hand, steady max gap $bmax;" \
+    h_log "$sys $P partitions: max stall $max ms (partition $wp), median $med, across a change of writer $hand (median $hmed), steady max gap $bmax;" \
         "roll ${RO_RES[roll_s:$k]} s, ${RO_RES[rps:$k]} records/s against ${RO_RES[steady_rps:$k]} steady"
     for ((i = 1; i <= W; i++)); do h_stop "p$P-$sys-m$i"; done
     h_stop "p$P-$sys-producer"
@@ -503,14 +504,15 @@ bench_rolling() {
     echo "it owns partitions again; ${BENCH_ROLL_RATE:-100} records/s per partition throughout; failure detection"
     echo "${RO_SESSION_MS} ms for all. stall: a partition's longest gap between two writes to the sink, from the"
     echo "first SIGTERM until the flow is steady again (max and median over partitions; 'handoff': the"
-    echo "longest gap ending in a write by another writer); steady gap: the longest over the"
+    echo "longest gap ending in a write by another writer, and the median of those); steady: the longest gap of the"
     echo "${BENCH_ROLL_STEADY_S:-5} s before. coop: cooperative-sticky; static: the same with group.instance.id."
-    printf '%-6s %-7s %10s %8s %8s %8s %7s %9s %9s %6s\n' setup system "max stall" median handoff steady "roll s" "roll r/s" "stdy r/s" ratio
+    printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' setup system "max stall" median handoff "ho med" steady "roll s" \
+        "roll r/s" "stdy r/s" ratio
     for s in $setups; do
         for sys in $RO_SYSTEMS; do
             k=$s:$sys
-            printf '%-6s %-7s %10s %8s %8s %8s %7s %9s %9s %6s\n' "$s" "$sys" "${RO_RES[max:$k]}" \
-                "${RO_RES[med:$k]}" "${RO_RES[hand:$k]}" "${RO_RES[steadygap:$k]}" "${RO_RES[roll_s:$k]}" \
+            printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' "$s" "$sys" "${RO_RES[max:$k]}" \
+                "${RO_RES[med:$k]}" "${RO_RES[hand:$k]}" "${RO_RES[hmed:$k]}" "${RO_RES[steadygap:$k]}" "${RO_RES[roll_s:$k]}" \
                 "${RO_RES[rps:$k]}" "${RO_RES[steady_rps:$k]}" "${RO_RES[ratio:$k]}"
             ((${RO_RES[max:$k]} > ${worst[$sys]:--1})) && worst[$sys]=${RO_RES[max:$k]}
             if [[ -z ${low[$sys]:-} ]] || awk -v a="${RO_RES[ratio:$k]}" -v b="${low[$sys]}" 'BEGIN { exit !(a < b) }'; then
@@ -525,6 +527,7 @@ bench_rolling() {
         for sys in $RO_SYSTEMS; do
             k=$s:$sys
             keys+=" ${sys}_${s}_max_stall_ms=${RO_RES[max:$k]} ${sys}_${s}_handoff_stall_ms=${RO_RES[hand:$k]}"
+            keys+=" ${sys}_${s}_handoff_median_ms=${RO_RES[hmed:$k]}"
             keys+=" ${sys}_${s}_steady_gap_ms=${RO_RES[steadygap:$k]} ${sys}_${s}_roll_rps_ratio=${RO_RES[ratio:$k]}"
         done
     done
