@@ -486,15 +486,22 @@ ro_setup() {
 bench_rolling() {
     local setups=${BENCH_ROLL_SETUPS:-12x3 48x6} s sys k
     RO_SYSTEMS=${BENCH_ROLL_SYSTEMS:-baton coop static}
+    local bad=""
+    for s in $setups; do
+        [[ $s =~ ^[1-9][0-9]{0,4}x[1-9][0-9]{0,2}$ ]] || bad+="BENCH_ROLL_SETUPS: '$s' is not PARTITIONSxWORKERS (e.g. 12x3); "
+    done
+    for sys in $RO_SYSTEMS; do
+        [[ $sys =~ ^(baton|coop|static)$ ]] || bad+="BENCH_ROLL_SYSTEMS: '$sys' is not baton, coop or static; "
+    done
+    [[ ${BENCH_ROLL_RATE:-100} =~ ^[1-9][0-9]{0,5}$ ]] || bad+="BENCH_ROLL_RATE: '$BENCH_ROLL_RATE' is not a positive number; "
+    [[ ${BENCH_ROLL_STEADY_S:-5} =~ ^[1-9][0-9]{0,2}$ ]] || bad+="BENCH_ROLL_STEADY_S: '$BENCH_ROLL_STEADY_S' is not a positive number; "
+    if [[ -n $bad ]]; then
+        echo "bench/run.sh rolling: ${bad%; }" >&2
+        exit 2
+    fi
     h_init bench_rolling
     h_zk_start
     B_SESSION_MS=$RO_SESSION_MS
-    for s in $setups; do
-        [[ $s =~ ^[0-9]+x[0-9]+$ ]] || h_fail "BENCH_ROLL_SETUPS: '$s' is not PARTITIONSxWORKERS"
-    done
-    for sys in $RO_SYSTEMS; do
-        [[ $sys =~ ^(baton|coop|static)$ ]] || h_fail "BENCH_ROLL_SYSTEMS: '$sys' is not baton, coop or static"
-    done
     for s in $setups; do
         ro_setup "${s%x*}" "${s#*x}"
     done
@@ -532,6 +539,7 @@ bench_rolling() {
         done
     done
     for sys in coop static; do
+        [[ -n ${worst[$sys]:-} && -n ${worst[baton]:-} ]] || continue
         r=$(awk -v a="${worst[$sys]:-0}" -v b="${worst[baton]:-0}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')
         keys+=" kafka_${sys}_stall_ratio=$r"
     done
