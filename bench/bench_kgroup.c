@@ -6,6 +6,14 @@
  * run a plain consumer group: progress lives with the output). Its member
  * number goes in the epoch column so a watcher sees each handoff.
  *
+ * --instance-id sets `group.instance.id` (KIP-345 static membership): the
+ * member then sends no LeaveGroup when it closes, and a broker that
+ * implements static membership gives a member restarting under the same
+ * instance id its previous assignment back without a rebalance. librdkafka
+ * 2.0.2's mock cluster (baton-devkafka) reads the field but does not keep
+ * it: there a restarted static member joins as a new member and the old
+ * one stays in the group until its session times out (docs/benchmarks.md).
+ *
  * One thread: the rebalance callback runs inside rd_kafka_consumer_poll. */
 #include "bench_out.h"
 
@@ -27,7 +35,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: baton-bench-kgroup --brokers B --topic T --partitions N --group G --id NUM\n"
                "                          --sink PATH [--assignor range|cooperative-sticky]\n"
                "                          [--session-timeout-ms 3000] [--batch-size 500] "
-               "[--linger-ms 10]\n");
+               "[--linger-ms 10]\n"
+               "                          [--instance-id ID]   (group.instance.id: static "
+               "membership)\n");
 }
 
 static void die_usage(const char *msg, const char *what) {
@@ -87,7 +97,7 @@ static void kg_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 int main(int argc, char **argv) {
     const char *brokers = NULL, *topic = NULL, *group = NULL, *sink = NULL;
-    const char *assignor = "range";
+    const char *assignor = "range", *instance = NULL;
     int64_t id = -1, nparts = 0, session_ms = 3000, batch = 500, linger = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -110,6 +120,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--assignor")) {
             assignor = v;
             bad = strcmp(v, "range") && strcmp(v, "cooperative-sticky") && strcmp(v, "roundrobin");
+        } else if (!strcmp(a, "--instance-id")) {
+            instance = v;
+            bad = !*v || strlen(v) > 249;
         } else if (!strcmp(a, "--id"))
             bad = baton_parse_i64(v, 0, 1000000, &id);
         else if (!strcmp(a, "--partitions"))
@@ -155,6 +168,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "baton-bench-kgroup: %s: %s\n", props[i][0], errstr);
             return 1;
         }
+    if (instance && rd_kafka_conf_set(kc, "group.instance.id", instance, errstr, sizeof(errstr))) {
+        fprintf(stderr, "baton-bench-kgroup: group.instance.id: %s\n", errstr);
+        return 1;
+    }
     rd_kafka_conf_set_rebalance_cb(kc, kg_rebalance_cb);
     rd_kafka_conf_set_opaque(kc, &kg);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
@@ -172,7 +189,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     baton_signal_init();
-    fprintf(stderr, "event=started id=%lld assignor=%s\n", (long long)id, assignor);
+    fprintf(stderr, "event=started id=%lld assignor=%s instance_id=%s\n", (long long)id, assignor,
+            instance ? instance : "-");
     while (!baton_signal_stop_requested()) {
         for (int i = 0; i < 10000; i++) {
             rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, i == 0 ? 10 : 0);

@@ -116,3 +116,65 @@ bench_stats() {
             printf "%d %d %d\n", m, v[r], NR
         }'
 }
+
+# bench_stall FILE T0_US T_END_US: each partition's stall in [T0, T_END]:
+# the longest gap between two consecutive writes (next_offset advances)
+# that ends after T0 and starts before T_END; a partition silent at T_END
+# counts up to T_END. An epoch change alone is not a write. Prints "MAX
+# MEDIAN PARTITION HANDOFF HANDOFF_MEDIAN" (ms; PARTITION is the one with
+# MAX; HANDOFF and HANDOFF_MEDIAN are the longest and the median of the
+# gaps that end in a write under another epoch than the write before, i.e.
+# across a change of writer, 0 if none), "-1 -1 - 0 0" if no partition was
+# written.
+bench_stall() {
+    awk -v t0="$2" -v tend="$3" '
+        $1 != "w" { next }
+        {
+            t = $2; p = $3; e = $4; o = $5
+            if (t > tend) next
+            if ((p in nx) && o == nx[p]) next
+            if (t > t0 && (p in last)) {
+                g = t - last[p]; if (g > gap[p]) gap[p] = g
+                if (e != ep[p]) { hv[++nh] = g; if (g > hand) hand = g }
+            }
+            last[p] = t; nx[p] = o; ep[p] = e
+        }
+        END {
+            n = 0; worst = -1; wp = "-"
+            for (p in last) {
+                g = gap[p]; if (tend - last[p] > g) g = tend - last[p]
+                v[++n] = g
+                if (g > worst) { worst = g; wp = p }
+            }
+            if (n == 0) { print "-1 -1 - 0 0"; exit }
+            printf "%d %d %s %d %d\n", worst / 1000, median(v, n) / 1000, wp, hand / 1000, median(hv, nh) / 1000
+        }
+        function median(a, n,    i, j, x) {
+            if (n == 0) return 0
+            for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }' "$1"
+}
+
+# bench_rps FILE TA_US TB_US: records/s written between TA and TB (the sum
+# over partitions of next_offset at TB minus at TA, per second).
+bench_rps() {
+    awk -v ta="$2" -v tb="$3" '
+        $1 != "w" { next }
+        $2 <= ta { a[$3] = $5 }
+        $2 <= tb { b[$3] = $5 }
+        END {
+            s = 0
+            for (p in b) s += b[p] - a[p]
+            printf "%d\n", s / ((tb - ta) / 1e6)
+        }' "$1"
+}
+
+# bench_rate_near FILE RATE: the records/s written over the last 2 s are
+# within 15% of RATE (the writers keep up with the producer: no backlog).
+bench_rate_near() {
+    local now r
+    now=$(bench_now_us)
+    r=$(bench_rps "$1" $((now - 2000000)) "$now")
+    awk -v r="$r" -v want="$2" 'BEGIN { exit !(r >= 0.85 * want && r <= 1.15 * want) }'
+}

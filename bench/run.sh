@@ -5,6 +5,7 @@
 #   bench/run.sh throughput   records/s topic -> SQLite sink: baton-worker vs a plain consumer
 #                             (BENCH_SINK=redis: baton-worker into SQLite vs into Redis)
 #   bench/run.sh scale        10,000 partitions over 100 simulated workers on a real ZooKeeper
+#   bench/run.sh rolling      rolling restart of every worker: baton vs cooperative-sticky and static
 #
 # Each starts what it needs on loopback (tests/lib/harness.sh: ZooKeeper,
 # the embedded Kafka, processes stopped by pid), prints a table and a final
@@ -20,7 +21,7 @@ source "$BATON_SRC/tests/lib/baton.sh"
 source "$BATON_SRC/bench/lib.sh"
 
 usage() {
-    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     echo
     echo "environment: BENCH_RUNS (rebalance repetitions, default 5), BENCH_RATE (records/s"
     echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
@@ -30,6 +31,9 @@ usage() {
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
     echo "  appendfsync: everysec, the default, or always)"
+    echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
+    echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
+    echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5)"
 }
 
 # --- rebalance -----------------------------------------------------------------
@@ -422,10 +426,198 @@ bench_scale() {
     echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$writes zk_requests_per_moved_partition=$ops"
 }
 
+# --- rolling -------------------------------------------------------------------
+
+RO_SESSION_MS=3000
+declare -gA RO_KG_ID=() # member name -> member number of its latest incarnation
+declare -gA RO_RES=()   # "MEASURE:PxW:SYS" -> its value
+
+# ro_start SYS P NAME: starts (or restarts, same id) member NAME of system
+# SYS (baton; coop: cooperative-sticky; static: cooperative-sticky with
+# group.instance.id=NAME) on topic in-SYS of P partitions. A Kafka member
+# gets a new member number per incarnation (the epoch column of its writes).
+ro_start() {
+    local sys=$1 P=$2 name=$3
+    if [[ $sys == baton ]]; then
+        # shellcheck disable=SC2086
+        b_worker "$name" --batch-size 500 ${BENCH_WORKER_ARGS:-}
+        return
+    fi
+    KG_NEXT_ID=$((KG_NEXT_ID + 1))
+    RO_KG_ID[$name]=$KG_NEXT_ID
+    local -a extra=()
+    [[ $sys == static ]] && extra=(--instance-id "$name")
+    h_spawn "$name" "$BATON_BIN/baton-bench-kgroup" --brokers "$BOOTSTRAP" --topic "in-$sys" \
+        --partitions "$P" --group "kg-$sys-$P" --id "$KG_NEXT_ID" --sink "$H_DIR/p$P-$sys.db" \
+        --assignor cooperative-sticky --session-timeout-ms $RO_SESSION_MS --batch-size 500 \
+        --linger-ms 10 "${extra[@]}"
+}
+
+# ro_owns SYS P NAME: true once NAME's current incarnation owns a partition
+# (baton: its claims, from batonctl status; Kafka: its member number on a
+# write).
+ro_owns() {
+    if [[ $1 == baton ]]; then
+        [[ -n $(b_partitions_of "$3") ]]
+    else
+        [[ -n $(bench_owned_by "$H_DIR/watch-p$2-$1.log" "${RO_KG_ID[$3]}" | tr -d ' ') ]]
+    fi
+}
+
+# ro_system SYS P W: the producer on topic in-SYS, W members of SYS; once
+# the flow is steady and keeps up with the producer, a steady window, then
+# the roll: each member in turn SIGTERMed, started again with the same id,
+# waited on until it owns partitions again. Stores its measures in RO_RES.
+ro_system() {
+    local sys=$1 P=$2 W=$3 steady_s=${BENCH_ROLL_STEADY_S:-5} i name
+    local rate=$(($2 * ${BENCH_ROLL_RATE:-100})) w=$H_DIR/watch-p$2-$1.log k=$2x$3:$1
+    local group=kg-$sys-$P
+    [[ $sys == baton ]] && group=$B_GROUP
+    bench_watch "watch-p$P-$sys" "$H_DIR/p$P-$sys.db" "$group"
+    h_spawn "p$P-$sys-producer" "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "in-$sys" \
+        --partitions "$P" --count $((rate * 3600)) --rate "$rate"
+    for ((i = 1; i <= W; i++)); do ro_start "$sys" "$P" "p$P-$sys-m$i"; done
+    if [[ $sys == baton ]]; then
+        h_wait_for 60 "baton: $W workers own everything" b_all_active "$W" || h_fail "baton: $W workers never owned $P partitions"
+    fi
+    bench_settle "$w" "$P" 3000 90 || h_fail "$sys ($P partitions): never steady"
+    h_wait_for 90 "$sys: writes keep up with the producer ($rate records/s)" bench_rate_near "$w" "$rate" ||
+        h_fail "$sys ($P partitions): never kept up with $rate records/s"
+    # The steady window the roll is compared with: a measuring window, not a wait for an event.
+    sleep "$steady_s"
+    local t0 t1 t2 ts td rc
+    t0=$(bench_now_us)
+    h_log "== $sys, $P partitions, $W members: rolling restart"
+    for ((i = 1; i <= W; i++)); do
+        name=p$P-$sys-m$i
+        ts=$(bench_now_us)
+        h_kill "$name" TERM || h_fail "$sys: $name is not running before its restart"
+        rc=0
+        h_wait_exit "$name" 30 || rc=$?
+        ((rc == 0)) || h_fail "$sys: $name exited $rc on SIGTERM"
+        td=$(bench_now_us)
+        ro_start "$sys" "$P" "$name"
+        h_wait_for 60 "$sys: restarted $name owns partitions again" ro_owns "$sys" "$P" "$name" ||
+            h_fail "$sys: restarted $name never owned a partition"
+        h_log "$sys $name: exited $(((td - ts) / 1000)) ms after SIGTERM, owns partitions again $((($(bench_now_us) - ts) / 1000)) ms after"
+    done
+    t1=$(bench_now_us)
+    bench_settle "$w" "$P" 1000 90 || h_fail "$sys ($P partitions): no steady flow after the roll"
+    t2=$(bench_now_us)
+    local max med wp hand hmed bmax x ts0=$((t0 - steady_s * 1000000))
+    read -r max med wp hand hmed < <(bench_stall "$w" "$t0" "$t2")
+    read -r bmax x x x x < <(bench_stall "$w" "$ts0" "$t0")
+    RO_RES[max:$k]=$max
+    RO_RES[med:$k]=$med
+    RO_RES[hand:$k]=$hand
+    RO_RES[hmed:$k]=$hmed
+    RO_RES[steadygap:$k]=$bmax
+    RO_RES[roll_s:$k]=$(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e6 }')
+    RO_RES[rps:$k]=$(bench_rps "$w" "$t0" "$t1")
+    RO_RES[steady_rps:$k]=$(bench_rps "$w" "$ts0" "$t0")
+    RO_RES[ratio:$k]=$(awk -v a="${RO_RES[rps:$k]}" -v b="${RO_RES[steady_rps:$k]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    h_log "$sys $P partitions: max stall $max ms (partition $wp), median $med, across a change of writer $hand (median $hmed), steady max gap $bmax;" \
+        "roll ${RO_RES[roll_s:$k]} s, ${RO_RES[rps:$k]} records/s against ${RO_RES[steady_rps:$k]} steady"
+    for ((i = 1; i <= W; i++)); do h_stop "p$P-$sys-m$i"; done
+    h_stop "p$P-$sys-producer"
+    h_stop "watch-p$P-$sys"
+}
+
+# ro_setup P W: one setup: an embedded Kafka with a topic of P partitions
+# per system (in-baton, in-coop, in-static: each system starts with an
+# empty topic, so none has a backlog to catch up), baton's group on
+# in-baton, then the systems one after the other.
+ro_setup() {
+    local P=$1 W=$2 sys topics=""
+    for sys in $RO_SYSTEMS; do topics+=${topics:+,}in-$sys; done
+    B_GROUP=roll$P
+    B_TOPIC=in-baton
+    B_PARTITIONS=$P
+    B_SINK=$H_DIR/p$P-baton.db
+    h_kafka_start "$topics" "$P"
+    if [[ " $RO_SYSTEMS " == *" baton "* ]]; then
+        b_init "$P"
+        b_coord "p$P-c1"
+    fi
+    for sys in $RO_SYSTEMS; do
+        ro_system "$sys" "$P" "$W"
+    done
+    h_stop "p$P-c1"
+    h_kafka_stop
+}
+
+bench_rolling() {
+    local setups=${BENCH_ROLL_SETUPS:-12x3 48x6} s sys k
+    RO_SYSTEMS=${BENCH_ROLL_SYSTEMS:-baton coop static}
+    local bad=""
+    for s in $setups; do
+        [[ $s =~ ^[1-9][0-9]{0,4}x[1-9][0-9]{0,2}$ ]] || bad+="BENCH_ROLL_SETUPS: '$s' is not PARTITIONSxWORKERS (e.g. 12x3); "
+    done
+    for sys in $RO_SYSTEMS; do
+        [[ $sys =~ ^(baton|coop|static)$ ]] || bad+="BENCH_ROLL_SYSTEMS: '$sys' is not baton, coop or static; "
+    done
+    [[ ${BENCH_ROLL_RATE:-100} =~ ^[1-9][0-9]{0,5}$ ]] || bad+="BENCH_ROLL_RATE: '$BENCH_ROLL_RATE' is not a positive number; "
+    [[ ${BENCH_ROLL_STEADY_S:-5} =~ ^[1-9][0-9]{0,2}$ ]] || bad+="BENCH_ROLL_STEADY_S: '$BENCH_ROLL_STEADY_S' is not a positive number; "
+    if [[ -n $bad ]]; then
+        echo "bench/run.sh rolling: ${bad%; }" >&2
+        exit 2
+    fi
+    h_init bench_rolling
+    h_zk_start
+    B_SESSION_MS=$RO_SESSION_MS
+    for s in $setups; do
+        ro_setup "${s%x*}" "${s#*x}"
+    done
+    local -A worst=() low=()
+    echo
+    echo "rolling restart: each member in turn SIGTERMed, started again with the same id, waited on until"
+    echo "it owns partitions again; ${BENCH_ROLL_RATE:-100} records/s per partition throughout; failure detection"
+    echo "${RO_SESSION_MS} ms for all. stall: a partition's longest gap between two writes to the sink, from the"
+    echo "first SIGTERM until the flow is steady again (max and median over partitions; 'handoff': the"
+    echo "longest gap ending in a write by another writer, and the median of those); steady: the longest gap of the"
+    echo "${BENCH_ROLL_STEADY_S:-5} s before. coop: cooperative-sticky; static: the same with group.instance.id."
+    printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' setup system "max stall" median handoff "ho med" steady "roll s" \
+        "roll r/s" "stdy r/s" ratio
+    for s in $setups; do
+        for sys in $RO_SYSTEMS; do
+            k=$s:$sys
+            printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' "$s" "$sys" "${RO_RES[max:$k]}" \
+                "${RO_RES[med:$k]}" "${RO_RES[hand:$k]}" "${RO_RES[hmed:$k]}" "${RO_RES[steadygap:$k]}" "${RO_RES[roll_s:$k]}" \
+                "${RO_RES[rps:$k]}" "${RO_RES[steady_rps:$k]}" "${RO_RES[ratio:$k]}"
+            ((${RO_RES[max:$k]} > ${worst[$sys]:--1})) && worst[$sys]=${RO_RES[max:$k]}
+            if [[ -z ${low[$sys]:-} ]] || awk -v a="${RO_RES[ratio:$k]}" -v b="${low[$sys]}" 'BEGIN { exit !(a < b) }'; then
+                low[$sys]=${RO_RES[ratio:$k]}
+            fi
+        done
+    done
+    echo "(ms; records/s; ratio: records/s during the roll over the steady window's)"
+    echo
+    local keys="" r
+    for s in $setups; do
+        for sys in $RO_SYSTEMS; do
+            k=$s:$sys
+            keys+=" ${sys}_${s}_max_stall_ms=${RO_RES[max:$k]} ${sys}_${s}_handoff_stall_ms=${RO_RES[hand:$k]}"
+            keys+=" ${sys}_${s}_handoff_median_ms=${RO_RES[hmed:$k]}"
+            keys+=" ${sys}_${s}_steady_gap_ms=${RO_RES[steadygap:$k]} ${sys}_${s}_roll_rps_ratio=${RO_RES[ratio:$k]}"
+        done
+    done
+    for sys in coop static; do
+        [[ -n ${worst[$sys]:-} && -n ${worst[baton]:-} ]] || continue
+        r=$(awk -v a="${worst[$sys]:-0}" -v b="${worst[baton]:-0}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')
+        keys+=" kafka_${sys}_stall_ratio=$r"
+    done
+    # mock_static_membership=0: librdkafka 2.0.2's mock cluster reads
+    # group.instance.id but does not keep it (bench_kgroup.c).
+    echo "RESULT baton_max_stall_ms=${worst[baton]:-} kafka_coop_max_stall_ms=${worst[coop]:-}" \
+        "kafka_static_max_stall_ms=${worst[static]:-} baton_roll_rps_ratio=${low[baton]:-}$keys" \
+        "kafka_coop_roll_rps_ratio=${low[coop]:-} kafka_static_roll_rps_ratio=${low[static]:-} mock_static_membership=0"
+}
+
 case ${1:-} in
 rebalance) bench_rebalance ;;
 throughput) bench_throughput ;;
 scale) bench_scale ;;
+rolling) bench_rolling ;;
 -h | --help | help) usage ;;
 *)
     usage >&2
