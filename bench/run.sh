@@ -54,10 +54,14 @@ rb_start() {
         KG_NEXT_ID=$((KG_NEXT_ID + 1))
         KG_OWNER[$name]=$KG_NEXT_ID
         local assignor=range
-        [[ $sys == coop ]] && assignor=cooperative-sticky
+        local -a extra=()
+        [[ $sys == coop || $sys == static ]] && assignor=cooperative-sticky
+        # static: KIP-345 static membership (group.instance.id = the name).
+        [[ $sys == static ]] && extra=(--instance-id "$name")
         h_spawn "$name" "$BATON_BIN/baton-bench-kgroup" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
             --partitions $RB_PARTS --group "kg-$sys" --id "$KG_NEXT_ID" --sink "$H_DIR/$sys.db" \
-            --assignor "$assignor" --session-timeout-ms $RB_SESSION_MS --batch-size 500 --linger-ms 10
+            --assignor "$assignor" --session-timeout-ms $RB_SESSION_MS --batch-size 500 --linger-ms 10 \
+            "${extra[@]}"
     fi
 }
 
@@ -76,6 +80,7 @@ rb_parts_of() {
 rb_min_ms() {
     case $1:$2 in
     baton:crash) echo $((RB_SESSION_MS + 1000)) ;;
+    static:restart) echo $((RB_SESSION_MS + 3500)) ;;
     baton:*) echo 1000 ;;
     *:leave) echo 3000 ;;
     *:join) echo 5000 ;;
@@ -118,9 +123,32 @@ rb_join() {
     eval "RB_join_${sys}+=(\"\$v\")"
 }
 
+# rb_restart SYS NAME: SIGKILLs NAME and starts it again at once with the
+# same id (baton: the same id and state directory, so it takes over its dead
+# incarnation; static: the same group.instance.id); appends the time from
+# the kill until each of its partitions is written again (by anyone, with a
+# new epoch or owner) to RB_restart_<SYS>.
+rb_restart() {
+    local sys=$1 name=$2 w=$H_DIR/watch-$1.log parts t0 tend v
+    parts=$(rb_parts_of "$sys" "$name")
+    [[ -n ${parts// /} ]] || h_fail "$sys: $name owns no partition before restart"
+    local pid=${H_PIDS[$name]}
+    _h_alive "$pid" || h_fail "$sys: $name is not running before restart"
+    t0=${EPOCHREALTIME/./}
+    kill -s KILL "$pid"
+    h_wait_exit "$name" 10 >/dev/null 2>&1 || true
+    rb_start "$sys" "$name"
+    bench_settle "$w" $RB_PARTS "$(rb_min_ms "$sys" restart)" 30 || h_fail "$sys: no steady flow after restarting $name"
+    tend=$(bench_now_us)
+    v=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts")
+    ((v >= 0)) || h_fail "$sys: a partition of $name ($parts) was never written again after its restart"
+    h_log "$sys restart $name (partitions $parts): ${v} ms"
+    eval "RB_restart_${sys}+=(\"\$v\")"
+}
+
 rb_system() {
     local sys=$1 runs=$2 i
-    eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=()"
+    eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
     bench_watch "watch-$sys" "$H_DIR/$sys.db" "$([[ $sys == baton ]] && echo "$B_GROUP" || echo "kg-$sys")"
     rb_start "$sys" m1
     rb_start "$sys" m2
@@ -131,10 +159,15 @@ rb_system() {
     bench_settle "$H_DIR/watch-$sys.log" $RB_PARTS 3000 60 || h_fail "$sys: never steady"
     for ((i = 1; i <= runs; i++)); do
         h_log "== $sys run $i/$runs"
+        if [[ $sys == static ]]; then
+            rb_restart "$sys" m2 # static membership is compared on restarts only
+            continue
+        fi
         rb_loss "$sys" m1 TERM leave
         rb_join "$sys" m1
         rb_loss "$sys" m2 KILL crash
         rb_join "$sys" m2
+        [[ $sys == baton ]] && rb_restart "$sys" m2
     done
     h_stop m1
     h_stop m2
@@ -161,14 +194,14 @@ bench_rebalance() {
     h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
         --partitions $RB_PARTS --count $((rate * 1200)) --rate "$rate"
     local sys
-    for sys in ${BENCH_SYSTEMS:-baton range coop}; do
+    for sys in ${BENCH_SYSTEMS:-baton range coop static}; do
         rb_system "$sys" "$runs"
     done
 
     local -A med=() p99=() n=()
     local ev key
-    for sys in baton range coop; do
-        for ev in leave crash join; do
+    for sys in baton range coop static; do
+        for ev in leave crash join restart; do
             key=${ev}_${sys}
             eval "set -- \"\${RB_${key}[@]}\""
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
@@ -185,13 +218,19 @@ bench_rebalance() {
             "${med[crash_baton]} / ${p99[crash_baton]}" "${med[crash_coop]} / ${p99[crash_coop]}" "${med[crash_range]} / ${p99[crash_range]}"
         printf '%-44s %16s %16s %16s\n' "join: pause of partitions that did not move" \
             "${med[join_baton]} / ${p99[join_baton]}" "${med[join_coop]} / ${p99[join_coop]}" "${med[join_range]} / ${p99[join_range]}"
+        printf '%-44s %16s %16s\n' "SIGKILL + restart, same id: written again" \
+            "${med[restart_baton]} / ${p99[restart_baton]}" "${med[restart_static]} / ${p99[restart_static]} (static)"
+        echo "(static: group.instance.id on librdkafka's mock cluster, which ignores it: mock_static_membership=0)"
         echo
         local hr fr
         hr=$(awk -v a="${med[leave_coop]}" -v b="${med[leave_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')
         fr=$(awk -v a="${med[crash_coop]}" -v b="${med[crash_baton]}" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }')
         echo "RESULT handoff_ms=${med[leave_baton]} kafka_coop_handoff_ms=${med[leave_coop]} handoff_ratio=$hr" \
             "failover_ms=${med[crash_baton]} kafka_coop_failover_ms=${med[crash_coop]} failover_ratio=$fr" \
-            "unaffected_pause_ms=${med[join_baton]} kafka_eager_unaffected_pause_ms=${med[join_range]}"
+            "unaffected_pause_ms=${med[join_baton]} kafka_eager_unaffected_pause_ms=${med[join_range]}" \
+            "restart_ms=${med[restart_baton]} kafka_static_restart_ms=${med[restart_static]}" \
+            "restart_ratio=$(awk -v a="${med[restart_static]}" -v b="${med[restart_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')" \
+            "mock_static_membership=0"
     }
 }
 
