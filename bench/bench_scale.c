@@ -100,6 +100,16 @@ static void *scale_thread(void *arg) {
         }
         n++;
         atomic_fetch_add(&scale_joined, 1);
+        /* The members already joined go on meanwhile (their assignment,
+         * claims, watches): joining the rest one by one takes this thread
+         * seconds, which no real worker waits for. */
+        for (int k = 0; k < n; k++) {
+            int next = 0;
+            if (baton_membership_poll(ms[k], &next, errstr, sizeof(errstr)) != BATON_OK) {
+                fprintf(stderr, "baton-bench-scale: member %s: %s\n", ids[k], errstr);
+                atomic_store(&scale_failed, 1);
+            }
+        }
     }
     struct pollfd *pfds = xcalloc((size_t)(n ? n : 1), sizeof(*pfds));
     while (!baton_signal_stop_requested() && !atomic_load(&scale_failed)) {

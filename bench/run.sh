@@ -281,10 +281,20 @@ sc_converged() {
     [[ $s == "$p" ]] && (($(bench_now_us) - t > 1500000))
 }
 
+# sc_4lw WORD: a four-letter word's answer, asked again (up to 5 times)
+# while a loaded server lets the harness's 2 s read time out.
+sc_4lw() {
+    local i out
+    for ((i = 0; i < 5; i++)); do
+        out=$(_h_4lw "$H_ZK_PORT" "$1" || true)
+        [[ -n $out ]] && break
+    done
+    printf '%s\n' "$out"
+}
 # sc_mntr KEY: a ZooKeeper `mntr` counter.
-sc_mntr() { _h_4lw "$H_ZK_PORT" mntr | awk -v k="$1" '$1 == k { print $2 }'; }
+sc_mntr() { sc_4lw mntr | awk -v k="$1" '$1 == k { print $2 }'; }
 # sc_zxid: the server's last zxid (one per write transaction), decimal.
-sc_zxid() { printf '%d\n' "$(_h_4lw "$H_ZK_PORT" srvr | sed -n 's/^Zxid: //p')"; }
+sc_zxid() { printf '%d\n' "$(sc_4lw srvr | sed -n 's/^Zxid: //p')"; }
 
 # sc_cpu_ms PID: the process's CPU time so far (user + system), ms.
 sc_cpu_ms() {
@@ -295,7 +305,7 @@ sc_mem_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 # sc_watches: "MEDIAN MAX" watches per ZooKeeper session (wchc; the
 # median is a worker's, the coordinator and the observer are among the rest).
 sc_watches() {
-    _h_4lw "$H_ZK_PORT" wchc | awk '/^0x/ { s = $1; n[s] = 0; next } /^\t/ { n[s]++ } END { for (s in n) print n[s] }' |
+    sc_4lw wchc | awk '/^0x/ { s = $1; n[s] = 0; next } /^\t/ { n[s]++ } END { for (s in n) print n[s] }' |
         sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print 0, 0; else print v[int((NR + 1) / 2)], v[NR] }'
 }
 # sc_report: baton-bench-scale --report's line (standby coverage, the largest znode).
@@ -322,8 +332,12 @@ bench_scale() {
     # Cold start: the coordinator is up; all W workers start at once.
     local t0
     t0=$(bench_now_us)
+    # One thread joins its members one after another: 4 threads up to 200
+    # workers, one per 50 beyond, so that the joins themselves (a session
+    # each) do not make the cold start.
+    local threads=$((W > 200 ? W / 50 : 4))
     h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members $((W - 1)) \
-        --threads 4 --session-timeout-ms "$session" --watch-member "$victim"
+        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim"
     h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
         --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
     h_wait_for 300 "all $P partitions owned by $W workers" sc_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
@@ -394,7 +408,7 @@ bench_scale() {
     h_log "failover: $moved partitions re-owned ${fo_ms} ms after expiry; packets $((k1 - k0)) (idle ${idle_rate}/s), write txns $((z1 - z0))"
     echo
     echo "scale: $P partitions, $W simulated workers (real members, ZooKeeper sessions of ${session} ms;"
-    echo "$((W - 1)) in one process on 4 threads, 1 in another), one coordinator, standalone ZooKeeper"
+    echo "$((W - 1)) in one process on $threads threads, 1 in another), one coordinator, standalone ZooKeeper"
     printf '%-60s %s\n' "cold start: all started at once -> every partition owned" "$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f s", m / 1000 }') ($gens generations)"
     printf '%-60s %s\n' "failover: worker's session expired -> its $moved partitions owned" "$fo_ms ms"
     printf '%-60s %s\n' "ZooKeeper requests per moved partition (all clients, pings removed)" "$ops"
