@@ -19,9 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Standbys are skipped when nworkers x (partitions + keys) is above this:
- * one assignment per worker (0.1 ms each at 10,000 partitions) must not
- * slow a big group's rebalance by seconds. */
+/* Sticky and range partitions take the direct rule (coord_standby.c: no
+ * assignment per owner, no budget). What is still simulated (one
+ * assignment per owner: roundrobin and rendezvous partitions, and keys) is
+ * skipped when owners x (rows + workers) is above this: it must not slow a
+ * big group's rebalance by seconds. */
 #define COORD_STANDBY_BUDGET 2000000
 
 /* Rows as baton_resource.h lays them out: partition p is row p, key k is
@@ -30,11 +32,20 @@
  * departure), the keys' members (kw, nw entries, as coord_keys_assign takes
  * them) and next[row], every row's owner. sb[row] receives the standby's
  * worker index, or -1 (none: unowned, no other eligible worker, or a
- * budget skip). Returns 0, 1 if skipped for the budget (every entry -1),
- * or BATON_INVALID with a message in errstr. */
+ * budget skip). Returns 0, 1 if a kind (partitions or keys) was skipped
+ * for the budget (its entries -1), or BATON_INVALID with a message in
+ * errstr. */
 int coord_standby_compute(const baton_assign_input_t *in, char *const *keys, size_t nkeys,
                           const coord_key_worker_t *kw, const int *next, int *sb, char *errstr,
                           size_t errstr_size);
+
+/* The definition itself, for every strategy and without a budget: the
+ * assignment once per owner, drained. coord_standby_compute gives the same
+ * answer (tests/unit/test_coord_standby.c compares them); returns 0 or
+ * BATON_INVALID. */
+int coord_standby_simulate(const baton_assign_input_t *in, char *const *keys, size_t nkeys,
+                           const coord_key_worker_t *kw, const int *next, int *sb, char *errstr,
+                           size_t errstr_size);
 
 /* Per-worker standby lists: owner o's partitions are
  * order[start[o]..start[o+1]) (ascending, as the coordinator lays out its

@@ -1,5 +1,6 @@
 /* bench_assign.c: bin/baton-bench-assign, the assignor's benchmark. For each
- * strategy and each P in {1k, 10k, 100k} x W in {10, 100, 1000} it builds an
+ * strategy and each P in {1k, 10k, 100k} x W in {10, 100, 1000}, and
+ * 1,000,000 x 10,000 (not for rendezvous), it builds an
  * assignment, then times a seeded sequence of churn events (a worker
  * crashes, one joins, a capacity changes, a worker is drained or undrained)
  * and reports per row: median and p99 compute time per event, partitions
@@ -177,7 +178,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: baton-bench-assign [--json] [--events N] [--quick]\n"
                "\n"
                "Times the assignor on churn events for every strategy over\n"
-               "P in {1000, 10000, 100000} x W in {10, 100, 1000}.\n"
+               "P in {1000, 10000, 100000} x W in {10, 100, 1000}, and\n"
+               "1,000,000 x 10,000 (not for rendezvous).\n"
                "\n"
                "Then sticky with 3 racks under rack.policy tiebreak and realign: the\n"
                "first event makes the racks known to a rack-blind assignment.\n"
@@ -222,13 +224,19 @@ int main(int argc, char **argv) {
                "workers", "p50_ms", "p99_ms", "moved", "minimal", "imbalance", "racks", "realigned",
                "rack_local");
     int first = 1;
+    /* The grid, then (issue 16) one row of 1,000,000 partitions over 10,000
+     * workers per strategy but rendezvous, whose every event there is 10^10
+     * hashes (minutes). */
+    size_t nps = quick ? 1 : BATON_ARRAY_SIZE(ps);
     for (int s = 0; s < BATON_STRATEGY_COUNT; s++)
-        for (size_t i = 0; i < (quick ? 1 : BATON_ARRAY_SIZE(ps)); i++)
-            for (size_t j = 0; j < BATON_ARRAY_SIZE(ws); j++) {
-                row_t row = {
-                    .strategy = (baton_strategy_t)s, .partitions = ps[i], .workers = ws[j]};
+        for (size_t i = 0; i < nps + (quick ? 0 : 1); i++)
+            for (size_t j = 0; j < (i < nps ? BATON_ARRAY_SIZE(ws) : 1); j++) {
+                int np = i < nps ? ps[i] : 1000000, nw = i < nps ? ws[j] : 10000;
+                if (i == nps && s == BATON_STRATEGY_RENDEZVOUS)
+                    continue;
+                row_t row = {.strategy = (baton_strategy_t)s, .partitions = np, .workers = nw};
                 int n = nevents;
-                if (s == BATON_STRATEGY_RENDEZVOUS && (long)ps[i] * ws[j] > 1000000)
+                if (s == BATON_STRATEGY_RENDEZVOUS && (long)np * nw > 1000000)
                     n = nevents / 5 > 4 ? nevents / 5 : 4;
                 run_row(&row, n);
                 row_print(&row, json, first);

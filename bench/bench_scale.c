@@ -9,7 +9,16 @@
  *   ready TS_US MEMBERS       every member registered
  *   owned TS_US COUNT         partitions owned by this process's members (on change)
  *   expired TS_US ID          --watch-member ID's node is gone (its session expired)
- * Runs until SIGTERM. */
+ * Runs until SIGTERM.
+ *
+ * --report instead reads the group once and prints one line:
+ *   report standby_coverage=F standby_named=N partitions=P largest_znode_bytes=B
+ *          largest_znode=PATH znodes_read=K
+ * F: the fraction of the group's partitions named as some owner's standby
+ * in the published assignment nodes (a partition counts once). B: the
+ * largest node read: the group's node, its direct children, every child of
+ * assignment, workers, coordinators, history, drains and pins, and the
+ * claims of partition 0 (every partition's claims look alike: small). */
 #include "membership.h"
 
 #include "baton_err.h"
@@ -17,7 +26,9 @@
 #include "baton_signal.h"
 #include "baton_util.h"
 #include "baton_zk.h"
+#include "baton_codec.h"
 #include "baton_group.h"
+#include "baton_layout.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -89,6 +100,16 @@ static void *scale_thread(void *arg) {
         }
         n++;
         atomic_fetch_add(&scale_joined, 1);
+        /* The members already joined go on meanwhile (their assignment,
+         * claims, watches): joining the rest one by one takes this thread
+         * seconds, which no real worker waits for. */
+        for (int k = 0; k < n; k++) {
+            int next = 0;
+            if (baton_membership_poll(ms[k], &next, errstr, sizeof(errstr)) != BATON_OK) {
+                fprintf(stderr, "baton-bench-scale: member %s: %s\n", ids[k], errstr);
+                atomic_store(&scale_failed, 1);
+            }
+        }
     }
     struct pollfd *pfds = xcalloc((size_t)(n ? n : 1), sizeof(*pfds));
     while (!baton_signal_stop_requested() && !atomic_load(&scale_failed)) {
@@ -144,21 +165,130 @@ static void *scale_observer(void *arg) {
     return NULL;
 }
 
+/* The largest node so far. */
+typedef struct {
+    size_t bytes, nread;
+    char *path;
+} report_max_t;
+
+static void report_node(baton_zk_t *zk, const char *path, report_max_t *m) {
+    char *data = NULL;
+    size_t len = 0;
+    if (baton_zk_get(zk, path, 0, &data, &len, NULL) != BATON_OK)
+        return;
+    m->nread++;
+    if (len > m->bytes || !m->path) {
+        m->bytes = len;
+        free(m->path);
+        m->path = xstrdup(path);
+    }
+    free(data);
+}
+
+/* Every child of dir (not deeper). */
+static void report_children(baton_zk_t *zk, const char *dir, report_max_t *m) {
+    char **names = NULL;
+    size_t n = 0;
+    if (baton_zk_children(zk, dir, 0, &names, &n) != BATON_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char *path = xasprintf("%s/%s", dir, names[i]);
+        report_node(zk, path, m);
+        free(path);
+    }
+    baton_zk_strings_free(names, n);
+}
+
+/* --report: see the top of the file. */
+static int scale_report(const scale_conf_t *c) {
+    char errstr[256];
+    baton_zk_t *zk = NULL;
+    if (baton_zk_connect(c->zk, 10000, 15000, NULL, &zk, errstr, sizeof(errstr)) != BATON_OK) {
+        fprintf(stderr, "baton-bench-scale: report: %s\n", errstr);
+        return 1;
+    }
+    char *base = baton_group_base(c->root, c->group);
+    report_max_t m = {0};
+    report_node(zk, base, &m);
+    report_children(zk, base, &m);
+    static const char *const dirs[] = {"assignment", "workers", "coordinators",
+                                       "history",    "drains",  "pins"};
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(dirs); i++) {
+        char *dir = xasprintf("%s/%s", base, dirs[i]);
+        report_children(zk, dir, &m);
+        free(dir);
+    }
+    char *claims0 = xasprintf("%s/partitions/0/claims", base);
+    report_children(zk, claims0, &m);
+    free(claims0);
+    /* Coverage: the partitions some assignment node names as a standby. */
+    int rc = 1;
+    baton_config_t gc;
+    if (baton_group_config_read(zk, base, 0, &gc, errstr, sizeof(errstr)) != BATON_OK) {
+        fprintf(stderr, "baton-bench-scale: report: %s\n", errstr);
+        goto out;
+    }
+    unsigned char *named = xcalloc((size_t)gc.partitions + 1, 1);
+    char *adir = baton_layout_assignment(base);
+    char **ids = NULL;
+    size_t nids = 0, nnamed = 0;
+    if (baton_zk_children(zk, adir, 0, &ids, &nids) == BATON_OK) {
+        for (size_t i = 0; i < nids; i++) {
+            char *path = baton_layout_assignment_of(base, ids[i]), *data = NULL;
+            size_t dl = 0;
+            baton_worker_assignment_t wa;
+            if (baton_zk_get(zk, path, 0, &data, &dl, NULL) == BATON_OK &&
+                baton_worker_assignment_decode(data, dl, &wa, errstr, sizeof(errstr)) == BATON_OK) {
+                for (size_t s = 0; s < wa.nstandby; s++)
+                    for (size_t j = 0; j < wa.standby[s].npartitions; j++) {
+                        int32_t q = wa.standby[s].partitions[j];
+                        if (q >= 0 && q < gc.partitions && !named[q]) {
+                            named[q] = 1;
+                            nnamed++;
+                        }
+                    }
+                baton_worker_assignment_release(&wa);
+            }
+            free(data);
+            free(path);
+        }
+        baton_zk_strings_free(ids, nids);
+    }
+    printf("report standby_coverage=%.4f standby_named=%zu partitions=%d largest_znode_bytes=%zu "
+           "largest_znode=%s znodes_read=%zu\n",
+           gc.partitions ? (double)nnamed / gc.partitions : 0.0, nnamed, (int)gc.partitions,
+           m.bytes, m.path ? m.path : "-", m.nread);
+    free(adir);
+    free(named);
+    rc = 0;
+out:
+    free(m.path);
+    free(base);
+    baton_zk_destroy(zk);
+    return rc;
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: baton-bench-scale --zk HOSTS --group G --members N [--first K] [--prefix w]\n"
             "                         [--threads 4] [--session-timeout-ms 10000] [--root /baton]\n"
-            "                         [--watch-member ID]\n");
+            "                         [--watch-member ID]\n"
+            "       baton-bench-scale --zk HOSTS --group G --report [--root /baton]\n");
 }
 
 int main(int argc, char **argv) {
     scale_conf_t c = {.root = BATON_DEFAULT_ROOT, .prefix = "w", .session_ms = 10000};
     int64_t members = 0, first = 0, threads = 4, session = 10000;
+    int report = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--report")) {
+            report = 1;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "baton-bench-scale: '%s' needs a value or is unknown\n", a);
@@ -193,6 +323,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "baton-bench-scale: bad value for %s: '%s'\n", a, v);
             return 2;
         }
+    }
+    if (report && c.zk && c.group) {
+        baton_log_init("baton-bench-scale", "report");
+        baton_log_level = BATON_LOG_WARN;
+        return scale_report(&c);
     }
     if (!c.zk || !c.group || !members) {
         fprintf(stderr, "baton-bench-scale: --zk, --group and --members are required\n");

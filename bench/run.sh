@@ -387,10 +387,37 @@ sc_converged() {
     [[ $s == "$p" ]] && (($(bench_now_us) - t > 1500000))
 }
 
+# sc_4lw WORD: a four-letter word's answer, asked again (up to 5 times)
+# while a loaded server lets the harness's 2 s read time out.
+sc_4lw() {
+    local i out
+    for ((i = 0; i < 5; i++)); do
+        out=$(_h_4lw "$H_ZK_PORT" "$1" || true)
+        [[ -n $out ]] && break
+    done
+    printf '%s\n' "$out"
+}
 # sc_mntr KEY: a ZooKeeper `mntr` counter.
-sc_mntr() { _h_4lw "$H_ZK_PORT" mntr | awk -v k="$1" '$1 == k { print $2 }'; }
+sc_mntr() { sc_4lw mntr | awk -v k="$1" '$1 == k { print $2 }'; }
 # sc_zxid: the server's last zxid (one per write transaction), decimal.
-sc_zxid() { printf '%d\n' "$(_h_4lw "$H_ZK_PORT" srvr | sed -n 's/^Zxid: //p')"; }
+sc_zxid() { printf '%d\n' "$(sc_4lw srvr | sed -n 's/^Zxid: //p')"; }
+
+# sc_cpu_ms PID: the process's CPU time so far (user + system), ms.
+sc_cpu_ms() {
+    awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000 / t }' "/proc/$1/stat"
+}
+# sc_mem_kb PID FIELD: VmRSS or VmHWM (peak) of the process, kB.
+sc_mem_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+# sc_watches: "MEDIAN MAX" watches per ZooKeeper session (wchc; the
+# median is a worker's, the coordinator and the observer are among the rest).
+sc_watches() {
+    sc_4lw wchc | awk '/^0x/ { s = $1; n[s] = 0; next } /^\t/ { n[s]++ } END { for (s in n) print n[s] }' |
+        sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print 0, 0; else print v[int((NR + 1) / 2)], v[NR] }'
+}
+# sc_report: baton-bench-scale --report's line (standby coverage, the largest znode).
+sc_report() { "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --report; }
+# sc_field LINE KEY: the value of KEY=... in LINE.
+sc_field() { sed -n "s/.*[ ]$2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 bench_scale() {
     local P=${BENCH_PARTITIONS:-10000} W=${BENCH_WORKERS:-100} session=${BENCH_SCALE_SESSION_MS:-10000}
@@ -402,14 +429,21 @@ bench_scale() {
     h_log "batonctl init: $P partitions in $((($(bench_now_us) - t) / 1000)) ms"
     B_SESSION_MS=$session b_coord c1
     h_wait_for 30 "coordinator elected" b_log_has c1 "event=elected"
-    local victim
+    local victim cpid
     victim=$(printf 'w%03d' $((W - 1)))
+    cpid=$(h_pid c1)
+    local cpu0 cpu1 cpu2
+    cpu0=$(sc_cpu_ms "$cpid")
 
     # Cold start: the coordinator is up; all W workers start at once.
     local t0
     t0=$(bench_now_us)
+    # One thread joins its members one after another: 4 threads up to 200
+    # workers, one per 50 beyond, so that the joins themselves (a session
+    # each) do not make the cold start.
+    local threads=$((W > 200 ? W / 50 : 4))
     h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members $((W - 1)) \
-        --threads 4 --session-timeout-ms "$session" --watch-member "$victim"
+        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim"
     h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
         --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
     h_wait_for 300 "all $P partitions owned by $W workers" sc_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
@@ -420,12 +454,15 @@ bench_scale() {
     local gens
     gens=$(grep -c 'event=published' "$H_DIR/c1.log" || true)
     h_log "cold start: $P partitions owned after $cold_ms ms ($gens assignment generations)"
+    cpu1=$(sc_cpu_ms "$cpid")
+    local cold_cpu_ms=$((cpu1 - cpu0))
 
     # Idle rate of packets (session pings) for the baseline.
     local p0 p1 ta tb
-    ta=$(bench_now_us); p0=$(sc_mntr zk_packets_received)
+    local ic0 ic1
+    ta=$(bench_now_us); p0=$(sc_mntr zk_packets_received); ic0=$(sc_cpu_ms "$cpid")
     sleep 3
-    tb=$(bench_now_us); p1=$(sc_mntr zk_packets_received)
+    tb=$(bench_now_us); p1=$(sc_mntr zk_packets_received); ic1=$(sc_cpu_ms "$cpid")
     local idle_rate
     idle_rate=$(awk -v d="$((p1 - p0))" -v t="$((tb - ta))" 'BEGIN { printf "%.3f", d / (t / 1e6) }')
 
@@ -433,8 +470,10 @@ bench_scale() {
     # expires after $session ms; the others take its partitions.
     local moved
     moved=$(awk '$1 == "owned" { o = $3 } END { print o }' "$H_DIR/victim.log")
-    local z0 k0 tk
+    local z0 k0 tk g0
     z0=$(sc_zxid); k0=$(sc_mntr zk_packets_received); tk=$(bench_now_us)
+    g0=$(grep -c 'event=published' "$H_DIR/c1.log" || true)
+    cpu1=$(sc_cpu_ms "$cpid")
     h_kill victim KILL
     h_wait_for $((session / 1000 + 60)) "expiry of $victim seen" grep -q '^expired ' "$H_DIR/members.log" ||
         h_fail "no expiry of $victim"
@@ -449,20 +488,51 @@ bench_scale() {
     ops=$(awk -v d="$((k1 - k0))" -v r="$idle_rate" -v t="$((te - tk))" -v m="$moved" \
         'BEGIN { x = (d - r * t / 1e6) / m; printf "%.1f", x < 0 ? 0 : x }')
     writes=$(awk -v d="$((z1 - z0))" -v m="$moved" 'BEGIN { printf "%.2f", d / m }')
+    # The coordinator's cost per rebalance of the failover (CPU over the
+    # publishes it made; its memory: resident now and peak), its last
+    # publish's own timings, the watches a worker holds, and the group as
+    # published: standby coverage and the largest znode.
+    cpu2=$(sc_cpu_ms "$cpid")
+    local g1 nreb fo_cpu rss hwm publine wmed wmax rep
+    g1=$(grep -c 'event=published' "$H_DIR/c1.log" || true)
+    nreb=$((g1 - g0))
+    # The coordinator's idle CPU (its watchdog sweeps, pings) over the
+    # failover's window, at the rate of the idle window above, is taken out.
+    fo_cpu=$(awk -v c="$((cpu2 - cpu1))" -v i="$((ic1 - ic0))" -v it="$((tb - ta))" -v t="$((te - tk))" -v n="$nreb" \
+        'BEGIN { x = (c - i * t / it) / (n > 0 ? n : 1); printf "%d", x < 0 ? 0 : x }')
+    rss=$(sc_mem_kb "$cpid" VmRSS)
+    hwm=$(sc_mem_kb "$cpid" VmHWM)
+    publine=$(grep 'event=published' "$H_DIR/c1.log" | tail -n 1)
+    read -r wmed wmax < <(sc_watches)
+    rep=$(sc_report) || h_fail "baton-bench-scale --report failed"
+    h_log "coordinator: $nreb rebalances in the failover, $((cpu2 - cpu1)) ms CPU (idle: $((ic1 - ic0)) ms in $(((tb - ta) / 1000)) ms); cold start $cold_cpu_ms ms CPU over $gens; RSS $rss kB, peak $hwm kB"
+    h_log "last publish: compute_ms=$(sc_field "$publine" compute_ms) standby_ms=$(sc_field "$publine" standby_ms); $rep"
+    local cov big bigpath
+    cov=$(sc_field "$rep" standby_coverage)
+    big=$(sc_field "$rep" largest_znode_bytes)
+    bigpath=$(sc_field "$rep" largest_znode)
     h_log "failover: $moved partitions re-owned ${fo_ms} ms after expiry; packets $((k1 - k0)) (idle ${idle_rate}/s), write txns $((z1 - z0))"
     echo
     echo "scale: $P partitions, $W simulated workers (real members, ZooKeeper sessions of ${session} ms;"
-    echo "$((W - 1)) in one process on 4 threads, 1 in another), one coordinator, standalone ZooKeeper"
+    echo "$((W - 1)) in one process on $threads threads, 1 in another), one coordinator, standalone ZooKeeper"
     printf '%-60s %s\n' "cold start: all started at once -> every partition owned" "$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f s", m / 1000 }') ($gens generations)"
     printf '%-60s %s\n' "failover: worker's session expired -> its $moved partitions owned" "$fo_ms ms"
     printf '%-60s %s\n' "ZooKeeper requests per moved partition (all clients, pings removed)" "$ops"
     printf '%-60s %s\n' "ZooKeeper write transactions per moved partition" "$writes"
+    printf '%-60s %s\n' "partitions with a standby named, at the end" "$cov ($(sc_field "$rep" standby_named) of $P)"
+    printf '%-60s %s\n' "largest znode (ZooKeeper's jute.maxbuffer: 1 MB)" "$big bytes ($bigpath)"
+    printf '%-60s %s\n' "coordinator CPU per rebalance (idle removed) / cold start" "$fo_cpu ms ($nreb) / $((cold_cpu_ms / (gens > 0 ? gens : 1))) ms ($gens)"
+    printf '%-60s %s\n' "coordinator memory: resident / peak" "$rss / $hwm kB"
+    printf '%-60s %s\n' "last publish: compute / standbys (coordinator's log)" "$(sc_field "$publine" compute_ms) / $(sc_field "$publine" standby_ms) ms"
+    printf '%-60s %s\n' "watches per ZooKeeper session: median (a worker) / max" "$wmed / $wmax"
     echo
     # zk_ops_per_moved_partition counts write transactions (the server's
     # zxid: exact). Requests are batched now (claims in multis, queue checks
     # pipelined), so the failover's few hundred requests are below the noise
     # of 10 s of idle probes that the packet count has to subtract.
-    echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$writes zk_requests_per_moved_partition=$ops"
+    echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$writes zk_requests_per_moved_partition=$ops" \
+        "standby_coverage=$cov largest_znode_bytes=$big coord_cpu_ms_per_rebalance=$fo_cpu coord_rss_kb=$rss coord_peak_rss_kb=$hwm" \
+        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed"
 }
 
 # --- rolling -------------------------------------------------------------------

@@ -646,19 +646,14 @@ static void leave_clear(coord_t *c) {
     c->lv.nleaving = 0;
 }
 
-/* Reads a member's capacity and rack. A member that left meanwhile is
- * BATON_NOTFOUND; a malformed one counts with capacity 1 and no rack. */
-static int read_member(coord_t *c, const char *wdir, const char *id, coord_worker_t *out) {
-    char *path = baton_layout_child(wdir, id);
-    char *data = NULL;
-    size_t len = 0;
-    /* A data watch: a graceful leave marks the node before releasing. */
-    struct Stat st;
-    int err = baton_zk_get(c->zk, path, 1, &data, &len, &st);
+/* A member node's read (err, data, stat) into out: its capacity and rack;
+ * a malformed one counts with capacity 1 and no rack. */
+static void member_apply(coord_t *c, const char *path, const char *id, int err, const char *data,
+                         size_t len, const struct Stat *st, coord_worker_t *out) {
     out->capacity = 1;
     out->rack[0] = 0;
     if (err == BATON_OK) {
-        out->session = st.ephemeralOwner;
+        out->session = st->ephemeralOwner;
         baton_member_t m;
         char why[256];
         if (baton_member_decode(data, len, &m, why, sizeof(why)) == BATON_OK) {
@@ -676,6 +671,18 @@ static int read_member(coord_t *c, const char *wdir, const char *id, coord_worke
             BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path, why);
         }
     }
+}
+
+/* Reads a member (member_apply). A member that left meanwhile is
+ * BATON_NOTFOUND. */
+static int read_member(coord_t *c, const char *wdir, const char *id, coord_worker_t *out) {
+    char *path = baton_layout_child(wdir, id);
+    char *data = NULL;
+    size_t len = 0;
+    /* A data watch: a graceful leave marks the node before releasing. */
+    struct Stat st;
+    int err = baton_zk_get(c->zk, path, 1, &data, &len, &st);
+    member_apply(c, path, id, err, data, len, &st, out);
     free(data);
     free(path);
     return err;
@@ -1360,9 +1367,42 @@ static int snap_read_settings(coord_t *c, coord_snap_t *rs) {
 static int snap_read_members(coord_t *c, coord_snap_t *rs) {
     coord_worker_t *w = rs->w = xcalloc(rs->nlive + rs->npub + 1, sizeof(*w));
     size_t nw = 0;
+    /* The members not cached are read pipelined (issue 16: one at a time,
+     * 500 joiners cost a loaded cold start tens of seconds): an exists
+     * watch each (what the get's data watch was: a leave mark or the
+     * deletion fires it), then their data. */
+    char **paths = xcalloc(rs->nlive + 1, sizeof(char *));
+    size_t nread = 0;
     for (size_t i = 0; i < rs->nlive; i++) {
+        mcache_t *hit = rs->full ? NULL : mc_find(c, rs->live[i]);
+        if (!(hit && hit->valid))
+            paths[nread++] = baton_layout_child(rs->wdir, rs->live[i]);
+    }
+    baton_zkread_t *reads = xcalloc(nread + 1, sizeof(*reads));
+    baton_zkread_t *watches = xcalloc(nread + 1, sizeof(*watches));
+    if (nread) {
+        baton_zkbatch_watch_exists(c->zk, paths, nread, watches);
+        baton_zkbatch_get(c->zk, paths, nread, reads);
+    }
+    int err = BATON_OK;
+    for (size_t i = 0, j = 0; i < rs->nlive; i++) {
         w[nw].id = rs->live[i];
         mcache_t *hit = rs->full ? NULL : mc_find(c, rs->live[i]);
+        if (!(hit && hit->valid)) {
+            baton_zkread_t *r = &reads[j];
+            int rc = watches[j].err != BATON_OK && watches[j].err != BATON_NOTFOUND ? watches[j].err
+                                                                                    : r->err;
+            member_apply(c, paths[j], rs->live[i], rc, r->data, r->len, &r->stat, &w[nw]);
+            j++;
+            if (rc == BATON_NOTFOUND)
+                continue; /* left meanwhile: the watch brings us back */
+            if (rc != BATON_OK) {
+                err = rc;
+                break;
+            }
+            nw++;
+            continue;
+        }
         if (hit && hit->valid) {
             /* Unchanged since we read it: its data watch has not fired. */
             w[nw].capacity = hit->capacity;
@@ -1372,18 +1412,19 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
             w[nw].keys = hit->keys ? xstrdup(hit->keys) : NULL;
             w[nw].session = hit->session;
             nw++;
-            continue;
         }
-        int rc = read_member(c, rs->wdir, rs->live[i], &w[nw]);
-        if (rc == BATON_NOTFOUND)
-            continue; /* left meanwhile: the watch brings us back */
-        if (rc != BATON_OK) {
-            rs->nw = nw; /* what snap_release frees */
-            return rc;
-        }
-        nw++;
     }
-    rs->nw = nw;
+    for (size_t j = 0; j < nread; j++) {
+        baton_zkread_release(&reads[j]);
+        baton_zkread_release(&watches[j]);
+        free(paths[j]);
+    }
+    free(reads);
+    free(watches);
+    free(paths);
+    rs->nw = nw; /* what snap_release frees */
+    if (err != BATON_OK)
+        return err;
     /* A member whose node now belongs to another session than when we last
      * read it restarted under its id while we were not looking (frozen, or
      * the events coalesced): whatever a standby promoted for its old

@@ -1,4 +1,4 @@
-/* test_coord_standby.c: standbys (coordinator/coord_standby.c). The point
+/* test_coord_standby.c: standbys (assignment/coord_standby.c). The point
  * of a standby is that it is who the coordinator's next rebalance names
  * when the owner leaves, so a standby that takes over on the owner's leave
  * mark or death is never moved again. Checked over seeded random groups
@@ -6,7 +6,8 @@
  * rebalance with the owner drained (a leave mark) and the one with the
  * owner gone from the member list (a crash: indices shift) both give each
  * of its partitions and keys to its standby. Also: no standby for what is
- * unowned, none that is the owner itself, the budget skip, the per-worker
+ * unowned, none that is the owner itself, the direct rule (sticky, range)
+ * against the simulation over bigger groups, the budget skip, the per-worker
  * lists, and the assignment codec's "standby" field (round trip, bad
  * input refused by name). */
 #include "assignment.h"
@@ -193,6 +194,72 @@ static void test_rendezvous(void **state) {
     check_strategy(BATON_STRATEGY_RENDEZVOUS, 4);
 }
 
+/* The direct rule (sticky, range) against the simulation it replaces, the
+ * assignment once per owner: bigger seeded random groups than above, with
+ * absent workers (their partitions reserved), many pins, racks, uneven
+ * capacities, and a previous assignment far from balance; then the
+ * rebalance after a random change, as a coordinator sees it. */
+static void check_direct(baton_strategy_t strategy, unsigned seed, int rounds) {
+    enum { DW = 40, DP = 400 };
+    static const char *const dids[DW] = {
+        "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "b0", "b1", "b2", "b3",
+        "b4", "b5", "b6", "b7", "b8", "b9", "c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7",
+        "c8", "c9", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9"};
+    rnd_state = seed;
+    char err[256];
+    for (int round = 0; round < rounds; round++) {
+        baton_assign_worker_t aw[DW];
+        int nw = 1 + (int)rnd(DW), P = (int)rnd(DP + 1), ncap = 1 + (int)rnd(4);
+        int nracks = (int)rnd(4), pin_rate = (int)rnd(4);
+        int prev[DP + 1], pins[DP + 1], lrack[DP + 1], next[DP + 1], next2[DP + 1];
+        int sb[DP + 1], want[DP + 1];
+        for (int i = 0; i < nw; i++) {
+            aw[i] =
+                (baton_assign_worker_t){.id = dids[i],
+                                        .capacity = 1 + (int)rnd((unsigned)ncap),
+                                        .rack = nracks ? (int)rnd((unsigned)nracks + 1) - 1 : -1};
+            unsigned f = rnd(10);
+            aw[i].flags = f == 0 ? BATON_ASSIGN_DRAINED : f == 1 ? BATON_ASSIGN_ABSENT : 0;
+        }
+        for (int p = 0; p < P; p++) {
+            pins[p] = pin_rate && rnd(12) < (unsigned)pin_rate ? (int)rnd((unsigned)nw) : -1;
+            lrack[p] = nracks ? (int)rnd((unsigned)nracks + 1) - 1 : -1;
+            prev[p] = rnd(4) == 0 ? -1 : (int)rnd((unsigned)(1 + rnd((unsigned)nw)));
+        }
+        baton_assign_input_t in = {.strategy = strategy,
+                                   .npartitions = P,
+                                   .prev = prev,
+                                   .workers = aw,
+                                   .nworkers = nw,
+                                   .pins = pins,
+                                   .leader_rack = nracks ? lrack : NULL};
+        assert_true(baton_assign_compute(&in, next, NULL, err, sizeof(err)) >= 0);
+        /* A change: a capacity, a drain, an absence ended, then the next
+         * rebalance from this one. */
+        int k = (int)rnd((unsigned)nw);
+        switch (rnd(3)) {
+        case 0: aw[k].capacity = 1 + (int)rnd(5); break;
+        case 1: aw[k].flags ^= BATON_ASSIGN_DRAINED; break;
+        default: aw[k].flags &= ~BATON_ASSIGN_ABSENT;
+        }
+        in.prev = next;
+        assert_true(baton_assign_compute(&in, next2, NULL, err, sizeof(err)) >= 0);
+        assert_int_equal(coord_standby_compute(&in, NULL, 0, NULL, next2, sb, err, sizeof(err)), 0);
+        assert_int_equal(coord_standby_simulate(&in, NULL, 0, NULL, next2, want, err, sizeof(err)),
+                         0);
+        for (int p = 0; p < P; p++)
+            if (sb[p] != want[p])
+                fail_msg("%s seed %u round %d: partition %d (owner %d): standby %d, simulated %d",
+                         baton_strategy_name(strategy), seed, round, p, next2[p], sb[p], want[p]);
+    }
+}
+
+static void test_direct_rule(void **state) {
+    (void)state;
+    check_direct(BATON_STRATEGY_STICKY, 11, 1500);
+    check_direct(BATON_STRATEGY_RANGE, 12, 1500);
+}
+
 /* Keys-only members (baton-run: drained for partitions, not for keys) get
  * standbys for their keys: the keys rebalance with the owner drained. */
 static void test_keys_only_members(void **state) {
@@ -267,15 +334,26 @@ static void test_lists_and_budget(void **state) {
     free(lists);
     free(n);
 
-    /* Over the budget: skipped, nothing named. */
+    /* Over the budget: a simulated strategy is skipped, nothing named; the
+     * direct rule (sticky, range) has no budget. */
     enum { BIG_W = 3, BIG_P = COORD_STANDBY_BUDGET / BIG_W + 1 };
     baton_assign_worker_t aw[BIG_W] = {{.capacity = 1}, {.capacity = 1}, {.capacity = 1}};
     int *bn = calloc(BIG_P, sizeof(int)), *bsb = calloc(BIG_P, sizeof(int));
-    baton_assign_input_t in = {.npartitions = BIG_P, .workers = aw, .nworkers = BIG_W};
+    for (int p = 0; p < BIG_P; p++)
+        bn[p] = p % BIG_W;
+    baton_assign_input_t in = {.strategy = BATON_STRATEGY_ROUNDROBIN,
+                               .npartitions = BIG_P,
+                               .workers = aw,
+                               .nworkers = BIG_W};
     char err[256];
     assert_int_equal(coord_standby_compute(&in, NULL, 0, NULL, bn, bsb, err, sizeof(err)), 1);
     assert_int_equal(bsb[0], -1);
     assert_int_equal(bsb[BIG_P - 1], -1);
+    in.strategy = BATON_STRATEGY_STICKY;
+    assert_int_equal(coord_standby_compute(&in, NULL, 0, NULL, bn, bsb, err, sizeof(err)), 0);
+    for (int p = 0; p < BIG_P; p++)
+        if (bsb[p] < 0 || bsb[p] == bn[p])
+            fail_msg("partition %d (owner %d): standby %d", p, bn[p], bsb[p]);
     free(bn);
     free(bsb);
 }
@@ -330,13 +408,10 @@ static void test_codec(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sticky),
-        cmocka_unit_test(test_range),
-        cmocka_unit_test(test_roundrobin),
-        cmocka_unit_test(test_rendezvous),
-        cmocka_unit_test(test_keys_only_members),
-        cmocka_unit_test(test_lists_and_budget),
-        cmocka_unit_test(test_codec),
+        cmocka_unit_test(test_sticky),           cmocka_unit_test(test_range),
+        cmocka_unit_test(test_roundrobin),       cmocka_unit_test(test_rendezvous),
+        cmocka_unit_test(test_direct_rule),      cmocka_unit_test(test_keys_only_members),
+        cmocka_unit_test(test_lists_and_budget), cmocka_unit_test(test_codec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
