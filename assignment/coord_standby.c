@@ -525,7 +525,14 @@ int coord_standby_compute(const baton_assign_input_t *in, char *const *keys, siz
     }
     free(owns);
     int kinds = 0, skipped = 0;
-    int direct = in->strategy == BATON_STRATEGY_STICKY || in->strategy == BATON_STRATEGY_RANGE;
+    /* The direct rule follows sticky's keep-and-hand-out, not its rack
+     * realignment (assignment.c): with realign and known leader racks the
+     * departure is simulated, so the standby is still what the next
+     * rebalance names (test_coord_standby draws both policies). */
+    int realign = in->strategy == BATON_STRATEGY_STICKY && in->rack_policy == BATON_RACK_REALIGN &&
+                  in->leader_rack;
+    int direct =
+        !realign && (in->strategy == BATON_STRATEGY_STICKY || in->strategy == BATON_STRATEGY_RANGE);
     if (P > 0 && !(direct && direct_partitions(in, next, sb) == 0)) {
         if (powners * ((size_t)P + (size_t)nw) <= COORD_STANDBY_BUDGET)
             kinds |= 1;

@@ -60,11 +60,13 @@ typedef struct {
     int nw, P, nkeys;
     int pins[PMAX], lrack[PMAX], prev[PMAX];
     baton_strategy_t strategy;
+    baton_rack_policy_t rack_policy; /* realign or tiebreak, drawn */
 } group_t;
 
 static void group_random(group_t *g, baton_strategy_t strategy) {
     memset(g, 0, sizeof(*g));
     g->strategy = strategy;
+    g->rack_policy = rnd(2) ? BATON_RACK_REALIGN : BATON_RACK_TIEBREAK;
     g->nw = 2 + (int)rnd(WMAX - 1);
     g->P = 1 + (int)rnd(PMAX);
     g->nkeys = (int)rnd(KMAX + 1);
@@ -90,7 +92,8 @@ static baton_assign_input_t group_input(group_t *g, const int *prev) {
                                   .workers = g->aw,
                                   .nworkers = g->nw,
                                   .pins = g->pins,
-                                  .leader_rack = g->lrack};
+                                  .leader_rack = g->lrack,
+                                  .rack_policy = g->rack_policy};
 }
 
 /* The rebalance after worker o crashed: o is gone from the member list, so
