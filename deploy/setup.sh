@@ -12,7 +12,8 @@ build=${BATON_BUILD_DIR:-$src/build}
 # the PostgreSQL sink and Debian's postgresql (server, psql) for its tests;
 # libmicrohttpd for the daemons' /metrics and curl to scrape it in tests;
 # yamllint, python3-kubernetes (the API schema) and docker-compose (v1: its
-# `config` validates offline) to check deploy/compose and deploy/k8s.
+# `config` validates offline) to check deploy/compose and deploy/k8s; spin
+# for the protocol's model (model/).
 pkgs=(build-essential cmake pkg-config
       librdkafka-dev libzookeeper-mt-dev libjansson-dev libcmocka-dev libsqlite3-dev
       zookeeper default-jre-headless sqlite3 kcat jq procps
@@ -22,7 +23,8 @@ pkgs=(build-essential cmake pkg-config
       libssl-dev # the coordinator's rack lookup speaks TLS
       openssl # the Kafka TLS test's throwaway CA and TLS listener
       clang-format # tests/style/check_format.sh (STYLE.md: .clang-format checked)
-      prometheus) # promtool for deploy/prometheus, the server for it_prometheus
+      prometheus # promtool for deploy/prometheus, the server for it_prometheus
+      spin) # model/check.sh: the SPIN model checker (ctest model.quick)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
