@@ -371,7 +371,7 @@ inline queue_check() {
         /* claim_lost: removed by someone else; claim again if assigned */
         claim[WP(w, zp)] = 0; owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0;
         dirty[WP(w, zp)] = 1
-    :: zk == 0 ->
+    :: zk == 0 && zk < cl[zp].zn ->
         /* lowest: ours (if we may write), and watch our own claim */
         arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0;
         if

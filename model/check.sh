@@ -129,7 +129,6 @@ spawn oldstandby fail safety "$small -DOLDSTANDBY" -E -m200000
 # check, exhaustively, on the small group with one fault anywhere.
 spawn model.small pass safety "$small" -E -m200000
 if ((quick == 0)); then
-    spawn oldgen fail safety "-DNW=2 -DNP=1 -DNC=1 -DFAULTS=2 -DOLDGEN -DF_CRASH=0 -DF_CUT=0 -DF_LOSTREPLY=0" -E -m200000
     spawn oldstandby.ltl fail liveness "$small -DOLDSTANDBY" -a -f -E -m1000000
     spawn model.small.ltl pass liveness-bitstate "$small" -a -f -E -m1000000 -w26
     spawn model.twocoord pass safety-bitstate "-DNW=2 -DNP=1 -DNC=2 -DFAULTS=2" -E -m400000 -w24
