@@ -30,7 +30,8 @@ pkgs=(build-essential cmake pkg-config
 test_pkgs=(postgresql redis-server curl systemd
            yamllint python3-kubernetes docker-compose
            openssl clang-format prometheus
-           python3-confluent-kafka python3-pytest)
+           python3-confluent-kafka python3-pytest
+           spin) # model/check.sh: the SPIN model checker (ctest model.quick)
 if [[ ${1:-} == --tests ]]; then
     shift
     pkgs+=("${test_pkgs[@]}")
