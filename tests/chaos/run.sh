@@ -46,6 +46,8 @@
 #                      [--workers 3|4] [--partitions P] [--rate R]
 #                      [--session-ms MS] [--quiet-ms MIN:MAX]
 #                      [--network] [--sink sqlite|pg] [--kinds K1,K2...]
+# --network --minutes M is the soak mode: faults until M minutes are over
+# (unless --faults), quiet stretches of 0.2-1 s (unless --quiet-ms).
 # --kinds draws only those fault kinds (names as logged), uniformly: for
 # reproducing one kind of fault; the net_ ones need --network, the sink
 # ones --sink pg.
@@ -66,7 +68,7 @@ CH_ALL_KINDS="worker_kill worker_pause_short worker_pause_long coord_kill zk_lea
 CH_NET_KINDS="net_cut_worker_zk net_cut_leader_zk net_cut_worker_kafka net_cut_worker_sink net_isolate_zk_server net_slow_worker_zk net_slow_worker_sink"
 seed=$(((RANDOM << 15 | RANDOM) % 1000000000)) faults=20 duration=600 nworkers=4
 B_PARTITIONS=12 rate=300 B_SESSION_MS=3000 quiet_min=1000 quiet_max=3000
-settle_timeout=180 network=0 sink=sqlite kinds=
+settle_timeout=180 network=0 sink=sqlite kinds= soak=0 faults_given=0 quiet_given=0
 while (($#)); do
     case $1 in
     --kinds)
@@ -91,9 +93,9 @@ while (($#)); do
         esac
         case $1 in
         --seed) seed=$v ;;
-        --faults) faults=$v ;;
+        --faults) faults=$v faults_given=1 ;;
         --duration) duration=$v ;;
-        --minutes) duration=$((v * 60)) ;;
+        --minutes) duration=$((v * 60)) soak=1 ;;
         --workers) ((v == 3 || v == 4)) || { echo "run.sh: --workers must be 3 or 4" >&2; exit 2; }
             nworkers=$v ;;
         --partitions) ((v >= 1 && v <= 256)) || { echo "run.sh: --partitions must be in [1, 256]" >&2; exit 2; }
@@ -102,7 +104,7 @@ while (($#)); do
             rate=$v ;;
         --session-ms) ((v >= 1000 && v <= 20000)) || { echo "run.sh: --session-ms must be in [1000, 20000]" >&2; exit 2; }
             B_SESSION_MS=$v ;;
-        --quiet-ms) quiet_min=${BASH_REMATCH[1]} quiet_max=${BASH_REMATCH[2]} ;;
+        --quiet-ms) quiet_min=${BASH_REMATCH[1]} quiet_max=${BASH_REMATCH[2]} quiet_given=1 ;;
         esac
         shift 2 ;;
     -h | --help) ch_usage; exit 0 ;;
@@ -110,6 +112,12 @@ while (($#)); do
     esac
 done
 
+# Soak (--network --minutes M): as many faults as M minutes hold, with
+# shorter quiet stretches, unless --faults / --quiet-ms say otherwise.
+if ((soak && network)); then
+    ((faults_given)) || faults=999999999
+    ((quiet_given)) || quiet_min=200 quiet_max=1000
+fi
 CH_KINDS=()
 if [[ -n $kinds ]]; then
     IFS=, read -r -a CH_KINDS <<<"$kinds"
@@ -125,7 +133,9 @@ ch_flags=
 ((network)) && ch_flags+=" --network"
 [[ $sink == pg ]] && ch_flags+=" --sink pg"
 [[ -n $kinds ]] && ch_flags+=" --kinds $kinds"
+[[ $quiet_min:$quiet_max != 1000:3000 ]] && ch_flags+=" --quiet-ms $quiet_min:$quiet_max"
 echo "== chaos: seed=$seed faults=$faults duration=${duration}s workers=$nworkers partitions=$B_PARTITIONS rate=$rate/s session=${B_SESSION_MS}ms network=$network sink=$sink" >&2
+((B_SESSION_MS != 3000)) && ch_flags+=" --session-ms $B_SESSION_MS"
 echo "== chaos: reproduce with: tests/chaos/run.sh --seed $seed --faults $faults --duration $duration --workers $nworkers$ch_flags" >&2
 FLOG=$H_DIR/faults.log
 : >"$FLOG"
