@@ -33,7 +33,9 @@
 # During each net_cut_worker_zk the harness counts the sink's rows of that
 # worker's epochs (from its log) every ~100 ms; a count that rises after
 # 2/3 of the session (+ CH_SUSPEND_TOL_MS, default 250) past the last bytes
-# its proxy passed from ZooKeeper to it is a self-suspension violation.
+# its proxy passed from ZooKeeper to it is a self-suspension violation. An
+# isolated ZooKeeper server that still serves clients after
+# CH_MINORITY_MS (default 5000) fails the run too.
 # A failpoint `stop` is resumed by the harness (SIGCONT) after a seeded
 # hold; an `abort` is restarted. Every fault and recovery is logged with a
 # timestamp to $H_DIR/faults.log. When the faults are done the harness
@@ -494,9 +496,10 @@ ch_log_ts_ms() {
 # that should have suspended).
 CH_SUSPEND_TOL_MS=${CH_SUSPEND_TOL_MS:-250}
 CH_SUSPEND_CHECKED=0 CH_SUSPEND_VIOLATIONS=0 CH_SUSPEND_SEEN=""
+CH_MINORITY_MS=${CH_MINORITY_MS:-5000} CH_MINORITY_SERVING=0
 ch_net_hold() {
     local ms=$1 w=${2:-} end epochs="" t c limit base_c="" base_t=0 last_down=$NET_LAST_DOWN
-    local off=0
+    local off=0 bad=$CH_SUSPEND_VIOLATIONS
     end=$(($(_h_now_ms) + ms))
     if [[ -n $w ]]; then
         epochs=$(ch_worker_epochs "$w")
@@ -524,14 +527,14 @@ ch_net_hold() {
     done
     if [[ -n $w && -n $base_c ]]; then
         CH_SUSPEND_CHECKED=$((CH_SUSPEND_CHECKED + 1))
-        local line s
+        local line s after=none
+        bad=$((CH_SUSPEND_VIOLATIONS - bad))
         line=$(tail -c +$((off + 1)) "$H_DIR/$w.log" | grep -m1 'event=zk_silent' || true)
         if [[ -n $line ]] && s=$(ch_log_ts_ms "$line"); then
-            CH_SUSPEND_SEEN+=" $((s - last_down))"
-            ch_flog "suspend_checked target=$w suspended_after_ms=$((s - last_down)) of_session_ms=$B_SESSION_MS rows_after_limit=0"
-        else
-            ch_flog "suspend_checked target=$w suspended_after_ms=none rows_after_limit=0"
+            after=$((s - last_down))
+            CH_SUSPEND_SEEN+=" $after"
         fi
+        ch_flog "suspend_checked target=$w suspended_after_ms=$after of_session_ms=$B_SESSION_MS violations=$bad"
     fi
 }
 
@@ -583,7 +586,21 @@ ch_fault_net_isolate_zk_server() {
     mode=$(ens_mode "$n")
     ens_isolate "$n"
     ch_flog "fault=net_isolate_zk_server target=zk$n was=$mode for_ms=$ms past_session=$CH_PAST session_ms=$B_SESSION_MS"
-    ch_net_hold "$ms"
+    # The minority must stop serving (its clients then move on): within
+    # CH_MINORITY_MS (default 5 s; ZooKeeper gives up after syncLimit, 1 s).
+    local t0 end down_after=
+    t0=$(_h_now_ms)
+    end=$((t0 + ms))
+    while (($(_h_now_ms) < end)); do
+        ch_net_hold 200
+        [[ -z $down_after && $(ens_mode "$n") == down ]] && down_after=$(($(_h_now_ms) - t0))
+    done
+    if [[ -n $down_after ]]; then
+        ch_flog "minority_stopped_serving target=zk$n after_ms=$down_after"
+    elif ((ms >= CH_MINORITY_MS)); then
+        CH_MINORITY_SERVING=$((CH_MINORITY_SERVING + 1))
+        ch_flog "minority_still_serving target=zk$n isolated_ms=$ms mode=$(ens_mode "$n")"
+    fi
     ens_rejoin "$n"
     if ! ens_wait_quorum 90; then
         ch_flog "ensemble_no_quorum after zk$n rejoined"
@@ -789,6 +806,8 @@ if ((network)); then
     echo "== chaos: self-suspension: $CH_SUSPEND_CHECKED ZooKeeper cut(s) past 2/3 of the session checked," \
         "$CH_SUSPEND_VIOLATIONS violation(s); suspended after (ms from the last answer):${CH_SUSPEND_SEEN:- none}" >&2
     ((CH_SUSPEND_VIOLATIONS == 0)) || { echo "a worker wrote to the sink after it should have suspended" >&2; rc=1; }
+    ((CH_MINORITY_SERVING == 0)) ||
+        { echo "$CH_MINORITY_SERVING isolated ZooKeeper server(s) still served after ${CH_MINORITY_MS} ms" >&2; rc=1; }
 fi
 # Graceful leave of everything, so the sanitizers' exit-time reports (leaks)
 # are in the logs before they are searched.
@@ -805,6 +824,6 @@ san=$(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$H_DIR"/*.log 2>
 ((CH_PRODUCER_FAILED == 0)) || { echo "a producer batch failed" >&2; rc=1; }
 ((CH_CRASHES == 0)) || { echo "$CH_CRASHES process(es) crashed" >&2; rc=1; }
 summary="seed=$seed faults=$CH_NFAULT/$faults fault_phase_ms=$t_faults produced=$CH_PRODUCED unexpected_exits=$CH_EXITS crashes=$CH_CRASHES"
-((network)) && summary+=" suspend_checked=$CH_SUSPEND_CHECKED suspend_violations=$CH_SUSPEND_VIOLATIONS"
+((network)) && summary+=" suspend_checked=$CH_SUSPEND_CHECKED suspend_violations=$CH_SUSPEND_VIOLATIONS minority_serving=$CH_MINORITY_SERVING"
 ((rc == 0)) || h_fail "$summary"
 h_pass "$summary"
