@@ -5,7 +5,8 @@
 #    (both ways, and each one way) is silence -- a read through it times
 #    out rather than seeing EOF or a reset -- and the bytes that waited are
 #    delivered at the heal; a 400 ms delay each way makes the round trip at
-#    least 800 ms.
+#    least 800 ms. A Kafka client under netremap (LD_PRELOAD) reaches the
+#    broker only through its proxy.
 # 2. A worker cut off from ZooKeeper (its sink and Kafka still reachable)
 #    for 0.8 of its session: it suspends on its own (event=zk_silent before
 #    the session could expire), its epochs get no sink row later than 2/3
@@ -57,6 +58,21 @@ CUT_MS=4800
 TOTAL=6000
 TOL_MS=250
 h_kafka_start "$B_TOPIC" $B_PARTITIONS
+
+# netremap: a Kafka client (kcat, librdkafka) given the real bootstrap
+# reaches the broker only through the proxy: metadata through it works,
+# and with the proxy cut it gets none.
+net_proxy_start kafka ${BOOTSTRAP//,/ }
+read -r -a remap <<<"$(net_remap_env kafka)"
+env "${remap[@]}" timeout 20 kcat -b "$BOOTSTRAP" -L -m 5 >"$H_DIR/kcat-pass.txt" 2>&1 ||
+    h_fail "kcat -L through the remapped proxy failed: $(head -c 300 "$H_DIR/kcat-pass.txt")"
+grep -q "topic \"$B_TOPIC\"" "$H_DIR/kcat-pass.txt" || h_fail "kcat -L through the proxy: no topic $B_TOPIC"
+grep -q 'event=accepted' "$H_DIR/net-kafka.log" || h_fail "kcat's connections did not go through the proxy"
+net_cut kafka both
+rc=0
+env "${remap[@]}" timeout 20 kcat -b "$BOOTSTRAP" -L -m 2 >"$H_DIR/kcat-cut.txt" 2>&1 || rc=$?
+((rc != 0)) || h_fail "kcat -L got metadata although its proxy was cut: the remap leaks"
+net_heal kafka
 B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS
 # The coordinator's session outlives the cut, so nothing is reassigned.
