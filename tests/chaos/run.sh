@@ -70,7 +70,7 @@ CH_ALL_KINDS="worker_kill worker_pause_short worker_pause_long coord_kill zk_lea
 CH_NET_KINDS="net_cut_worker_zk net_cut_leader_zk net_cut_worker_kafka net_cut_worker_sink net_isolate_zk_server net_slow_worker_zk net_slow_worker_sink"
 seed=$(((RANDOM << 15 | RANDOM) % 1000000000)) faults=20 duration=600 nworkers=4
 B_PARTITIONS=12 rate=300 B_SESSION_MS=3000 quiet_min=1000 quiet_max=3000
-settle_timeout=180 network=0 sink=sqlite kinds= soak=0 faults_given=0 quiet_given=0
+settle_timeout=180 network=0 sink=sqlite kinds='' soak=0 faults_given=0 quiet_given=0
 while (($#)); do
     case $1 in
     --kinds)
@@ -556,13 +556,13 @@ ch_fault_net_cut_leader_zk() {
 ch_fault_net_cut_worker_path() {
     ch_pick_worker
     ch_net_span
-    local ms=$CH_R past=$CH_PAST watch= extra=
+    local ms=$CH_R past=$CH_PAST watch='' extra=''
     ch_net_dir
     [[ -n $CH_T ]] || { ch_flog "skipped fault=net_cut_worker_$1 reason=no_running_worker"; return; }
     net_cut "$CH_T-$1" "$CH_DIR"
     [[ $1 == zk ]] && watch=$CH_T extra=" last_zk_answer_ms=$NET_LAST_DOWN"
     ch_flog "fault=net_cut_worker_$1 target=$CH_T dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS$extra"
-    ch_net_hold "$ms" $watch
+    ch_net_hold "$ms" ${watch:+"$watch"}
     net_heal "$CH_T-$1"
     ch_flog "heal target=$CH_T path=$1"
 }
@@ -725,10 +725,12 @@ if [[ $sink == pg ]]; then
     B_SINK_URI=$PG_URI
 fi
 if ((network)); then
-    for c in "${COORDS[@]}"; do net_proxy_start "$c-zk" ${ZK//,/ }; done
+    IFS=, read -r -a zk_servers <<<"$ZK"
+    IFS=, read -r -a brokers <<<"$BOOTSTRAP"
+    for c in "${COORDS[@]}"; do net_proxy_start "$c-zk" "${zk_servers[@]}"; done
     for w in "${WORKERS[@]}"; do
-        net_proxy_start "$w-zk" ${ZK//,/ }
-        net_proxy_start "$w-kafka" ${BOOTSTRAP//,/ }
+        net_proxy_start "$w-zk" "${zk_servers[@]}"
+        net_proxy_start "$w-kafka" "${brokers[@]}"
         [[ $sink == pg ]] && net_proxy_start "$w-sink" "127.0.0.1:$PG_PORT"
     done
 fi

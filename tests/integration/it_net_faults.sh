@@ -62,7 +62,8 @@ h_kafka_start "$B_TOPIC" $B_PARTITIONS
 # netremap: a Kafka client (kcat, librdkafka) given the real bootstrap
 # reaches the broker only through the proxy: metadata through it works,
 # and with the proxy cut it gets none.
-net_proxy_start kafka ${BOOTSTRAP//,/ }
+IFS=, read -r -a brokers <<<"$BOOTSTRAP"
+net_proxy_start kafka "${brokers[@]}"
 read -r -a remap <<<"$(net_remap_env kafka)"
 env "${remap[@]}" timeout 20 kcat -b "$BOOTSTRAP" -L -m 5 >"$H_DIR/kcat-pass.txt" 2>&1 ||
     h_fail "kcat -L through the remapped proxy failed: $(head -c 300 "$H_DIR/kcat-pass.txt")"

@@ -59,6 +59,7 @@ net_proxy_start() {
     done
     h_spawn "net-$name" "$bin" --control "$H_DIR/net/$name.ctl" --dial-retry-ms "${NET_DIAL_RETRY_MS:-0}" \
         "${args[@]}"
+    # shellcheck disable=SC2034 # NET_ADDR, NET_T, NET_LAST_DOWN: read by the callers
     NET_ADDR[$name]=$addrs
     NET_MAP[$name]=$map
     NET_SEQ[$name]=0
@@ -81,7 +82,9 @@ net_mode() {
         h_fail "net_mode: proxy $name did not take mode '$*'"
     fi
     line=$(grep "event=mode n=$n " "$H_DIR/net-$name.log" | tail -n 1)
+    # shellcheck disable=SC2034
     [[ $line =~ ^ms=([0-9]+) ]] && NET_T=${BASH_REMATCH[1]}
+    # shellcheck disable=SC2034
     [[ $line =~ last_down_ms=([0-9]+) ]] && NET_LAST_DOWN=${BASH_REMATCH[1]}
     return 0
 }
