@@ -545,9 +545,19 @@ ch_fault_net_cut_leader_zk() {
     leader=$(ch_leader_coord)
     [[ -n $leader ]] && h_alive "$leader" ||
         { ch_flog "skipped fault=net_cut_leader_zk reason=no_leader_now"; return; }
+    local off line t
+    off=$(stat -c %s "$H_DIR/$leader.log" 2>/dev/null || echo 0)
     net_cut "$leader-zk" "$CH_DIR"
     ch_flog "fault=net_cut_leader_zk target=$leader dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS"
     ch_net_hold "$ms"
+    # Reported, not judged: whether (and when) the cut-off leader stepped
+    # down while still cut off.
+    line=$(tail -c +$((off + 1)) "$H_DIR/$leader.log" | grep -m1 'event=step_down' || true)
+    if [[ -n $line ]] && t=$(ch_log_ts_ms "$line"); then
+        ch_flog "leader_step_down target=$leader after_ms=$((t - NET_T)) $(grep -o 'reason=[a-z_]*' <<<"$line")"
+    else
+        ch_flog "leader_step_down target=$leader after_ms=none"
+    fi
     net_heal "$leader-zk"
     ch_flog "heal target=$leader path=zk"
 }
