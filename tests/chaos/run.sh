@@ -131,6 +131,7 @@ if [[ -n $kinds ]]; then
     done
 fi
 h_init chaos
+NET_SEED=$seed
 ch_flags=
 ((network)) && ch_flags+=" --network"
 [[ $sink == pg ]] && ch_flags+=" --sink pg"

@@ -16,7 +16,8 @@
 #                                   "TARGET=PROXY,..." (for net_remap_env).
 #                                   NET_DIAL_RETRY_MS (default 0): how long
 #                                   a refused dial is retried before the
-#                                   client is reset
+#                                   client is reset; NET_SEED (default 0)
+#                                   seeds its jitter, mixed with NAME
 #   net_cut NAME [both|up|down]     silence (up: client to server only)
 #   net_delay NAME MS [JITTER_MS]   every chunk held MS + [0, JITTER] ms
 #   net_heal NAME                   forward again; what waited is delivered
@@ -58,7 +59,7 @@ net_proxy_start() {
         map+="${map:+,}$t=127.0.0.1:$port"
     done
     h_spawn "net-$name" "$bin" --control "$H_DIR/net/$name.ctl" --dial-retry-ms "${NET_DIAL_RETRY_MS:-0}" \
-        "${args[@]}"
+        --seed $((${NET_SEED:-0} * 31 + $(cksum <<<"$name" | cut -d' ' -f1))) "${args[@]}"
     # shellcheck disable=SC2034 # NET_ADDR, NET_T, NET_LAST_DOWN: read by the callers
     NET_ADDR[$name]=$addrs
     NET_MAP[$name]=$map
