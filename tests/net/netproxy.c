@@ -28,6 +28,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -37,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,7 +73,6 @@ typedef struct {
     int used;
     int cfd, sfd; /* client side, server side (-1 until dialled) */
     int connecting;
-    int hup_c, hup_s;              /* error/hangup seen on a cut side: not polled until healed */
     int64_t dial_until, redial_at; /* --dial-retry-ms: refused dials retried until */
     int route;
     queue_t up, down; /* up: client to server */
@@ -87,7 +88,7 @@ static struct {
 static route_t routes[MAX_ROUTES];
 static int nroutes;
 static conn_t conns[MAX_CONNS];
-static volatile sig_atomic_t got_hup, got_term;
+static int got_hup, got_term;
 static const char *control_path;
 static uint64_t rng = 88172645463325252ull;
 static int64_t last_up_ms, last_down_ms;
@@ -114,13 +115,6 @@ static uint64_t next_rand(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-static void on_signal(int sig) {
-    if (sig == SIGHUP)
-        got_hup = 1;
-    else
-        got_term = 1;
 }
 
 static int set_nonblock(int fd) {
@@ -432,17 +426,20 @@ int main(int argc, char **argv) {
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGHUP, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigset_t block, empty;
+    /* Signals arrive as reads on a signalfd polled with the sockets. (With
+     * a handler and ppoll, a poll that always had an event ready returned
+     * without ever delivering a pending SIGHUP.) */
+    sigset_t block;
     sigemptyset(&block);
     sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGINT);
-    sigprocmask(SIG_BLOCK, &block, &empty);
+    sigprocmask(SIG_BLOCK, &block, NULL);
+    int sigfd = signalfd(-1, &block, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigfd < 0) {
+        perror("netproxy: signalfd");
+        return 1;
+    }
     for (int i = 0; i < MAX_CONNS; i++)
         conns[i].cfd = conns[i].sfd = -1;
     for (int r = 0; r < nroutes; r++) {
@@ -455,8 +452,8 @@ int main(int argc, char **argv) {
         say("event=listening route=127.0.0.1:%d->%s:%d", routes[r].lport, routes[r].host,
             routes[r].port);
     }
-    struct pollfd pfd[MAX_ROUTES + 2 * MAX_CONNS];
-    int owner[MAX_ROUTES + 2 * MAX_CONNS]; /* conn index, or -1 - route */
+    struct pollfd pfd[1 + MAX_ROUTES + 2 * MAX_CONNS];
+    int owner[1 + MAX_ROUTES + 2 * MAX_CONNS]; /* conn, -1 - route, INT_MIN: signals */
     while (!got_term) {
         if (got_hup) {
             got_hup = 0;
@@ -469,6 +466,8 @@ int main(int argc, char **argv) {
         }
         int64_t wait_ms = 200;
         int n = 0;
+        pfd[n] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+        owner[n++] = INT_MIN;
         for (int r = 0; r < nroutes; r++) {
             pfd[n] = (struct pollfd){.fd = routes[r].lfd, .events = POLLIN};
             owner[n++] = -1 - r;
@@ -504,27 +503,38 @@ int main(int argc, char **argv) {
                 es |= POLLOUT;
             else if (c->sfd >= 0 && !mode.cut_down && !c->down.src_eof && c->down.bytes < QUEUE_CAP)
                 es |= POLLIN;
-            pfd[n] = (struct pollfd){.fd = c->hup_c && mode.cut_up ? -1 : c->cfd, .events = ec};
+            /* A side nothing is wanted of is not polled: its POLLHUP would
+             * end every poll at once (a spin, e.g. while a closed peer's
+             * last bytes wait out a delay, or on a cut side). */
+            pfd[n] = (struct pollfd){.fd = ec ? c->cfd : -1, .events = ec};
             owner[n++] = i;
             if (c->sfd >= 0) {
-                pfd[n] =
-                    (struct pollfd){.fd = c->hup_s && mode.cut_down ? -1 : c->sfd, .events = es};
+                pfd[n] = (struct pollfd){.fd = es ? c->sfd : -1, .events = es};
                 owner[n++] = i;
             }
         }
         if (wait_ms < 0)
             wait_ms = 0;
-        struct timespec to = {.tv_sec = wait_ms / 1000, .tv_nsec = (wait_ms % 1000) * 1000000};
-        int k = ppoll(pfd, (nfds_t)n, &to, &empty);
+        int k = poll(pfd, (nfds_t)n, (int)wait_ms);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
-            perror("netproxy: ppoll");
+            perror("netproxy: poll");
             return 1;
         }
         for (int j = 0; j < n; j++) {
             if (!pfd[j].revents)
                 continue;
+            if (owner[j] == INT_MIN) {
+                struct signalfd_siginfo si;
+                while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    if (si.ssi_signo == SIGHUP)
+                        got_hup = 1;
+                    else
+                        got_term = 1;
+                }
+                continue;
+            }
             if (owner[j] < 0) {
                 do_accept(-1 - owner[j]);
                 continue;
@@ -542,14 +552,6 @@ int main(int argc, char **argv) {
                 }
                 c->connecting = 0;
                 continue;
-            }
-            /* POLLHUP/POLLERR: read() reports it, unless the side is cut
-             * (then it waits, unpolled, for the heal). */
-            if (pfd[j].revents & (POLLERR | POLLHUP)) {
-                if (pfd[j].fd == c->cfd && mode.cut_up)
-                    c->hup_c = 1;
-                if (pfd[j].fd == c->sfd && mode.cut_down)
-                    c->hup_s = 1;
             }
             int rc = pfd[j].fd == c->cfd ? pump_in(c->cfd, &c->up, mode.cut_up)
                                          : pump_in(c->sfd, &c->down, mode.cut_down);
