@@ -48,6 +48,9 @@
 #                      [--workers 3|4] [--partitions P] [--rate R]
 #                      [--session-ms MS] [--quiet-ms MIN:MAX]
 #                      [--network] [--sink sqlite|pg] [--kinds K1,K2...]
+# --sink pg writes to a throwaway PostgreSQL server (tests/lib/pg.sh) instead
+# of SQLite; check.sh then reads a copy of it in the server's commit order.
+# Without it the two sink faults are drawn as Kafka / ZooKeeper ones.
 # --network --minutes M is the soak mode: faults until M minutes are over
 # (unless --faults), quiet stretches of 0.2-1 s (unless --quiet-ms).
 # --kinds draws only those fault kinds (names as logged), uniformly: for
