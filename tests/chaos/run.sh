@@ -721,7 +721,8 @@ INSERT INTO baton_fence SELECT '$B_GROUP', partition, epoch, next_offset, reject
 CREATE INDEX out_commit ON baton_output(commit_us);
 .output '$H_DIR/fence-samples-rowid.txt'
 SELECT s.us / 1000, s.partition, s.epoch,
-       coalesce((SELECT max(rowid) FROM baton_output WHERE commit_us <= s.us), 0) FROM s;
+       coalesce((SELECT rowid FROM baton_output WHERE commit_us <= s.us
+                 ORDER BY commit_us DESC, rowid DESC LIMIT 1), 0) FROM s;
 SQL
 }
 
