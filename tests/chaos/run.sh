@@ -15,6 +15,27 @@
 #   coord_failpoint   restart the standby coordinator with
 #                     coordinator.before_publish=stop|abort|sleep-MS, then
 #                     SIGKILL the leader so it takes over
+# With --network (issue 18) every process reaches ZooKeeper, Kafka and (with
+# --sink pg) the sink through its own netproxy per path, the ensemble's
+# peers reach each other through one per pair (tests/lib/net.sh), and about
+# half the faults are network faults instead, each healed before the next:
+#   net_cut_worker_zk     a worker's ZooKeeper links go silent (both ways or
+#                         one way), below or past the session timeout; Kafka
+#                         and the sink stay reachable
+#   net_cut_leader_zk     the same for the leading coordinator
+#   net_cut_worker_kafka  a worker's Kafka links go silent
+#   net_cut_worker_sink   a worker's sink link goes silent (--sink pg only)
+#   net_isolate_zk_server one ensemble member loses the other two
+#   net_slow_worker_zk    100 ms - 2 s of latency plus jitter on a worker's
+#                         ZooKeeper links, below or above the self-suspension
+#                         margin (a probe's round trip vs 2/3 of the session)
+#   net_slow_worker_sink  the same on its sink link (--sink pg only)
+# During each net_cut_worker_zk the harness counts the sink's rows of that
+# worker's epochs (from its log) every ~100 ms; a count that rises after
+# 2/3 of the session (+ CH_SUSPEND_TOL_MS, default 250) past the last bytes
+# its proxy passed from ZooKeeper to it is a self-suspension violation. An
+# isolated ZooKeeper server that still serves clients after
+# CH_MINORITY_MS (default 5000) fails the run too.
 # A failpoint `stop` is resumed by the harness (SIGCONT) after a seeded
 # hold; an `abort` is restarted. Every fault and recovery is logged with a
 # timestamp to $H_DIR/faults.log. When the faults are done the harness
@@ -26,6 +47,15 @@
 #   tests/chaos/run.sh [--seed S] [--faults N] [--duration SEC | --minutes M]
 #                      [--workers 3|4] [--partitions P] [--rate R]
 #                      [--session-ms MS] [--quiet-ms MIN:MAX]
+#                      [--network] [--sink sqlite|pg] [--kinds K1,K2...]
+# --sink pg writes to a throwaway PostgreSQL server (tests/lib/pg.sh) instead
+# of SQLite; check.sh then reads a copy of it in the server's commit order.
+# Without it the two sink faults are drawn as Kafka / ZooKeeper ones.
+# --network --minutes M is the soak mode: faults until M minutes are over
+# (unless --faults), quiet stretches of 0.2-1 s (unless --quiet-ms).
+# --kinds draws only those fault kinds (names as logged), uniformly: for
+# reproducing one kind of fault; the net_ ones need --network, the sink
+# ones --sink pg.
 # --seed defaults to a random one (printed); the same seed draws the same
 # faults, targets and parameters (the system's timing still varies).
 # --duration bounds the fault phase (default 600 s): fewer faults are injected
@@ -36,13 +66,28 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$BATON_SRC/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 source "$BATON_SRC/tests/lib/ensemble.sh"
+source "$BATON_SRC/tests/lib/net.sh"
 
 ch_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+CH_ALL_KINDS="worker_kill worker_pause_short worker_pause_long coord_kill zk_leader_kill worker_failpoint coord_failpoint"
+CH_NET_KINDS="net_cut_worker_zk net_cut_leader_zk net_cut_worker_kafka net_cut_worker_sink net_isolate_zk_server net_slow_worker_zk net_slow_worker_sink"
 seed=$(((RANDOM << 15 | RANDOM) % 1000000000)) faults=20 duration=600 nworkers=4
 B_PARTITIONS=12 rate=300 B_SESSION_MS=3000 quiet_min=1000 quiet_max=3000
-settle_timeout=180
+settle_timeout=180 network=0 sink=sqlite kinds='' soak=0 faults_given=0 quiet_given=0
 while (($#)); do
     case $1 in
+    --kinds)
+        (($# >= 2)) || { echo "run.sh: --kinds needs a value" >&2; exit 2; }
+        kinds=$2
+        shift 2
+        continue ;;
+    --network) network=1; shift; continue ;;
+    --sink)
+        (($# >= 2)) && [[ $2 == sqlite || $2 == pg ]] ||
+            { echo "run.sh: --sink must be sqlite or pg" >&2; exit 2; }
+        sink=$2
+        shift 2
+        continue ;;
     --seed | --faults | --duration | --minutes | --workers | --partitions | --rate | --session-ms | --quiet-ms)
         (($# >= 2)) || { echo "run.sh: $1 needs a value" >&2; exit 2; }
         v=$2
@@ -53,9 +98,9 @@ while (($#)); do
         esac
         case $1 in
         --seed) seed=$v ;;
-        --faults) faults=$v ;;
+        --faults) faults=$v faults_given=1 ;;
         --duration) duration=$v ;;
-        --minutes) duration=$((v * 60)) ;;
+        --minutes) duration=$((v * 60)) soak=1 ;;
         --workers) ((v == 3 || v == 4)) || { echo "run.sh: --workers must be 3 or 4" >&2; exit 2; }
             nworkers=$v ;;
         --partitions) ((v >= 1 && v <= 256)) || { echo "run.sh: --partitions must be in [1, 256]" >&2; exit 2; }
@@ -64,7 +109,7 @@ while (($#)); do
             rate=$v ;;
         --session-ms) ((v >= 1000 && v <= 20000)) || { echo "run.sh: --session-ms must be in [1000, 20000]" >&2; exit 2; }
             B_SESSION_MS=$v ;;
-        --quiet-ms) quiet_min=${BASH_REMATCH[1]} quiet_max=${BASH_REMATCH[2]} ;;
+        --quiet-ms) quiet_min=${BASH_REMATCH[1]} quiet_max=${BASH_REMATCH[2]} quiet_given=1 ;;
         esac
         shift 2 ;;
     -h | --help) ch_usage; exit 0 ;;
@@ -72,9 +117,32 @@ while (($#)); do
     esac
 done
 
+# Soak (--network --minutes M): as many faults as M minutes hold, with
+# shorter quiet stretches, unless --faults / --quiet-ms say otherwise.
+if ((soak && network)); then
+    ((faults_given)) || faults=999999999
+    ((quiet_given)) || quiet_min=200 quiet_max=1000
+fi
+CH_KINDS=()
+if [[ -n $kinds ]]; then
+    IFS=, read -r -a CH_KINDS <<<"$kinds"
+    for k in "${CH_KINDS[@]}"; do
+        case " $CH_ALL_KINDS $CH_NET_KINDS " in *" $k "*) ;;
+        *) echo "run.sh: --kinds: unknown fault kind '$k'" >&2; exit 2 ;; esac
+        [[ $k == net_* ]] && ((!network)) && { echo "run.sh: --kinds $k needs --network" >&2; exit 2; }
+        [[ $k == *_sink && $sink != pg ]] && { echo "run.sh: --kinds $k needs --sink pg" >&2; exit 2; }
+    done
+fi
 h_init chaos
-echo "== chaos: seed=$seed faults=$faults duration=${duration}s workers=$nworkers partitions=$B_PARTITIONS rate=$rate/s session=${B_SESSION_MS}ms" >&2
-echo "== chaos: reproduce with: tests/chaos/run.sh --seed $seed --faults $faults --duration $duration --workers $nworkers" >&2
+NET_SEED=$seed
+ch_flags=
+((network)) && ch_flags+=" --network"
+[[ $sink == pg ]] && ch_flags+=" --sink pg"
+[[ -n $kinds ]] && ch_flags+=" --kinds $kinds"
+[[ $quiet_min:$quiet_max != 1000:3000 ]] && ch_flags+=" --quiet-ms $quiet_min:$quiet_max"
+echo "== chaos: seed=$seed faults=$faults duration=${duration}s workers=$nworkers partitions=$B_PARTITIONS rate=$rate/s session=${B_SESSION_MS}ms network=$network sink=$sink" >&2
+((B_SESSION_MS != 3000)) && ch_flags+=" --session-ms $B_SESSION_MS"
+echo "== chaos: reproduce with: tests/chaos/run.sh --seed $seed --faults $faults --duration $duration --workers $nworkers$ch_flags" >&2
 FLOG=$H_DIR/faults.log
 : >"$FLOG"
 
@@ -113,19 +181,34 @@ declare -A CH_EXPECT=()  # name -> 1 while the harness expects it to be dead
 declare -A CH_LOGOFF=()  # name -> size of its log when its latest process started
 CH_CRASHES=0 CH_EXITS=0
 
+# ch_paths NAME: sets CH_ZK (and, for a worker, CH_ENV and CH_SINK) to how
+# NAME reaches ZooKeeper, Kafka and the sink: directly, or with --network
+# through its own proxies (Kafka by connect() remapping: the brokers'
+# addresses come from metadata).
+ch_paths() {
+    CH_ZK=$ZK CH_ENV=() CH_SINK=$B_SINK_URI
+    ((network)) || return 0
+    CH_ZK=${NET_ADDR[$1-zk]}
+    [[ $1 == c* ]] && return 0
+    read -r -a CH_ENV <<<"$(net_remap_env "$1-kafka")"
+    [[ $sink == pg ]] && CH_SINK="postgresql://baton@${NET_ADDR[$1-sink]}/baton"
+    return 0
+}
 ch_worker_start() { # NAME [FAILPOINTS] (use ch_start)
     local name=$1 fp=${2:-}
     CH_FP[$name]=$fp
     unset "CH_STOP_T[$name]"
-    h_spawn "$name" env BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-worker" --zk "$ZK" \
-        --group "$B_GROUP" --id "$name" --brokers "$BOOTSTRAP" --sink "sqlite:$B_SINK" \
+    ch_paths "$name"
+    h_spawn "$name" env "${CH_ENV[@]}" BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-worker" --zk "$CH_ZK" \
+        --group "$B_GROUP" --id "$name" --brokers "$BOOTSTRAP" --sink "$CH_SINK" \
         --session-timeout-ms "$B_SESSION_MS" --linger-ms 10 --batch-size 200
 }
 ch_coord_start() { # NAME [FAILPOINTS] (use ch_start)
     local name=$1 fp=${2:-}
     CH_FP[$name]=$fp
     unset "CH_STOP_T[$name]"
-    h_spawn "$name" env BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-coordinator" --zk "$ZK" \
+    ch_paths "$name"
+    h_spawn "$name" env BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-coordinator" --zk "$CH_ZK" \
         --group "$B_GROUP" --id "$name" --session-timeout-ms "$B_SESSION_MS"
 }
 ch_start() { # NAME [FAILPOINTS]
@@ -354,8 +437,242 @@ ch_fault_coord_failpoint() {
     ch_flog "restart target=$leader (now standby)"
 }
 
-# ch_fault_once: draws one fault kind (weights out of 100) and runs it.
+# --- network faults (--network) -------------------------------------------
+# ch_net_span: sets CH_R to a fault's length, half the draws below the
+# session timeout, half past it; CH_PAST to 0 or 1.
+# (Coins are drawn from 1000: the generator's low bits cycle.)
+ch_net_span() {
+    ch_rand 1000
+    CH_PAST=$((CH_R >= 500))
+    if ((CH_PAST)); then
+        ch_range $((B_SESSION_MS * 6 / 5)) $((B_SESSION_MS * 5 / 2))
+    else
+        ch_range $((B_SESSION_MS / 5)) $((B_SESSION_MS * 9 / 10))
+    fi
+}
+# ch_net_dir: sets CH_DIR to both (half the draws), up or down.
+ch_net_dir() {
+    local -a dirs=(both both up down)
+    ch_rand 1000
+    CH_DIR=${dirs[CH_R / 250]}
+}
+# ch_net_latency: sets CH_LAT and CH_JIT (ms, each way) below or above the
+# self-suspension margin -- a probe's round trip against 2/3 of the session
+# -- within 100 ms - 2 s; CH_MARGIN to below or above.
+ch_net_latency() {
+    local hi=$((B_SESSION_MS / 5)) top=$((B_SESSION_MS > 2000 ? 2000 : B_SESSION_MS))
+    ((hi >= 100)) || hi=100
+    ch_rand 1000
+    if ((CH_R >= 500)); then
+        CH_MARGIN=above
+        ch_range $((B_SESSION_MS / 2 > top ? top : B_SESSION_MS / 2)) "$top"
+    else
+        CH_MARGIN=below
+        ch_range 100 "$hi"
+    fi
+    CH_LAT=$CH_R
+    ch_range 0 $((B_SESSION_MS / 10))
+    CH_JIT=$CH_R
+}
+
+# ch_worker_epochs NAME: the epochs (claim czxids) NAME's processes logged,
+# as an SQL list ("" if none).
+ch_worker_epochs() {
+    { grep -ohE 'event=claimed .*czxid=[0-9]+|event=fenced partition=[0-9]+ epoch=[0-9]+' \
+        "$H_DIR/$1.log" || true; } | grep -oE '(czxid|epoch)=[0-9]+' | cut -d= -f2 | sort -un |
+        paste -sd, -
+}
+# ch_epoch_rows LIST: the sink's rows of those epochs.
+ch_epoch_rows() {
+    local q="SELECT count(*) FROM baton_output WHERE grp = '$B_GROUP' AND epoch IN ($1)"
+    if [[ $sink == pg ]]; then pg_psql "$q"; else sqlite3 -readonly "$B_SINK" ".timeout 2000" "$q"; fi
+}
+# ch_log_ts_ms LINE: a log line's ts= as epoch milliseconds.
+ch_log_ts_ms() {
+    [[ $1 =~ ts=([0-9T:.-]+)Z ]] && date -d "${BASH_REMATCH[1]}Z" +%s%3N
+}
+
+# ch_net_hold MS [WORKER]: heals (restarts, producer) for MS while a
+# network fault lasts. With WORKER (a ZooKeeper cut of it), also watches the
+# self-suspension promise: samples the sink's rows of WORKER's epochs
+# every ~100 ms, and afterwards reports a count that rose after
+# NET_LAST_DOWN + 2/3 session + CH_SUSPEND_TOL_MS (a write from a worker
+# that should have suspended).
+CH_SUSPEND_TOL_MS=${CH_SUSPEND_TOL_MS:-250}
+CH_SUSPEND_CHECKED=0 CH_SUSPEND_VIOLATIONS=0 CH_SUSPEND_SEEN=""
+CH_MINORITY_MS=${CH_MINORITY_MS:-5000} CH_MINORITY_SERVING=0
+ch_net_hold() {
+    local ms=$1 w=${2:-} end epochs="" t c limit base_c="" base_t=0 last_down=$NET_LAST_DOWN
+    local off=0 bad=$CH_SUSPEND_VIOLATIONS
+    end=$(($(_h_now_ms) + ms))
+    if [[ -n $w ]]; then
+        epochs=$(ch_worker_epochs "$w")
+        off=$(stat -c %s "$H_DIR/$w.log" 2>/dev/null || echo 0)
+    fi
+    limit=$((last_down + B_SESSION_MS * 2 / 3 + CH_SUSPEND_TOL_MS))
+    while (($(_h_now_ms) < end)); do
+        ch_heal
+        if [[ -n $epochs ]]; then
+            t=$(_h_now_ms)
+            if c=$(ch_epoch_rows "$epochs" 2>/dev/null) && [[ $c =~ ^[0-9]+$ ]]; then
+                if [[ -n $base_c ]] && ((c > base_c)); then
+                    CH_SUSPEND_VIOLATIONS=$((CH_SUSPEND_VIOLATIONS + 1))
+                    ch_flog "suspend_violation target=$w last_zk_answer_ms=$last_down sampled_at_ms=$base_t rows=$base_c later_rows=$c limit_ms=$((limit - last_down))"
+                    base_c=
+                fi
+                # The first sample taken past the limit is the baseline:
+                # nothing of these epochs may commit after it.
+                [[ -z $base_c ]] && ((t >= limit)) && base_c=$c base_t=$t
+            fi
+            sleep 0.1
+        else
+            sleep 0.2
+        fi
+    done
+    if [[ -n $w && -n $base_c ]]; then
+        CH_SUSPEND_CHECKED=$((CH_SUSPEND_CHECKED + 1))
+        local line s after=none
+        bad=$((CH_SUSPEND_VIOLATIONS - bad))
+        line=$(tail -c +$((off + 1)) "$H_DIR/$w.log" | grep -m1 'event=zk_silent' || true)
+        if [[ -n $line ]] && s=$(ch_log_ts_ms "$line"); then
+            after=$((s - last_down))
+            CH_SUSPEND_SEEN+=" $after"
+        fi
+        ch_flog "suspend_checked target=$w suspended_after_ms=$after of_session_ms=$B_SESSION_MS violations=$bad"
+    fi
+}
+
+ch_fault_net_cut_leader_zk() {
+    ch_net_span
+    local ms=$CH_R past=$CH_PAST leader
+    ch_net_dir
+    leader=$(ch_leader_coord)
+    [[ -n $leader ]] && h_alive "$leader" ||
+        { ch_flog "skipped fault=net_cut_leader_zk reason=no_leader_now"; return; }
+    local off line t
+    off=$(stat -c %s "$H_DIR/$leader.log" 2>/dev/null || echo 0)
+    net_cut "$leader-zk" "$CH_DIR"
+    ch_flog "fault=net_cut_leader_zk target=$leader dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS"
+    ch_net_hold "$ms"
+    # Reported, not judged: whether (and when) the cut-off leader stepped
+    # down while still cut off.
+    line=$(tail -c +$((off + 1)) "$H_DIR/$leader.log" | grep -m1 'event=step_down' || true)
+    if [[ -n $line ]] && t=$(ch_log_ts_ms "$line"); then
+        ch_flog "leader_step_down target=$leader after_ms=$((t - NET_T)) $(grep -o 'reason=[a-z_]*' <<<"$line")"
+    else
+        ch_flog "leader_step_down target=$leader after_ms=none"
+    fi
+    net_heal "$leader-zk"
+    ch_flog "heal target=$leader path=zk"
+}
+# ch_fault_net_cut_worker_path zk|kafka|sink: a worker's links on that path
+# go silent; a ZooKeeper cut also watches its self-suspension.
+ch_fault_net_cut_worker_path() {
+    ch_pick_worker
+    ch_net_span
+    local ms=$CH_R past=$CH_PAST watch='' extra=''
+    ch_net_dir
+    [[ -n $CH_T ]] || { ch_flog "skipped fault=net_cut_worker_$1 reason=no_running_worker"; return; }
+    net_cut "$CH_T-$1" "$CH_DIR"
+    [[ $1 == zk ]] && watch=$CH_T extra=" last_zk_answer_ms=$NET_LAST_DOWN"
+    ch_flog "fault=net_cut_worker_$1 target=$CH_T dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS$extra"
+    ch_net_hold "$ms" ${watch:+"$watch"}
+    net_heal "$CH_T-$1"
+    ch_flog "heal target=$CH_T path=$1"
+}
+ch_fault_net_slow_worker() { # zk|sink
+    ch_pick_worker
+    ch_net_latency
+    ch_range "$B_SESSION_MS" $((B_SESSION_MS * 3))
+    local ms=$CH_R
+    [[ -n $CH_T ]] || { ch_flog "skipped fault=net_slow_worker_$1 reason=no_running_worker"; return; }
+    net_delay "$CH_T-$1" "$CH_LAT" "$CH_JIT"
+    ch_flog "fault=net_slow_worker_$1 target=$CH_T latency_ms=$CH_LAT jitter_ms=$CH_JIT margin=$CH_MARGIN for_ms=$ms session_ms=$B_SESSION_MS"
+    ch_net_hold "$ms"
+    net_heal "$CH_T-$1"
+    ch_flog "heal target=$CH_T path=$1"
+}
+ch_fault_net_isolate_zk_server() {
+    ch_rand 3
+    local n=$((CH_R + 1)) ms mode
+    ch_net_span
+    ms=$CH_R
+    mode=$(ens_mode "$n")
+    ens_isolate "$n"
+    ch_flog "fault=net_isolate_zk_server target=zk$n was=$mode for_ms=$ms past_session=$CH_PAST session_ms=$B_SESSION_MS"
+    # The minority must stop serving (its clients then move on): within
+    # CH_MINORITY_MS (default 5 s; ZooKeeper gives up after syncLimit, 1 s).
+    local t0 end down_after=
+    t0=$(_h_now_ms)
+    end=$((t0 + ms))
+    while (($(_h_now_ms) < end)); do
+        ch_net_hold 200
+        [[ -z $down_after && $(ens_mode "$n") == down ]] && down_after=$(($(_h_now_ms) - t0))
+    done
+    if [[ -n $down_after ]]; then
+        ch_flog "minority_stopped_serving target=zk$n after_ms=$down_after"
+    elif ((ms >= CH_MINORITY_MS)); then
+        CH_MINORITY_SERVING=$((CH_MINORITY_SERVING + 1))
+        ch_flog "minority_still_serving target=zk$n isolated_ms=$ms mode=$(ens_mode "$n")"
+    fi
+    ens_rejoin "$n"
+    if ! ens_wait_quorum 90; then
+        ch_flog "ensemble_no_quorum after zk$n rejoined"
+        h_fail "the ZooKeeper ensemble did not recover (harness infrastructure)"
+    fi
+    ch_flog "heal target=zk$n zk_leader=zk$(ens_leader || echo none)"
+}
+
+# ch_net_fault_once: draws one network fault kind (weights out of 100; the
+# sink's two need --sink pg and become Kafka and ZooKeeper ones without it).
+ch_net_fault_once() {
+    ch_rand 100
+    local r=$CH_R
+    if ((r < 22)); then ch_fault_net_cut_worker_path zk
+    elif ((r < 36)); then ch_fault_net_cut_leader_zk
+    elif ((r < 50)); then ch_fault_net_cut_worker_path kafka
+    elif ((r < 62)); then
+        if [[ $sink == pg ]]; then ch_fault_net_cut_worker_path sink; else ch_fault_net_cut_worker_path kafka; fi
+    elif ((r < 76)); then ch_fault_net_isolate_zk_server
+    elif ((r < 90)); then ch_fault_net_slow_worker zk
+    else
+        if [[ $sink == pg ]]; then ch_fault_net_slow_worker sink; else ch_fault_net_slow_worker zk; fi
+    fi
+}
+
+# ch_fault_kind NAME: runs the fault NAME (for --kinds).
+ch_fault_kind() {
+    case $1 in
+    worker_kill) ch_fault_worker_kill ;;
+    worker_pause_short) ch_fault_worker_pause short ;;
+    worker_pause_long) ch_fault_worker_pause long ;;
+    coord_kill) ch_fault_coord_kill ;;
+    zk_leader_kill) ch_fault_zk_leader_kill ;;
+    worker_failpoint) ch_fault_worker_failpoint ;;
+    coord_failpoint) ch_fault_coord_failpoint ;;
+    net_cut_worker_zk) ch_fault_net_cut_worker_path zk ;;
+    net_cut_leader_zk) ch_fault_net_cut_leader_zk ;;
+    net_cut_worker_kafka) ch_fault_net_cut_worker_path kafka ;;
+    net_cut_worker_sink) ch_fault_net_cut_worker_path sink ;;
+    net_isolate_zk_server) ch_fault_net_isolate_zk_server ;;
+    net_slow_worker_zk) ch_fault_net_slow_worker zk ;;
+    net_slow_worker_sink) ch_fault_net_slow_worker sink ;;
+    esac
+}
+
+# ch_fault_once: draws one fault kind (weights out of 100) and runs it;
+# with --network, first a coin: a network fault or a signal one. With
+# --kinds, one of those, uniformly.
 ch_fault_once() {
+    if ((${#CH_KINDS[@]})); then
+        ch_rand ${#CH_KINDS[@]}
+        ch_fault_kind "${CH_KINDS[CH_R]}"
+        return
+    fi
+    if ((network)); then
+        ch_rand 100
+        ((CH_R < 55)) && { ch_net_fault_once; return; }
+    fi
     ch_rand 100
     local r=$CH_R
     if ((r < 18)); then ch_fault_worker_kill
@@ -368,12 +685,72 @@ ch_fault_once() {
     fi
 }
 
+# ch_pg_export: copies the PostgreSQL sink into $B_SINK (SQLite, the same
+# tables) for check.sh, the output rows inserted in the server's commit
+# order (pg_xact_commit_timestamp, then xmin) so rowids are commit order as
+# in an SQLite sink, and turns sample.sh's server-clock samples into
+# "MS PARTITION EPOCH MAX_ROWID" lines (the rows committed by then).
+ch_pg_export() {
+    local d=$H_DIR/pg-export
+    mkdir -p "$d"
+    pg_psql "COPY (SELECT partition, \"offset\", epoch, convert_from(value, 'UTF8'),
+               (extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000000)::bigint
+             FROM baton_output WHERE grp = '$B_GROUP'
+             ORDER BY pg_xact_commit_timestamp(xmin), xmin::text::bigint, partition, \"offset\")
+             TO STDOUT WITH (FORMAT csv)" >"$d/output.csv" || return 1
+    pg_psql "COPY (SELECT partition, epoch, next_offset, rejected FROM baton_fence
+             WHERE grp = '$B_GROUP') TO STDOUT WITH (FORMAT csv)" >"$d/fence.csv" || return 1
+    rm -f "$B_SINK"
+    sqlite3 -bail "$B_SINK" <<SQL || return 1
+CREATE TABLE baton_fence(grp TEXT, partition INTEGER, epoch INTEGER, next_offset INTEGER,
+  rejected INTEGER, PRIMARY KEY(grp, partition));
+CREATE TABLE baton_output(grp TEXT, partition INTEGER, offset INTEGER, epoch INTEGER, key BLOB,
+  value BLOB, commit_us INTEGER, PRIMARY KEY(grp, partition, offset));
+CREATE TEMP TABLE o(partition INTEGER, offset INTEGER, epoch INTEGER, value TEXT, commit_us INTEGER);
+CREATE TEMP TABLE f(partition INTEGER, epoch INTEGER, next_offset INTEGER, rejected INTEGER);
+CREATE TEMP TABLE s(us INTEGER, partition INTEGER, epoch INTEGER, zero INTEGER);
+.mode csv
+.import '$d/output.csv' o
+.import '$d/fence.csv' f
+.mode list
+.separator ' '
+.import '$H_DIR/fence-samples.txt' s
+INSERT INTO baton_output(grp, partition, offset, epoch, value, commit_us)
+  SELECT '$B_GROUP', partition, offset, epoch, value, commit_us FROM o ORDER BY rowid;
+INSERT INTO baton_fence SELECT '$B_GROUP', partition, epoch, next_offset, rejected FROM f;
+CREATE INDEX out_commit ON baton_output(commit_us);
+.output '$H_DIR/fence-samples-rowid.txt'
+SELECT s.us / 1000, s.partition, s.epoch,
+       coalesce((SELECT rowid FROM baton_output WHERE commit_us <= s.us
+                 ORDER BY commit_us DESC, rowid DESC LIMIT 1), 0) FROM s;
+SQL
+}
+
 # --- the run ------------------------------------------------------------------
-ens_start 200
+ENS_NET=$network ens_start 200
 h_kafka_start "$B_TOPIC" "$B_PARTITIONS"
-B_SINK=$H_DIR/sink.db
+B_SINK=$H_DIR/sink.db B_SINK_URI=sqlite:$H_DIR/sink.db
+if [[ $sink == pg ]]; then
+    source "$BATON_SRC/tests/lib/pg.sh"
+    # The server's own record of commit order (there is no rowid): check.sh
+    # gets the rows in that order (ch_pg_export).
+    PG_SERVER_OPTS=(-c track_commit_timestamp=on)
+    pg_start
+    pg_use_sink
+    B_SINK_URI=$PG_URI
+fi
+if ((network)); then
+    IFS=, read -r -a zk_servers <<<"$ZK"
+    IFS=, read -r -a brokers <<<"$BOOTSTRAP"
+    for c in "${COORDS[@]}"; do net_proxy_start "$c-zk" "${zk_servers[@]}"; done
+    for w in "${WORKERS[@]}"; do
+        net_proxy_start "$w-zk" "${zk_servers[@]}"
+        net_proxy_start "$w-kafka" "${brokers[@]}"
+        [[ $sink == pg ]] && net_proxy_start "$w-sink" "127.0.0.1:$PG_PORT"
+    done
+fi
 b_init "$B_PARTITIONS"
-h_spawn sampler "$BATON_SRC/tests/chaos/sample.sh" "$B_SINK" "$B_GROUP" "$H_DIR/fence-samples.txt" 200
+h_spawn sampler "$BATON_SRC/tests/chaos/sample.sh" "$([[ $sink == pg ]] && echo "$PG_URI" || echo "$B_SINK")" "$B_GROUP" "$H_DIR/fence-samples.txt" 200
 for c in "${COORDS[@]}"; do ch_start "$c"; done
 for w in "${WORKERS[@]}"; do ch_start "$w"; done
 h_wait_for 60 "$nworkers workers own every partition" b_all_active "$nworkers" ||
@@ -410,6 +787,9 @@ for name in "${COORDS[@]}" "${WORKERS[@]}"; do
         ch_start "$name"
     fi
 done
+if ((network)); then
+    for name in "${!NET_SEQ[@]}"; do net_heal "$name"; done
+fi
 settle_deadline=$(($(_h_now_ms) + settle_timeout * 1000))
 settled=0
 while (($(_h_now_ms) < settle_deadline)); do
@@ -431,9 +811,21 @@ grep -c 'event=fault=' "$FLOG" | sed 's/^/   faults injected: /' >&2
 sed -n 's/.* event=fault=\([a-z_]*\).*/\1/p' "$FLOG" | sort | uniq -c | sed 's/^/   /' >&2
 
 rc=0
+samples=$H_DIR/fence-samples.txt
+if [[ $sink == pg ]]; then
+    ch_pg_export || { echo "could not export the PostgreSQL sink for the checker" >&2; rc=1; }
+    samples=$H_DIR/fence-samples-rowid.txt
+fi
 "$BATON_SRC/tests/chaos/check.sh" --bootstrap "$BOOTSTRAP" --topic "$B_TOPIC" --sink "$B_SINK" \
-    --group "$B_GROUP" --samples "$H_DIR/fence-samples.txt" --status "$H_DIR/final-status.json" \
+    --group "$B_GROUP" --samples "$samples" --status "$H_DIR/final-status.json" \
     --workers "${WORKERS[*]}" || rc=$?
+if ((network)); then
+    echo "== chaos: self-suspension: $CH_SUSPEND_CHECKED ZooKeeper cut(s) past 2/3 of the session checked," \
+        "$CH_SUSPEND_VIOLATIONS violation(s); suspended after (ms from the last answer):${CH_SUSPEND_SEEN:- none}" >&2
+    ((CH_SUSPEND_VIOLATIONS == 0)) || { echo "a worker wrote to the sink after it should have suspended" >&2; rc=1; }
+    ((CH_MINORITY_SERVING == 0)) ||
+        { echo "$CH_MINORITY_SERVING isolated ZooKeeper server(s) still served after ${CH_MINORITY_MS} ms" >&2; rc=1; }
+fi
 # Graceful leave of everything, so the sanitizers' exit-time reports (leaks)
 # are in the logs before they are searched.
 for name in "${WORKERS[@]}" "${COORDS[@]}"; do
@@ -449,5 +841,6 @@ san=$(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$H_DIR"/*.log 2>
 ((CH_PRODUCER_FAILED == 0)) || { echo "a producer batch failed" >&2; rc=1; }
 ((CH_CRASHES == 0)) || { echo "$CH_CRASHES process(es) crashed" >&2; rc=1; }
 summary="seed=$seed faults=$CH_NFAULT/$faults fault_phase_ms=$t_faults produced=$CH_PRODUCED unexpected_exits=$CH_EXITS crashes=$CH_CRASHES"
+((network)) && summary+=" suspend_checked=$CH_SUSPEND_CHECKED suspend_violations=$CH_SUSPEND_VIOLATIONS minority_serving=$CH_MINORITY_SERVING"
 ((rc == 0)) || h_fail "$summary"
 h_pass "$summary"

@@ -15,6 +15,11 @@
 #   ens_node_start N         (re)starts peer N with its data; returns at once
 #   ens_wait_quorum TIMEOUT_S  waits until every running peer serves and
 #                            one of them leads; 1 on timeout
+# With ENS_NET=1 (source net.sh too) the peers reach each other through one
+# netproxy per pair (net.sh names zk12, zk13, zk23): each peer's zoo.cfg
+# lists the others at that pair's proxy ports, itself at its real ones. Then
+#   ens_isolate N            cuts peer N from the other two (silence)
+#   ens_rejoin N             heals those links
 # Every wait is bounded; ports and data stay the same across restarts.
 
 declare -ga ENS_CLIENT=() ENS_QUORUM=() ENS_ELECT=()
@@ -30,12 +35,30 @@ ens_start() {
         ENS_QUORUM[n]=$(h_free_port) || h_fail "ens_start: no free port"
         ENS_ELECT[n]=$(h_free_port) || h_fail "ens_start: no free port"
     done
-    local servers=""
+    local -A peer=() # "N M": how peer N reaches peer M, QUORUM:ELECTION
+    local m a b
     for n in 1 2 3; do
-        servers+="server.$n=127.0.0.1:${ENS_QUORUM[n]}:${ENS_ELECT[n]}"$'\n'
+        for m in 1 2 3; do peer["$n $m"]=${ENS_QUORUM[m]}:${ENS_ELECT[m]}; done
     done
+    if [[ ${ENS_NET:-0} == 1 ]]; then
+        for a in 1 2; do
+            for b in $(seq $((a + 1)) 3); do
+                # A follower dials the leader the moment it is elected,
+                # maybe before it listens: retry as its own connect would.
+                NET_DIAL_RETRY_MS=$((ENS_TICK * 10)) net_proxy_start "zk$a$b" "127.0.0.1:${ENS_QUORUM[b]}" "127.0.0.1:${ENS_ELECT[b]}" \
+                    "127.0.0.1:${ENS_QUORUM[a]}" "127.0.0.1:${ENS_ELECT[a]}"
+                local -a px
+                IFS=, read -r -a px <<<"${NET_ADDR[zk$a$b]//127.0.0.1:/}"
+                peer["$a $b"]=${px[0]}:${px[1]}
+                peer["$b $a"]=${px[2]}:${px[3]}
+            done
+        done
+    fi
     for n in 1 2 3; do
-        local d=$H_DIR/ens/$n
+        local d=$H_DIR/ens/$n servers=""
+        for m in 1 2 3; do
+            servers+="server.$m=127.0.0.1:${peer["$n $m"]}"$'\n'
+        done
         mkdir -p "$d/data"
         echo "$n" >"$d/data/myid"
         cat >"$d/zoo.cfg" <<CFG
@@ -146,4 +169,19 @@ ens_wait_quorum() {
     echo "TIMEOUT: ensemble has no serving quorum after ${timeout}s:" \
         "zk1=$(ens_mode 1) zk2=$(ens_mode 2) zk3=$(ens_mode 3)" >&2
     return 1
+}
+
+# ens_isolate N / ens_rejoin N (ENS_NET=1): peer N loses / regains the
+# other two; its clients' links are not touched.
+ens_isolate() {
+    local n=${1:?ens_isolate N} m
+    for m in 1 2 3; do
+        ((m == n)) || net_cut "zk$((n < m ? n : m))$((n < m ? m : n))" both
+    done
+}
+ens_rejoin() {
+    local n=${1:?ens_rejoin N} m
+    for m in 1 2 3; do
+        ((m == n)) || net_heal "zk$((n < m ? n : m))$((n < m ? m : n))"
+    done
 }

@@ -17,6 +17,8 @@
 #   pg_psql SQL         runs SQL as baton, prints unaligned tuples (-At)
 #   pg_admin SQL        runs SQL as the superuser
 #   pg_use_sink         makes b_worker write to $PG_URI and b_sql query it
+# PG_SERVER_OPTS (an array, optional): more postgres arguments for pg_start,
+# e.g. (-c track_commit_timestamp=on).
 #
 # Every wait is bounded (PG_START_TIMEOUT s for the server, 30 s per psql).
 
@@ -82,7 +84,7 @@ pg_start() {
         _h_spawn_io pg "$H_DIR/pg.log" "$H_DIR/pg.log" \
             "${as[@]}" "$postgres" -D "$dir/data" -p "$PG_PORT" -k "$dir/sock" \
             -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60 \
-            -c shared_buffers=16MB -c log_min_messages=warning
+            -c shared_buffers=16MB -c log_min_messages=warning "${PG_SERVER_OPTS[@]}"
         # shellcheck disable=SC2034 # harness.sh's: stopped after the applications
         H_INFRA[${H_PIDS[pg]}]=1
         local deadline=$(($(_h_now_ms) + PG_START_TIMEOUT * 1000)) ok=0
