@@ -1228,13 +1228,13 @@ static int view_run(ctl_ctx_t *ctx, const ctl_view_opts_t *o,
 
 /* ---- the commands ----------------------------------------------------- */
 
-#define CTL_LAG_HELP                                                                    \
-    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"        \
-    "                     watermark (one ListOffsets round, bounded by --timeout)\n"    \
-    "  --sink URI         the group's fenced sink (sqlite, postgresql or redis URI):\n" \
-    "                     adds next_offset; with --brokers, lag = high watermark -\n"   \
-    "                     next_offset\n"                                                \
-    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"      \
+#define CTL_LAG_HELP                                                                   \
+    "  --brokers B        Kafka bootstrap servers: adds each partition's high\n"       \
+    "                     watermark (one ListOffsets round, bounded by --timeout)\n"   \
+    "  --sink URI         the group's fenced sink (sqlite:PATH, postgresql://... or\n" \
+    "                     redis://...): adds next_offset; with --brokers, lag =\n"     \
+    "                     high watermark - next_offset\n"                              \
+    "  --kafka KEY=VALUE  a librdkafka setting for --brokers (repeatable), e.g.\n"     \
     "                     security.protocol=SASL_SSL\n"
 #define CTL_FILTER_HELP                                                            \
     "  --partition LIST   only these partitions: 7, 0-9 or 1,5,8\n"                \
