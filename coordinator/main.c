@@ -189,6 +189,7 @@ int main(int argc, char **argv) {
     baton_metrics_server_t *metrics = NULL;
     int start = baton_daemon_start(prog, id, &daemon, &stop_fd, &metrics);
     if (start != BATON_EXIT_OK) {
+        baton_zk_auth_destroy(auth);
         baton_conf_release(&parsed);
         return start;
     }
@@ -212,6 +213,7 @@ int main(int argc, char **argv) {
     baton_metric_counter(BATON_M_ZK_EXPIRATIONS);
     int rc = baton_coord_run(&conf, stop_fd);
     baton_metrics_server_stop(metrics);
+    baton_zk_auth_destroy(auth);
     baton_conf_release(&parsed);
     return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }

@@ -206,6 +206,7 @@ int main(int argc, char **argv) {
     int start = baton_daemon_start(prog, id, &daemon, &stop_fd, &metrics);
     if (start != BATON_EXIT_OK) {
         baton_processor_destroy(processor);
+        baton_zk_auth_destroy(auth);
         baton_conf_release(&parsed);
         return start;
     }
@@ -217,6 +218,7 @@ int main(int argc, char **argv) {
     int rc = baton_worker_run(&conf, stop_fd);
     baton_metrics_server_stop(metrics);
     baton_processor_destroy(processor);
+    baton_zk_auth_destroy(auth);
     baton_conf_release(&parsed);
     return rc == 0 ? BATON_EXIT_OK : BATON_EXIT_FAILURE;
 }
