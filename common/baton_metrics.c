@@ -271,7 +271,8 @@ char *baton_metrics_render(size_t *len) {
             out_value(&o, m->v);
             out_printf(&o, "\n");
         } else if (m->type == M_GAUGE_VEC) {
-            qsort(m->series, m->nseries, sizeof(*m->series), series_cmp);
+            if (m->nseries > 1) /* none yet: series may be NULL */
+                qsort(m->series, m->nseries, sizeof(*m->series), series_cmp);
             for (size_t k = 0; k < m->nseries; k++) {
                 out_printf(&o, "%s{%s=\"", m->name, m->label);
                 out_escaped(&o, m->series[k].label_value, 1);

@@ -509,6 +509,7 @@ int main(int argc, char **argv) {
                 strchr(argv[dd + 1], '/') ? " or not executable" : " in PATH");
         free(gen_id);
         free(zk_connect);
+        baton_zk_auth_destroy(auth);
         baton_conf_release(&parsed);
         return 127;
     }
@@ -518,12 +519,14 @@ int main(int argc, char **argv) {
     baton_log_set_format(format);
     if (baton_failpoints_init(errstr, sizeof(errstr)) != 0) {
         fprintf(stderr, "%s: BATON_FAILPOINTS: %s\n", prog, errstr);
+        baton_zk_auth_destroy(auth);
         return BATON_EXIT_USAGE;
     }
     /* The guardian first, while we have no thread and no other child: it
      * kills the command if we die without stopping it (guard.h). */
     if (run_guard_start(errstr, sizeof(errstr)) != 0) {
         fprintf(stderr, "%s: %s\n", prog, errstr);
+        baton_zk_auth_destroy(auth);
         return BATON_EXIT_FAILURE;
     }
     /* Signals arrive through a signalfd: blocked here, before ZooKeeper

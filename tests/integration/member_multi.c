@@ -31,6 +31,17 @@ typedef struct {
     FILE *log;
 } member_t;
 
+/* A usage error: frees what was made so far (LeakSanitizer checks even
+ * this path), exit status 2. */
+static int usage_exit(member_t *members, int n) {
+    for (int i = 0; i < n; i++) {
+        baton_conf_destroy(members[i].conf);
+        if (members[i].log)
+            fclose(members[i].log);
+    }
+    return 2;
+}
+
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) {
     (void)sig;
@@ -75,7 +86,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--member") == 0) {
             if (n == MAX_MEMBERS) {
                 fprintf(stderr, "member_multi: at most %d members\n", MAX_MEMBERS);
-                return 2;
+                return usage_exit(members, n);
             }
             members[n].conf = baton_conf_new();
             baton_conf_set_acquired_cb(members[n].conf, on_acquired);
@@ -86,24 +97,24 @@ int main(int argc, char **argv) {
             char *eq = strchr(argv[++i], '=');
             if (!eq) {
                 fprintf(stderr, "member_multi: --set NAME=VALUE\n");
-                return 2;
+                return usage_exit(members, n);
             }
             *eq = 0;
             if (baton_conf_set(members[n - 1].conf, argv[i], eq + 1, err, sizeof(err)) !=
                 BATON_OK) {
                 fprintf(stderr, "member_multi: %s\n", err);
-                return 2;
+                return usage_exit(members, n);
             }
         } else if (n > 0 && i + 1 < argc && strcmp(argv[i], "--log") == 0) {
             if (!(members[n - 1].log = fopen(argv[++i], "a"))) {
                 perror(argv[i]);
-                return 2;
+                return usage_exit(members, n);
             }
             baton_conf_set_log_cb(members[n - 1].conf, on_log, &members[n - 1]);
         } else {
             fprintf(stderr, "usage: member_multi --member [--set NAME=VALUE]... [--log FILE] "
                             "[--member ...]...\n");
-            return 2;
+            return usage_exit(members, n);
         }
     }
     signal(SIGTERM, on_signal);
