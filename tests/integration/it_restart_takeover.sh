@@ -55,8 +55,11 @@ h_wait_for 10 "w1 owns its partitions again with higher epochs" again
 
 # 2. A frozen old incarnation holds the lock: refused at once, by pid.
 h_kill w1 STOP
+# Its own sink file: the frozen w1 may hold the shared one's write lock, and
+# a sink that stays locked would fail the start before the member lock is
+# looked at (the new file is created only at a first fence, never reached).
 h_spawn w1b "$BATON_BIN/baton-worker" --zk "$ZK" --group g --id w1 --brokers "$BOOTSTRAP" \
-    --sink "sqlite:$B_SINK" --session-timeout-ms "$B_SESSION_MS"
+    --sink "sqlite:$H_DIR/w1b.db" --session-timeout-ms "$B_SESSION_MS"
 rc=0; h_wait_exit w1b 10 || rc=$?
 ((rc == 1)) || h_fail "a second w1 beside a frozen one: exit $rc, want 1"
 b_log_has w1b "held by a live process on this host \\(pid $(h_pid w1) " ||
@@ -67,7 +70,7 @@ h_kill w1 CONT
 # 3. A lock file that is not one: refused, left as it was.
 echo "not a lock" >"$BATON_STATE_DIR/g.w9.lock"
 h_spawn w9 "$BATON_BIN/baton-worker" --zk "$ZK" --group g --id w9 --brokers "$BOOTSTRAP" \
-    --sink "sqlite:$B_SINK" --session-timeout-ms "$B_SESSION_MS"
+    --sink "sqlite:$H_DIR/w9.db" --session-timeout-ms "$B_SESSION_MS"
 rc=0; h_wait_exit w9 10 || rc=$?
 ((rc == 1)) || h_fail "a corrupt lock file: exit $rc, want 1"
 b_log_has w9 "member lock '.*g.w9.lock' is not a baton lock file .*remove it once no member 'w9'" ||
