@@ -15,17 +15,19 @@
 /* The file is small; anything longer is not ours. */
 #define INC_FILE_MAX 4096
 
-const char *baton_incarnation_dir(const char *dir) {
+int baton_incarnation_dir(const char *dir, char *out, size_t size) {
+    const char *env = getenv("BATON_STATE_DIR"), *sysd = getenv("STATE_DIRECTORY");
     if (dir && dir[0])
-        return dir;
-    static char env_first[4096];
-    const char *env = getenv("STATE_DIRECTORY");
-    if (env && env[0]) {
-        /* systemd lists several directories separated by ':'. */
-        snprintf(env_first, sizeof(env_first), "%.*s", (int)strcspn(env, ":"), env);
-        return env_first;
+        snprintf(out, size, "%s", dir);
+    else if (env && env[0])
+        snprintf(out, size, "%s", env);
+    else if (sysd && sysd[0]) /* systemd lists several, separated by ':' */
+        snprintf(out, size, "%.*s", (int)strcspn(sysd, ":"), sysd);
+    else {
+        snprintf(out, size, "%s", BATON_STATE_DIR_DEFAULT);
+        return 0;
     }
-    return BATON_STATE_DIR_DEFAULT;
+    return 1;
 }
 
 /* Creates dir and its missing parents (0700 for what it creates). */
@@ -125,7 +127,9 @@ int baton_incarnation_open(baton_incarnation_t *inc, const char *dir, const char
                            const char *id, char *errstr, size_t n) {
     memset(inc, 0, sizeof(*inc));
     inc->fd = -1;
-    dir = baton_incarnation_dir(dir);
+    char dirbuf[4096];
+    inc->dir_chosen = baton_incarnation_dir(dir, dirbuf, sizeof(dirbuf));
+    dir = dirbuf;
     int e = mkdir_p(dir);
     if (e)
         return baton_seterr(errstr, n, BATON_IO, "state directory '%s': %s", dir, strerror(e));

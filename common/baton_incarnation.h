@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The state directory when none is configured: $STATE_DIRECTORY (systemd's
- * StateDirectory=; its first entry), else this. */
+/* The state directory when none is configured: $BATON_STATE_DIR, then
+ * $STATE_DIRECTORY (systemd's StateDirectory=; its first entry), else this. */
 #define BATON_STATE_DIR_DEFAULT "/var/lib/baton"
 
 typedef struct {
@@ -42,11 +42,14 @@ typedef struct {
     char current[BATON_UUID_LEN + 1];  /* ours (fresh) */
     char holder_host[256];             /* on BATON_EXISTS: the holder's, per the file */
     long holder_pid;                   /* on BATON_EXISTS: the holder's pid, or 0 */
+    int dir_chosen; /* the directory was configured, not the default; kept on errors */
 } baton_incarnation_t;
 
-/* The state directory to use: dir if set, else $STATE_DIRECTORY's first
- * entry, else BATON_STATE_DIR_DEFAULT. Static or dir itself; never NULL. */
-const char *baton_incarnation_dir(const char *dir);
+/* The state directory to use, into out: dir if set, else $BATON_STATE_DIR,
+ * else $STATE_DIRECTORY's first entry, else BATON_STATE_DIR_DEFAULT.
+ * Returns 1 if it was configured by one of the first three, 0 for the
+ * default. */
+int baton_incarnation_dir(const char *dir, char *out, size_t size);
 
 /* Creates the state directory if missing (0700), opens <dir>/<group>.<id>.lock
  * and takes its lock without waiting, reads the previous incarnation and

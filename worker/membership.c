@@ -71,16 +71,15 @@ char *mb_member_body(const baton_membership_t *m, int leaving) {
  * cannot be used costs only the takeover (a warning), one given is an
  * error. */
 static int member_lock(baton_membership_t *m, const char *state_dir, char *errstr, size_t n) {
-    const char *env = getenv("BATON_STATE_DIR");
-    const char *dir = state_dir && state_dir[0] ? state_dir : env && env[0] ? env : NULL;
     char why[768];
-    int err = baton_incarnation_open(&m->inc, dir, m->conf.group, m->conf.id, why, sizeof(why));
+    int err =
+        baton_incarnation_open(&m->inc, state_dir, m->conf.group, m->conf.id, why, sizeof(why));
     if (err == BATON_OK) {
         BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", m->inc.path,
                    m->inc.current, m->inc.previous[0] ? m->inc.previous : "-");
         return BATON_OK;
     }
-    if (err == BATON_IO && !dir) {
+    if (err == BATON_IO && !m->inc.dir_chosen) {
         BLOG_WARN("event=member_lock_unavailable error=\"%s\" msg=\"no takeover of a dead "
                   "incarnation: a restart waits for its old session to expire (set --state-dir)\"",
                   why);

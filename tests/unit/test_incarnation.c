@@ -148,13 +148,20 @@ static void test_corrupt_refused(void **state) {
 static void test_state_dir(void **state) {
     (void)state;
     char err[512], file[256];
-    assert_string_equal(baton_incarnation_dir("/x"), "/x");
+    char d[256];
+    unsetenv("BATON_STATE_DIR");
+    assert_int_equal(baton_incarnation_dir("/x", d, sizeof(d)), 1);
+    assert_string_equal(d, "/x");
     setenv("STATE_DIRECTORY", "/var/lib/one:/var/lib/two", 1);
-    assert_string_equal(baton_incarnation_dir(NULL), "/var/lib/one");
-    setenv("STATE_DIRECTORY", tmpdir, 1);
-    assert_string_equal(baton_incarnation_dir(""), tmpdir);
+    assert_int_equal(baton_incarnation_dir(NULL, d, sizeof(d)), 1);
+    assert_string_equal(d, "/var/lib/one");
+    setenv("BATON_STATE_DIR", "/srv/baton", 1); /* ours first */
+    assert_int_equal(baton_incarnation_dir("", d, sizeof(d)), 1);
+    assert_string_equal(d, "/srv/baton");
+    unsetenv("BATON_STATE_DIR");
     unsetenv("STATE_DIRECTORY");
-    assert_string_equal(baton_incarnation_dir(NULL), BATON_STATE_DIR_DEFAULT);
+    assert_int_equal(baton_incarnation_dir(NULL, d, sizeof(d)), 0);
+    assert_string_equal(d, BATON_STATE_DIR_DEFAULT);
     /* A file where the directory should be: a clear error. */
     snprintf(file, sizeof(file), "%s/plain", tmpdir);
     write_file(file, "x");
