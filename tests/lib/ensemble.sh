@@ -103,17 +103,13 @@ CFG
 # ens_node_start N: starts peer N (it must not be running).
 ens_node_start() {
     local n=${1:?ens_node_start N} d=$H_DIR/ens/${1}
-    local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar j
-    for j in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar; do
-        [[ -f $j ]] && cp+=":$j"
-    done
     # cnxTimeout: a dead peer's election port is noticed in 1 s, not 5.
     _h_spawn_io "zk$n" "$H_DIR/zk$n.log" "$H_DIR/zk$n.log" \
         java -Xmx192m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
         -Dzookeeper.log.dir="$d" -Dzookeeper.root.logger=INFO,CONSOLE \
         -Dlog4j.configuration="file:$d/log4j.properties" \
         -Dzookeeper.jmx.log4j.disable=true -Dzookeeper.cnxTimeout=1000 \
-        -cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg"
+        -cp "$(h_zk_classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg"
     H_INFRA[${H_PIDS[zk$n]}]=1
 }
 

@@ -412,7 +412,7 @@ h_zk_start() {
     if [[ -n ${H_PIDS[zk]:-} ]] && _h_alive "${H_PIDS[zk]}"; then
         h_fail "h_zk_start: ZooKeeper already running (pid ${H_PIDS[zk]})"
     fi
-    local zdir=$H_DIR/zk attempt
+    local zdir=$H_DIR/zk
     mkdir -p "$zdir/data"
     cat >"$zdir/log4j.properties" <<'EOF'
 log4j.rootLogger=INFO, CONSOLE
@@ -420,17 +420,35 @@ log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
 log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
 log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n
 EOF
-    for ((attempt = 1; attempt <= 3; attempt++)); do
-        if [[ -z ${H_ZK_PORT:-} ]]; then
-            H_ZK_PORT=$(h_free_port) || h_fail "h_zk_start: no free port"
-        fi
-        cat >"$zdir/zoo.cfg" <<EOF
+    H_SERVE_PORT=${H_ZK_PORT:-}
+    _h_zk_tick=$tick
+    h_serve zk "$H_ZK_START_TIMEOUT" 'Address already in use' _h_zk_launch _h_zk_ready
+    H_ZK_PORT=$H_SERVE_PORT
+    export ZK=127.0.0.1:$H_ZK_PORT
+    h_log "zookeeper ready at $ZK in $H_SERVE_MS ms (tick ${tick} ms, pid ${H_PIDS[zk]})"
+}
+
+# h_zk_classpath: the standalone server's class path. log4j and its slf4j
+# binding are not on the jar's manifest class path; without them the
+# server logs nothing at all.
+h_zk_classpath() {
+    local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar j
+    for j in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar; do
+        [[ -f $j ]] && cp+=":$j"
+    done
+    echo "$cp"
+}
+
+# _h_zk_launch PORT: h_zk_start's server on PORT (tick $_h_zk_tick).
+_h_zk_launch() {
+    local port=$1 tick=$_h_zk_tick zdir=$H_DIR/zk
+    cat >"$zdir/zoo.cfg" <<EOF
 tickTime=$tick
 initLimit=10
 syncLimit=5
 dataDir=$zdir/data
 clientPortAddress=127.0.0.1
-clientPort=$H_ZK_PORT
+clientPort=$port
 maxClientCnxns=0
 minSessionTimeout=$((2 * tick))
 maxSessionTimeout=20000
@@ -438,51 +456,56 @@ maxSessionTimeout=20000
 admin.enableServer=false
 autopurge.purgeInterval=0
 EOF
-        # log4j and its slf4j binding are not on the jar's manifest class
-        # path; without them the server logs nothing at all.
-        local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
-        local j
-        for j in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar; do
-            [[ -f $j ]] && cp+=":$j"
-        done
-        local t0
-        t0=$(_h_now_ms)
-        _h_spawn_io zk "$H_DIR/zk.log" "$H_DIR/zk.log" \
-            java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${H_ZK_JAVA_OPTS:-} \
-            -Dzookeeper.log.dir="$zdir" -Dzookeeper.root.logger=INFO,CONSOLE \
-            -Dlog4j.configuration="file:$zdir/log4j.properties" \
-            -Dzookeeper.jmx.log4j.disable=true \
-            -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$zdir/zoo.cfg"
-        H_INFRA[${H_PIDS[zk]}]=1
-        if _h_zk_wait_ready "$H_ZK_PORT" "${H_PIDS[zk]}"; then
-            export ZK=127.0.0.1:$H_ZK_PORT
-            h_log "zookeeper ready at $ZK in $(($(_h_now_ms) - t0)) ms (tick ${tick} ms, pid ${H_PIDS[zk]})"
-            return 0
-        fi
-        if _h_alive "${H_PIDS[zk]}"; then
-            h_fail "h_zk_start: ZooKeeper on port $H_ZK_PORT not serving after ${H_ZK_START_TIMEOUT}s"
-        fi
-        # It died: most likely the port was taken between check and bind.
-        h_log "zookeeper exited during startup on port $H_ZK_PORT (attempt $attempt)"
-        grep -q 'Address already in use' "$H_DIR/zk.log" 2>/dev/null && H_ZK_PORT=
-    done
-    h_fail "h_zk_start: ZooKeeper did not start"
+    _h_spawn_io zk "$H_DIR/zk.log" "$H_DIR/zk.log" \
+        java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${H_ZK_JAVA_OPTS:-} \
+        -Dzookeeper.log.dir="$zdir" -Dzookeeper.root.logger=INFO,CONSOLE \
+        -Dlog4j.configuration="file:$zdir/log4j.properties" \
+        -Dzookeeper.jmx.log4j.disable=true \
+        -cp "$(h_zk_classpath)" org.apache.zookeeper.server.ZooKeeperServerMain "$zdir/zoo.cfg"
 }
 
-# _h_zk_wait_ready PORT PID: "ruok" answers "imok" and "srvr" reports
-# "Mode: standalone" (imok alone comes before the server loads its data).
-_h_zk_wait_ready() {
-    local port=$1 pid=$2 deadline
-    deadline=$(($(_h_now_ms) + H_ZK_START_TIMEOUT * 1000))
-    while (($(_h_now_ms) < deadline)); do
-        _h_alive "$pid" || return 1
-        if [[ $(_h_4lw "$port" ruok) == imok ]] &&
-            [[ $(_h_4lw "$port" srvr) == *"Mode: standalone"* ]]; then
-            return 0
+# _h_zk_ready PORT: "ruok" answers "imok" and "srvr" reports "Mode:
+# standalone" (imok alone comes before the server loads its data).
+_h_zk_ready() {
+    [[ $(_h_4lw "$1" ruok) == imok ]] && [[ $(_h_4lw "$1" srvr) == *"Mode: standalone"* ]]
+}
+
+# h_serve NAME TIMEOUT_S BUSY_RE LAUNCH READY: starts the infrastructure
+# server NAME (stopped after the applications) and waits until it answers.
+# Its port is $H_SERVE_PORT if set (a restart keeps its port), else a free
+# one. `LAUNCH PORT` spawns it through _h_spawn_io NAME with its log in
+# $H_DIR/NAME.log; `READY PORT` succeeds once it serves (polled every 50 ms
+# for TIMEOUT_S s). A server that dies at startup with BUSY_RE in its log
+# lost its port between check and bind: it is tried again on a fresh port,
+# up to 3 times (never when the port was given: a restart fails instead). Sets H_SERVE_PORT, and H_SERVE_MS to the time it took.
+h_serve() {
+    local name=$1 timeout=$2 busy=$3 launch=$4 ready=$5 attempt t0 deadline
+    local fixed=${H_SERVE_PORT:-}
+    t0=$(_h_now_ms)
+    for ((attempt = 1; attempt <= 3; attempt++)); do
+        if [[ -z ${H_SERVE_PORT:-} ]]; then
+            H_SERVE_PORT=$(h_free_port) || h_fail "$name: no free port"
         fi
-        sleep 0.05
+        "$launch" "$H_SERVE_PORT"
+        H_INFRA[${H_PIDS[$name]}]=1
+        deadline=$(($(_h_now_ms) + timeout * 1000))
+        while (($(_h_now_ms) < deadline)); do
+            _h_alive "${H_PIDS[$name]}" || break
+            if "$ready" "$H_SERVE_PORT"; then
+                H_SERVE_MS=$(($(_h_now_ms) - t0))
+                return 0
+            fi
+            sleep 0.05
+        done
+        _h_alive "${H_PIDS[$name]}" &&
+            h_fail "$name on port $H_SERVE_PORT not ready after ${timeout}s"
+        h_log "$name exited during startup on port $H_SERVE_PORT (attempt $attempt)"
+        if [[ -n $fixed ]] || ! grep -q -- "$busy" "$H_DIR/$name.log" 2>/dev/null; then
+            h_fail "$name exited during startup: $(tail -n 5 "$H_DIR/$name.log")"
+        fi
+        H_SERVE_PORT=
     done
-    return 1
+    h_fail "$name did not start"
 }
 
 # h_zk_stop: stops ZooKeeper (SIGTERM, then SIGKILL). Keeps port and data

@@ -63,8 +63,6 @@ pg_start() {
     chmod 700 "$dir/data"
     (($(id -u) == 0)) && chown postgres:postgres "$dir" "$dir/data" "$dir/sock"
 
-    local t0
-    t0=$(_h_now_ms)
     # Local (socket) connections trust; TCP needs the password, so the tests
     # exercise PGPASSFILE like a real deployment. --no-sync: a test server.
     if ! _pg_as_server timeout 120 "$initdb" -D "$dir/data" -U postgres -E UTF8 --locale=C \
@@ -75,35 +73,12 @@ pg_start() {
 
     # As root, setpriv execs postgres as the postgres user (no fork), so the
     # pid h_spawn records is the postmaster's.
-    local -a as=()
-    (($(id -u) == 0)) && as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    local attempt
-    for ((attempt = 1; attempt <= 3; attempt++)); do
-        PG_PORT=$(h_free_port) || h_fail "pg_start: no free port"
-        # fsync=off: a test server whose data dies with the test anyway.
-        _h_spawn_io pg "$H_DIR/pg.log" "$H_DIR/pg.log" \
-            "${as[@]}" "$postgres" -D "$dir/data" -p "$PG_PORT" -k "$dir/sock" \
-            -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60 \
-            -c shared_buffers=16MB -c log_min_messages=warning "${PG_SERVER_OPTS[@]}"
-        # shellcheck disable=SC2034 # harness.sh's: stopped after the applications
-        H_INFRA[${H_PIDS[pg]}]=1
-        local deadline=$(($(_h_now_ms) + PG_START_TIMEOUT * 1000)) ok=0
-        while (($(_h_now_ms) < deadline)); do
-            _h_alive "${H_PIDS[pg]}" || break
-            if "$isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 1 >/dev/null 2>&1; then
-                ok=1
-                break
-            fi
-            sleep 0.05
-        done
-        ((ok)) && break
-        _h_alive "${H_PIDS[pg]}" &&
-            h_fail "pg_start: PostgreSQL on port $PG_PORT not ready after ${PG_START_TIMEOUT}s"
-        h_log "postgres exited during startup on port $PG_PORT (attempt $attempt)"
-        grep -q 'could not bind\|already in use' "$H_DIR/pg.log" 2>/dev/null ||
-            h_fail "pg_start: postgres exited: $(tail -n 5 "$H_DIR/pg.log")"
-    done
-    ((ok)) || h_fail "pg_start: PostgreSQL did not start"
+    _pg_as=()
+    (($(id -u) == 0)) && _pg_as=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    _pg_dir=$dir _pg_postgres=$postgres _pg_isready=$isready
+    H_SERVE_PORT=
+    h_serve pg "$PG_START_TIMEOUT" 'could not bind\|already in use' _pg_launch _pg_ready
+    PG_PORT=$H_SERVE_PORT
 
     export PG_PORT PG_SOCK=$dir/sock
     export PG_ADMIN="host=$PG_SOCK port=$PG_PORT user=postgres dbname=postgres"
@@ -118,7 +93,21 @@ pg_start() {
     (umask 077 && echo "127.0.0.1:*:*:baton:$pw" >"$H_DIR/pg-passfile")
     export PGPASSFILE=$H_DIR/pg-passfile
     export PG_URI="postgresql://baton@127.0.0.1:$PG_PORT/baton"
-    h_log "postgresql ready at 127.0.0.1:$PG_PORT in $(($(_h_now_ms) - t0)) ms (pid ${H_PIDS[pg]})"
+    h_log "postgresql ready at 127.0.0.1:$PG_PORT in $H_SERVE_MS ms (pid ${H_PIDS[pg]})"
+}
+
+# _pg_launch PORT: pg_start's server on PORT. fsync=off: a test server
+# whose data dies with the test anyway.
+_pg_launch() {
+    _h_spawn_io pg "$H_DIR/pg.log" "$H_DIR/pg.log" \
+        "${_pg_as[@]}" "$_pg_postgres" -D "$_pg_dir/data" -p "$1" -k "$_pg_dir/sock" \
+        -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60 \
+        -c shared_buffers=16MB -c log_min_messages=warning "${PG_SERVER_OPTS[@]}"
+}
+
+# _pg_ready PORT: the server accepts connections.
+_pg_ready() {
+    "$_pg_isready" -q -h 127.0.0.1 -p "$1" -t 1 >/dev/null 2>&1
 }
 
 # pg_psql SQL: SQL as baton over TCP (password from PGPASSFILE).

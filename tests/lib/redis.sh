@@ -47,44 +47,34 @@ redis_start() {
         REDIS_PASS=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
         export REDIS_PASS
     fi
-    local t0 attempt ok=0 port=${REDIS_PORTS[$name]:-}
-    t0=$(_h_now_ms)
-    for ((attempt = 1; attempt <= 3; attempt++)); do
-        [[ -n ${REDIS_PORTS[$name]:-} ]] || port=$(h_free_port) || h_fail "redis_start: no free port"
-        # The password goes in through a config file (0600), not argv.
-        (umask 077 && printf 'requirepass %s\nmasterauth %s\n' "$REDIS_PASS" "$REDIS_PASS" \
-            >"$dir/auth.conf")
-        _h_spawn_io "$name" "$H_DIR/$name.log" "$H_DIR/$name.log" \
-            redis-server "$dir/auth.conf" --port "$port" --bind 127.0.0.1 \
-            --dir "$dir" --save "" --daemonize no --protected-mode yes --loglevel notice \
-            --appenddirname aof "$@"
-        # shellcheck disable=SC2034 # harness.sh's: stopped after the applications
-        H_INFRA[${H_PIDS[$name]}]=1
-        local deadline=$(($(_h_now_ms) + REDIS_START_TIMEOUT * 1000))
-        while (($(_h_now_ms) < deadline)); do
-            _h_alive "${H_PIDS[$name]}" || break
-            if [[ $(REDISCLI_AUTH=$REDIS_PASS timeout 2 redis-cli --no-auth-warning -h 127.0.0.1 \
-                -p "$port" PING 2>/dev/null) == PONG ]]; then
-                ok=1
-                break
-            fi
-            sleep 0.05
-        done
-        ((ok)) && break
-        _h_alive "${H_PIDS[$name]}" &&
-            h_fail "redis_start: Redis on port $port not ready after ${REDIS_START_TIMEOUT}s"
-        h_log "redis-server $name exited during startup on port $port (attempt $attempt)"
-        grep -q 'Address already in use' "$H_DIR/$name.log" 2>/dev/null && [[ -z ${REDIS_PORTS[$name]:-} ]] ||
-            h_fail "redis_start: redis-server exited: $(tail -n 5 "$H_DIR/$name.log")"
-    done
-    ((ok)) || h_fail "redis_start: Redis $name did not start"
+    # The password goes in through a config file (0600), not argv.
+    (umask 077 && printf 'requirepass %s\nmasterauth %s\n' "$REDIS_PASS" "$REDIS_PASS" \
+        >"$dir/auth.conf")
+    _redis_name=$name _redis_dir=$dir _redis_args=("$@")
+    H_SERVE_PORT=${REDIS_PORTS[$name]:-}
+    h_serve "$name" "$REDIS_START_TIMEOUT" 'Address already in use' _redis_launch _redis_ready
+    local port=$H_SERVE_PORT
     REDIS_PORTS[$name]=$port
     if [[ $name == redis ]]; then
         export REDIS_PORT=$port
         export REDIS_URI="redis://127.0.0.1:$port/0" REDISCLI_AUTH=$REDIS_PASS
         export REDIS_URI_PASS="redis://:$REDIS_PASS@127.0.0.1:$port/0"
     fi
-    h_log "redis $name ready at 127.0.0.1:$port in $(($(_h_now_ms) - t0)) ms (pid ${H_PIDS[$name]})"
+    h_log "redis $name ready at 127.0.0.1:$port in $H_SERVE_MS ms (pid ${H_PIDS[$name]})"
+}
+
+# _redis_launch PORT: redis_start's server $_redis_name on PORT.
+_redis_launch() {
+    _h_spawn_io "$_redis_name" "$H_DIR/$_redis_name.log" "$H_DIR/$_redis_name.log" \
+        redis-server "$_redis_dir/auth.conf" --port "$1" --bind 127.0.0.1 \
+        --dir "$_redis_dir" --save "" --daemonize no --protected-mode yes --loglevel notice \
+        --appenddirname aof "${_redis_args[@]}"
+}
+
+# _redis_ready PORT: the server answers PING.
+_redis_ready() {
+    [[ $(REDISCLI_AUTH=$REDIS_PASS timeout 2 redis-cli --no-auth-warning -h 127.0.0.1 \
+        -p "$1" PING 2>/dev/null) == PONG ]]
 }
 
 # redis_cli [NAME] -- ARGS...: redis-cli on NAME's port, raw output.
