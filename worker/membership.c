@@ -70,16 +70,16 @@ char *mb_member_body(const baton_membership_t *m, int leaving) {
  * lock file that is not one is refused; a default state directory that
  * cannot be used costs only the takeover (a warning), one given is an
  * error. */
-static int member_lock(baton_membership_t *m, const char *state_dir, char *errstr, size_t n) {
+int baton_membership__lock(baton_incarnation_t *inc, const char *state_dir, const char *group,
+                           const char *id, char *errstr, size_t n) {
     char why[768];
-    int err =
-        baton_incarnation_open(&m->inc, state_dir, m->conf.group, m->conf.id, why, sizeof(why));
+    int err = baton_incarnation_open(inc, state_dir, group, id, why, sizeof(why));
     if (err == BATON_OK) {
-        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", m->inc.path,
-                   m->inc.current, m->inc.previous[0] ? m->inc.previous : "-");
+        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", inc->path, inc->current,
+                   inc->previous[0] ? inc->previous : "-");
         return BATON_OK;
     }
-    if (err == BATON_IO && !m->inc.dir_chosen) {
+    if (err == BATON_IO && !inc->dir_chosen) {
         BLOG_WARN("event=member_lock_unavailable error=\"%s\" msg=\"no takeover of a dead "
                   "incarnation: a restart waits for its old session to expire (set --state-dir)\"",
                   why);
@@ -346,8 +346,11 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     BATON_LOG_SCOPE(ext ? ext->log : NULL);
     baton_membership_conf_t c = *conf;
     int cerr = conf_check(&c, errstr, n);
-    if (cerr != BATON_OK)
+    if (cerr != BATON_OK) {
+        if (ext && ext->lock)
+            baton_incarnation_close(ext->lock); /* adopted, and released */
         return cerr;
+    }
     baton_membership_t *m = xcalloc(1, sizeof(*m));
     m->conf = c;
     m->cbs = *cbs;
@@ -360,7 +363,15 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     m->log = baton_log_sink_dup(ext ? ext->log : NULL);
     baton_log_enter(m->log); /* restored on return */
     m->member_wait_ms = ext ? ext->member_wait_ms : 0;
-    int err = member_lock(m, ext ? ext->state_dir : NULL, errstr, n);
+    int err = BATON_OK;
+    if (ext && ext->lock) {
+        m->inc = *ext->lock; /* adopted: the caller's is left closed */
+        ext->lock->fd = -1;
+        ext->lock->path = NULL;
+    } else {
+        err = baton_membership__lock(&m->inc, ext ? ext->state_dir : NULL, m->conf.group,
+                                     m->conf.id, errstr, n);
+    }
     if (err == BATON_OK)
         err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
@@ -368,6 +379,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
         return err;
     }
     m->keep = ext ? *ext : (baton_membership_ext_t){0};
+    m->keep.lock = NULL; /* adopted above */
     *out = m;
     return BATON_OK;
 }
