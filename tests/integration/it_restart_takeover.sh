@@ -67,12 +67,7 @@ print("write lock held", flush=True)
 time.sleep(600)' "$B_SINK"
 h_wait_for 10 "the sink's write lock held" b_log_has sinklock '^write lock held$'
 h_kill w1 STOP
-h_spawn w1b "$BATON_BIN/baton-worker" --zk "$ZK" --group g --id w1 --brokers "$BOOTSTRAP" \
-    --sink "sqlite:$B_SINK" --session-timeout-ms "$B_SESSION_MS"
-rc=0; h_wait_exit w1b 10 || rc=$?
-((rc == 1)) || h_fail "a second w1 beside a frozen one: exit $rc, want 1"
-b_log_has w1b "held by a live process on this host \\(pid $(h_pid w1) " ||
-    h_fail "the refusal does not name the frozen holder"
+B_REFUSE_S=10 b_expect_refused w1b w1 "held by a live process on this host \\(pid $(h_pid w1) "
 b_log_has w1b 'event=sink_' && h_fail "the refused w1b opened the sink"
 b_log_has w1b 'event=incarnation_takeover' && h_fail "a live (frozen) incarnation was taken over"
 h_stop sinklock
@@ -80,12 +75,8 @@ h_kill w1 CONT
 
 # 3. A lock file that is not one: refused, left as it was.
 echo "not a lock" >"$BATON_STATE_DIR/g.w9.lock"
-h_spawn w9 "$BATON_BIN/baton-worker" --zk "$ZK" --group g --id w9 --brokers "$BOOTSTRAP" \
-    --sink "sqlite:$B_SINK" --session-timeout-ms "$B_SESSION_MS"
-rc=0; h_wait_exit w9 10 || rc=$?
-((rc == 1)) || h_fail "a corrupt lock file: exit $rc, want 1"
-b_log_has w9 "member lock '.*g.w9.lock' is not a baton lock file .*remove it once no member 'w9'" ||
-    h_fail "no clear error for a corrupt lock file"
+B_REFUSE_S=10 b_expect_refused w9 w9 \
+    "member lock '.*g.w9.lock' is not a baton lock file .*remove it once no member 'w9'"
 b_log_has w9 'event=sink_' && h_fail "w9, refused, opened the sink"
 [[ $(cat "$BATON_STATE_DIR/g.w9.lock") == "not a lock" ]] || h_fail "the corrupt lock file was changed"
 
