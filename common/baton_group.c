@@ -6,6 +6,7 @@
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_util.h"
+#include "baton_zkbatch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -470,4 +471,63 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
                                 baton_strerror(err));
     }
     return BATON_OK;
+}
+
+/* ---- a session's claims -------------------------------------------------- */
+
+int baton_group_session_claims(baton_zk_t *zk, baton_res_table_t *t, int64_t session,
+                               baton_session_claim_t **claims, size_t *count, char *errstr,
+                               size_t n) {
+    *claims = NULL;
+    *count = 0;
+    char **keys = NULL;
+    size_t nkeys = 0;
+    int err = baton_group_keys(zk, t->base, 0, &keys, &nkeys, errstr, n);
+    if (err != BATON_OK)
+        return err;
+    for (size_t k = 0; k < nkeys; k++)
+        baton_res_table_add_key(t, keys[k]);
+    baton_zk_strings_free(keys, nkeys);
+    char **dirs = xcalloc(t->n ? t->n : 1, sizeof(char *));
+    baton_zkread_t *reads = xcalloc(t->n ? t->n : 1, sizeof(*reads));
+    for (size_t i = 0; i < t->n; i++)
+        dirs[i] = (char *)baton_res_claims(t, i);
+    baton_zkbatch_children(zk, dirs, t->n, reads);
+    size_t cap = 0;
+    for (size_t i = 0; i < t->n && err == BATON_OK; i++) {
+        baton_zkread_t *r = &reads[i];
+        if (r->err == BATON_NOTFOUND)
+            continue;
+        if (r->err != BATON_OK) {
+            err = baton_seterr(errstr, n, r->err, "cannot list '%s': %s", dirs[i],
+                               baton_strerror(r->err));
+            break;
+        }
+        const char *lowest = baton_claim_lowest(r->names, r->count);
+        for (size_t k = 0; k < r->count; k++) {
+            if (!baton_claim_of_session(r->names[k], session))
+                continue;
+            if (*count == cap)
+                *claims = xrealloc(*claims, (cap = cap ? cap * 2 : 16) * sizeof(**claims));
+            (*claims)[(*count)++] = (baton_session_claim_t){
+                .row = i,
+                .path = baton_layout_child(dirs[i], r->names[k]),
+                .name = xstrdup(r->names[k]),
+                .lowest = r->names[k] == lowest,
+            };
+        }
+    }
+    for (size_t i = 0; i < t->n; i++)
+        baton_zkread_release(&reads[i]);
+    free(reads);
+    free(dirs);
+    return err;
+}
+
+void baton_session_claims_free(baton_session_claim_t *claims, size_t n) {
+    for (size_t i = 0; claims && i < n; i++) {
+        free(claims[i].path);
+        free(claims[i].name);
+    }
+    free(claims);
 }

@@ -5,6 +5,7 @@
 #define BATON_GROUP_H
 
 #include "baton_codec.h"
+#include "baton_resource.h"
 #include "baton_zk.h"
 
 #define BATON_DEFAULT_ROOT "/baton"
@@ -57,6 +58,27 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
  * missing ones are fine. */
 int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                             size_t *removed, char *errstr, size_t errstr_size);
+
+/* One claim of a session (baton_group_session_claims). */
+typedef struct {
+    size_t row; /* its resource's row in the table given */
+    char *path; /* <claims directory>/<name> */
+    char *name; /* claim-<16 hex session>-<seq> */
+    int lowest; /* the lowest claim of its directory when listed: the owner's */
+} baton_session_claim_t;
+
+/* Every claim of session in every claims directory of the group: those of
+ * t's partitions and of every named key of the group (read here and added
+ * to t; t's base is the group's). A claim is the session's by its name
+ * (baton_claim_of_session); a caller that must be sure reads its
+ * ephemeralOwner. A directory that does not exist is skipped. *claims
+ * (partitions first, then keys in name order) is freed with
+ * baton_session_claims_free, also after an error. BATON_OK, or the first
+ * error with a message naming what could not be listed. */
+int baton_group_session_claims(baton_zk_t *zk, baton_res_table_t *t, int64_t session,
+                               baton_session_claim_t **claims, size_t *n, char *errstr,
+                               size_t errstr_size);
+void baton_session_claims_free(baton_session_claim_t *claims, size_t n);
 
 /* Validates a ZooKeeper root path: starts with '/', no trailing '/', no empty
  * components. */

@@ -68,60 +68,37 @@ static void claims_clear(claim_list_t *l) {
 }
 
 /* Lists the claims of session in every partition of base (P of them) and
- * every named key: claims named with the session whose ephemeralOwner is
- * the session. */
+ * every named key (baton_group_session_claims): claims named with the
+ * session whose ephemeralOwner is the session. */
 static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_t session,
                              claim_list_t *out, char *errstr, size_t n) {
-    char **keys = NULL;
-    size_t nkeys = 0;
-    int kerr = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
-    if (kerr != BATON_OK)
-        return kerr;
-    size_t np = (size_t)P + nkeys;
-    char **dirs = xcalloc(np ? np : 1, sizeof(char *));
-    baton_zkread_t *reads = xcalloc(np ? np : 1, sizeof(*reads));
-    claim_list_t found = {0};
-    int err = BATON_OK;
-    for (size_t p = 0; p < (size_t)P; p++)
-        dirs[p] = baton_layout_partition_claims(base, (int64_t)p);
-    for (size_t k = 0; k < nkeys; k++)
-        dirs[(size_t)P + k] = baton_layout_key_claims(base, keys[k]);
-    baton_zkbatch_children(zk, dirs, np, reads);
-    for (size_t p = 0; p < np; p++) {
-        baton_zkread_t *r = &reads[p];
-        if (r->err == BATON_NOTFOUND)
-            continue;
-        if (r->err != BATON_OK) {
-            err = baton_seterr(errstr, n, r->err, "cannot list '%s': %s", dirs[p],
-                               baton_strerror(r->err));
-            goto out;
-        }
-        const char *lowest = baton_claim_lowest(r->names, r->count);
-        for (size_t i = 0; i < r->count; i++) {
-            if (!baton_claim_of_session(r->names[i], session))
-                continue;
-            int is_key = p >= (size_t)P;
-            claims_push(&found, (evict_claim_t){
-                                    .partition = is_key ? -1 : (int32_t)p,
-                                    .key = is_key ? xstrdup(keys[p - (size_t)P]) : NULL,
-                                    .path = baton_layout_child(dirs[p], r->names[i]),
-                                    .name = xstrdup(r->names[i]),
-                                    .owner = r->names[i] == lowest,
-                                });
-        }
-    }
+    baton_res_table_t t;
+    baton_res_table_init(&t, base, P);
+    baton_session_claim_t *found = NULL;
+    size_t nfound = 0;
+    int err = baton_group_session_claims(zk, &t, session, &found, &nfound, errstr, n);
+    if (err != BATON_OK)
+        goto out;
     /* The name says whose it is; the stat proves it (and gives the epoch). */
-    char **paths = xcalloc(found.n ? found.n : 1, sizeof(char *));
-    baton_zkread_t *stats = xcalloc(found.n ? found.n : 1, sizeof(*stats));
-    for (size_t i = 0; i < found.n; i++)
-        paths[i] = found.v[i].path;
-    baton_zkbatch_get(zk, paths, found.n, stats);
-    for (size_t i = 0; i < found.n; i++) {
-        evict_claim_t *c = &found.v[i];
+    char **paths = xcalloc(nfound ? nfound : 1, sizeof(char *));
+    baton_zkread_t *stats = xcalloc(nfound ? nfound : 1, sizeof(*stats));
+    for (size_t i = 0; i < nfound; i++)
+        paths[i] = found[i].path;
+    baton_zkbatch_get(zk, paths, nfound, stats);
+    for (size_t i = 0; i < nfound; i++) {
+        baton_session_claim_t *c = &found[i];
         if (stats[i].err == BATON_OK && stats[i].stat.ephemeralOwner == session) {
-            c->epoch = stats[i].stat.czxid;
-            claims_push(out, *c);
-            c->path = c->name = c->key = NULL; /* moved */
+            const baton_resource_t *r = baton_res_at(&t, c->row);
+            int is_key = baton_res_is_key(&t, c->row);
+            claims_push(out, (evict_claim_t){
+                                 .partition = is_key ? -1 : r->partition,
+                                 .key = is_key ? xstrdup(r->key) : NULL,
+                                 .path = c->path,
+                                 .name = c->name,
+                                 .epoch = stats[i].stat.czxid,
+                                 .owner = c->lowest,
+                             });
+            c->path = c->name = NULL; /* moved */
         } else if (stats[i].err != BATON_OK && stats[i].err != BATON_NOTFOUND && !err) {
             err = baton_seterr(errstr, n, stats[i].err, "cannot read '%s': %s", c->path,
                                baton_strerror(stats[i].err));
@@ -131,15 +108,8 @@ static int claims_of_session(baton_zk_t *zk, const char *base, int32_t P, int64_
     free(paths);
     free(stats);
 out:
-    claims_clear(&found);
-    free(found.v);
-    for (size_t p = 0; p < np; p++) {
-        baton_zkread_release(&reads[p]);
-        free(dirs[p]);
-    }
-    free(reads);
-    free(dirs);
-    baton_zk_strings_free(keys, nkeys);
+    baton_session_claims_free(found, nfound);
+    baton_res_table_free(&t);
     return err;
 }
 

@@ -9,6 +9,7 @@
 
 #include <baton/baton.h>
 
+#include "baton_incarnation.h"
 #include "baton_log.h"
 #include "baton_zk_auth.h"
 
@@ -28,7 +29,24 @@ typedef struct {
      * session timeouts). */
     const char *state_dir;
     int member_wait_ms;
+    /* A member lock the caller took already with baton_membership__lock
+     * (then state_dir is not read), or NULL: taken here. The member adopts
+     * it, on failure too (then releases it); the caller's is left closed.
+     * A program takes it before anything a duplicate of itself must not
+     * touch: baton-worker before it opens its sink. */
+    baton_incarnation_t *lock;
 } baton_membership_ext_t;
+
+/* Takes the member lock of (group, id) in state_dir as baton_membership__new
+ * does, for a caller that must hold it before its other start-up work.
+ * BATON_OK, with inc->fd < 0 if the default directory cannot be used (a
+ * warning: no takeover of a dead incarnation, a restart waits for its old
+ * session to expire); BATON_EXISTS if a live process of this host holds it
+ * (the message names its pid and host); BATON_CORRUPT for a file that is
+ * not a lock file; BATON_IO for a directory given that cannot be used. A
+ * message in errstr on every error; inc is then closed. */
+int baton_membership__lock(baton_incarnation_t *inc, const char *state_dir, const char *group,
+                           const char *id, char *errstr, size_t errstr_size);
 
 /* baton_membership_new with ext (NULL: no identity, the process's logger).
  * conf->zk_auth is not read here (lib/conf.c turns it into ext->zk_auth). */

@@ -70,16 +70,16 @@ char *mb_member_body(const baton_membership_t *m, int leaving) {
  * lock file that is not one is refused; a default state directory that
  * cannot be used costs only the takeover (a warning), one given is an
  * error. */
-static int member_lock(baton_membership_t *m, const char *state_dir, char *errstr, size_t n) {
+int baton_membership__lock(baton_incarnation_t *inc, const char *state_dir, const char *group,
+                           const char *id, char *errstr, size_t n) {
     char why[768];
-    int err =
-        baton_incarnation_open(&m->inc, state_dir, m->conf.group, m->conf.id, why, sizeof(why));
+    int err = baton_incarnation_open(inc, state_dir, group, id, why, sizeof(why));
     if (err == BATON_OK) {
-        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", m->inc.path,
-                   m->inc.current, m->inc.previous[0] ? m->inc.previous : "-");
+        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", inc->path, inc->current,
+                   inc->previous[0] ? inc->previous : "-");
         return BATON_OK;
     }
-    if (err == BATON_IO && !m->inc.dir_chosen) {
+    if (err == BATON_IO && !inc->dir_chosen) {
         BLOG_WARN("event=member_lock_unavailable error=\"%s\" msg=\"no takeover of a dead "
                   "incarnation: a restart waits for its old session to expire (set --state-dir)\"",
                   why);
@@ -98,43 +98,18 @@ static int member_lock(baton_membership_t *m, const char *state_dir, char *errst
  * lock). */
 static int takeover(baton_membership_t *m, const struct Stat *st, const char *body) {
     int64_t old = st->ephemeralOwner;
-    char **keys = NULL;
-    size_t nkeys = 0;
-    char why[256];
-    if (baton_group_keys(m->zk, m->base, 0, &keys, &nkeys, why, sizeof(why)) != BATON_OK)
-        nkeys = 0; /* a group without keys/ */
     baton_res_table_t t;
     baton_res_table_init(&t, m->base, m->config.partitions);
-    for (size_t i = 0; i < nkeys; i++)
-        baton_res_table_add_key(&t, keys[i]);
-    baton_zk_strings_free(keys, nkeys);
-    char **dirs = xcalloc(t.n + 1, sizeof(char *));
-    baton_zkread_t *reads = xcalloc(t.n + 1, sizeof(*reads));
-    for (size_t i = 0; i < t.n; i++)
-        dirs[i] = (char *)baton_res_claims(&t, i);
-    baton_zkbatch_children(m->zk, dirs, t.n, reads);
-    size_t nclaims = 0, cap = 16;
-    char **claims = xcalloc(cap, sizeof(char *));
-    int err = BATON_OK;
-    for (size_t i = 0; i < t.n && err == BATON_OK; i++) {
-        if (reads[i].err == BATON_NOTFOUND)
-            continue;
-        if ((err = reads[i].err) != BATON_OK)
-            break;
-        for (size_t k = 0; k < reads[i].count; k++) {
-            if (!baton_claim_of_session(reads[i].names[k], old))
-                continue;
-            if (nclaims + 1 >= cap)
-                claims = xrealloc(claims, (cap *= 2) * sizeof(char *));
-            claims[nclaims++] = baton_layout_child(dirs[i], reads[i].names[k]);
-        }
-    }
+    baton_session_claim_t *claims = NULL;
+    size_t nclaims = 0;
+    char why[512] = "";
+    int err = baton_group_session_claims(m->zk, &t, old, &claims, &nclaims, why, sizeof(why));
     /* The claims one by one (one already gone, its session having just
      * expired after all, is fine); then, in one multi, the old member node
      * (only if it is still that one) swapped for ours: the group never sees
      * the id gone, so the assignment stays ours and only the epochs change. */
     for (size_t i = 0; i < nclaims && err == BATON_OK; i++) {
-        int e = baton_zk_delete(m->zk, claims[i], -1);
+        int e = baton_zk_delete(m->zk, claims[i].path, -1);
         if (e != BATON_OK && e != BATON_NOTFOUND)
             err = e;
     }
@@ -153,16 +128,11 @@ static int takeover(baton_membership_t *m, const struct Stat *st, const char *bo
         BLOG_INFO("event=incarnation_takeover old_session=0x%llx claims=%zu incarnation=%s",
                   (unsigned long long)old, nclaims, m->inc.previous);
     else
-        BLOG_WARN("event=incarnation_takeover_failed old_session=0x%llx error=%s "
+        BLOG_WARN("event=incarnation_takeover_failed old_session=0x%llx error=%s%s%s%s "
                   "action=wait_for_expiry",
-                  (unsigned long long)old, baton_err_name(err));
-    for (size_t i = 0; i < nclaims; i++)
-        free(claims[i]);
-    free(claims);
-    for (size_t i = 0; i < t.n; i++)
-        baton_zkread_release(&reads[i]);
-    free(reads);
-    free(dirs);
+                  (unsigned long long)old, baton_err_name(err), why[0] ? " msg=\"" : "", why,
+                  why[0] ? "\"" : "");
+    baton_session_claims_free(claims, nclaims);
     baton_res_table_free(&t);
     return err;
 }
@@ -346,8 +316,11 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     BATON_LOG_SCOPE(ext ? ext->log : NULL);
     baton_membership_conf_t c = *conf;
     int cerr = conf_check(&c, errstr, n);
-    if (cerr != BATON_OK)
+    if (cerr != BATON_OK) {
+        if (ext && ext->lock)
+            baton_incarnation_close(ext->lock); /* adopted, and released */
         return cerr;
+    }
     baton_membership_t *m = xcalloc(1, sizeof(*m));
     m->conf = c;
     m->cbs = *cbs;
@@ -360,7 +333,15 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     m->log = baton_log_sink_dup(ext ? ext->log : NULL);
     baton_log_enter(m->log); /* restored on return */
     m->member_wait_ms = ext ? ext->member_wait_ms : 0;
-    int err = member_lock(m, ext ? ext->state_dir : NULL, errstr, n);
+    int err = BATON_OK;
+    if (ext && ext->lock) {
+        m->inc = *ext->lock; /* adopted: the caller's is left closed */
+        ext->lock->fd = -1;
+        ext->lock->path = NULL;
+    } else {
+        err = baton_membership__lock(&m->inc, ext ? ext->state_dir : NULL, m->conf.group,
+                                     m->conf.id, errstr, n);
+    }
     if (err == BATON_OK)
         err = connect_and_join(m, errstr, n);
     if (err != BATON_OK) {
@@ -368,6 +349,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
         return err;
     }
     m->keep = ext ? *ext : (baton_membership_ext_t){0};
+    m->keep.lock = NULL; /* adopted above */
     *out = m;
     return BATON_OK;
 }

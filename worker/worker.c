@@ -1182,11 +1182,24 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     }
     w.proc = conf->processor ? conf->processor : own_proc;
     w.copy = baton_processor_is_copy(w.proc);
+    /* The member lock before the sink: a duplicate of a live worker on
+     * this host (one frozen, say, inside a sink transaction, holding an
+     * SQLite file's write lock) is refused by the lock, naming its holder,
+     * and never touches the sink. The membership adopts the lock. */
+    baton_incarnation_t lock;
+    int err = baton_membership__lock(&lock, conf->state_dir, conf->group, conf->id, errstr,
+                                     sizeof(errstr));
+    if (err != BATON_OK) {
+        baton_processor_destroy(own_proc);
+        BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
+        return 1;
+    }
     /* A new SQLite file is created by the first fence, so a worker that
      * fails before it (ZooKeeper unreachable, group not initialised, bad
      * topic) leaves none behind. */
-    int err = baton_sink_open_lazy(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
+    err = baton_sink_open_lazy(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
     if (err != BATON_OK) {
+        baton_incarnation_close(&lock);
         baton_processor_destroy(own_proc);
         BLOG_ERROR("event=sink_open_failed error=\"%s\"", errstr);
         return 1;
@@ -1215,9 +1228,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     if (source_topic_check(&w, conf) != 0)
         goto out;
     rd_kafka_poll_set_consumer(w.rk);
-    baton_membership_ext_t ext = {.zk_auth = conf->zk_auth,
-                                  .state_dir = conf->state_dir,
-                                  .member_wait_ms = conf->member_wait_ms};
+    baton_membership_ext_t ext = {
+        .zk_auth = conf->zk_auth, .member_wait_ms = conf->member_wait_ms, .lock = &lock};
     err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
@@ -1316,6 +1328,7 @@ out:
         rd_kafka_destroy(w.rk);
     }
     baton_membership_destroy(w.m);
+    baton_incarnation_close(&lock); /* if the membership never adopted it */
     if (w.parts) {
         for (int32_t p = 0; p < w.nparts; p++) {
             batch_clear(&w.parts[p]);

@@ -7,7 +7,8 @@
 # its partitions again with higher epochs long before the old session (20 s)
 # expires, with records flowing; nothing lost or doubled. A frozen (SIGSTOP)
 # old incarnation still holds the lock: the new process is refused at once,
-# naming it, and nothing is written twice after SIGCONT. A lock file that is
+# naming it, before it opens the sink (whose write lock a frozen worker may
+# hold), and nothing is written twice after SIGCONT. A lock file that is
 # not one is refused clearly and left alone.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -53,28 +54,30 @@ h_wait_for 10 "w1 owns its partitions again with higher epochs" again
 [[ $(sed -n 's/^incarnation=//p' "$BATON_STATE_DIR/g.w1.lock") != "$inc" ]] ||
     h_fail "the new incarnation did not record itself"
 
-# 2. A frozen old incarnation holds the lock: refused at once, by pid.
+# 2. A frozen old incarnation holds the lock: refused at once, by pid,
+# before the sink is opened. A worker frozen inside a sink transaction holds
+# the SQLite file's write lock; a stand-in holds it here (so it surely is
+# held; taken before w1 is frozen, so a frozen w1 cannot be holding it
+# already): the refused w1b must fail on the member lock, not on the sink.
+h_spawn sinklock python3 -c '
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("write lock held", flush=True)
+time.sleep(600)' "$B_SINK"
+h_wait_for 10 "the sink's write lock held" b_log_has sinklock '^write lock held$'
 h_kill w1 STOP
-# Its own sink file: the frozen w1 may hold the shared one's write lock, and
-# a sink that stays locked would fail the start before the member lock is
-# looked at (the new file is created only at a first fence, never reached).
-h_spawn w1b "$BATON_BIN/baton-worker" --zk "$ZK" --group g --id w1 --brokers "$BOOTSTRAP" \
-    --sink "sqlite:$H_DIR/w1b.db" --session-timeout-ms "$B_SESSION_MS"
-rc=0; h_wait_exit w1b 10 || rc=$?
-((rc == 1)) || h_fail "a second w1 beside a frozen one: exit $rc, want 1"
-b_log_has w1b "held by a live process on this host \\(pid $(h_pid w1) " ||
-    h_fail "the refusal does not name the frozen holder"
+B_REFUSE_S=10 b_expect_refused w1b w1 "held by a live process on this host \\(pid $(h_pid w1) "
+b_log_has w1b 'event=sink_' && h_fail "the refused w1b opened the sink"
 b_log_has w1b 'event=incarnation_takeover' && h_fail "a live (frozen) incarnation was taken over"
+h_stop sinklock
 h_kill w1 CONT
 
 # 3. A lock file that is not one: refused, left as it was.
 echo "not a lock" >"$BATON_STATE_DIR/g.w9.lock"
-h_spawn w9 "$BATON_BIN/baton-worker" --zk "$ZK" --group g --id w9 --brokers "$BOOTSTRAP" \
-    --sink "sqlite:$H_DIR/w9.db" --session-timeout-ms "$B_SESSION_MS"
-rc=0; h_wait_exit w9 10 || rc=$?
-((rc == 1)) || h_fail "a corrupt lock file: exit $rc, want 1"
-b_log_has w9 "member lock '.*g.w9.lock' is not a baton lock file .*remove it once no member 'w9'" ||
-    h_fail "no clear error for a corrupt lock file"
+B_REFUSE_S=10 b_expect_refused w9 w9 \
+    "member lock '.*g.w9.lock' is not a baton lock file .*remove it once no member 'w9'"
+b_log_has w9 'event=sink_' && h_fail "w9, refused, opened the sink"
 [[ $(cat "$BATON_STATE_DIR/g.w9.lock") == "not a lock" ]] || h_fail "the corrupt lock file was changed"
 
 rc=0; h_wait_exit producer 60 || rc=$?

@@ -22,12 +22,31 @@ b_coord() {
 }
 
 # b_worker NAME [EXTRA...]: starts a worker with id NAME writing to $B_SINK.
-b_worker() {
-    local name=${1:?b_worker NAME}
-    shift
-    h_spawn "$name" "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id "$name" \
+b_worker() { b_worker_as "${1:?b_worker NAME}" "$@"; }
+
+# b_worker_as NAME ID [EXTRA...]: the same, the process named NAME (its
+# log: NAME.log) with worker id ID (a second process with a taken id).
+b_worker_as() {
+    local name=${1:?b_worker_as NAME ID} id=${2:?b_worker_as NAME ID}
+    shift 2
+    h_spawn "$name" "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id "$id" \
         --brokers "$BOOTSTRAP" --sink "sqlite:$B_SINK" --session-timeout-ms "$B_SESSION_MS" \
         --linger-ms 10 "$@"
+}
+
+# b_expect_refused NAME ID PATTERN [EXTRA...]: starts a worker NAME with id
+# ID (b_worker_as) and fails the test unless it exits 1 within B_REFUSE_S
+# seconds (default 20) with PATTERN (grep -E) in its log. Another
+# environment for it goes before the call:
+#   BATON_STATE_DIR=$H_DIR/other-host b_expect_refused dup w2 'held by' --member-wait-ms 1500
+b_expect_refused() {
+    local name=${1:?b_expect_refused NAME ID PATTERN} id=${2:?b_expect_refused NAME ID PATTERN}
+    local pattern=${3:?b_expect_refused NAME ID PATTERN} rc=0
+    shift 3
+    b_worker_as "$name" "$id" "$@"
+    h_wait_exit "$name" "${B_REFUSE_S:-20}" || rc=$?
+    ((rc == 1)) || h_fail "$name, a second worker '$id': exit $rc, want 1 (refused)"
+    b_log_has "$name" "$pattern" || h_fail "$name, a second worker '$id': no refusal matching: $pattern"
 }
 
 # b_status: the status JSON on stdout.
