@@ -22,7 +22,9 @@
 #   net_cut_worker_zk     a worker's ZooKeeper links go silent (both ways or
 #                         one way), below or past the session timeout; Kafka
 #                         and the sink stay reachable
-#   net_cut_leader_zk     the same for the leading coordinator
+#   net_cut_leader_zk     the same for the leading coordinator; one cut past
+#                         2/3 of the session (+ CH_LEADER_TOL_MS, default
+#                         500) must see it step down by then (its log)
 #   net_cut_worker_kafka  a worker's Kafka links go silent
 #   net_cut_worker_sink   a worker's sink link goes silent (--sink pg only)
 #   net_isolate_zk_server one ensemble member loses the other two
@@ -501,6 +503,12 @@ ch_log_ts_ms() {
 CH_SUSPEND_TOL_MS=${CH_SUSPEND_TOL_MS:-250}
 CH_SUSPEND_CHECKED=0 CH_SUSPEND_VIOLATIONS=0 CH_SUSPEND_SEEN=""
 CH_MINORITY_MS=${CH_MINORITY_MS:-5000} CH_MINORITY_SERVING=0
+# A leading coordinator cut from ZooKeeper must step down no later than 2/3
+# of the session (+ CH_LEADER_TOL_MS, default 500: still before the server
+# can expire the session) after the last bytes its proxy passed from
+# ZooKeeper, by its own log.
+CH_LEADER_TOL_MS=${CH_LEADER_TOL_MS:-500}
+CH_LEADER_CHECKED=0 CH_LEADER_VIOLATIONS=0 CH_LEADER_SEEN=""
 ch_net_hold() {
     local ms=$1 w=${2:-} end epochs="" t c limit base_c="" base_t=0 last_down=$NET_LAST_DOWN
     local off=0 bad=$CH_SUSPEND_VIOLATIONS
@@ -549,18 +557,32 @@ ch_fault_net_cut_leader_zk() {
     leader=$(ch_leader_coord)
     [[ -n $leader ]] && h_alive "$leader" ||
         { ch_flog "skipped fault=net_cut_leader_zk reason=no_leader_now"; return; }
-    local off line t
+    local off line t last limit end
     off=$(stat -c %s "$H_DIR/$leader.log" 2>/dev/null || echo 0)
     net_cut "$leader-zk" "$CH_DIR"
-    ch_flog "fault=net_cut_leader_zk target=$leader dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS"
+    last=$NET_LAST_DOWN
+    limit=$((last + B_SESSION_MS * 2 / 3 + CH_LEADER_TOL_MS))
+    ch_flog "fault=net_cut_leader_zk target=$leader dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS last_zk_answer_ms=$last"
     ch_net_hold "$ms"
-    # Reported, not judged: whether (and when) the cut-off leader stepped
-    # down while still cut off.
+    # Whether (and when) the cut-off leader stepped down while still cut
+    # off; judged when the cut outlasted the limit.
+    end=$(_h_now_ms)
     line=$(tail -c +$((off + 1)) "$H_DIR/$leader.log" | grep -m1 'event=step_down' || true)
+    t=
     if [[ -n $line ]] && t=$(ch_log_ts_ms "$line"); then
-        ch_flog "leader_step_down target=$leader after_ms=$((t - NET_T)) $(grep -o 'reason=[a-z_]*' <<<"$line")"
+        ch_flog "leader_step_down target=$leader after_ms=$((t - NET_T)) after_last_answer_ms=$((t - last)) $(grep -o 'reason=[a-z_]*' <<<"$line")"
     else
+        t=
         ch_flog "leader_step_down target=$leader after_ms=none"
+    fi
+    if ((end > limit)); then
+        CH_LEADER_CHECKED=$((CH_LEADER_CHECKED + 1))
+        if [[ -z $t ]] || ((t > limit)); then
+            CH_LEADER_VIOLATIONS=$((CH_LEADER_VIOLATIONS + 1))
+            ch_flog "leader_violation target=$leader last_zk_answer_ms=$last limit_ms=$((limit - last)) stepped_down_after_ms=${t:+$((t - last))}${t:-none}"
+        else
+            CH_LEADER_SEEN+=" $((t - last))"
+        fi
     fi
     net_heal "$leader-zk"
     ch_flog "heal target=$leader path=zk"
@@ -825,6 +847,10 @@ if ((network)); then
     ((CH_SUSPEND_VIOLATIONS == 0)) || { echo "a worker wrote to the sink after it should have suspended" >&2; rc=1; }
     ((CH_MINORITY_SERVING == 0)) ||
         { echo "$CH_MINORITY_SERVING isolated ZooKeeper server(s) still served after ${CH_MINORITY_MS} ms" >&2; rc=1; }
+    echo "== chaos: leader step-down: $CH_LEADER_CHECKED leader cut(s) past 2/3 of the session checked," \
+        "$CH_LEADER_VIOLATIONS violation(s); stepped down after (ms from the last answer):${CH_LEADER_SEEN:- none}" >&2
+    ((CH_LEADER_VIOLATIONS == 0)) ||
+        { echo "a leading coordinator cut from ZooKeeper did not step down within 2/3 of its session" >&2; rc=1; }
 fi
 # Graceful leave of everything, so the sanitizers' exit-time reports (leaks)
 # are in the logs before they are searched.
@@ -842,5 +868,6 @@ san=$(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$H_DIR"/*.log 2>
 ((CH_CRASHES == 0)) || { echo "$CH_CRASHES process(es) crashed" >&2; rc=1; }
 summary="seed=$seed faults=$CH_NFAULT/$faults fault_phase_ms=$t_faults produced=$CH_PRODUCED unexpected_exits=$CH_EXITS crashes=$CH_CRASHES"
 ((network)) && summary+=" suspend_checked=$CH_SUSPEND_CHECKED suspend_violations=$CH_SUSPEND_VIOLATIONS minority_serving=$CH_MINORITY_SERVING"
+((network)) && summary+=" leader_checked=$CH_LEADER_CHECKED leader_violations=$CH_LEADER_VIOLATIONS"
 ((rc == 0)) || h_fail "$summary"
 h_pass "$summary"
