@@ -60,8 +60,12 @@ void baton_silence_reset(baton_silence_t *s, baton_zk_t *zk, int64_t t0) {
 
 void baton_silence_reconnected(baton_silence_t *s) { atomic_store(&s->sent_ms, 0); }
 
+/* Heard: the latest answered probe's send time, or any other request's
+ * the session's owner made since (a long rebalance makes many, and sends
+ * no probe meanwhile). */
 int64_t baton_silence_ms(const baton_silence_t *s, int64_t now) {
-    return now - atomic_load(&s->heard_ms);
+    int64_t h = atomic_load(&s->heard_ms), a = s->zk ? baton_zk_answered_ms(s->zk) : 0;
+    return now - (a > h ? a : h);
 }
 
 int baton_silence_heard_recently(const baton_silence_t *s) {

@@ -8,8 +8,10 @@
  * have been paused, or blocked in a slow call). So the owner measures
  * silence itself: it sends a small asynchronous probe (an exists on a node
  * of its own) every T/6, and counts the server as heard at the *send* time
- * of the latest answered probe (the server renewed the session after that
- * moment, so the session lives until at least then + T). Once that is
+ * of the latest answered probe, or of any other request of the session
+ * the server answered (baton_zk_answered_ms: a coordinator's long
+ * rebalance sends no probe but many requests) -- the server renewed the
+ * session after that moment, so it lives until at least then + T. Once that is
  * 2/3 T old the owner is silent: a worker stops writing, a coordinator stops
  * leading. It is heard again only when a probe of the same session is
  * answered; an expired session never answers one. Probing every T/6 keeps
