@@ -101,6 +101,10 @@ extern const size_t baton_metrics_seconds_nbuckets;
         "before the coordinator's publish"
 
 #define BATON_M_C_LEADER "baton_coordinator_leader", "1 while this coordinator is the leader"
+#define BATON_M_C_SUSPENDED                                                                    \
+    "baton_coordinator_leader_suspended",                                                      \
+        "1 while this coordinator has stopped leading because ZooKeeper has not answered for " \
+        "2/3 of its session (it runs the election again once answered)"
 #define BATON_M_C_EPOCH                                                                        \
     "baton_coordinator_epoch", "this coordinator's epoch while leader (its candidate czxid), " \
                                "else 0"

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +34,38 @@ struct baton_zk_s {
      * client's lines of this handle to it, or -1. */
     const baton_log_sink_t *log;
     int log_slot;
+    /* The send time of the latest request the server answered (the
+     * owner's calls and batches): baton_zk_answered_ms. */
+    _Atomic int64_t answered_ms;
 };
+
+/* A return code the server sent (not the client giving up). */
+static int server_answered(int rc) {
+    switch (rc) {
+    case ZOK:
+    case ZNONODE:
+    case ZNOAUTH:
+    case ZBADVERSION:
+    case ZNOCHILDRENFOREPHEMERALS:
+    case ZNODEEXISTS:
+    case ZNOTEMPTY:
+    case ZINVALIDACL: return 1;
+    default: return 0;
+    }
+}
+
+int baton_zk_note_answer(baton_zk_t *zk, int64_t sent, int rc) {
+    if (server_answered(rc)) {
+        int64_t cur = atomic_load(&zk->answered_ms);
+        while (cur < sent && !atomic_compare_exchange_weak(&zk->answered_ms, &cur, sent)) {
+        }
+    }
+    return rc;
+}
+
+int64_t baton_zk_answered_ms(const baton_zk_t *zk) {
+    return atomic_load(&((baton_zk_t *)zk)->answered_ms);
+}
 
 void baton_zk_log_cb(const char *message) {
     /* The client's line: "DATE TIME,MS:PID(0xTID):ZOO_LEVEL@FUNCTION@LINE: TEXT". */
@@ -344,7 +376,8 @@ int baton_zk_connected(const baton_zk_t *zk) {
 int baton_zk_multi(baton_zk_t *zk, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
     if (zoo_state(zk->zh) < 0) /* the client's is_unrecoverable() */
         return ZINVALIDSTATE;
-    return zoo_multi(zk->zh, count, ops, results);
+    int64_t t = baton_now_ms();
+    return baton_zk_note_answer(zk, t, zoo_multi(zk->zh, count, ops, results));
 }
 
 int baton_zk_expired(const baton_zk_t *zk) {
@@ -362,8 +395,10 @@ int baton_zk_get(baton_zk_t *zk, const char *path, int watch, char **data, size_
     for (int attempt = 0; attempt < 4; attempt++) {
         char *buf = xmalloc((size_t)cap + 1);
         int blen = cap;
+        int64_t t = baton_now_ms();
         int rc = zoo_wget(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, buf,
                           &blen, &st);
+        baton_zk_note_answer(zk, t, rc);
         if (rc != ZOK) {
             free(buf);
             return baton_zk_err(rc);
@@ -393,8 +428,10 @@ static int cmp_str(const void *a, const void *b) {
 
 int baton_zk_children(baton_zk_t *zk, const char *path, int watch, char ***names, size_t *count) {
     struct String_vector sv = {0, NULL};
+    int64_t t = baton_now_ms();
     int rc =
         zoo_wget_children(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, &sv);
+    baton_zk_note_answer(zk, t, rc);
     if (rc != ZOK)
         return baton_zk_err(rc);
     char **out = xcalloc((size_t)sv.count, sizeof(char *));
@@ -415,7 +452,9 @@ void baton_zk_strings_free(char **names, size_t count) {
 
 int baton_zk_exists(baton_zk_t *zk, const char *path, int watch, struct Stat *stat) {
     struct Stat st;
+    int64_t t = baton_now_ms();
     int rc = zoo_wexists(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, &st);
+    baton_zk_note_answer(zk, t, rc);
     if (rc == ZOK && stat)
         *stat = st;
     return baton_zk_err(rc);
@@ -425,8 +464,10 @@ int baton_zk_create(baton_zk_t *zk, const char *path, const char *data, size_t l
                     char *created, size_t created_size, struct Stat *stat) {
     char buf[1024];
     struct Stat st;
+    int64_t t = baton_now_ms();
     int rc = zoo_create2(zk->zh, path, data, data ? (int)len : -1, baton_zk_acl(zk), mode, buf,
                          sizeof(buf), &st);
+    baton_zk_note_answer(zk, t, rc);
     if (rc != ZOK)
         return baton_zk_err(rc);
     if (created && created_size)
@@ -443,7 +484,9 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
         if (*p == '/' || *p == 0) {
             char saved = *p;
             *p = 0;
-            int rc = zoo_create(zk->zh, copy, NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
+            int64_t t = baton_now_ms();
+            int rc = baton_zk_note_answer(
+                zk, t, zoo_create(zk->zh, copy, NULL, -1, baton_zk_acl(zk), 0, NULL, 0));
             *p = saved;
             if (rc != ZOK && rc != ZNODEEXISTS) {
                 err = baton_zk_err(rc);
@@ -460,14 +503,16 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
 int baton_zk_set(baton_zk_t *zk, const char *path, const char *data, size_t len, int version,
                  struct Stat *stat) {
     struct Stat st;
-    int rc = zoo_set2(zk->zh, path, data, (int)len, version, &st);
+    int64_t t = baton_now_ms();
+    int rc = baton_zk_note_answer(zk, t, zoo_set2(zk->zh, path, data, (int)len, version, &st));
     if (rc == ZOK && stat)
         *stat = st;
     return baton_zk_err(rc);
 }
 
 int baton_zk_delete(baton_zk_t *zk, const char *path, int version) {
-    return baton_zk_err(zoo_delete(zk->zh, path, version));
+    int64_t t = baton_now_ms();
+    return baton_zk_err(baton_zk_note_answer(zk, t, zoo_delete(zk->zh, path, version)));
 }
 
 typedef struct {
@@ -490,6 +535,7 @@ int baton_zk_sync(baton_zk_t *zk, const char *path) {
     zk_sync_wait_t w = {.done = 0};
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
+    int64_t t = baton_now_ms();
     int rc = zoo_async(zk->zh, path, zk_sync_done, &w);
     if (rc == ZOK) {
         /* The client calls every completion, with ZCONNECTIONLOSS or
@@ -499,6 +545,7 @@ int baton_zk_sync(baton_zk_t *zk, const char *path) {
             pthread_cond_wait(&w.cond, &w.lock);
         rc = w.rc;
         pthread_mutex_unlock(&w.lock);
+        baton_zk_note_answer(zk, t, rc);
     }
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.lock);

@@ -60,6 +60,12 @@ int baton_zk_session_timeout(const baton_zk_t *zk);
 int baton_zk_connected(const baton_zk_t *zk);
 /* 1 once the session has expired or failed authentication. */
 int baton_zk_expired(const baton_zk_t *zk);
+/* When (baton_now_ms) the latest request the server answered was sent --
+ * its answer renewed the session after that instant (baton_silence.h);
+ * 0 before any. Every synchronous call here notes its own; others note
+ * theirs with baton_zk_note_answer(zk, sent, rc), which returns rc. */
+int64_t baton_zk_answered_ms(const baton_zk_t *zk);
+int baton_zk_note_answer(baton_zk_t *zk, int64_t sent, int rc);
 
 /* Maps a ZooKeeper return code onto baton_err_t. */
 int baton_zk_err(int rc);

@@ -205,10 +205,18 @@ int baton_zkbatch_wait(baton_zkbatch_t *b, int timeout_ms) {
 static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out, op_t op,
                       int watch) {
     baton_zkbatch_t *b = batch_alloc(zk, n, out);
+    int64_t t = baton_now_ms();
     for (size_t i = 0; i < n; i++)
         send_read(b, i, op, watch, paths[i], BATON_ZKBATCH_WINDOW);
     baton_zkbatch_wait(b, -1);
     baton_zkbatch_free(b);
+    /* Any answer renewed the session after t (the batch's first send). */
+    for (size_t i = 0; i < n; i++) {
+        if (out[i].err != BATON_CONNECTION && out[i].err != BATON_EXPIRED) {
+            baton_zk_note_answer(zk, t, ZOK);
+            break;
+        }
+    }
 }
 
 void baton_zkbatch_get(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out) {

@@ -20,6 +20,7 @@
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_signal.h"
+#include "baton_silence.h"
 #include "baton_util.h"
 #include "baton_zk.h"
 #include "baton_zkbatch.h"
@@ -77,6 +78,7 @@ typedef struct {
     char my_node[512]; /* full path of our c- node; "" when we have none */
     int leader;
     int64_t epoch;          /* czxid of our c- node while leading */
+    int suspended;          /* stepped down on silence (loop_silence) until heard again */
     int64_t missing_log_ms; /* when event=group_missing was last logged; 0: not yet */
     int64_t missing_quiet;  /* group_missing attempts not logged since then */
 } coord_election_t;
@@ -149,6 +151,7 @@ typedef struct {
 typedef struct {
     const baton_coord_conf_t *conf;
     baton_zk_t *zk;
+    baton_silence_t *sil; /* the session-silence clock (loop_silence) */
     char *base;
     coord_election_t el;
     coord_mcache_t mc;
@@ -1811,6 +1814,7 @@ static int coord_step(coord_t *c) {
 
 static int coord_connect(coord_t *c, int first) {
     char errstr[256];
+    int64_t t0 = baton_now_ms(); /* the session cannot have been renewed before this */
     int err = baton_zk_connect(c->conf->zk_hosts, c->conf->session_timeout_ms,
                                c->conf->connect_timeout_ms, c->conf->zk_auth, &c->zk, errstr,
                                sizeof(errstr));
@@ -1818,6 +1822,8 @@ static int coord_connect(coord_t *c, int first) {
         BLOG_ERROR("event=zk_connect_failed error=\"%s\"%s", errstr, first ? " action=exit" : "");
         return err;
     }
+    baton_silence_reset(c->sil, c->zk, t0);
+    c->el.suspended = 0;
     BLOG_INFO("event=zk_connected session=0x%llx timeout_ms=%d",
               (unsigned long long)baton_zk_session_id(c->zk), baton_zk_session_timeout(c->zk));
     return BATON_OK;
@@ -1831,6 +1837,7 @@ typedef struct {
     int dirty;            /* run the rebalance phase (election, then publish) */
     int64_t first_change; /* debounce: the first churn of this burst; 0: none */
     int64_t wait_ms;      /* the poll's timeout, at most */
+    int probe_ms;         /* the silence clock's next tick, at most */
     int churn, crash;     /* this iteration's events: membership churn, a crash */
 } coord_loop_t;
 
@@ -1905,12 +1912,16 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
         if (ev.type == ZOO_SESSION_EVENT) {
             if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
                 expired = 1;
-            else if (ev.state == ZOO_CONNECTED_STATE)
+            else if (ev.state == ZOO_CONNECTED_STATE) {
                 l->dirty = c->pc.full_read = 1; /* watches may have been missed: re-read */
+                baton_silence_reconnected(c->sil);
+            }
             if (ev.state == ZOO_CONNECTED_STATE || ev.state == ZOO_CONNECTING_STATE)
                 baton_metrics_zk_state(ev.state == ZOO_CONNECTED_STATE);
             else if (expired)
                 baton_metrics_zk_state(-1);
+        } else if (ev.type == BATON_SILENCE_EVENT) {
+            /* a probe answered while silent: loop_silence acts on it */
         } else if (ev.path && strncmp(ev.path, l->wdir, wlen) == 0 && ev.path[wlen] == '/') {
             event_member(c, l, &ev, ev.path + wlen + 1);
         } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, l->wdir) == 0) {
@@ -1984,9 +1995,44 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
         l->dirty = 1;
 }
 
+/* The session-silence clock, the workers' own (baton_silence.h): when
+ * ZooKeeper has not answered for 2/3 of the session the server may expire
+ * it at the full session and a standby take over, and we would learn that
+ * only when we hear from the server again. So a leader stops leading at
+ * once: no publish, no watchdog, not reported as leader. Nothing runs the
+ * election while silent (its calls would only wait). When a probe is
+ * answered again the election runs afresh: our node still there and the
+ * lowest (it is, unless the session expired: sequence numbers only rise),
+ * we lead again with the same epoch; an expired session rejoins the queue
+ * (loop_session_lost). */
+static void loop_silence(coord_t *c, coord_loop_t *l) {
+    int64_t silent;
+    int change = baton_silence_tick(c->sil, c->el.my_node[0] ? c->el.my_node : c->base, &silent,
+                                    &l->probe_ms);
+    if (change == BATON_SILENCE_BEGAN) {
+        int64_t limit = baton_silence_limit_ms(c->sil);
+        int timeout = baton_zk_session_timeout(c->zk);
+        if (c->el.leader) {
+            BLOG_WARN("event=leader_suspended silence_ms=%lld limit_ms=%lld timeout_ms=%d "
+                      "epoch=%lld action=stop_leading",
+                      (long long)silent, (long long)limit, timeout, (long long)c->el.epoch);
+            c->el.suspended = 1;
+            coord_step_down(c, "zk_silent");
+        } else {
+            BLOG_WARN("event=zk_silent silence_ms=%lld limit_ms=%lld timeout_ms=%d "
+                      "action=wait_for_zk",
+                      (long long)silent, (long long)limit, timeout);
+        }
+    } else if (change == BATON_SILENCE_ENDED) {
+        BLOG_INFO("event=zk_heard suspended=%d action=run_election", c->el.suspended);
+        c->el.suspended = 0;
+        l->dirty = c->pc.full_read = 1;
+    }
+}
+
 /* The election and, while leading, the rebalance (coord_step). */
 static void loop_rebalance(coord_t *c, coord_loop_t *l) {
-    if (!l->dirty || !baton_zk_connected(c->zk))
+    if (!l->dirty || !baton_zk_connected(c->zk) || baton_silence_silent(c->sil))
         return;
     l->dirty = 0;
     int err = coord_step(c);
@@ -2014,8 +2060,8 @@ static void loop_timers_after(coord_t *c, coord_loop_t *l, int64_t now) {
             l->wait_ms = 0;
         }
     }
-    if (!baton_zk_connected(c->zk))
-        return; /* they wait for the connection */
+    if (!baton_zk_connected(c->zk) || baton_silence_silent(c->sil))
+        return; /* they wait for the connection, and for an answer */
     int ids[COORD_TIMERS_MAX];
     int n = coord_timers_due(&c->timers, now, G_AFTER, ids);
     for (int i = 0; i < n; i++) {
@@ -2036,9 +2082,12 @@ static void loop_wait(coord_t *c, coord_loop_t *l, int stop_fd, int64_t now) {
     /* Disconnected, whatever is due waits for the connection (and the
      * reconnection's event wakes us): a deadline already past must not
      * make this loop spin. */
+    if (wait_ms > l->probe_ms)
+        wait_ms = l->probe_ms; /* the silence clock: probe and look */
     if (!baton_zk_connected(c->zk) && wait_ms < DISCONNECTED_WAIT_MS)
         wait_ms = DISCONNECTED_WAIT_MS;
     baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c->el.leader);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_SUSPENDED), c->el.suspended);
     baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c->zk));
     baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c->el.leader ? (double)c->el.epoch : 0);
     struct pollfd pfds[2] = {{.fd = baton_zk_fd(c->zk), .events = POLLIN},
@@ -2080,6 +2129,7 @@ static int loop_session_lost(coord_t *c) {
     BLOG_WARN("event=session_expired action=reconnect");
     baton_zk_destroy(c->zk);
     c->zk = NULL;
+    baton_silence_reset(c->sil, NULL, 0); /* until the next session's */
     c->el.my_node[0] = 0;
     return 1;
 }
@@ -2094,6 +2144,7 @@ static void coord_shutdown(coord_t *c) {
             baton_zk_delete(c->zk, c->el.my_node, -1);
         baton_zk_destroy(c->zk);
     }
+    baton_silence_free(c->sil); /* after the handle: no probe completion now */
     leave_clear(c);
     handoffs_clear(c);
     pc_drop(c);
@@ -2105,10 +2156,11 @@ static void coord_shutdown(coord_t *c) {
  * update the time, act on due timers, rebalance if asked, act on what
  * follows a publish, then wait for the earliest deadline or an event. */
 int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
-    coord_t c = {.conf = conf};
+    coord_t c = {.conf = conf, .sil = baton_silence_new()};
     timers_setup(&c.timers);
     c.base = baton_group_base(conf->root, conf->group);
     if (coord_connect(&c, 1) != BATON_OK) {
+        baton_silence_free(c.sil);
         free(c.base);
         return 1;
     }
@@ -2126,6 +2178,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         }
         if (step > 0)
             continue;
+        loop_silence(&c, &l);
         int64_t now = baton_now_ms();
         if (l.churn)
             loop_churn(&c, &l, now);

@@ -202,6 +202,7 @@ int main(int argc, char **argv) {
     /* Every coordinator metric exists from the start: a scrape shows zeros,
      * not gaps. */
     baton_metric_gauge(BATON_M_C_LEADER);
+    baton_metric_gauge(BATON_M_C_SUSPENDED);
     baton_metric_gauge(BATON_M_C_EPOCH);
     baton_metric_gauge(BATON_M_C_GENERATION);
     baton_metric_gauge(BATON_M_C_PARTITIONS);

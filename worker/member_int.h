@@ -11,10 +11,10 @@
 #include "baton_incarnation.h"
 #include "baton_member_int.h"
 #include "baton_resource.h"
+#include "baton_silence.h"
 #include "baton_zk.h"
 #include "member_state.h"
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,18 +27,6 @@
 /* New claims created one by one, pipelined with their queue checks, so a
  * handoff's claim costs one round trip; more than this go in a multi. */
 #define CLAIM_PIPELINE_MAX 16
-
-/* The liveness probe's state, shared with ZooKeeper's completion thread:
- * the completion only stores into these atomics (no I/O, no locks), the
- * owner thread reads them. Heap-allocated and freed only after the handle is
- * closed (zookeeper_close joins the completion thread). */
-typedef struct {
-    _Atomic int64_t sent_ms;  /* when the probe in flight was sent */
-    _Atomic int64_t heard_ms; /* send time of the latest answered probe */
-    _Atomic int inflight;     /* a probe is outstanding */
-    _Atomic int wake;         /* queue a PROBE_EVENT when one is answered */
-    baton_zk_t *zk;           /* the handle whose queue PROBE_EVENT goes to */
-} heartbeat_t;
 
 /* One resource's state. Where it is in its life is `state` (member_state.h:
  * assigned or not, and what we hold of its claims queue), changed only by
@@ -90,11 +78,10 @@ struct baton_membership_s {
     int assignment_dirty;
     int64_t generation;
     int all_dirty;
-    int disconnected; /* we saw the connection drop and have not heard back */
-    int member_dirty; /* look at workers/<id> again (and re-arm its watch) */
-    int evicted;      /* our member node went while our session lived: fatal */
-    heartbeat_t *hb;  /* liveness probe (see probe_send) */
-    int silent;       /* self-suspended: heard nothing for 2/3 of the timeout */
+    int disconnected;    /* we saw the connection drop and have not heard back */
+    int member_dirty;    /* look at workers/<id> again (and re-arm its watch) */
+    int evicted;         /* our member node went while our session lived: fatal */
+    baton_silence_t *hb; /* liveness probe (member_probe.c) */
     /* Newly assigned resources not yet told to on_assigned (mb_assigned_flush):
      * told while their claims are in flight. */
     size_t *added; /* rows */
@@ -115,9 +102,8 @@ typedef struct {
     char path[];
 } own_watch_t;
 
-/* An event type ZooKeeper never uses: a probe answered while we were
- * silent, queued so the owner's poll wakes and resumes at once. */
-#define PROBE_EVENT 0x6272
+/* A probe answered while we were silent (baton_silence.h). */
+#define PROBE_EVENT BATON_SILENCE_EVENT
 
 /* membership.c */
 char *mb_member_body(const baton_membership_t *m, int leaving);
@@ -133,7 +119,6 @@ void mb_cb_released(baton_membership_t *m, size_t row, baton_release_reason_t wh
 int mb_grow_parts(baton_membership_t *m, int32_t nparts);
 
 /* member_probe.c */
-int64_t mb_silence_limit_ms(const baton_membership_t *m);
 void mb_probe_heard(baton_membership_t *m, int64_t t);
 void mb_probe_reset(baton_membership_t *m, int64_t t0);
 int mb_probe_tick(baton_membership_t *m);

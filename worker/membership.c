@@ -24,7 +24,6 @@
 #include "baton_zkbatch.h"
 
 #include <poll.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,7 +326,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
     m->member_path = baton_layout_worker(m->base, m->conf.id);
     baton_res_table_init(&m->res, m->base, 0);
-    m->hb = xcalloc(1, sizeof(*m->hb));
+    m->hb = baton_silence_new();
     m->inc.fd = -1;
     m->auth = baton_zk_auth_dup(ext ? ext->zk_auth : NULL);
     m->log = baton_log_sink_dup(ext ? ext->log : NULL);
@@ -361,7 +360,7 @@ void baton_membership_destroy(baton_membership_t *m) {
     baton_zk_destroy(m->zk);          /* joins the completion thread: no probe_done after this */
     baton_incarnation_close(&m->inc); /* our session is closed: the id is free */
     baton_zk_auth_destroy(m->auth);
-    free(m->hb);
+    baton_silence_free(m->hb);
     free(m->added);
     mb_standby_clear(m);
     free(m->st);
@@ -386,7 +385,7 @@ int baton_membership_can_write(const baton_membership_t *m) {
         return 0;
     /* Computed now, not at the last poll: a thread that was paused must not
      * write on the strength of what it heard before the pause. */
-    return baton_now_ms() - atomic_load(&m->hb->heard_ms) < mb_silence_limit_ms(m);
+    return baton_silence_heard_recently(m->hb);
 }
 
 int baton_membership_evicted(const baton_membership_t *m) { return m->evicted; }
@@ -604,7 +603,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     }
     if (reconnected) {
         /* Writes resume once a probe on this connection is answered. */
-        atomic_store(&m->hb->sent_ms, 0);
+        baton_silence_reconnected(m->hb);
         BLOG_INFO("event=zk_reconnected session=0x%s action=resume_writes", m->session_hex);
         m->all_dirty = 1; /* re-read instead of trusting missed events */
         m->member_dirty = 1;

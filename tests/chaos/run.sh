@@ -22,7 +22,9 @@
 #   net_cut_worker_zk     a worker's ZooKeeper links go silent (both ways or
 #                         one way), below or past the session timeout; Kafka
 #                         and the sink stay reachable
-#   net_cut_leader_zk     the same for the leading coordinator
+#   net_cut_leader_zk     the same for the leading coordinator; one cut past
+#                         2/3 of the session (+ CH_LEADER_TOL_MS, default
+#                         500) must see it step down by then (its log)
 #   net_cut_worker_kafka  a worker's Kafka links go silent
 #   net_cut_worker_sink   a worker's sink link goes silent (--sink pg only)
 #   net_isolate_zk_server one ensemble member loses the other two
@@ -35,7 +37,11 @@
 # 2/3 of the session (+ CH_SUSPEND_TOL_MS, default 250) past the last bytes
 # its proxy passed from ZooKeeper to it is a self-suspension violation. An
 # isolated ZooKeeper server that still serves clients after
-# CH_MINORITY_MS (default 5000) fails the run too.
+# CH_MINORITY_MS (default 5000) fails the run too: by its srvr mode, and by
+# a read of the assignment through it alone at the isolation's end
+# (tests/chaos/minority.sh: still_serving, or stale_assignment when its
+# version is below the majority's; tests/chaos/minority_selftest.sh shows
+# both failing).
 # A failpoint `stop` is resumed by the harness (SIGCONT) after a seeded
 # hold; an `abort` is restarted. Every fault and recovery is logged with a
 # timestamp to $H_DIR/faults.log. When the faults are done the harness
@@ -67,6 +73,7 @@ source "$BATON_SRC/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 source "$BATON_SRC/tests/lib/ensemble.sh"
 source "$BATON_SRC/tests/lib/net.sh"
+source "$BATON_SRC/tests/chaos/minority.sh"
 
 ch_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 CH_ALL_KINDS="worker_kill worker_pause_short worker_pause_long coord_kill zk_leader_kill worker_failpoint coord_failpoint"
@@ -500,7 +507,13 @@ ch_log_ts_ms() {
 # that should have suspended).
 CH_SUSPEND_TOL_MS=${CH_SUSPEND_TOL_MS:-250}
 CH_SUSPEND_CHECKED=0 CH_SUSPEND_VIOLATIONS=0 CH_SUSPEND_SEEN=""
-CH_MINORITY_MS=${CH_MINORITY_MS:-5000} CH_MINORITY_SERVING=0
+CH_MINORITY_MS=${CH_MINORITY_MS:-5000} CH_MINORITY_SERVING=0 CH_MINORITY_STALE=0
+# A leading coordinator cut from ZooKeeper must step down no later than 2/3
+# of the session (+ CH_LEADER_TOL_MS, default 500: still before the server
+# can expire the session) after the last bytes its proxy passed from
+# ZooKeeper, by its own log.
+CH_LEADER_TOL_MS=${CH_LEADER_TOL_MS:-500}
+CH_LEADER_CHECKED=0 CH_LEADER_VIOLATIONS=0 CH_LEADER_SEEN=""
 ch_net_hold() {
     local ms=$1 w=${2:-} end epochs="" t c limit base_c="" base_t=0 last_down=$NET_LAST_DOWN
     local off=0 bad=$CH_SUSPEND_VIOLATIONS
@@ -549,18 +562,32 @@ ch_fault_net_cut_leader_zk() {
     leader=$(ch_leader_coord)
     [[ -n $leader ]] && h_alive "$leader" ||
         { ch_flog "skipped fault=net_cut_leader_zk reason=no_leader_now"; return; }
-    local off line t
+    local off line t last limit end
     off=$(stat -c %s "$H_DIR/$leader.log" 2>/dev/null || echo 0)
     net_cut "$leader-zk" "$CH_DIR"
-    ch_flog "fault=net_cut_leader_zk target=$leader dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS"
+    last=$NET_LAST_DOWN
+    limit=$((last + B_SESSION_MS * 2 / 3 + CH_LEADER_TOL_MS))
+    ch_flog "fault=net_cut_leader_zk target=$leader dir=$CH_DIR for_ms=$ms past_session=$past session_ms=$B_SESSION_MS last_zk_answer_ms=$last"
     ch_net_hold "$ms"
-    # Reported, not judged: whether (and when) the cut-off leader stepped
-    # down while still cut off.
+    # Whether (and when) the cut-off leader stepped down while still cut
+    # off; judged when the cut outlasted the limit.
+    end=$(_h_now_ms)
     line=$(tail -c +$((off + 1)) "$H_DIR/$leader.log" | grep -m1 'event=step_down' || true)
+    t=
     if [[ -n $line ]] && t=$(ch_log_ts_ms "$line"); then
-        ch_flog "leader_step_down target=$leader after_ms=$((t - NET_T)) $(grep -o 'reason=[a-z_]*' <<<"$line")"
+        ch_flog "leader_step_down target=$leader after_ms=$((t - NET_T)) after_last_answer_ms=$((t - last)) $(grep -o 'reason=[a-z_]*' <<<"$line")"
     else
+        t=
         ch_flog "leader_step_down target=$leader after_ms=none"
+    fi
+    if ((end > limit)); then
+        CH_LEADER_CHECKED=$((CH_LEADER_CHECKED + 1))
+        if [[ -z $t ]] || ((t > limit)); then
+            CH_LEADER_VIOLATIONS=$((CH_LEADER_VIOLATIONS + 1))
+            ch_flog "leader_violation target=$leader last_zk_answer_ms=$last limit_ms=$((limit - last)) stepped_down_after_ms=${t:+$((t - last))}${t:-none}"
+        else
+            CH_LEADER_SEEN+=" $((t - last))"
+        fi
     fi
     net_heal "$leader-zk"
     ch_flog "heal target=$leader path=zk"
@@ -609,12 +636,28 @@ ch_fault_net_isolate_zk_server() {
         ch_net_hold 200
         [[ -z $down_after && $(ens_mode "$n") == down ]] && down_after=$(($(_h_now_ms) - t0))
     done
+    local serving=0
     if [[ -n $down_after ]]; then
         ch_flog "minority_stopped_serving target=zk$n after_ms=$down_after"
     elif ((ms >= CH_MINORITY_MS)); then
-        CH_MINORITY_SERVING=$((CH_MINORITY_SERVING + 1))
+        serving=1
         ch_flog "minority_still_serving target=zk$n isolated_ms=$ms mode=$(ens_mode "$n")"
     fi
+    # Not trusting srvr: the assignment read through the isolated server
+    # alone, against the majority's (tests/chaos/minority.sh).
+    local m maj="" verdict
+    for m in 1 2 3; do ((m == n)) || maj+="${maj:+,}127.0.0.1:${ENS_CLIENT[m]}"; done
+    verdict=$(minority_judge "127.0.0.1:${ENS_CLIENT[n]}" "$maj" "/baton/$B_GROUP/assignment" \
+        $(($(_h_now_ms) - t0)) "$CH_MINORITY_MS")
+    ch_flog "minority_read target=zk$n verdict=$verdict"
+    case ${verdict%% *} in
+    still_serving) serving=1 ;;
+    stale_assignment)
+        serving=1
+        CH_MINORITY_STALE=$((CH_MINORITY_STALE + 1))
+        ;;
+    esac
+    CH_MINORITY_SERVING=$((CH_MINORITY_SERVING + serving))
     ens_rejoin "$n"
     if ! ens_wait_quorum 90; then
         ch_flog "ensemble_no_quorum after zk$n rejoined"
@@ -824,7 +867,12 @@ if ((network)); then
         "$CH_SUSPEND_VIOLATIONS violation(s); suspended after (ms from the last answer):${CH_SUSPEND_SEEN:- none}" >&2
     ((CH_SUSPEND_VIOLATIONS == 0)) || { echo "a worker wrote to the sink after it should have suspended" >&2; rc=1; }
     ((CH_MINORITY_SERVING == 0)) ||
-        { echo "$CH_MINORITY_SERVING isolated ZooKeeper server(s) still served after ${CH_MINORITY_MS} ms" >&2; rc=1; }
+        { echo "$CH_MINORITY_SERVING isolated ZooKeeper server(s) still served after ${CH_MINORITY_MS} ms" \
+            "($CH_MINORITY_STALE of them a stale assignment)" >&2; rc=1; }
+    echo "== chaos: leader step-down: $CH_LEADER_CHECKED leader cut(s) past 2/3 of the session checked," \
+        "$CH_LEADER_VIOLATIONS violation(s); stepped down after (ms from the last answer):${CH_LEADER_SEEN:- none}" >&2
+    ((CH_LEADER_VIOLATIONS == 0)) ||
+        { echo "a leading coordinator cut from ZooKeeper did not step down within 2/3 of its session" >&2; rc=1; }
 fi
 # Graceful leave of everything, so the sanitizers' exit-time reports (leaks)
 # are in the logs before they are searched.
@@ -841,6 +889,7 @@ san=$(grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$H_DIR"/*.log 2>
 ((CH_PRODUCER_FAILED == 0)) || { echo "a producer batch failed" >&2; rc=1; }
 ((CH_CRASHES == 0)) || { echo "$CH_CRASHES process(es) crashed" >&2; rc=1; }
 summary="seed=$seed faults=$CH_NFAULT/$faults fault_phase_ms=$t_faults produced=$CH_PRODUCED unexpected_exits=$CH_EXITS crashes=$CH_CRASHES"
-((network)) && summary+=" suspend_checked=$CH_SUSPEND_CHECKED suspend_violations=$CH_SUSPEND_VIOLATIONS minority_serving=$CH_MINORITY_SERVING"
+((network)) && summary+=" suspend_checked=$CH_SUSPEND_CHECKED suspend_violations=$CH_SUSPEND_VIOLATIONS minority_serving=$CH_MINORITY_SERVING minority_stale=$CH_MINORITY_STALE"
+((network)) && summary+=" leader_checked=$CH_LEADER_CHECKED leader_violations=$CH_LEADER_VIOLATIONS"
 ((rc == 0)) || h_fail "$summary"
 h_pass "$summary"
