@@ -737,7 +737,7 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
                 break;
             if (err != BATON_OK) {
                 failures++;
-                baton_sleep_ms(100);
+                baton_sleep_ms(sink_retry_ms(err, 100)); /* BUSY: waited in the sink */
             }
         }
     }
@@ -795,7 +795,7 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
             break;
         if (err != BATON_OK) {
             failures++;
-            baton_sleep_ms(100);
+            baton_sleep_ms(sink_retry_ms(err, 100));
         }
     }
     if (!wpart_owned(wp->state))
