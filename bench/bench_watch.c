@@ -9,9 +9,14 @@
  * epoch differs from the old owner's and next_offset has moved since the
  * epoch changed. With --until-total N it prints "done TS_US TOTAL" and exits
  * once the sum of next_offset reaches N (the throughput benchmark's clock).
- * Reads only; WAL lets it run beside the writers without blocking them. */
+ * Reads only; WAL lets it run beside the writers without blocking them.
+ * --sink is a SQLite file's path, or a server sink's URI (postgresql://,
+ * redis://: read through the sink library's fence listing, one query a
+ * poll). */
+#include "baton_err.h"
 #include "baton_signal.h"
 #include "baton_util.h"
+#include "sink.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -32,8 +37,85 @@ static int64_t wall_us(void) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: baton-bench-watch --sink PATH --group G [--interval-us 1000]\n"
+    fprintf(f, "usage: baton-bench-watch --sink PATH|URI --group G [--interval-us 1000]\n"
                "                         [--until-total N] [--max-s 600]\n");
+}
+
+/* Prints a line for partition p if its epoch or next_offset changed. */
+static void note(wstate_t **ws, int32_t *nws, int64_t now, int32_t p, int64_t e, int64_t n) {
+    if (p < 0 || p > 10000000)
+        return;
+    if (p >= *nws) {
+        *ws = xrealloc(*ws, sizeof(**ws) * (size_t)(p + 1));
+        memset(*ws + *nws, 0, sizeof(**ws) * (size_t)(p + 1 - *nws));
+        *nws = p + 1;
+    }
+    wstate_t *w = &(*ws)[p];
+    if (!w->seen || w->epoch != e || w->next != n) {
+        printf("w %lld %d %lld %lld\n", (long long)now, p, (long long)e, (long long)n);
+        *w = (wstate_t){.epoch = e, .next = n, .seen = 1};
+    }
+}
+
+/* Where the fence rows come from: a SQLite statement, or a server sink
+ * (PostgreSQL, Redis) through the sink library's fence listing. */
+typedef struct {
+    sqlite3_stmt *st;
+    baton_sink_t *sink;
+} source_t;
+
+/* One read of every fence row; returns the sum of next_offset. */
+static int64_t read_once(const source_t *src, int64_t now, wstate_t **ws, int32_t *nws) {
+    int64_t total = 0;
+    if (src->st) {
+        while (sqlite3_step(src->st) == SQLITE_ROW) {
+            int64_t n = sqlite3_column_int64(src->st, 2);
+            note(ws, nws, now, sqlite3_column_int(src->st, 0), sqlite3_column_int64(src->st, 1), n);
+            total += n;
+        }
+        sqlite3_reset(src->st);
+        return total;
+    }
+    baton_fence_row_t *rows = NULL;
+    size_t n = 0;
+    if (baton_sink_fences(src->sink, &rows, &n) == BATON_OK)
+        for (size_t i = 0; i < n; i++) {
+            note(ws, nws, now, rows[i].partition, rows[i].epoch, rows[i].next_offset);
+            total += rows[i].next_offset;
+        }
+    free(rows);
+    return total;
+}
+
+static void watch(const source_t *src, int64_t interval, int64_t until, int64_t deadline) {
+    wstate_t *ws = NULL;
+    int32_t nws = 0;
+    while (!baton_signal_stop_requested() && baton_now_ms() < deadline) {
+        int64_t now = wall_us(), total = read_once(src, now, &ws, &nws);
+        if (until >= 0 && total >= until) {
+            printf("done %lld %lld\n", (long long)now, (long long)total);
+            break;
+        }
+        usleep((useconds_t)interval);
+    }
+    free(ws);
+}
+
+/* A server sink: opened (retried until it answers), then watched. */
+static int watch_uri(const char *uri, const char *group, int64_t interval, int64_t until,
+                     int64_t deadline) {
+    source_t src = {0};
+    char err[512];
+    while (baton_sink_open(uri, group, &src.sink, err, sizeof(err)) != BATON_OK) {
+        if (baton_signal_stop_requested() || baton_now_ms() > deadline) {
+            fprintf(stderr, "baton-bench-watch: %s\n", err);
+            return 1;
+        }
+        usleep(10000);
+    }
+    watch(&src, interval, until, deadline);
+    baton_sink_destroy(src.sink);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -77,6 +159,8 @@ int main(int argc, char **argv) {
     baton_signal_init();
     setvbuf(stdout, NULL, _IOLBF, 0);
     int64_t deadline = baton_now_ms() + max_s * 1000;
+    if (strstr(path, "://"))
+        return watch_uri(path, group, interval, until, deadline);
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     /* The sink may not exist yet: wait for its table. */
@@ -98,34 +182,8 @@ int main(int argc, char **argv) {
         st = NULL;
         usleep(10000);
     }
-    wstate_t *ws = NULL;
-    int32_t nws = 0;
-    while (!baton_signal_stop_requested() && baton_now_ms() < deadline) {
-        int64_t now = wall_us(), total = 0;
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            int32_t p = sqlite3_column_int(st, 0);
-            int64_t e = sqlite3_column_int64(st, 1), n = sqlite3_column_int64(st, 2);
-            if (p < 0 || p > 10000000)
-                continue;
-            if (p >= nws) {
-                ws = xrealloc(ws, sizeof(*ws) * (size_t)(p + 1));
-                memset(ws + nws, 0, sizeof(*ws) * (size_t)(p + 1 - nws));
-                nws = p + 1;
-            }
-            total += n;
-            if (!ws[p].seen || ws[p].epoch != e || ws[p].next != n) {
-                printf("w %lld %d %lld %lld\n", (long long)now, p, (long long)e, (long long)n);
-                ws[p] = (wstate_t){.epoch = e, .next = n, .seen = 1};
-            }
-        }
-        sqlite3_reset(st);
-        if (until >= 0 && total >= until) {
-            printf("done %lld %lld\n", (long long)now, (long long)total);
-            break;
-        }
-        usleep((useconds_t)interval);
-    }
-    free(ws);
+    source_t src = {.st = st};
+    watch(&src, interval, until, deadline);
     sqlite3_finalize(st);
     sqlite3_close(db);
     return 0;

@@ -33,7 +33,8 @@ usage() {
     echo "  appendfsync: everysec, the default, or always)"
     echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
     echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
-    echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5)"
+    echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5), BENCH_ROLL_SINK (baton's"
+    echo "  sink: sqlite, the default, or postgresql: a throwaway server with fsync on)"
 }
 
 # --- rebalance -----------------------------------------------------------------
@@ -580,9 +581,12 @@ ro_owns() {
 ro_system() {
     local sys=$1 P=$2 W=$3 steady_s=${BENCH_ROLL_STEADY_S:-5} i name
     local rate=$(($2 * ${BENCH_ROLL_RATE:-100})) w=$H_DIR/watch-p$2-$1.log k=$2x$3:$1
-    local group=kg-$sys-$P
-    [[ $sys == baton ]] && group=$B_GROUP
-    bench_watch "watch-p$P-$sys" "$H_DIR/p$P-$sys.db" "$group"
+    local group=kg-$sys-$P sink=$H_DIR/p$P-$sys.db
+    if [[ $sys == baton ]]; then
+        group=$B_GROUP
+        [[ ${BENCH_ROLL_SINK:-sqlite} == postgresql ]] && sink=$PG_URI
+    fi
+    bench_watch "watch-p$P-$sys" "$sink" "$group"
     h_spawn "p$P-$sys-producer" "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "in-$sys" \
         --partitions "$P" --count $((rate * 3600)) --rate "$rate"
     for ((i = 1; i <= W; i++)); do ro_start "$sys" "$P" "p$P-$sys-m$i"; done
@@ -603,7 +607,14 @@ ro_system() {
         h_kill "$name" TERM || h_fail "$sys: $name is not running before its restart"
         rc=0
         h_wait_exit "$name" 30 || rc=$?
-        ((rc == 0)) || h_fail "$sys: $name exited $rc on SIGTERM"
+        if ((rc != 0)); then
+            # A comparator crashing in librdkafka's close (seen once: exit
+            # 139, static membership, 48 partitions) is counted and the roll
+            # goes on; baton's workers must exit cleanly.
+            [[ $sys != baton ]] || h_fail "$sys: $name exited $rc on SIGTERM"
+            h_log "$sys $name: exited $rc on SIGTERM (counted in ${sys}_${P}x${W}_bad_exits)"
+            RO_RES[bad:$k]=$((${RO_RES[bad:$k]:-0} + 1))
+        fi
         td=$(bench_now_us)
         ro_start "$sys" "$P" "$name"
         h_wait_for 60 "$sys: restarted $name owns partitions again" ro_owns "$sys" "$P" "$name" ||
@@ -667,12 +678,22 @@ bench_rolling() {
     done
     [[ ${BENCH_ROLL_RATE:-100} =~ ^[1-9][0-9]{0,5}$ ]] || bad+="BENCH_ROLL_RATE: '$BENCH_ROLL_RATE' is not a positive number; "
     [[ ${BENCH_ROLL_STEADY_S:-5} =~ ^[1-9][0-9]{0,2}$ ]] || bad+="BENCH_ROLL_STEADY_S: '$BENCH_ROLL_STEADY_S' is not a positive number; "
+    [[ ${BENCH_ROLL_SINK:-sqlite} =~ ^(sqlite|postgresql)$ ]] || bad+="BENCH_ROLL_SINK: '$BENCH_ROLL_SINK' is not sqlite or postgresql; "
     if [[ -n $bad ]]; then
         echo "bench/run.sh rolling: ${bad%; }" >&2
         exit 2
     fi
     h_init bench_rolling
     h_zk_start
+    if [[ ${BENCH_ROLL_SINK:-sqlite} == postgresql ]]; then
+        # baton's workers write to PostgreSQL, durably (the test server's
+        # fsync=off would flatter it against SQLite's synchronous=FULL); the
+        # Kafka comparators keep their SQLite files.
+        source "$BATON_SRC/tests/lib/pg.sh"
+        PG_SERVER_OPTS=(-c fsync=on -c synchronous_commit=on)
+        pg_start
+        pg_use_sink
+    fi
     B_SESSION_MS=$RO_SESSION_MS
     for s in $setups; do
         ro_setup "${s%x*}" "${s#*x}"
@@ -685,6 +706,7 @@ bench_rolling() {
     echo "first SIGTERM until the flow is steady again (max and median over partitions; 'handoff': the"
     echo "longest gap ending in a write by another writer, and the median of those); steady: the longest gap of the"
     echo "${BENCH_ROLL_STEADY_S:-5} s before. coop: cooperative-sticky; static: the same with group.instance.id."
+    echo "baton's sink: ${BENCH_ROLL_SINK:-sqlite}."
     printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' setup system "max stall" median handoff "ho med" steady "roll s" \
         "roll r/s" "stdy r/s" ratio
     for s in $setups; do
@@ -708,6 +730,7 @@ bench_rolling() {
             keys+=" ${sys}_${s}_max_stall_ms=${RO_RES[max:$k]} ${sys}_${s}_handoff_stall_ms=${RO_RES[hand:$k]}"
             keys+=" ${sys}_${s}_handoff_median_ms=${RO_RES[hmed:$k]}"
             keys+=" ${sys}_${s}_steady_gap_ms=${RO_RES[steadygap:$k]} ${sys}_${s}_roll_rps_ratio=${RO_RES[ratio:$k]}"
+            [[ -z ${RO_RES[bad:$k]:-} ]] || keys+=" ${sys}_${s}_bad_exits=${RO_RES[bad:$k]}"
         done
     done
     for sys in coop static; do
@@ -719,7 +742,8 @@ bench_rolling() {
     # group.instance.id but does not keep it (bench_kgroup.c).
     echo "RESULT baton_max_stall_ms=${worst[baton]:-} kafka_coop_max_stall_ms=${worst[coop]:-}" \
         "kafka_static_max_stall_ms=${worst[static]:-} baton_roll_rps_ratio=${low[baton]:-}$keys" \
-        "kafka_coop_roll_rps_ratio=${low[coop]:-} kafka_static_roll_rps_ratio=${low[static]:-} mock_static_membership=0"
+        "kafka_coop_roll_rps_ratio=${low[coop]:-} kafka_static_roll_rps_ratio=${low[static]:-} mock_static_membership=0" \
+        "baton_sink=${BENCH_ROLL_SINK:-sqlite}"
 }
 
 case ${1:-} in

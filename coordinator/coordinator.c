@@ -191,7 +191,13 @@ enum {
     G_AFTER = 8,  /* acted on after it */
 };
 
-/* One member node as last read; valid = 0 after its watch fired. */
+/* One member node as last read; valid = 0 after its watch fired.
+ * watched = 0 while no watch is armed on it: a leave mark acted on from
+ * its event alone (event_member), until the node is read again. Such an
+ * entry says nothing about whether the node was deleted and created again
+ * meanwhile (a restart under the same id: the member list then names the
+ * same ids), so it is trusted only while the member list is too
+ * (mc_untrust_unwatched). */
 typedef struct mcache_s {
     char *id;
     int capacity;
@@ -201,6 +207,7 @@ typedef struct mcache_s {
     char *keys;
     int64_t session; /* the member node's ephemeralOwner: its incarnation */
     int valid;
+    int watched;
 } mcache_t;
 
 static void mc_clear(coord_t *c) {
@@ -227,6 +234,16 @@ static void mc_invalidate(coord_t *c, const char *id) {
     mcache_t *m = mc_find(c, id);
     if (m)
         m->valid = 0;
+}
+
+/* The member list was read afresh: members whose node has no watch armed
+ * are read again (re-arming it), so one that left and came back under
+ * its id is seen as the new incarnation it is (its node's session), not
+ * as the leaver the cache still describes. */
+static void mc_untrust_unwatched(coord_t *c) {
+    for (size_t i = 0; i < c->mc.n; i++)
+        if (!c->mc.v[i].watched)
+            c->mc.v[i].valid = 0;
 }
 
 /* One partition as the stuck-handoff watchdog sees it. Leader's memory only:
@@ -709,7 +726,7 @@ static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
         return;
     }
     m->session = w->session ? w->session : m->session;
-    m->valid = 1;
+    m->valid = m->watched = 1;
 }
 
 /* Reads the members in c->lv.verify again (re-arming their data watches).
@@ -717,10 +734,15 @@ static void mc_update(coord_t *c, const char *id, const coord_worker_t *w) {
  * data changed for another reason): the caller rebalances again. */
 static int verify_flush(coord_t *c, const char *wdir) {
     int again = 0;
+    BATON_FAILPOINT("coordinator.before_verify");
     for (size_t i = 0; i < c->lv.nverify; i++) {
         const char *id = c->lv.verify[i];
         coord_worker_t tmp = {0};
         int err = read_member(c, wdir, id, &tmp);
+        BLOG_DEBUG("event=leave_verified worker=%s node=%s", id,
+                   err == BATON_OK         ? "present"
+                   : err == BATON_NOTFOUND ? "gone"
+                                           : baton_err_name(err));
         if (err == BATON_OK) {
             mc_update(c, id, &tmp);
             if (!leaving_has(c, id)) {
@@ -1283,6 +1305,8 @@ static int snap_read_published(coord_t *c, coord_snap_t *rs) {
         rs->nraw = c->gs.nlive;
     } else if ((err = baton_zk_children(c->zk, rs->wdir, 1, &rs->raw, &rs->nraw)) != BATON_OK) {
         return err;
+    } else {
+        mc_untrust_unwatched(c);
     }
     /* children come sorted, so live is sorted */
     rs->live = xcalloc(rs->nraw ? rs->nraw : 1, sizeof(char *));
@@ -1369,6 +1393,7 @@ static int snap_read_settings(coord_t *c, coord_snap_t *rs) {
  * fired, else read (re-arming the watch); then the cache is replaced. */
 static int snap_read_members(coord_t *c, coord_snap_t *rs) {
     coord_worker_t *w = rs->w = xcalloc(rs->nlive + rs->npub + 1, sizeof(*w));
+    int *watched = xcalloc(rs->nlive + 1, sizeof(int)); /* w[i]'s node has a watch armed */
     size_t nw = 0;
     /* The members not cached are read pipelined (issue 16: one at a time,
      * 500 joiners cost a loaded cold start tens of seconds): an exists
@@ -1403,7 +1428,7 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
                 err = rc;
                 break;
             }
-            nw++;
+            watched[nw++] = 1;
             continue;
         }
         if (hit && hit->valid) {
@@ -1414,7 +1439,7 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
             w[nw].keys_filter = hit->keys_filter;
             w[nw].keys = hit->keys ? xstrdup(hit->keys) : NULL;
             w[nw].session = hit->session;
-            nw++;
+            watched[nw++] = hit->watched;
         }
     }
     for (size_t j = 0; j < nread; j++) {
@@ -1426,8 +1451,10 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
     free(watches);
     free(paths);
     rs->nw = nw; /* what snap_release frees */
-    if (err != BATON_OK)
+    if (err != BATON_OK) {
+        free(watched);
         return err;
+    }
     /* A member whose node now belongs to another session than when we last
      * read it restarted under its id while we were not looking (frozen, or
      * the events coalesced): whatever a standby promoted for its old
@@ -1452,9 +1479,11 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
                                         .keys_filter = w[i].keys_filter,
                                         .keys = w[i].keys ? xstrdup(w[i].keys) : NULL,
                                         .session = w[i].session,
-                                        .valid = 1};
+                                        .valid = 1,
+                                        .watched = watched[i]};
         snprintf(c->mc.v[i].rack, sizeof(c->mc.v[i].rack), "%s", w[i].rack);
     }
+    free(watched);
     return BATON_OK;
 }
 
@@ -1873,7 +1902,9 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
          * (baton_membership_leave): act on the event itself, a read less
          * on the handoff's critical path. Its other fields are cached and
          * unchanged; the read that re-arms the watch and confirms the mark
-         * comes after the publish (verify_flush). */
+         * comes after the publish (verify_flush); until then no watch is
+         * armed on the node. */
+        mc_find(c, id)->watched = 0;
         leaving_note(c, id);
         c->lv.verify = xrealloc(c->lv.verify, sizeof(char *) * (c->lv.nverify + 1));
         c->lv.verify[c->lv.nverify++] = xstrdup(id);

@@ -66,8 +66,18 @@ typedef struct {
  * 20, 25 ... ms between tries, so a writer behind a 1 ms commit often
  * sleeps 10-25 ms: with every worker of a host sharing the file, that was
  * most of a handoff's fence and a good part of the throughput lost to
- * contention. This one tries again after 100 us, backing off to 2 ms, and
- * gives up after busy_ms like the built-in one. */
+ * contention. This one tries again after 100 us, then every 250 us, and
+ * gives up after busy_ms like the built-in one.
+ *
+ * SQLite's write lock has no queue: whoever tries first after the commit
+ * gets it. The pause must not grow with the wait (it went up to 2 ms
+ * here): behind a commit whose fsync stalls for hundreds of ms (a loaded
+ * disk), a writer that had waited all along then tried 8 times less often
+ * than one that had just arrived, lost to it, and ran out of its busy_ms
+ * (six workers on one file in the rolling-restart bench: 250 ms busy, then
+ * the retry). Every 250 us costs a waiter a few syscalls per try. */
+#define SQ_BUSY_FIRST_US 100
+#define SQ_BUSY_PAUSE_US 250
 static int sq_busy(void *arg, int count) {
     sq_t *sq = arg;
     int64_t now = baton_now_us();
@@ -75,8 +85,7 @@ static int sq_busy(void *arg, int count) {
         sq->busy_since_us = now;
     if (now - sq->busy_since_us >= (int64_t)sq->busy_ms * 1000)
         return 0;
-    int64_t pause_us = count < 20 ? 100 : count < 60 ? 500 : 2000;
-    baton_sleep_us(pause_us);
+    baton_sleep_us(count < 20 ? SQ_BUSY_FIRST_US : SQ_BUSY_PAUSE_US);
     return 1;
 }
 
