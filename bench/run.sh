@@ -422,7 +422,15 @@ sc_field() { sed -n "s/.*[ ]$2=\([^ ]*\).*/\1/p" <<<" $1"; }
 bench_scale() {
     local P=${BENCH_PARTITIONS:-10000} W=${BENCH_WORKERS:-100} session=${BENCH_SCALE_SESSION_MS:-10000}
     h_init bench_scale
-    h_zk_start
+    # The harness's ZooKeeper has a 256 MB heap (enough for every test). At
+    # 100,000 partitions (partition, claims directory and claim nodes, a
+    # watch or two each) that heap filled: the server spent 100 s of its
+    # first 150 in full collections and every session expired. The bench
+    # gives it 256 MB + 16 kB per partition (1.8 GB at 100,000); a later
+    # -Xmx wins. BENCH_ZK_HEAP_MB sets it.
+    local zk_heap=${BENCH_ZK_HEAP_MB:-$((256 + P / 64))}
+    H_ZK_JAVA_OPTS="-Xmx${zk_heap}m ${H_ZK_JAVA_OPTS:-}" h_zk_start
+    h_log "zookeeper heap: ${zk_heap} MB"
     local t
     t=$(bench_now_us)
     b_ctl init --topic "$B_TOPIC" --partitions "$P" >/dev/null || h_fail "batonctl init $P partitions failed"
