@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--first"))
             bad = baton_parse_i64(v, 0, 1000000, &first);
         else if (!strcmp(a, "--threads"))
-            bad = baton_parse_i64(v, 1, 256, &threads);
+            bad = baton_parse_i64(v, 1, 2500, &threads);
         else if (!strcmp(a, "--session-timeout-ms"))
             bad = baton_parse_i64(v, 400, 600000, &session);
         else {
