@@ -387,6 +387,16 @@ sc_converged() {
     [[ $s == "$p" ]] && (($(bench_now_us) - t > 1500000))
 }
 
+# sc_cold_converged P LOG...: every member process has joined all its
+# members (its "ready" line) and sc_converged. Without the first, a cold
+# start looked converged while 470 of 1,000 members were still joining.
+sc_cold_converged() {
+    local p=$1 f
+    shift
+    for f in "$@"; do grep -q '^ready ' "$f" || return 1; done
+    sc_converged "$p" "$@"
+}
+
 # sc_4lw WORD: a four-letter word's answer, asked again (up to 5 times)
 # while a loaded server lets the harness's 2 s read time out.
 sc_4lw() {
@@ -457,7 +467,7 @@ bench_scale() {
         --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim"
     h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
         --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
-    h_wait_for 300 "all $P partitions owned by $W workers" sc_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
+    h_wait_for 300 "all $P partitions owned by $W workers" sc_cold_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
         h_fail "cold start did not converge"
     local tc s
     read -r tc s < <(sc_owned_total "$H_DIR/members.log" "$H_DIR/victim.log")
