@@ -457,14 +457,17 @@ bench_scale() {
     local t0
     t0=$(bench_now_us)
     # One thread joins its members one after another, polling those it
-    # has joined between joins: 4 threads up to 200 workers, one per 50
-    # beyond (BENCH_SCALE_THREADS sets it). At 1,000 workers the joins take
-    # minutes on this loaded machine; the cold start reports when the last
-    # member had joined beside it. One thread per 4 members joined everyone
-    # in 55 s once, but that run lost every session at load 60.
-    local threads=${BENCH_SCALE_THREADS:-$((W > 200 ? W / 50 : 4))}
+    # has joined between joins: 4 threads up to 200 workers. Beyond, that
+    # polling (synchronous reads and claims of every member joined so far,
+    # while the group rebalances at each join) made the joins take minutes
+    # on this loaded machine, so there each thread joins all of its members
+    # first (--join-first; their sessions live on the client's own
+    # threads meanwhile), one thread per 10 members (BENCH_SCALE_THREADS
+    # sets it). cold_join_s reports when the last member had joined.
+    local threads=${BENCH_SCALE_THREADS:-$((W > 200 ? W / 10 : 4))} join_first=()
+    ((W > 200)) && join_first=(--join-first)
     h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members $((W - 1)) \
-        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim"
+        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim" "${join_first[@]}"
     h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
         --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
     h_wait_for 300 "all $P partitions owned by $W workers" sc_cold_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
