@@ -194,10 +194,18 @@ static void plan_row(const char *name, const baton_plan_snapshot_t *s, baton_pla
         bytes += b;
         largest = b > largest ? b : largest;
     }
+    /* How the standbys spread: members standing by for anyone, and the
+     * most owners one member stands by for. */
+    size_t standing = 0, most = 0;
+    for (size_t k = 0; k < s->nmembers; k++) {
+        standing += pl->nstandby[k] > 0;
+        most = pl->nstandby[k] > most ? pl->nstandby[k] : most;
+    }
     printf("plan %-9s partitions=%d workers=%zu plan_ms=%.1f standby_ms=%lld diff_ms=%lld "
-           "nodes_written=%zu bytes_written=%zu largest_node=%zu moved=%d\n",
+           "nodes_written=%zu bytes_written=%zu largest_node=%zu moved=%d standing_by=%zu "
+           "most_owners=%zu\n",
            name, s->npartitions, s->nmembers, ms, (long long)pl->standby_ms, (long long)pl->diff_ms,
-           pl->nops, bytes, largest, pl->moved);
+           pl->nops, bytes, largest, pl->moved, standing, most);
     fflush(stdout);
 }
 
