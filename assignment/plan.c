@@ -230,15 +230,30 @@ static void plan_moves(const baton_plan_snapshot_t *s, baton_plan_t *p) {
     }
 }
 
-/* The node diff against what is published. */
+static int published_cmp(const void *a, const void *b) {
+    const baton_plan_published_t *x = *(const baton_plan_published_t *const *)a,
+                                 *y = *(const baton_plan_published_t *const *)b;
+    int c = strcmp(x->id, y->id);
+    /* The same id twice: the later entry wins, as the scan it replaces did. */
+    return c ? c : (x < y ? -1 : x > y);
+}
+
+/* The node diff against what is published. The published nodes sorted by
+ * id are walked beside the members (sorted too): one pass, not a scan of
+ * the published nodes per member (1,000 members: a million strcmp). */
 static void plan_diff(const baton_plan_snapshot_t *s, baton_plan_t *p) {
-    size_t nw = s->nmembers;
-    p->ops = xcalloc(nw + s->npublished + 1, sizeof(*p->ops));
+    size_t nw = s->nmembers, np = s->npublished, j = 0;
+    p->ops = xcalloc(nw + np + 1, sizeof(*p->ops));
+    const baton_plan_published_t **byid = xcalloc(np + 1, sizeof(*byid));
+    for (size_t i = 0; i < np; i++)
+        byid[i] = &s->published[i];
+    qsort(byid, np, sizeof(*byid), published_cmp);
     for (size_t k = 0; k < nw; k++) {
         const baton_plan_published_t *old = NULL;
-        for (size_t i = 0; i < s->npublished; i++)
-            if (strcmp(s->published[i].id, s->members[k].id) == 0)
-                old = &s->published[i];
+        while (j < np && strcmp(byid[j]->id, s->members[k].id) < 0)
+            j++;
+        while (j < np && strcmp(byid[j]->id, s->members[k].id) == 0)
+            old = byid[j++];
         baton_worker_assignment_t wa;
         baton_plan_node(s, p, k, &wa);
         int same = old && old->valid &&
@@ -256,6 +271,7 @@ static void plan_diff(const baton_plan_snapshot_t *s, baton_plan_t *p) {
         free(wa.partitions);
         free(wa.keys);
     }
+    free(byid);
     for (size_t i = 0; i < s->npublished; i++) {
         const baton_plan_published_t *pub = &s->published[i];
         if (member_find(s, pub->id) >= 0)
@@ -310,7 +326,9 @@ int baton_plan_compute(const baton_plan_snapshot_t *s, baton_plan_t *out, char *
     }
     if (!err) {
         plan_moves(s, out);
+        int64_t t0 = baton_now_ms();
         plan_diff(s, out);
+        out->diff_ms = baton_now_ms() - t0;
     }
     free((void *)in.leader_rack);
     free(aw);

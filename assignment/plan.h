@@ -96,7 +96,8 @@ typedef struct {
     baton_assign_stats_t stats;
     int standby_skipped; /* over COORD_STANDBY_BUDGET: no standbys named */
     const char *failed;  /* on an error: "partitions", "keys" or "standby" */
-    int64_t standby_ms;  /* what naming the standbys took (they cost most) */
+    int64_t standby_ms;  /* what naming the standbys took */
+    int64_t diff_ms;     /* the node diff, encoding the nodes to write included */
 } baton_plan_t;
 
 /* The row of the snapshot's key k, and whether a row is a key's. */

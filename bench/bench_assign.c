@@ -17,6 +17,7 @@
  * after the last event (rack_local). Pure computation: no ZooKeeper, no
  * Kafka. */
 #include "assignment.h"
+#include "plan.h"
 
 #include "baton_util.h"
 
@@ -174,8 +175,91 @@ static void row_print(const row_t *row, int json, int first) {
     fflush(stdout);
 }
 
+/* --plan P W: the coordinator's whole plan step (baton_plan_compute: the
+ * assignment, the standbys, the node diff with its encoding) on equal
+ * workers, sticky, standbys on. Three plans: cold (nothing published),
+ * steady (the cold plan published, nothing changed) and failover (the
+ * last worker gone). Prints one line per plan, wall clock. */
+static void plan_row(const char *name, const baton_plan_snapshot_t *s, baton_plan_t *pl) {
+    char errstr[256];
+    double t0 = now_ms();
+    if (baton_plan_compute(s, pl, errstr, sizeof(errstr)) != 0) {
+        fprintf(stderr, "baton-bench-assign: plan: %s\n", errstr);
+        exit(1);
+    }
+    double ms = now_ms() - t0;
+    size_t bytes = 0, largest = 0;
+    for (size_t i = 0; i < pl->nops; i++) {
+        size_t b = pl->ops[i].payload ? strlen(pl->ops[i].payload) : 0;
+        bytes += b;
+        largest = b > largest ? b : largest;
+    }
+    /* How the standbys spread: members standing by for anyone, and the
+     * most owners one member stands by for. */
+    size_t standing = 0, most = 0;
+    for (size_t k = 0; k < s->nmembers; k++) {
+        standing += pl->nstandby[k] > 0;
+        most = pl->nstandby[k] > most ? pl->nstandby[k] : most;
+    }
+    printf("plan %-9s partitions=%d workers=%zu plan_ms=%.1f standby_ms=%lld diff_ms=%lld "
+           "nodes_written=%zu bytes_written=%zu largest_node=%zu moved=%d standing_by=%zu "
+           "most_owners=%zu\n",
+           name, s->npartitions, s->nmembers, ms, (long long)pl->standby_ms, (long long)pl->diff_ms,
+           pl->nops, bytes, largest, pl->moved, standing, most);
+    fflush(stdout);
+}
+
+static int run_plan(int np, int nw) {
+    baton_plan_member_t *m = xcalloc((size_t)nw, sizeof(*m));
+    char **ids = xcalloc((size_t)nw, sizeof(char *));
+    for (int i = 0; i < nw; i++) {
+        ids[i] = xasprintf("w%06d", i);
+        m[i] = (baton_plan_member_t){.id = ids[i], .capacity = 1};
+    }
+    baton_plan_snapshot_t s = {.strategy = BATON_STRATEGY_STICKY,
+                               .npartitions = np,
+                               .members = m,
+                               .nmembers = (size_t)nw,
+                               .standbys = 1};
+    baton_plan_t cold, steady, fo;
+    plan_row("cold", &s, &cold);
+    /* What the cold plan wrote, as the coordinator reads it back. */
+    baton_plan_published_t *pub = xcalloc((size_t)nw, sizeof(*pub));
+    baton_worker_assignment_t *wa = xcalloc((size_t)nw, sizeof(*wa));
+    for (int k = 0; k < nw; k++) {
+        baton_plan_node(&s, &cold, (size_t)k, &wa[k]);
+        pub[k] = (baton_plan_published_t){.id = ids[k],
+                                          .partitions = wa[k].partitions,
+                                          .npartitions = wa[k].npartitions,
+                                          .standby = wa[k].standby,
+                                          .nstandby = wa[k].nstandby,
+                                          .generation = cold.generation,
+                                          .valid = 1};
+    }
+    s.published = pub;
+    s.npublished = (size_t)nw;
+    s.generation = cold.generation;
+    plan_row("steady", &s, &steady);
+    s.nmembers = (size_t)nw - 1;
+    plan_row("failover", &s, &fo);
+    baton_plan_release(&fo, (size_t)nw - 1);
+    baton_plan_release(&steady, (size_t)nw);
+    for (int k = 0; k < nw; k++) {
+        free(wa[k].partitions);
+        free(wa[k].keys);
+        free(ids[k]);
+    }
+    baton_plan_release(&cold, (size_t)nw);
+    free(wa);
+    free(pub);
+    free(ids);
+    free(m);
+    return 0;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: baton-bench-assign [--json] [--events N] [--quick]\n"
+               "       baton-bench-assign --plan PARTITIONS WORKERS\n"
                "\n"
                "Times the assignor on churn events for every strategy over\n"
                "P in {1000, 10000, 100000} x W in {10, 100, 1000}, and\n"
@@ -189,7 +273,10 @@ static void usage(FILE *f) {
                "              rack_policy (null without racks), realigned, rack_local\n"
                "  --events N  churn events per row (default 100; rendezvous rows with\n"
                "              P x W above 10^6 use N / 5)\n"
-               "  --quick     only P = 1000 (a smoke run)\n");
+               "  --quick     only P = 1000 (a smoke run)\n"
+               "  --plan P W  instead, time the coordinator's plan step (assignment,\n"
+               "              standbys, node diff and encoding), sticky with standbys:\n"
+               "              cold, steady (nothing changed) and failover (one worker gone)\n");
 }
 
 int main(int argc, char **argv) {
@@ -207,6 +294,17 @@ int main(int argc, char **argv) {
                 return 2;
             }
             nevents = (int)v;
+        } else if (strcmp(argv[i], "--plan") == 0 && i + 2 < argc) {
+            int64_t p, w;
+            if (baton_parse_i64(argv[i + 1], 1, 10000000, &p) != 0 ||
+                baton_parse_i64(argv[i + 2], 2, 100000, &w) != 0) {
+                fprintf(stderr,
+                        "baton-bench-assign: --plan: '%s %s' is not PARTITIONS (1..10^7) "
+                        "WORKERS (2..100000)\n",
+                        argv[i + 1], argv[i + 2]);
+                return 2;
+            }
+            return run_plan((int)p, (int)w);
         } else if (strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;

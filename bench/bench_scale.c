@@ -42,6 +42,7 @@
 typedef struct {
     const char *zk, *group, *root;
     int first, count, session_ms;
+    int join_first; /* join every member of a thread before polling any */
     const char *prefix;
     const char *watch_member;
 } scale_conf_t;
@@ -102,8 +103,11 @@ static void *scale_thread(void *arg) {
         atomic_fetch_add(&scale_joined, 1);
         /* The members already joined go on meanwhile (their assignment,
          * claims, watches): joining the rest one by one takes this thread
-         * seconds, which no real worker waits for. */
-        for (int k = 0; k < n; k++) {
+         * seconds, which no real worker waits for. Unless --join-first:
+         * each such round polls every member joined so far (synchronous
+         * reads and claims while the group rebalances), so at 50 members a
+         * thread the joins themselves took minutes. */
+        for (int k = 0; k < n && !c->join_first; k++) {
             int next = 0;
             if (baton_membership_poll(ms[k], &next, errstr, sizeof(errstr)) != BATON_OK) {
                 fprintf(stderr, "baton-bench-scale: member %s: %s\n", ids[k], errstr);
@@ -272,7 +276,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: baton-bench-scale --zk HOSTS --group G --members N [--first K] [--prefix w]\n"
             "                         [--threads 4] [--session-timeout-ms 10000] [--root /baton]\n"
-            "                         [--watch-member ID]\n"
+            "                         [--watch-member ID] [--join-first]\n"
             "       baton-bench-scale --zk HOSTS --group G --report [--root /baton]\n");
 }
 
@@ -288,6 +292,10 @@ int main(int argc, char **argv) {
         }
         if (!strcmp(a, "--report")) {
             report = 1;
+            continue;
+        }
+        if (!strcmp(a, "--join-first")) {
+            c.join_first = 1;
             continue;
         }
         if (i + 1 >= argc) {
@@ -311,7 +319,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--first"))
             bad = baton_parse_i64(v, 0, 1000000, &first);
         else if (!strcmp(a, "--threads"))
-            bad = baton_parse_i64(v, 1, 256, &threads);
+            bad = baton_parse_i64(v, 1, 2500, &threads);
         else if (!strcmp(a, "--session-timeout-ms"))
             bad = baton_parse_i64(v, 400, 600000, &session);
         else {

@@ -388,6 +388,16 @@ sc_converged() {
     [[ $s == "$p" ]] && (($(bench_now_us) - t > 1500000))
 }
 
+# sc_cold_converged P LOG...: every member process has joined all its
+# members (its "ready" line) and sc_converged. Without the first, a cold
+# start looked converged while 470 of 1,000 members were still joining.
+sc_cold_converged() {
+    local p=$1 f
+    shift
+    for f in "$@"; do grep -q '^ready ' "$f" || return 1; done
+    sc_converged "$p" "$@"
+}
+
 # sc_4lw WORD: a four-letter word's answer, asked again (up to 5 times)
 # while a loaded server lets the harness's 2 s read time out.
 sc_4lw() {
@@ -423,7 +433,15 @@ sc_field() { sed -n "s/.*[ ]$2=\([^ ]*\).*/\1/p" <<<" $1"; }
 bench_scale() {
     local P=${BENCH_PARTITIONS:-10000} W=${BENCH_WORKERS:-100} session=${BENCH_SCALE_SESSION_MS:-10000}
     h_init bench_scale
-    h_zk_start
+    # The harness's ZooKeeper has a 256 MB heap (enough for every test). At
+    # 100,000 partitions (partition, claims directory and claim nodes, a
+    # watch or two each) that heap filled: the server spent 100 s of its
+    # first 150 in full collections and every session expired. The bench
+    # gives it 256 MB + 16 kB per partition (1.8 GB at 100,000); a later
+    # -Xmx wins. BENCH_ZK_HEAP_MB sets it.
+    local zk_heap=${BENCH_ZK_HEAP_MB:-$((256 + P / 64))}
+    H_ZK_JAVA_OPTS="-Xmx${zk_heap}m ${H_ZK_JAVA_OPTS:-}" h_zk_start
+    h_log "zookeeper heap: ${zk_heap} MB"
     local t
     t=$(bench_now_us)
     b_ctl init --topic "$B_TOPIC" --partitions "$P" >/dev/null || h_fail "batonctl init $P partitions failed"
@@ -439,22 +457,33 @@ bench_scale() {
     # Cold start: the coordinator is up; all W workers start at once.
     local t0
     t0=$(bench_now_us)
-    # One thread joins its members one after another: 4 threads up to 200
-    # workers, one per 50 beyond, so that the joins themselves (a session
-    # each) do not make the cold start.
-    local threads=$((W > 200 ? W / 50 : 4))
+    # One thread joins its members one after another, polling those it
+    # has joined between joins: 4 threads up to 200 workers. Beyond, that
+    # polling (synchronous reads and claims of every member joined so far,
+    # while the group rebalances at each join) made the joins take minutes
+    # on this loaded machine, so there each thread joins all of its members
+    # first (--join-first; their sessions live on the client's own
+    # threads meanwhile), one thread per 10 members (BENCH_SCALE_THREADS
+    # sets it). cold_join_s reports when the last member had joined.
+    local threads=${BENCH_SCALE_THREADS:-$((W > 200 ? W / 10 : 4))} join_first=()
+    ((W > 200)) && join_first=(--join-first)
     h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members $((W - 1)) \
-        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim"
+        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim" "${join_first[@]}"
     h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
         --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
-    h_wait_for 300 "all $P partitions owned by $W workers" sc_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
+    h_wait_for 300 "all $P partitions owned by $W workers" sc_cold_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
         h_fail "cold start did not converge"
     local tc s
     read -r tc s < <(sc_owned_total "$H_DIR/members.log" "$H_DIR/victim.log")
     local cold_ms=$(((tc - t0) / 1000))
     local gens
     gens=$(grep -c 'event=published' "$H_DIR/c1.log" || true)
-    h_log "cold start: $P partitions owned after $cold_ms ms ($gens assignment generations)"
+    # When the last member's session and node were made (the bench's own
+    # joining: part of the cold start, not the coordinator's).
+    local tr joined_ms
+    tr=$(awk '$1 == "ready" { print $2; exit }' "$H_DIR/members.log")
+    joined_ms=$(((${tr:-$tc} - t0) / 1000))
+    h_log "cold start: $P partitions owned after $cold_ms ms ($gens assignment generations); every member joined after $joined_ms ms"
     cpu1=$(sc_cpu_ms "$cpid")
     local cold_cpu_ms=$((cpu1 - cpu0))
 
@@ -517,6 +546,7 @@ bench_scale() {
     echo "scale: $P partitions, $W simulated workers (real members, ZooKeeper sessions of ${session} ms;"
     echo "$((W - 1)) in one process on $threads threads, 1 in another), one coordinator, standalone ZooKeeper"
     printf '%-60s %s\n' "cold start: all started at once -> every partition owned" "$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f s", m / 1000 }') ($gens generations)"
+    printf '%-60s %s\n' "  of which: until the last member had joined" "$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f s", m / 1000 }')"
     printf '%-60s %s\n' "failover: worker's session expired -> its $moved partitions owned" "$fo_ms ms"
     printf '%-60s %s\n' "ZooKeeper requests per moved partition (all clients, pings removed)" "$ops"
     printf '%-60s %s\n' "ZooKeeper write transactions per moved partition" "$writes"
@@ -533,7 +563,7 @@ bench_scale() {
     # of 10 s of idle probes that the packet count has to subtract.
     echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$writes zk_requests_per_moved_partition=$ops" \
         "standby_coverage=$cov largest_znode_bytes=$big coord_cpu_ms_per_rebalance=$fo_cpu coord_rss_kb=$rss coord_peak_rss_kb=$hwm" \
-        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed"
+        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed cold_join_s=$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f", m / 1000 }')"
 }
 
 # --- rolling -------------------------------------------------------------------

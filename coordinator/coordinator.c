@@ -943,6 +943,11 @@ static int64_t handoff_check_ms(const coord_t *c) {
     return t < 100 ? 100 : t > 1000 ? 1000 : t;
 }
 #define HANDOFF_CHECK_MAX 512
+/* ... and for at most this long per look: each read is synchronous, and a
+ * look at 512 rows (up to 1,536 reads) kept the loop from membership churn
+ * for seconds at a time when a 100,000-partition cold start left tens of
+ * thousands pending (the next look then follows after as long again). */
+#define HANDOFF_CHECK_BUDGET_MS 50
 /* The watchdog also looks again, a few at a time, at resources it thinks
  * settled: "assigned to A, held by B" must end however it arose (a stale
  * standby promotion, a lost event), not only after a move. */
@@ -1157,14 +1162,15 @@ static void handoffs_check(coord_t *c) {
     }
     if (!ho->res.n || !coord_timers_is_due(ts, T_HANDOFF, now))
         return;
-    int checked = 0, any = 0;
+    int checked = 0, any = 0, spent = 0;
     int32_t np = ho->res.npartitions;
     int32_t p = np ? ho->cursor % np : 0;
     for (int32_t i = 0; i < np; i++, p = (p + 1) % np) {
         handoff_t *h = &ho->rows[p];
         if (!h->pending)
             continue;
-        if (checked == HANDOFF_CHECK_MAX) {
+        if (checked == HANDOFF_CHECK_MAX ||
+            (spent = baton_now_ms() - now >= HANDOFF_CHECK_BUDGET_MS)) {
             any = 1;
             break;
         }
@@ -1183,13 +1189,20 @@ static void handoffs_check(coord_t *c) {
         handoff_t *h = &ho->rows[r];
         if (!h->pending)
             continue;
-        if (kchecked++ == HANDOFF_CHECK_MAX || handoff_check_one(c, r, now) != BATON_OK) {
+        if (kchecked++ == HANDOFF_CHECK_MAX || spent ||
+            (spent = baton_now_ms() - now >= HANDOFF_CHECK_BUDGET_MS) ||
+            handoff_check_one(c, r, now) != BATON_OK) {
             any = 1;
             break;
         }
         any |= h->pending;
     }
-    coord_timers_arm(ts, T_HANDOFF, any ? now + handoff_check_ms(c) : 0);
+    /* Out of time: the rest after one budget's pause (the loop serves
+     * events and rebalances meanwhile), not after a whole interval. */
+    coord_timers_arm(ts, T_HANDOFF,
+                     !any    ? 0
+                     : spent ? baton_now_ms() + HANDOFF_CHECK_BUDGET_MS
+                             : now + handoff_check_ms(c));
 }
 
 /* Remembers the assignment now published: the plan's node of every

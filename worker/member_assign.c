@@ -97,7 +97,7 @@ int mb_read_assignment(baton_membership_t *m) {
         int want = promoted_keep(mp, listed[row], wa.generation);
         if (want != mstate_assigned(mp->state)) {
             mb_st_assign(m, row, want, "assignment");
-            mp->dirty = 1;
+            mb_mark_dirty(m, mp);
             if (want && !mstate_owned(mp->state))
                 mb_assigned_note(m, row);
         }

@@ -39,7 +39,7 @@ void mb_drop_row(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
     BLOG_WARN("event=drop %s epoch=%lld reason=fenced", mb_row_label(m, row), (long long)mp->czxid);
     mb_delete_claim(m, row, "dropped");
-    mp->dirty = 1;
+    mb_mark_dirty(m, mp);
     mp->retry_at = baton_now_ms() + RETRY_MS;
 }
 
@@ -158,7 +158,7 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
             mb_cb_released(m, row, BATON_RELEASE_LOST);
         mp->claim[0] = 0;
         mb_st_phase(m, row, MPHASE_NONE, "claim_lost");
-        mp->dirty = 1;
+        mb_mark_dirty(m, mp);
         return NULL;
     }
     *waiting = pred != NULL;
@@ -177,7 +177,7 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
                         int waiting) {
     mpart_t *mp = &m->st[row];
     if (err == BATON_NOTFOUND) {
-        mp->dirty = 1; /* it went meanwhile: look again */
+        mb_mark_dirty(m, mp); /* it went meanwhile: look again */
         return BATON_OK;
     }
     if (err != BATON_OK || waiting)
@@ -188,7 +188,7 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
         mp->czxid = st->czxid;
     if (!mstate_owned(mp->state)) {
         if (!baton_membership_can_write(m)) {
-            mp->dirty = 1;
+            mb_mark_dirty(m, mp);
             return BATON_OK;
         }
         /* Owned while on_acquired runs, so baton_epoch_valid() holds there
@@ -207,7 +207,7 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
         } else if (rc == BATON_STALE) {
             mb_drop_row(m, row);
         } else {
-            mp->dirty = 1;
+            mb_mark_dirty(m, mp);
             mp->retry_at = baton_now_ms() + RETRY_MS;
         }
     }
@@ -486,7 +486,7 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         if (errs[i] == BATON_OK)
             continue;
         mpart_t *mp = &m->st[rows[i]];
-        mp->dirty = 1;
+        mb_mark_dirty(m, mp);
         mp->retry_at = now + RETRY_MS;
         expired |= errs[i] == BATON_EXPIRED;
     }

@@ -41,13 +41,24 @@ void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *w
     mb_st_set(m, row, mstate_make(assigned, mstate_phase(m->st[row].state)), why);
 }
 
-/* Room in m->st for every row of the table, the new ones zeroed. */
+/* Room in m->st for every row of the table, the new ones zeroed. A big
+ * step (the first, or the partitions growing) takes fresh zeroed memory:
+ * its pages stay unmapped until a row is written, and a member holds ~100
+ * of 100,000 partitions. A small one (a key added) extends in place. */
 static void st_fit(baton_membership_t *m) {
     if (m->res.n <= m->stcap)
         return;
     size_t cap = m->res.n + 8;
-    m->st = xrealloc(m->st, sizeof(mpart_t) * cap);
-    memset(m->st + m->stcap, 0, sizeof(mpart_t) * (cap - m->stcap));
+    if (cap > 2 * m->stcap) {
+        mpart_t *st = xcalloc(cap, sizeof(mpart_t));
+        if (m->stcap)
+            memcpy(st, m->st, sizeof(mpart_t) * m->stcap);
+        free(m->st);
+        m->st = st;
+    } else {
+        m->st = xrealloc(m->st, sizeof(mpart_t) * cap);
+        memset(m->st + m->stcap, 0, sizeof(mpart_t) * (cap - m->stcap));
+    }
     m->stcap = cap;
 }
 
@@ -87,9 +98,13 @@ int mb_grow_parts(baton_membership_t *m, int32_t nparts) {
         baton_res_table_add_key(&t, baton_res_at(&m->res, row)->key);
     baton_res_table_free(&m->res);
     m->res = t;
+    size_t old_cap = m->stcap;
     st_fit(m);
     memmove(m->st + old_np + delta, m->st + old_np, sizeof(mpart_t) * (old_n - old_np));
-    memset(m->st + old_np, 0, sizeof(mpart_t) * delta);
+    /* The new partitions' rows: past the old capacity they are zero already
+     * (st_fit); below it, where the keys were, they are cleared. */
+    size_t stale = old_cap > old_np ? old_cap - old_np : 0;
+    memset(m->st + old_np, 0, sizeof(mpart_t) * (stale < delta ? stale : delta));
     for (size_t i = 0; i < m->nadded; i++)
         m->added[i] = row_moved(m->added[i], old_np, delta);
     for (size_t i = 0; i < m->nstandby; i++)

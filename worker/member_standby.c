@@ -201,7 +201,7 @@ static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
             continue;
         mp->promoted = 0;
         mb_st_assign(m, e->rows[j], 0, "standby_given_back");
-        mp->dirty = 1;
+        mb_mark_dirty(m, mp);
         mp->retry_at = 0;
         gave++;
     }
@@ -238,7 +238,7 @@ void mb_standby_promote(baton_membership_t *m) {
             mb_st_assign(m, e->rows[j], 1, "standby_promoted");
             mp->promoted = 1;
             mp->promoted_gen = m->generation;
-            mp->dirty = 1;
+            mb_mark_dirty(m, mp);
             mp->retry_at = 0;
             mb_assigned_note(m, e->rows[j]);
             took++;

@@ -432,8 +432,11 @@ int baton_membership_claim_path(const baton_membership_t *m, const baton_resourc
 /* Drops everything without flushing: our session is gone, so are our
  * claims, and a successor may already be writing. */
 static void lose_all(baton_membership_t *m, const char *why) {
+    static const mpart_t idle; /* MSTATE_IDLE is 0 */
     for (size_t row = 0; row < m->res.n; row++) {
         mpart_t *mp = &m->st[row];
+        if (memcmp(mp, &idle, sizeof(*mp)) == 0)
+            continue; /* nothing to drop; a row never used stays unwritten */
         if (mstate_owned(mp->state))
             mb_cb_released(m, row, BATON_RELEASE_LOST);
         mb_st_set(m, row, MSTATE_IDLE, why);
@@ -468,7 +471,7 @@ static void note_event(baton_membership_t *m, const char *path, int type) {
     case BATON_PATH_OTHER: break;
     }
     if (row >= 0)
-        m->st[row].dirty = 1;
+        mb_mark_dirty(m, &m->st[row]);
     else
         m->all_dirty = 1; /* the config, or nothing we know: look at everything */
 }
@@ -510,15 +513,17 @@ static int check_member(baton_membership_t *m) {
 /* How soon the owner should poll again: a dirty resource's retry time, a
  * pending re-read, or the liveness probe. */
 static int soon_of(baton_membership_t *m, int err, int probe_ms) {
-    int soon = 1000;
+    int soon = 1000, any = 0;
     int64_t t = baton_now_ms();
-    for (size_t row = 0; row < m->res.n; row++) {
+    for (size_t row = 0; m->rows_dirty && row < m->res.n; row++) {
         const mpart_t *mp = &m->st[row];
         if (mp->dirty) {
             int64_t d = mp->retry_at - t;
             soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
+            any = 1;
         }
     }
+    m->rows_dirty = any;
     if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
         soon = soon < RETRY_MS ? soon : RETRY_MS;
     return soon < probe_ms ? soon : probe_ms;
@@ -646,7 +651,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
                 e->verify = m->st[e->rows[j]].promoted;
         }
         for (size_t row = 0; row < m->res.n; row++)
-            m->st[row].dirty = 1;
+            if (m->st[row].state != MSTATE_IDLE) /* an idle row has nothing to look at */
+                mb_mark_dirty(m, &m->st[row]);
     }
     if (m->assignment_dirty) {
         m->assignment_dirty = 0;
@@ -662,14 +668,14 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     int64_t now = baton_now_ms();
     /* Releases first, so partitions we give up reach their new owners before
      * we spend time claiming new ones. */
-    for (size_t row = 0; row < m->res.n; row++) {
+    for (size_t row = 0; m->rows_dirty && row < m->res.n; row++) {
         mpart_t *mp = &m->st[row];
         if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
             continue;
         mp->dirty = 0;
         int e = mb_claim_release_unassigned(m, row);
         if (e != BATON_OK) {
-            mp->dirty = 1;
+            mb_mark_dirty(m, mp);
             mp->retry_at = now + RETRY_MS;
             if (e == BATON_EXPIRED) {
                 err = BATON_OK; /* picked up by the next poll's expiry path */
@@ -681,7 +687,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     {
         size_t *batch = xmalloc(sizeof(size_t) * CLAIM_MULTI_MAX);
         int32_t nb = 0;
-        size_t total = m->res.n;
+        size_t total = m->rows_dirty ? m->res.n : 0;
         for (size_t row = 0; row <= total; row++) {
             if (row < total) {
                 mpart_t *mp = &m->st[row];
