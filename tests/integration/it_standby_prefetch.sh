@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# it_standby_prefetch: a named standby fetches its standby partitions ahead
+# all along (--standby-prefetch, on by default), within its memory bound,
+# and uses what it holds after its fence -- never before it:
+#   1. w2 stands by for w1's partition q and fetches it (none>prefetching,
+#      reason standby). w1 is frozen (SIGSTOP) while 10 large records go to
+#      q: w2 holds them up to its 2,048-byte bound, then pauses
+#      (event=standby_prefetch_full, held_bytes within the bound).
+#   2. w1 is evicted: w2 takes q, fences it at w1's next_offset, writes what
+#      it held (event=prefetch_used, used > 0) and fetches the rest from
+#      where its bound stopped it: q's offsets 0-19 exactly once, 10-19
+#      under w2's epoch, above w1's.
+#   3. The fence ahead of what a standby fetched: w3 stands by for w2's
+#      partition s; w2 is frozen with records unwritten, evicted, and w3
+#      stops before its fence (failpoint); the operator moves s's
+#      next_offset past everything produced so far. w3's fence discards what
+#      it held (event=prefetch_discarded reason=fence_ahead) and reads from
+#      the fence's next_offset: the skipped offsets stay unwritten, every
+#      later one is written once, under w3's epoch.
+# (it_prefetch covers a fence behind what was fetched ahead: the same code.)
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+h_init it_standby_prefetch
+h_zk_start
+B_PARTITIONS=2
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+b_coord c1
+b_worker w1 --session-timeout-ms 20000
+h_wait_for 15 "w1 owns both partitions" b_all_active 1
+b_produce 20 a
+h_wait_for 15 "20 records in the sink" b_sink_has 20
+next_of() { b_sql "SELECT next_offset FROM baton_fence WHERE grp='$B_GROUP' AND partition=$1"; }
+next_is() { [[ $(next_of "$1") == "$2" ]]; }
+# standby_fetching W P: W fetches partition P ahead as its standby.
+standby_fetching() {
+    h_wait_for 15 "$1 fetches partition $2 ahead as its standby" \
+        b_log_has "$1" "event=partition_state partition=$2 from=none to=prefetching reason=standby"
+}
+offsets_of() { b_sql "SELECT group_concat(offset) FROM (SELECT offset FROM baton_output WHERE grp='$B_GROUP' AND partition=$1 ORDER BY offset)"; }
+
+# --- 1. a standby fetches ahead, within its bound ---------------------------
+b_worker w2 --log-level debug --session-timeout-ms 20000 --standby-prefetch-bytes 2048
+h_wait_for 20 "w1 and w2 own a partition each" b_all_active 2
+q=$(b_partitions_of w1)
+p=$(b_partitions_of w2)
+[[ $q =~ ^[01]$ && $p =~ ^[01]$ ]] || h_fail "w1 owns '$q', w2 owns '$p'"
+standby_fetching w2 "$q"
+b_log_has w2 'event=standby_prefetch partitions=1' || h_fail "no event=standby_prefetch in w2's log"
+h_kill w1 STOP
+# 10 records of about 300 bytes each to each partition (offsets 10-19).
+b_produce 20 "$(printf 'x%.0s' $(seq 1 300))"
+h_wait_for 15 "w2 reached its bound on partition $q" b_log_has w2 "event=standby_prefetch_full partition=$q "
+full=$(grep -E "event=standby_prefetch_full partition=$q " "$H_DIR/w2.log" | head -1)
+held_bytes=$(sed -E 's/.* held_bytes=([0-9]+).*/\1/' <<<"$full")
+((held_bytes > 0 && held_bytes <= 2048)) || h_fail "w2 held $held_bytes bytes, bound 2048: $full"
+h_wait_for 15 "w2 wrote its own partition $p through offset 19" next_is "$p" 20
+[[ $(next_of "$q") == 10 ]] || h_fail "partition $q moved on with its owner frozen: $(next_of "$q")"
+! b_log_has w2 "event=prefetch_used partition=$q " || h_fail "w2 used what it held before owning partition $q"
+
+# --- 2. the owner goes: the standby writes what it held, after its fence -----
+e1=$(b_epoch "$q")
+b_ctl evict w1 >/dev/null || h_fail "evict w1 failed"
+h_wait_for 20 "w2 wrote partition $q through offset 19" next_is "$q" 20
+used=$(grep -E "event=prefetch_used partition=$q " "$H_DIR/w2.log" | head -1)
+[[ $used =~ used=([0-9]+) ]] && ((BASH_REMATCH[1] > 0)) || h_fail "w2 did not use what it held: '$used'"
+[[ $used == *" next_offset=10"* ]] || h_fail "w2 was fenced elsewhere than 10: '$used'"
+e2=$(b_epoch "$q")
+((e2 > e1)) || h_fail "epoch $e2 is not above w1's $e1"
+[[ $(offsets_of "$q") == "$(seq -s, 0 19)" ]] || h_fail "partition $q: offsets $(offsets_of "$q")"
+[[ $(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$q AND offset >= 10 AND epoch = $e2") == 10 ]] ||
+    h_fail "offsets 10-19 of partition $q must be w2's (epoch $e2)"
+states='none>prefetching:standby prefetching>fencing_prefetched:acquired fencing_prefetched>fenced:fenced fenced>active:first_write '
+[[ $(b_part_states w2 "$q") == "$states"* ]] || h_fail "partition $q: w2 logged the states '$(b_part_states w2 "$q")'"
+h_kill w1 CONT
+rc=0
+h_wait_exit w1 15 || rc=$?
+((rc == 1)) || h_fail "an evicted w1 should exit 1, got $rc"
+
+# --- 3. a fence ahead of what the standby fetched ----------------------------
+# w3's first fence (the partition it is given on joining) passes; the second
+# (taking w2's other partition as its standby) stops it.
+BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=1:stop" b_worker w3 --session-timeout-ms 20000
+h_wait_for 20 "w2 and w3 own a partition each" b_all_active 2
+s=$(b_partitions_of w2)
+r=$(b_partitions_of w3)
+[[ $s =~ ^[01]$ && $r =~ ^[01]$ ]] || h_fail "w2 owns '$s', w3 owns '$r'"
+standby_fetching w3 "$s"
+h_kill w2 STOP
+b_produce 20 c # offsets 20-29
+h_wait_for 15 "w3 wrote its partition $r through offset 29" next_is "$r" 30
+[[ $(next_of "$s") == 20 ]] || h_fail "partition $s moved on with its owner frozen: $(next_of "$s")"
+b_ctl evict w2 >/dev/null || h_fail "evict w2 failed"
+h_wait_for 15 "w3 stopped before the fence of partition $s" \
+    bash -c "(( \$(grep -c 'name=worker.before_fence' '$H_DIR/w3.log') >= 1 )) && [[ \$(awk '{print \$3}' /proc/$(h_pid w3)/stat) == T ]]"
+# The operator skips offsets 20-31 of partition s (past all that was produced).
+b_sql "UPDATE baton_fence SET next_offset = 32 WHERE grp='$B_GROUP' AND partition=$s"
+b_produce 20 d # offsets 30-39
+h_kill w3 CONT
+h_wait_for 20 "w3 wrote partition $s through offset 39" next_is "$s" 40
+b_log_has w3 "event=prefetch_discarded partition=$s from=20 next_offset=32 .*reason=fence_ahead" ||
+    h_fail "w3 should have discarded what it fetched from 20: $(grep -E 'prefetch|fenced' "$H_DIR/w3.log")"
+e3=$(b_epoch "$s")
+[[ $(offsets_of "$s") == "$(seq -s, 0 19),$(seq -s, 32 39)" ]] || h_fail "partition $s: offsets $(offsets_of "$s")"
+[[ $(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$s AND offset >= 32 AND epoch = $e3") == 8 ]] ||
+    h_fail "offsets 32-39 of partition $s must be w3's (epoch $e3)"
+[[ $(offsets_of "$r") == "$(seq -s, 0 39)" ]] || h_fail "partition $r: offsets $(offsets_of "$r")"
+for w in w2 w3; do
+    ! b_log_has $w "event=partition_state_unexpected" || h_fail "$w: an unexpected partition state"
+done
+h_kill w2 CONT
+h_pass "a standby fetches ahead within its bound, writes what it held after its fence, and follows a fence ahead"
