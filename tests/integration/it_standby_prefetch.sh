@@ -18,6 +18,7 @@
 #      the fence's next_offset: the skipped offsets stay unwritten, every
 #      later one is written once, under w3's epoch.
 # (it_prefetch covers a fence behind what was fetched ahead: the same code.)
+# Bad values of the three settings are usage errors naming the flag.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -40,6 +41,16 @@ standby_fetching() {
         b_log_has "$1" "event=partition_state partition=$2 from=none to=prefetching reason=standby"
 }
 offsets_of() { b_sql "SELECT group_concat(offset) FROM (SELECT offset FROM baton_output WHERE grp='$B_GROUP' AND partition=$1 ORDER BY offset)"; }
+
+# Bad settings are usage errors (exit 2) that say what is wrong.
+for bad in "--standby-prefetch maybe" "--standby-prefetch-bytes 10" "--standby-prefetch-total-bytes x"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id wbad --brokers "$BOOTSTRAP" \
+        --sink "sqlite:$B_SINK" $bad >"$H_DIR/bad.out" 2>&1 || rc=$?
+    ((rc == 2)) || h_fail "'$bad' should exit 2, got $rc: $(cat "$H_DIR/bad.out")"
+    grep -q -- "${bad%% *}: " "$H_DIR/bad.out" || h_fail "'$bad': unclear error: $(cat "$H_DIR/bad.out")"
+done
 
 # --- 1. a standby fetches ahead, within its bound ---------------------------
 b_worker w2 --log-level debug --session-timeout-ms 20000 --standby-prefetch-bytes 2048
