@@ -48,6 +48,9 @@
 /* A standby partition the sink has no row for yet, or whose Kafka assign
  * failed, is tried again after this. */
 #define STANDBY_RETRY_MS 1000
+/* How long after an acquire the standby fetch stays unchanged, at most,
+ * while the acquired partitions are fenced and written (handoff_busy). */
+#define HANDOFF_BUSY_MS 1000
 
 /* One buffered input record and what the processor made of it. */
 typedef struct {
@@ -140,6 +143,7 @@ typedef struct {
     uint64_t sb_version;
     size_t pre_bytes;
     int64_t trim_at, trim_forced_at, sb_retry_at;
+    int64_t acquired_ms; /* the last on_acquired (handoff_busy) */
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -584,6 +588,23 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
  * STANDBY_TRIM_MS, and the bytes held are bounded per partition and in
  * total (pre_hold pauses the partition when a bound is reached). */
 
+/* Whether a handoff to us is under way: a partition acquired and not
+ * written yet (fencing, or fenced with nothing written). Changes to the
+ * standby fetch (Kafka assigns and unassigns, each a round trip to
+ * librdkafka's main thread that also rebuilds the next fetch) wait until
+ * it is done (at most HANDOFF_BUSY_MS after the last acquire), so they
+ * are never on the handoff's path: the coordinator's publish that names
+ * new standbys lands right in it. */
+static int handoff_busy(const worker_t *w) {
+    /* Bounded: a partition with no input stays fenced and unwritten. */
+    if (baton_now_ms() - w->acquired_ms >= HANDOFF_BUSY_MS)
+        return 0;
+    for (int32_t p = 0; p < w->nparts; p++)
+        if (wpart_fencing(w->parts[p].state) || w->parts[p].state == WPART_FENCED)
+            return 1;
+    return 0;
+}
+
 /* Whether the assignment names us standby for p. */
 static int standby_wanted(const worker_t *w, int32_t p) {
     return w->conf->standby_prefetch && p < w->nsb && w->sb[p];
@@ -605,7 +626,7 @@ static void standby_sync(worker_t *w) {
         w->sb_retry_at = 0;
     }
     int64_t now = baton_now_ms();
-    if (now < w->sb_retry_at)
+    if (now < w->sb_retry_at || handoff_busy(w))
         return;
     int want = 0;
     for (int32_t p = 0; p < w->nparts && !want; p++) {
@@ -735,6 +756,7 @@ static void standby_trim(worker_t *w) {
  * unless we stand by for it; a standby partition that became assigned
  * (promoted, or named by the coordinator) is an ordinary prefetch now. */
 static void prefetch_check(worker_t *w) {
+    int busy = -1; /* handoff_busy, computed when first needed */
     for (int32_t p = 0; p < w->nparts; p++) {
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
         if (w->parts[p].state != WPART_PREFETCHING)
@@ -743,11 +765,13 @@ static void prefetch_check(worker_t *w) {
             w->parts[p].standby = 0;
         else if (standby_wanted(w, p))
             w->parts[p].standby = 1;
+        else if (w->parts[p].standby && (busy < 0 ? (busy = handoff_busy(w)) : busy))
+            continue; /* no longer a standby's: stopped once our handoff is done */
         else
             prefetch_stop(w, p, "not_assigned");
     }
     int64_t now = baton_now_ms();
-    if (w->conf->standby_prefetch && now >= w->trim_at) {
+    if (w->conf->standby_prefetch && now >= w->trim_at && !handoff_busy(w)) {
         w->trim_at = now + STANDBY_TRIM_MS;
         standby_trim(w);
     }
@@ -772,6 +796,7 @@ static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
         w, p, w->parts[p].state == WPART_PREFETCHING ? WPART_FENCING_PREFETCHED : WPART_FENCING,
         "acquired");
     w->parts[p].fence_epoch = epoch;
+    w->acquired_ms = baton_now_ms();
     return BATON_OK;
 }
 
