@@ -922,11 +922,14 @@ static void fence_pending(worker_t *w) {
                      * keep fetching; what was held goes through part_append
                      * now, which drops what is below next_offset. Fetching
                      * goes on from pre_expect, unless a standby's bound
-                     * dropped what came after it (pre_full) or the fence is
-                     * past everything fetched: then Kafka is sent to
-                     * max(pre_expect, next_offset). */
+                     * dropped what came after it (pre_full): then Kafka is
+                     * sent to max(pre_expect, next_offset). A fence past
+                     * everything fetched is not repositioned: what lies
+                     * between is usually fetched already (queued locally
+                     * or in flight), and part_append drops it faster than
+                     * a new assign starts a fetch. */
                     int64_t from = wp->pre_expect > next[i] ? wp->pre_expect : next[i];
-                    int reposition = wp->pre_full || next[i] > wp->pre_expect;
+                    int reposition = wp->pre_full;
                     if (next[i] > wp->pre_expect)
                         BLOG_INFO("event=prefetch_discarded partition=%d from=%lld "
                                   "next_offset=%lld held=%zu reason=fence_ahead",
