@@ -11,7 +11,8 @@
 #      where its bound stopped it: q's offsets 0-19 exactly once, 10-19
 #      under w2's epoch, above w1's.
 #   3. The fence ahead of what a standby fetched: w3 stands by for w2's
-#      partition s; w2 is frozen with records unwritten, evicted, and w3
+#      partition s; w2 is frozen with records unwritten (w3 stops at its
+#      bound over all partitions, 1,024 bytes), evicted, and w3
 #      stops before its fence (failpoint); the operator moves s's
 #      next_offset past everything produced so far. w3's fence discards what
 #      it held (event=prefetch_discarded reason=fence_ahead) and reads from
@@ -60,13 +61,20 @@ p=$(b_partitions_of w2)
 [[ $q =~ ^[01]$ && $p =~ ^[01]$ ]] || h_fail "w1 owns '$q', w2 owns '$p'"
 standby_fetching w2 "$q"
 b_log_has w2 'event=standby_prefetch partitions=1' || h_fail "no event=standby_prefetch in w2's log"
+# bound_held W P FIELD MAX: W paused partition P at a bound, holding
+# FIELD (held_bytes: P's, total_bytes: all partitions') between 1 and MAX.
+bound_held() {
+    h_wait_for 15 "$1 reached its bound on partition $2" b_log_has "$1" "event=standby_prefetch_full partition=$2 "
+    local full v
+    full=$(grep -E "event=standby_prefetch_full partition=$2 " "$H_DIR/$1.log" | head -1)
+    v=$(sed -E "s/.* $3=([0-9]+).*/\\1/" <<<"$full")
+    ((v > 0 && v <= $4)) || h_fail "$1 held $3=$v, bound $4: $full"
+}
+big=$(printf 'x%.0s' $(seq 1 300))
 h_kill w1 STOP
 # 10 records of about 300 bytes each to each partition (offsets 10-19).
-b_produce 20 "$(printf 'x%.0s' $(seq 1 300))"
-h_wait_for 15 "w2 reached its bound on partition $q" b_log_has w2 "event=standby_prefetch_full partition=$q "
-full=$(grep -E "event=standby_prefetch_full partition=$q " "$H_DIR/w2.log" | head -1)
-held_bytes=$(sed -E 's/.* held_bytes=([0-9]+).*/\1/' <<<"$full")
-((held_bytes > 0 && held_bytes <= 2048)) || h_fail "w2 held $held_bytes bytes, bound 2048: $full"
+b_produce 20 "$big"
+bound_held w2 "$q" held_bytes 2048
 h_wait_for 15 "w2 wrote its own partition $p through offset 19" next_is "$p" 20
 [[ $(next_of "$q") == 10 ]] || h_fail "partition $q moved on with its owner frozen: $(next_of "$q")"
 ! b_log_has w2 "event=prefetch_used partition=$q " || h_fail "w2 used what it held before owning partition $q"
@@ -93,14 +101,16 @@ h_wait_exit w1 15 || rc=$?
 # --- 3. a fence ahead of what the standby fetched ----------------------------
 # w3's first fence (the partition it is given on joining) passes; the second
 # (taking w2's other partition as its standby) stops it.
-BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=1:stop" b_worker w3 --session-timeout-ms 20000
+BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=1:stop" b_worker w3 --session-timeout-ms 20000 \
+    --standby-prefetch-total-bytes 1024
 h_wait_for 20 "w2 and w3 own a partition each" b_all_active 2
 s=$(b_partitions_of w2)
 r=$(b_partitions_of w3)
 [[ $s =~ ^[01]$ && $r =~ ^[01]$ ]] || h_fail "w2 owns '$s', w3 owns '$r'"
 standby_fetching w3 "$s"
 h_kill w2 STOP
-b_produce 20 c # offsets 20-29
+b_produce 20 "$big" # offsets 20-29: past w3's bound over all its standby partitions
+bound_held w3 "$s" total_bytes 1024
 h_wait_for 15 "w3 wrote its partition $r through offset 29" next_is "$r" 30
 [[ $(next_of "$s") == 20 ]] || h_fail "partition $s moved on with its owner frozen: $(next_of "$s")"
 b_ctl evict w2 >/dev/null || h_fail "evict w2 failed"
