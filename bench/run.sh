@@ -170,10 +170,32 @@ rb_system() {
         rb_join "$sys" m2
         [[ $sys == baton ]] && rb_restart "$sys" m2
     done
+    [[ $sys == baton ]] && rb_cost_rss
     h_stop m1
     h_stop m2
     h_stop m3
     h_stop "watch-$sys"
+    [[ $sys == baton ]] && rb_cost_reads
+    return 0
+}
+
+# rb_cost_rss: RB_RSS_KB, the baton workers' mean resident memory (kB) at
+# the end of the runs (standby.prefetch holds records: its memory cost).
+rb_cost_rss() {
+    local m
+    RB_RSS_KB=$(for m in m1 m2 m3; do awk '/^VmRSS:/ { print $2 }' "/proc/${H_PIDS[$m]}/status"; done |
+        awk '{ s += $1 } END { printf "%d", NR ? s / NR : 0 }')
+}
+
+# rb_cost_reads: RB_READ_RATIO, records the baton workers received from
+# Kafka per record they wrote, over each one's last incarnation (from its
+# exit line): about 1 without standby.prefetch, 2 with it (the standby
+# reads what the owner reads).
+rb_cost_reads() {
+    local m
+    RB_READ_RATIO=$(for m in m1 m2 m3; do grep 'event=stopped ' "$H_DIR/$m.log" | tail -n 1; done |
+        awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "records_written") w += kv[2]; if (kv[1] == "records_fetched") f += kv[2] } }
+             END { printf "%.2f", f / (w > 0 ? w : 1) }')
 }
 
 bench_rebalance() {
@@ -226,12 +248,15 @@ bench_rebalance() {
         local hr fr
         hr=$(awk -v a="${med[leave_coop]}" -v b="${med[leave_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')
         fr=$(awk -v a="${med[crash_coop]}" -v b="${med[crash_baton]}" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }')
+        echo "baton workers: ${RB_RSS_KB:--} kB resident each (mean), ${RB_READ_RATIO:--} records read from Kafka per record written"
+        echo
         echo "RESULT handoff_ms=${med[leave_baton]} kafka_coop_handoff_ms=${med[leave_coop]} handoff_ratio=$hr" \
             "failover_ms=${med[crash_baton]} kafka_coop_failover_ms=${med[crash_coop]} failover_ratio=$fr" \
             "unaffected_pause_ms=${med[join_baton]} kafka_eager_unaffected_pause_ms=${med[join_range]}" \
             "restart_ms=${med[restart_baton]} kafka_static_restart_ms=${med[restart_static]}" \
             "restart_ratio=$(awk -v a="${med[restart_static]}" -v b="${med[restart_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')" \
-            "mock_static_membership=0"
+            "mock_static_membership=0 handoff_p99_ms=${p99[leave_baton]}" \
+            "worker_rss_kb=${RB_RSS_KB:--} kafka_read_ratio=${RB_READ_RATIO:--}"
     }
 }
 

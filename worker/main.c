@@ -38,6 +38,9 @@ static const char *zk_auth, *zk_auth_file;
 /* --state-dir (the member lock, baton_incarnation.h) and --member-wait-ms. */
 static const char *state_dir;
 static int64_t member_wait_ms;
+/* --standby-prefetch on|off and its memory bounds (docs/configuration.md). */
+static const char *standby_prefetch = "on";
+static int64_t standby_prefetch_bytes = 1 << 20, standby_prefetch_total_bytes = 64 << 20;
 /* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
  * heap, lives until exit). */
 static const char *zk_chroot;
@@ -81,6 +84,18 @@ static baton_conf_opt_t opts[] = {
     {"member-wait-ms", "member.wait.ms", "BATON_MEMBER_WAIT_MS", BATON_CONF_INT, 0, 3600000,
      &member_wait_ms, "MS",
      "wait this long for a live member holding our id to go (default 3 session timeouts)", 0},
+    {"standby-prefetch", "standby.prefetch", "BATON_STANDBY_PREFETCH", BATON_CONF_STR, 0, 0,
+     &standby_prefetch, "on|off",
+     "fetch ahead the partitions we are named standby for, so a handoff to us writes at once "
+     "(default on)",
+     0},
+    {"standby-prefetch-bytes", "standby.prefetch.bytes", "BATON_STANDBY_PREFETCH_BYTES",
+     BATON_CONF_INT, 1024, INT64_C(1) << 40, &standby_prefetch_bytes, "BYTES",
+     "keys and values a standby holds ahead per partition, at most (default 1048576)", 0},
+    {"standby-prefetch-total-bytes", "standby.prefetch.total.bytes",
+     "BATON_STANDBY_PREFETCH_TOTAL_BYTES", BATON_CONF_INT, 1024, INT64_C(1) << 40,
+     &standby_prefetch_total_bytes, "BYTES",
+     "the same over all standby partitions (default 67108864)", 0},
     {"zk-auth", "zookeeper.auth", "BATON_ZK_AUTH", BATON_CONF_STR, 0, 0, &zk_auth, "SPEC",
      "digest:USER:PASS: write as this ZooKeeper identity (secret)", 1},
     {"zk-auth-file", "zookeeper.auth.file", "BATON_ZK_AUTH_FILE", BATON_CONF_STR, 0, 0,
@@ -172,6 +187,13 @@ int main(int argc, char **argv) {
         baton_usage_error(prog, "%s", errstr);
     if (rack && (baton_id_valid(rack) != 0 || strlen(rack) >= 64))
         baton_usage_error(prog, "--rack: '%s' is not a valid rack name", rack);
+    int prefetch_on;
+    if (strcmp(standby_prefetch, "on") == 0 || strcmp(standby_prefetch, "true") == 0)
+        prefetch_on = 1;
+    else if (strcmp(standby_prefetch, "off") == 0 || strcmp(standby_prefetch, "false") == 0)
+        prefetch_on = 0;
+    else
+        baton_usage_error(prog, "--standby-prefetch: '%s' is not on or off", standby_prefetch);
     baton_daemon_opts_t daemon = {log_level, log_format, metrics_addr};
     baton_daemon_check(prog, &daemon);
     /* The processor is loaded and its configuration checked before joining
@@ -200,6 +222,9 @@ int main(int argc, char **argv) {
         .zk_auth = auth,
         .state_dir = state_dir,
         .member_wait_ms = (int)member_wait_ms,
+        .standby_prefetch = prefetch_on,
+        .standby_prefetch_bytes = standby_prefetch_bytes,
+        .standby_prefetch_total_bytes = standby_prefetch_total_bytes,
     };
     int stop_fd = -1;
     baton_metrics_server_t *metrics = NULL;

@@ -92,6 +92,7 @@ struct baton_membership_s {
     size_t nadded, addedcap;
     mstandby_t *standby; /* sorted by owner */
     size_t nstandby;
+    uint64_t standby_version;    /* bumped whenever the standby list is replaced or cleared */
     baton_zk_auth_t *auth;       /* ZooKeeper identity (copy), or NULL */
     baton_log_sink_t *log;       /* log sink (copy; set by every entry point), or NULL */
     baton_membership_ext_t keep; /* its keep and keep_free only */

@@ -43,6 +43,22 @@ void mb_standby_clear(baton_membership_t *m) {
     free(m->standby);
     m->standby = NULL;
     m->nstandby = 0;
+    m->standby_version++;
+}
+
+uint64_t baton_membership__standby_version(const baton_membership_t *m) {
+    return m->standby_version;
+}
+
+void baton_membership__standby_partitions(const baton_membership_t *m, unsigned char *flags,
+                                          int32_t n) {
+    memset(flags, 0, (size_t)(n > 0 ? n : 0));
+    for (size_t i = 0; i < m->nstandby; i++)
+        for (size_t j = 0; j < m->standby[i].n; j++) {
+            size_t row = m->standby[i].rows[j];
+            if (row < (size_t)m->res.npartitions && row < (size_t)n)
+                flags[row] = 1;
+        }
 }
 
 static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {

@@ -7,8 +7,18 @@
 
 #include "baton_zk.h"
 
+#include <stdint.h>
+
 /* In-tree only (not in baton.h): the member's ZooKeeper session, for the
  * worker's one-off checks on the same session (its sink binding,
  * sink_bind.h). NULL while it has none. */
 baton_zk_t *baton_membership__zk(const baton_membership_t *m);
+
+/* In-tree only: what the assignment names us standby for (the worker's
+ * standby prefetch, worker.c). The version changes whenever the standby
+ * list is replaced or cleared; flags[p] (p < n) is set to 1 for every
+ * partition we stand by for, 0 otherwise. */
+uint64_t baton_membership__standby_version(const baton_membership_t *m);
+void baton_membership__standby_partitions(const baton_membership_t *m, unsigned char *flags,
+                                          int32_t n);
 #endif

@@ -40,6 +40,17 @@
  * (its broker thread's idle tick), so pausing at 4 batches stalled every
  * catch-up about once a second (issue 5: throughput 0.56x -> see docs/benchmarks.md). */
 #define WORKER_PAUSE_BATCHES 40
+/* Standby prefetch: how often a standby drops what the owner has written
+ * past (a read of the sink's fence rows), and how often at most when a
+ * bound is reached. */
+#define STANDBY_TRIM_MS 250
+#define STANDBY_TRIM_MIN_MS 20
+/* A standby partition the sink has no row for yet, or whose Kafka assign
+ * failed, is tried again after this. */
+#define STANDBY_RETRY_MS 1000
+/* How long after an acquire the standby fetch stays unchanged, at most,
+ * while the acquired partitions are fenced and written (handoff_busy). */
+#define HANDOFF_BUSY_MS 1000
 
 /* One buffered input record and what the processor made of it. */
 typedef struct {
@@ -88,6 +99,13 @@ typedef struct {
     int64_t pre_offset, pre_expect;
     rd_kafka_message_t **pre;
     size_t npre, precap;
+    size_t pre_bytes; /* keys and values held in pre */
+    /* standby: fetched ahead as the partition's named standby, not assigned
+     * to us (standby_sync), under the memory bounds. pre_full: a bound was
+     * reached: fetching is paused and what arrived past pre_expect was
+     * dropped, so fetching must restart at pre_expect (standby_trim, or the
+     * fence repositions). */
+    int standby, pre_full;
 } wpart_t;
 
 typedef struct {
@@ -99,6 +117,9 @@ typedef struct {
     wpart_t *parts;
     int32_t nparts;
     int64_t records_written;
+    /* Records received from Kafka, and those of them fetched ahead as a
+     * standby (the cost of standby.prefetch: logged at exit). */
+    int64_t records_fetched, standby_fetched;
     const baton_processor_t *proc; /* never NULL */
     int copy;                      /* proc is the built-in copy: store inputs as they are */
     /* Set by kafka_error_cb (on this thread, inside rd_kafka_consumer_poll)
@@ -114,6 +135,15 @@ typedef struct {
      * write: not baton_err_is_retriable, not a refusal): nothing more is
      * written; the loop leaves and exits 1. */
     int sink_fatal;
+    /* Standby prefetch: the partitions the assignment names us standby for
+     * (sb[p], as of membership standby version sb_version), the bytes held
+     * ahead over all partitions, and when to trim or retry next. */
+    unsigned char *sb;
+    int32_t nsb;
+    uint64_t sb_version;
+    size_t pre_bytes;
+    int64_t trim_at, trim_forced_at, sb_retry_at;
+    int64_t acquired_ms; /* the last on_acquired (handoff_busy) */
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -134,10 +164,17 @@ static void batch_clear(wpart_t *wp) {
 }
 
 /* Forgets what was fetched ahead of the fence (pre). */
-static void pre_clear(wpart_t *wp) {
+static void pre_clear(worker_t *w, wpart_t *wp) {
     for (size_t i = 0; i < wp->npre; i++)
         rd_kafka_message_destroy(wp->pre[i]);
     wp->npre = 0;
+    w->pre_bytes -= wp->pre_bytes;
+    wp->pre_bytes = 0;
+}
+
+/* What a held message counts against the standby's memory bounds. */
+static size_t msg_bytes(const rd_kafka_message_t *msg) {
+    return (msg->payload ? msg->len : 0) + (msg->key ? msg->key_len : 0);
 }
 
 /* Drops the first n buffered records (written). The rest keep their order;
@@ -441,10 +478,20 @@ static void prefetch_stop(worker_t *w, int32_t p, const char *why) {
     wpart_t *wp = &w->parts[p];
     if (!wpart_prefetched(wp->state))
         return;
-    pre_clear(wp);
+    pre_clear(w, wp);
     wpart_set_state(w, p, WPART_NONE, why);
     wp->paused = 0;
+    wp->standby = 0;
+    wp->pre_full = 0;
     wp->unassign = 1; /* kafka_unassign_pending */
+}
+
+static void standby_trim(worker_t *w);
+
+/* Whether a standby partition may hold sz more bytes. */
+static int standby_room(const worker_t *w, const wpart_t *wp, size_t sz) {
+    return wp->pre_bytes + sz <= (size_t)w->conf->standby_prefetch_bytes &&
+           w->pre_bytes + sz <= (size_t)w->conf->standby_prefetch_total_bytes;
 }
 
 /* Holds a message of a partition fetched ahead (takes ownership). Past
@@ -452,17 +499,42 @@ static void prefetch_stop(worker_t *w, int32_t p, const char *why) {
  * predecessor), fetching pauses until the fence. */
 static void pre_hold(worker_t *w, int32_t p, rd_kafka_message_t *msg) {
     wpart_t *wp = &w->parts[p];
-    if (msg->offset < wp->pre_expect) {
+    w->standby_fetched += wp->standby;
+    if (msg->offset < wp->pre_expect || wp->pre_full) {
         rd_kafka_message_destroy(msg);
         return;
+    }
+    size_t sz = msg_bytes(msg);
+    if (wp->standby && !standby_room(w, wp, sz)) {
+        /* A bound is reached: first drop what the owner has written past
+         * (at most every STANDBY_TRIM_MIN_MS), then, if there is still no
+         * room, pause and drop from here on (fetching restarts at
+         * pre_expect once there is room: standby_trim). */
+        if (baton_now_ms() >= w->trim_forced_at + STANDBY_TRIM_MIN_MS) {
+            w->trim_forced_at = baton_now_ms();
+            standby_trim(w);
+        }
+        if (!standby_room(w, wp, sz)) {
+            BLOG_DEBUG("event=standby_prefetch_full partition=%d held=%zu held_bytes=%zu "
+                       "total_bytes=%zu next=%lld",
+                       p, wp->npre, wp->pre_bytes, w->pre_bytes, (long long)wp->pre_expect);
+            wp->pre_full = 1;
+            if (!wp->paused)
+                kafka_pause(w, p, 1);
+            rd_kafka_message_destroy(msg);
+            return;
+        }
     }
     if (wp->npre == wp->precap) {
         wp->precap = wp->precap ? wp->precap * 2 : 64;
         wp->pre = xrealloc(wp->pre, sizeof(*wp->pre) * wp->precap);
     }
     wp->pre[wp->npre++] = msg;
+    wp->pre_bytes += sz;
+    w->pre_bytes += sz;
     wp->pre_expect = msg->offset + 1;
-    if (!wp->paused && wp->npre >= (size_t)w->conf->batch_size * WORKER_PAUSE_BATCHES)
+    if (!wp->standby && !wp->paused &&
+        wp->npre >= (size_t)w->conf->batch_size * WORKER_PAUSE_BATCHES)
         kafka_pause(w, p, 1);
 }
 
@@ -517,13 +589,203 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
     free(rows);
 }
 
+/* ---- standby prefetch -------------------------------------------------------
+ * The assignment names, for every partition, the worker that takes it if
+ * its owner leaves (member_standby.c). With --standby-prefetch that worker
+ * fetches it ahead all along, as Kafka Streams' standby tasks do, so that
+ * when the partition moves to it its first write follows the fence at
+ * once: no Kafka fetch is on the handoff's path. The held messages are
+ * those of prefetching (same state, same fence rule); what the owner has
+ * written past (below the sink's next_offset) is dropped every
+ * STANDBY_TRIM_MS, and the bytes held are bounded per partition and in
+ * total (pre_hold pauses the partition when a bound is reached). */
+
+/* Whether a handoff to us is under way: a partition acquired and not
+ * written yet (fencing, or fenced with nothing written). Changes to the
+ * standby fetch (Kafka assigns and unassigns, each a round trip to
+ * librdkafka's main thread that also rebuilds the next fetch) wait until
+ * it is done (at most HANDOFF_BUSY_MS after the last acquire), so they
+ * are never on the handoff's path: the coordinator's publish that names
+ * new standbys lands right in it. */
+static int handoff_busy(const worker_t *w) {
+    /* Bounded: a partition with no input stays fenced and unwritten. */
+    if (baton_now_ms() - w->acquired_ms >= HANDOFF_BUSY_MS)
+        return 0;
+    for (int32_t p = 0; p < w->nparts; p++)
+        if (wpart_fencing(w->parts[p].state) || w->parts[p].state == WPART_FENCED)
+            return 1;
+    return 0;
+}
+
+/* Whether the assignment names us standby for p. */
+static int standby_wanted(const worker_t *w, int32_t p) {
+    return w->conf->standby_prefetch && p < w->nsb && w->sb[p];
+}
+
+/* Starts fetching ahead, from the sink's next_offset, every partition we
+ * stand by for that is not fetched yet (and not assigned to us: that is
+ * on_assigned's). A partition the sink has no row for yet, or a failed
+ * read or assign, is tried again after STANDBY_RETRY_MS. */
+static void standby_sync(worker_t *w) {
+    if (!w->conf->standby_prefetch)
+        return;
+    uint64_t v = baton_membership__standby_version(w->m);
+    if (w->nsb != w->nparts || v != w->sb_version) {
+        w->sb = xrealloc(w->sb, (size_t)w->nparts + 1);
+        w->nsb = w->nparts;
+        w->sb_version = v;
+        baton_membership__standby_partitions(w->m, w->sb, w->nsb);
+        w->sb_retry_at = 0;
+    }
+    int64_t now = baton_now_ms();
+    if (now < w->sb_retry_at || handoff_busy(w))
+        return;
+    int want = 0;
+    for (int32_t p = 0; p < w->nparts && !want; p++) {
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
+        want = w->sb[p] && w->parts[p].state == WPART_NONE && !w->parts[p].unassign &&
+               !baton_membership_assigned(w->m, &r);
+    }
+    if (!want)
+        return;
+    baton_fence_row_t *rows = NULL;
+    size_t nrows = 0;
+    if (baton_sink_fences(w->sink, &rows, &nrows) != BATON_OK) {
+        w->sb_retry_at = now + STANDBY_RETRY_MS;
+        return;
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
+    for (int32_t p = 0; p < w->nparts; p++) {
+        wpart_t *wp = &w->parts[p];
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
+        if (!w->sb[p] || wp->state != WPART_NONE || wp->unassign ||
+            baton_membership_assigned(w->m, &r))
+            continue;
+        const baton_fence_row_t *row =
+            nrows ? bsearch(&p, rows, nrows, sizeof(*rows), fence_row_cmp) : NULL;
+        if (!row) {
+            w->sb_retry_at = now + STANDBY_RETRY_MS; /* never written: not yet */
+            continue;
+        }
+        wpart_set_state(w, p, WPART_PREFETCHING, "standby");
+        wp->standby = 1;
+        wp->pre_full = 0;
+        wp->pre_offset = wp->pre_expect = row->next_offset;
+        rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = row->next_offset;
+    }
+    if (l->cnt > 0) {
+        if (kafka_incremental(w, l, 1, "standby_prefetch_failed") != 0) {
+            for (int i = 0; i < l->cnt; i++) {
+                w->parts[l->elems[i].partition].standby = 0;
+                wpart_set_state(w, l->elems[i].partition, WPART_NONE, "prefetch_failed");
+            }
+            w->sb_retry_at = now + STANDBY_RETRY_MS;
+        } else {
+            BLOG_INFO("event=standby_prefetch partitions=%d", l->cnt);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    free(rows);
+}
+
+/* Restarts fetching standby partition p at offset (it was paused, and
+ * what arrived past pre_expect dropped). A failed seek stops fetching it
+ * ahead; standby_sync starts it again from the sink's next_offset. */
+static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
+    wpart_t *wp = &w->parts[p];
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = offset;
+    rd_kafka_error_t *e = rd_kafka_seek_partitions(w->rk, l, 1000);
+    int err = e != NULL || l->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e) {
+        BLOG_WARN("event=standby_prefetch_seek_failed partition=%d error=\"%s\"", p,
+                  rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    if (err) {
+        prefetch_stop(w, p, "standby_seek_failed");
+        return;
+    }
+    wp->pre_full = 0;
+    wp->pre_expect = offset;
+    if (wp->paused)
+        kafka_pause(w, p, 0);
+    BLOG_DEBUG("event=standby_prefetch_resumed partition=%d from=%lld held=%zu held_bytes=%zu", p,
+               (long long)offset, wp->npre, wp->pre_bytes);
+}
+
+/* Drops, from every partition fetched ahead, what the owner has written
+ * past (offsets below the sink's next_offset: useless at the fence), and
+ * resumes a standby partition paused at a bound once it has room again
+ * (at most half its bound held). */
+static void standby_trim(worker_t *w) {
+    int any = 0;
+    for (int32_t p = 0; p < w->nparts && !any; p++)
+        any = w->parts[p].state == WPART_PREFETCHING;
+    if (!any)
+        return;
+    baton_fence_row_t *rows = NULL;
+    size_t nrows = 0;
+    if (baton_sink_fences(w->sink, &rows, &nrows) != BATON_OK)
+        return;
+    for (size_t i = 0; i < nrows; i++) {
+        int32_t p = rows[i].partition;
+        if (p < 0 || p >= w->nparts || w->parts[p].state != WPART_PREFETCHING)
+            continue;
+        wpart_t *wp = &w->parts[p];
+        int64_t next = rows[i].next_offset;
+        size_t k = 0, bytes = 0;
+        while (k < wp->npre && wp->pre[k]->offset < next) {
+            bytes += msg_bytes(wp->pre[k]);
+            rd_kafka_message_destroy(wp->pre[k++]);
+        }
+        if (k) {
+            memmove(wp->pre, wp->pre + k, sizeof(*wp->pre) * (wp->npre - k));
+            wp->npre -= k;
+            wp->pre_bytes -= bytes;
+            w->pre_bytes -= bytes;
+        }
+        /* Held: everything in [pre_offset, pre_expect). Past what we
+         * fetched, the owner's next_offset is where we start to hold. */
+        if (next > wp->pre_offset)
+            wp->pre_offset = next;
+        if (next > wp->pre_expect)
+            wp->pre_expect = next;
+    }
+    free(rows);
+    for (int32_t p = 0; p < w->nparts; p++) {
+        wpart_t *wp = &w->parts[p];
+        if (wp->state == WPART_PREFETCHING && wp->pre_full &&
+            wp->pre_bytes <= (size_t)w->conf->standby_prefetch_bytes / 2 &&
+            w->pre_bytes < (size_t)w->conf->standby_prefetch_total_bytes)
+            standby_resume(w, p, wp->pre_expect);
+    }
+}
+
 /* Stops fetching ahead what is no longer assigned to us (and was not
- * acquired: on_released takes fencing_prefetched back to prefetching). */
+ * acquired: on_released takes fencing_prefetched back to prefetching),
+ * unless we stand by for it; a standby partition that became assigned
+ * (promoted, or named by the coordinator) is an ordinary prefetch now. */
 static void prefetch_check(worker_t *w) {
+    int busy = -1; /* handoff_busy, computed when first needed */
     for (int32_t p = 0; p < w->nparts; p++) {
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
-        if (w->parts[p].state == WPART_PREFETCHING && !baton_membership_assigned(w->m, &r))
+        if (w->parts[p].state != WPART_PREFETCHING)
+            continue;
+        if (baton_membership_assigned(w->m, &r))
+            w->parts[p].standby = 0;
+        else if (standby_wanted(w, p))
+            w->parts[p].standby = 1;
+        else if (w->parts[p].standby && (busy < 0 ? (busy = handoff_busy(w)) : busy))
+            continue; /* no longer a standby's: stopped once our handoff is done */
+        else
             prefetch_stop(w, p, "not_assigned");
+    }
+    int64_t now = baton_now_ms();
+    if (w->conf->standby_prefetch && now >= w->trim_at && !handoff_busy(w)) {
+        w->trim_at = now + STANDBY_TRIM_MS;
+        standby_trim(w);
     }
 }
 
@@ -546,6 +808,7 @@ static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
         w, p, w->parts[p].state == WPART_PREFETCHING ? WPART_FENCING_PREFETCHED : WPART_FENCING,
         "acquired");
     w->parts[p].fence_epoch = epoch;
+    w->acquired_ms = baton_now_ms();
     return BATON_OK;
 }
 
@@ -669,21 +932,52 @@ static void fence_pending(worker_t *w) {
                 if (prefetched && next[i] >= wp->pre_offset) {
                     /* Fetched ahead from where the fence starts, or before:
                      * keep fetching; what was held goes through part_append
-                     * now, which drops what is below next_offset. */
+                     * now, which drops what is below next_offset. Fetching
+                     * goes on from pre_expect, unless a standby's bound
+                     * dropped what came after it (pre_full): then Kafka is
+                     * sent to max(pre_expect, next_offset). A fence past
+                     * everything fetched is not repositioned: what lies
+                     * between is usually fetched already (queued locally
+                     * or in flight), and part_append drops it faster than
+                     * a new assign starts a fetch. */
+                    int64_t from = wp->pre_expect > next[i] ? wp->pre_expect : next[i];
+                    int reposition = wp->pre_full;
+                    if (next[i] > wp->pre_expect)
+                        BLOG_INFO("event=prefetch_discarded partition=%d from=%lld "
+                                  "next_offset=%lld held=%zu reason=fence_ahead",
+                                  p, (long long)wp->pre_offset, (long long)next[i], wp->npre);
                     if (wp->paused)
                         kafka_pause(w, p, 0);
                     part_activate(w, p, epochs[i], next[i]);
-                    size_t npre = wp->npre;
+                    size_t npre = wp->npre, used = 0;
+                    for (size_t j = 0; j < npre; j++)
+                        used += wp->pre[j]->offset >= next[i];
+                    BLOG_DEBUG("event=prefetch_used partition=%d held=%zu used=%zu from=%lld "
+                               "next_offset=%lld",
+                               p, npre, used, (long long)wp->pre_offset, (long long)next[i]);
                     wp->npre = 0;
+                    w->pre_bytes -= wp->pre_bytes;
+                    wp->pre_bytes = 0;
+                    wp->standby = wp->pre_full = 0;
                     for (size_t j = 0; j < npre; j++)
                         part_append(w, wp->pre[j]);
+                    if (reposition) {
+                        if (!ul)
+                            ul = rd_kafka_topic_partition_list_new(4);
+                        rd_kafka_topic_partition_list_add(ul, w->topic, p);
+                        rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = from;
+                    }
                     continue;
                 }
                 if (prefetched) {
                     /* The sink went back below where we fetched from. */
-                    BLOG_INFO("event=prefetch_discarded partition=%d from=%lld next_offset=%lld", p,
-                              (long long)wp->pre_offset, (long long)next[i]);
-                    pre_clear(wp);
+                    BLOG_INFO("event=prefetch_discarded partition=%d from=%lld next_offset=%lld "
+                              "reason=fence_behind",
+                              p, (long long)wp->pre_offset, (long long)next[i]);
+                    pre_clear(w, wp);
+                    wp->standby = wp->pre_full = 0;
+                    if (wp->paused)
+                        kafka_pause(w, p, 0);
                     wp->paused = 0;
                     if (!ul)
                         ul = rd_kafka_topic_partition_list_new(4);
@@ -1072,7 +1366,7 @@ static int flush_due_in(const worker_t *w, int cap) {
 static void parts_clear(worker_t *w) {
     for (int32_t p = 0; p < w->nparts; p++) {
         batch_clear(&w->parts[p]);
-        pre_clear(&w->parts[p]);
+        pre_clear(w, &w->parts[p]);
     }
 }
 
@@ -1276,6 +1570,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         }
         ensure_parts(&w);
         prefetch_check(&w);
+        standby_sync(&w);
         kafka_unassign_pending(&w);
         fence_pending(&w);
         if (w.refused) {
@@ -1299,6 +1594,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
                               rd_kafka_message_errstr(msg));
                 rd_kafka_message_destroy(msg);
             } else {
+                w.records_fetched++;
                 part_append(&w, msg);
             }
         }
@@ -1344,19 +1640,22 @@ out:
     if (w.parts) {
         for (int32_t p = 0; p < w.nparts; p++) {
             batch_clear(&w.parts[p]);
-            pre_clear(&w.parts[p]);
+            pre_clear(&w, &w.parts[p]);
             free(w.parts[p].recs);
             free(w.parts[p].pre);
             baton_processor_close(w.proc, w.parts[p].pstate);
         }
         free(w.parts);
     }
+    free(w.sb);
     baton_processor_destroy(own_proc);
     baton_sink_destroy(w.sink);
     if (kpipe[0] >= 0) {
         close(kpipe[0]);
         close(kpipe[1]);
     }
-    BLOG_INFO("event=stopped records_written=%lld", (long long)w.records_written);
+    BLOG_INFO(
+        "event=stopped records_written=%lld records_fetched=%lld standby_records_fetched=%lld",
+        (long long)w.records_written, (long long)w.records_fetched, (long long)w.standby_fetched);
     return rc;
 }

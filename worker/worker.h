@@ -30,6 +30,13 @@ typedef struct {
      * member holding our id is waited for (0: three session timeouts). */
     const char *state_dir;
     int member_wait_ms;
+    /* Standby prefetch (--standby-prefetch): fetch ahead the partitions the
+     * assignment names us standby for, holding at most
+     * standby_prefetch_bytes of keys and values per partition and
+     * standby_prefetch_total_bytes over all of them (worker.c). */
+    int standby_prefetch;
+    long long standby_prefetch_bytes;
+    long long standby_prefetch_total_bytes;
 } baton_worker_conf_t;
 
 /* Runs until SIGTERM/SIGINT (graceful leave, returns 0) or a fatal error

@@ -9,6 +9,8 @@
 # again from the fence's next_offset, so nothing is skipped. Both checked
 # against the sink's rows: every offset once, stamped with its writer's
 # epoch, and in w2's debug log: prefetching -> fencing_prefetched -> fenced.
+# w2 runs with --standby-prefetch off: this is the path of a partition an
+# assignment newly gives (it_standby_prefetch covers the standby's).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -28,7 +30,8 @@ rows_of() { b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND pa
 [[ $(next_of 0):$(next_of 1) == 10:10 ]] || h_fail "next_offsets: $(next_of 0) $(next_of 1)"
 
 # --- the sink goes back while the new owner holds what it fetched ahead -----
-BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=stop" b_worker w2 --session-timeout-ms 20000
+BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=stop" b_worker w2 --session-timeout-ms 20000 \
+    --standby-prefetch off
 h_wait_for 15 "w2 frozen before its fence" \
     bash -c "grep -q 'name=worker.before_fence' '$H_DIR/w2.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w2)/stat) == T ]]"
 b_log_has w2 'event=prefetch partitions=1 ' || h_fail "w2 fetched nothing ahead of its fence: $(grep -E 'prefetch|assignment' "$H_DIR/w2.log")"
