@@ -14,6 +14,7 @@
 #include "member_int.h"
 
 #include "baton_err.h"
+#include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_layout.h"
 #include "baton_log.h"
@@ -163,6 +164,7 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
         if (e != BATON_OK)
             return e;
     }
+    BATON_FAILPOINT("member.before_register");
     char *data = mb_member_body(m, 0);
     int64_t wait_ms =
         m->member_wait_ms > 0 ? m->member_wait_ms : 3 * (int64_t)baton_zk_session_timeout(m->zk);
@@ -266,6 +268,26 @@ static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
     return BATON_OK;
 }
 
+/* The first join. A session that expires while we join (the process
+ * frozen there past its session timeout, or an ensemble election longer
+ * than it) is no reason to exit: a new session and again, as a rejoin
+ * would; bounded, each try having had a session. Refused credentials are
+ * not retried. */
+#define JOIN_EXPIRED_TRIES 5
+static int join_first(baton_membership_t *m, char *errstr, size_t n) {
+    for (int attempt = 1;; attempt++) {
+        int err = connect_and_join(m, errstr, n);
+        if (err != BATON_EXPIRED || attempt == JOIN_EXPIRED_TRIES || !m->zk ||
+            zoo_state(baton_zk_handle(m->zk)) == ZOO_AUTH_FAILED_STATE)
+            return err;
+        BLOG_WARN("event=join_session_expired session=0x%s attempt=%d error=\"%s\" "
+                  "action=new_session",
+                  m->session_hex, attempt, errstr);
+        baton_zk_destroy(m->zk);
+        m->zk = NULL;
+    }
+}
+
 /* Checks what the application gave (it is input: a clear error, no crash). */
 static int conf_check(baton_membership_conf_t *c, char *errstr, size_t n) {
     if (!c->zk_hosts || !c->zk_hosts[0])
@@ -342,7 +364,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
                                      m->conf.id, errstr, n);
     }
     if (err == BATON_OK)
-        err = connect_and_join(m, errstr, n);
+        err = join_first(m, errstr, n);
     if (err != BATON_OK) {
         baton_membership_destroy(m);
         return err;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# it_restart_expiry (#19): a restarted worker whose new ZooKeeper session
+# expires while it registers -- frozen there past its session timeout, as a
+# chaos run's SIGSTOP caught one in the middle of its takeover, or held up
+# by an ensemble election -- takes a new session and joins
+# (event=join_session_expired), instead of exiting 1 with "cannot register:
+# session expired". The failpoint member.before_register stops the process
+# there; the test resumes it once ZooKeeper has closed the session.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+h_init it_restart_expiry
+h_zk_start
+B_PARTITIONS=4
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+b_coord c1
+b_worker w1
+h_wait_for 30 "w1 owns everything" b_all_active 1
+
+h_kill w1 KILL
+rc=0; h_wait_exit w1 10 || rc=$?
+BATON_FAILPOINTS=member.before_register=stop b_worker w1
+stopped() { local st; read -r st <"/proc/$(h_pid w1)/stat" && st=${st##*) } && [[ ${st%% *} == T ]]; }
+h_wait_for 30 "the new w1 stopped before registering" stopped
+line=$(grep -o 'event=zk_connected session=0x[0-9a-f]*' "$H_DIR/w1.log" | tail -n 1)
+[[ $line =~ session=0x0*([0-9a-f]+)$ ]] || h_fail "the new w1 logged no session before it stopped"
+sid=${BASH_REMATCH[1]}
+# The server lists every connection by its session (cons) and closes a
+# session's connection when it expires it.
+expired() {
+    local cons
+    cons=$(_h_4lw "$H_ZK_PORT" cons)
+    [[ $cons == *sid=0x* && $cons != *"sid=0x$sid"* ]]
+}
+h_wait_for 30 "ZooKeeper expired the frozen w1's session 0x$sid" expired
+h_kill w1 CONT
+h_wait_for 30 "w1 joined on a new session and owns everything again" b_all_active 1
+h_alive w1 || h_fail "w1 exited after its session expired while it registered"
+b_log_has w1 "event=join_session_expired session=0x0*$sid attempt=1 .*action=new_session" ||
+    h_fail "w1 did not log the expired join"
+b_log_has w1 'event=join_failed' && h_fail "w1 logged a failed join"
+b_produce 400
+h_wait_for 30 "400 records in the sink" b_sink_has 400
+source "$BATON_SRC/tests/lib/verify.sh"
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass "a restart whose session expired while it registered took a new one and joined"
