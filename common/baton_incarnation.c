@@ -51,10 +51,37 @@ static int mkdir_p(const char *dir) {
     return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 }
 
-/* Reads the file's fields. Returns 0; 1 for an empty file; -1 if it is not
- * a lock file of ours (why says what is wrong). */
+/* Reads an earlier= line's comma-separated ids into inc (NULL: checks
+ * only). Returns 0, or -1 with why. */
+static int parse_earlier(const char *v, size_t len, baton_incarnation_t *inc, const char **why) {
+    int k = 0;
+    for (size_t i = 0; len > 0 && v[len - 1] != ','; k++) {
+        if (i >= len) {
+            if (inc)
+                inc->nearlier = k;
+            return 0;
+        }
+        size_t n = strcspn(v + i, ",\n");
+        char id[BATON_UUID_LEN + 1];
+        if (n != BATON_UUID_LEN || k >= BATON_INC_EARLIER_MAX)
+            break;
+        memcpy(id, v + i, n);
+        id[n] = 0;
+        if (baton_uuid_valid(id) != 0)
+            break;
+        if (inc)
+            memcpy(inc->earlier[k], id, sizeof(id));
+        i += n + (v[i + n] == ',');
+    }
+    *why = "its earlier= line is not a short list of UUIDs";
+    return -1;
+}
+
+/* Reads the file's fields (the earlier= list into inc when not NULL).
+ * Returns 0; 1 for an empty file; -1 if it is not a lock file of ours (why
+ * says what is wrong). */
 static int parse(const char *text, char *inc, long *pid, char *host, size_t hostsz,
-                 const char **why) {
+                 baton_incarnation_t *earlier, const char **why) {
     if (!text[0])
         return 1;
     int have_inc = 0, have_pid = 0;
@@ -88,8 +115,11 @@ static int parse(const char *text, char *inc, long *pid, char *host, size_t host
             have_pid = 1;
         } else if (strncmp(line, "host=", 5) == 0) {
             snprintf(host, hostsz, "%.*s", (int)(len - 5), line + 5);
+        } else if (strncmp(line, "earlier=", 8) == 0) {
+            if (parse_earlier(line + 8, len - 8, earlier, why) != 0)
+                return -1;
         } else {
-            *why = "it has a line that is none of incarnation=, pid=, host=";
+            *why = "it has a line that is none of incarnation=, pid=, host=, earlier=";
             return -1;
         }
         line += len + 1;
@@ -154,7 +184,7 @@ int baton_incarnation_open(baton_incarnation_t *inc, const char *dir, const char
             char prev[BATON_UUID_LEN + 1];
             if (read_all(inc->fd, text, sizeof(text)) >= 0)
                 parse(text, prev, &inc->holder_pid, inc->holder_host, sizeof(inc->holder_host),
-                      &why);
+                      NULL, &why);
             char who[320] = "";
             if (inc->holder_pid > 0)
                 snprintf(who, sizeof(who), " (pid %ld on %s)", inc->holder_pid,
@@ -180,7 +210,7 @@ int baton_incarnation_open(baton_incarnation_t *inc, const char *dir, const char
     char host[256] = "";
     int rc = len == -2 ? (why = "it is too long to be one", -1)
              : len < 0 ? -2
-                       : parse(text, inc->previous, &pid, host, sizeof(host), &why);
+                       : parse(text, inc->previous, &pid, host, sizeof(host), inc, &why);
     if (rc == -2 || rc == -1) {
         int err = rc == -2 ? baton_seterr(errstr, n, BATON_IO, "member lock '%s': %s", inc->path,
                                           strerror(errno))
@@ -192,8 +222,10 @@ int baton_incarnation_open(baton_incarnation_t *inc, const char *dir, const char
         baton_incarnation_close(inc);
         return err;
     }
-    if (rc == 1)
+    if (rc == 1) {
         inc->previous[0] = 0;
+        inc->nearlier = 0;
+    }
     if (baton_uuid_new(inc->current) != 0) {
         baton_incarnation_close(inc);
         return baton_seterr(errstr, n, BATON_IO, "no randomness for an incarnation id");
@@ -201,7 +233,10 @@ int baton_incarnation_open(baton_incarnation_t *inc, const char *dir, const char
     return BATON_OK;
 }
 
-int baton_incarnation_commit(baton_incarnation_t *inc, char *errstr, size_t n) {
+/* Writes the file: our incarnation, pid and host, and the earlier ids
+ * (earlier=, if n > 0); synced if sync. */
+static int write_file(baton_incarnation_t *inc, char earlier[][BATON_UUID_LEN + 1], int ne,
+                      int sync, char *errstr, size_t n) {
     char host[256] = "";
     if (gethostname(host, sizeof(host) - 1) != 0)
         snprintf(host, sizeof(host), "unknown");
@@ -211,16 +246,49 @@ int baton_incarnation_commit(baton_incarnation_t *inc, char *errstr, size_t n) {
                        "member; do not edit\n"
                        "incarnation=%s\npid=%ld\nhost=%s\n",
                        inc->current, (long)getpid(), host);
+    for (int k = 0; k < ne && len > 0 && (size_t)len < sizeof(text); k++)
+        len += snprintf(text + len, sizeof(text) - (size_t)len, "%s%s%s",
+                        k ? "," : "earlier=", earlier[k], k == ne - 1 ? "\n" : "");
     if (inc->fd < 0 || len <= 0 || (size_t)len >= sizeof(text))
         return baton_seterr(errstr, n, BATON_IO, "member lock '%s': not open",
                             inc->path ? inc->path : "?");
     /* Truncate and write in place (the lock is on this inode: a rename
      * would move it away from the lock). */
     if (ftruncate(inc->fd, 0) != 0 || pwrite(inc->fd, text, (size_t)len, 0) != len ||
-        fsync(inc->fd) != 0)
+        (sync && fsync(inc->fd) != 0))
         return baton_seterr(errstr, n, BATON_IO, "member lock '%s': cannot write: %s", inc->path,
                             strerror(errno));
     return BATON_OK;
+}
+
+int baton_incarnation_commit(baton_incarnation_t *inc, char *errstr, size_t n) {
+    /* Our predecessors that may still have a live node: the previous one
+     * and its own earlier ones, newest first, at most BATON_INC_EARLIER_MAX. */
+    char list[BATON_INC_EARLIER_MAX][BATON_UUID_LEN + 1];
+    int ne = 0;
+    if (inc->previous[0] && strcmp(inc->previous, inc->current) != 0)
+        memcpy(list[ne++], inc->previous, sizeof(list[0]));
+    for (int k = 0; k < inc->nearlier && ne < BATON_INC_EARLIER_MAX; k++)
+        if (strcmp(inc->earlier[k], inc->previous) != 0)
+            memcpy(list[ne++], inc->earlier[k], sizeof(list[0]));
+    return write_file(inc, list, ne, 1, errstr, n);
+}
+
+int baton_incarnation_confirm(baton_incarnation_t *inc, char *errstr, size_t n) {
+    inc->previous[0] = 0; /* gone: our node could be created */
+    inc->nearlier = 0;
+    return write_file(inc, NULL, 0, 0, errstr, n);
+}
+
+int baton_incarnation_known(const baton_incarnation_t *inc, const char *id) {
+    if (!id || !id[0])
+        return 0;
+    if (strcmp(id, inc->current) == 0 || (inc->previous[0] && strcmp(id, inc->previous) == 0))
+        return 1;
+    for (int k = 0; k < inc->nearlier; k++)
+        if (strcmp(id, inc->earlier[k]) == 0)
+            return 1;
+    return 0;
 }
 
 void baton_incarnation_close(baton_incarnation_t *inc) {

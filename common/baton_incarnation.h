@@ -12,6 +12,16 @@
  *   incarnation=<uuid>
  *   pid=<pid>
  *   host=<hostname>
+ *   earlier=<uuid>[,<uuid>...]   (optional)
+ *
+ * `earlier` lists the incarnations before this one that may still have a
+ * live member node: written when an incarnation records itself
+ * (baton_incarnation_commit: its predecessors, until one of them is known
+ * to have registered), cleared once its own node is created
+ * (baton_incarnation_confirm: a create under the id succeeds only when no
+ * older node is left). A process killed between recording itself and
+ * creating its node so leaves its predecessor's live node recognisable.
+ * Every id listed was written by a holder of this lock, all dead now.
  *
  * So a process that gets the lock and finds, in ZooKeeper, a live member
  * node under its id carrying the incarnation the file names knows that
@@ -35,14 +45,21 @@
  * $STATE_DIRECTORY (systemd's StateDirectory=; its first entry), else this. */
 #define BATON_STATE_DIR_DEFAULT "/var/lib/baton"
 
+/* How many earlier incarnations the file keeps (more crashes in a row
+ * before registering fall back to waiting for the oldest to expire). */
+#define BATON_INC_EARLIER_MAX 8
+
 typedef struct {
     int fd;                            /* the locked file; -1 when closed */
     char *path;                        /* <dir>/<group>.<id>.lock */
     char previous[BATON_UUID_LEN + 1]; /* the last incarnation's id; "" if none */
     char current[BATON_UUID_LEN + 1];  /* ours (fresh) */
-    char holder_host[256];             /* on BATON_EXISTS: the holder's, per the file */
-    long holder_pid;                   /* on BATON_EXISTS: the holder's pid, or 0 */
-    int dir_chosen; /* the directory was configured, not the default; kept on errors */
+    /* The file's earlier incarnations (see the top of the file). */
+    char earlier[BATON_INC_EARLIER_MAX][BATON_UUID_LEN + 1];
+    int nearlier;
+    char holder_host[256]; /* on BATON_EXISTS: the holder's, per the file */
+    long holder_pid;       /* on BATON_EXISTS: the holder's pid, or 0 */
+    int dir_chosen;        /* the directory was configured, not the default; kept on errors */
 } baton_incarnation_t;
 
 /* The state directory to use, into out: dir if set, else $BATON_STATE_DIR,
@@ -66,6 +83,16 @@ int baton_incarnation_open(baton_incarnation_t *inc, const char *dir, const char
  * (written whole, then fsync), before the member node that carries it is
  * created. Returns BATON_OK or BATON_IO with a message. */
 int baton_incarnation_commit(baton_incarnation_t *inc, char *errstr, size_t errstr_size);
+
+/* Whether id is an incarnation this lock file vouches for as dead or ours:
+ * the previous one, an earlier one, or the current one. */
+int baton_incarnation_known(const baton_incarnation_t *inc, const char *id);
+
+/* Records that our member node is created: the previous and earlier
+ * incarnations are gone (none can come back: their processes are dead), so
+ * they are forgotten and the file keeps only ours. Not synced: a lost update only keeps the list
+ * (still true). Returns BATON_OK or BATON_IO with a message. */
+int baton_incarnation_confirm(baton_incarnation_t *inc, char *errstr, size_t errstr_size);
 
 /* Releases the lock (closes the file; the file stays). Safe to call twice. */
 void baton_incarnation_close(baton_incarnation_t *inc);

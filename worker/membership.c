@@ -147,8 +147,7 @@ static int own_dead_incarnation(const baton_membership_t *m, const char *data, s
     char why[256];
     if (baton_member_decode(data, len, &node, why, sizeof(why)) != BATON_OK || !node.incarnation[0])
         return 0;
-    return (m->inc.previous[0] && strcmp(node.incarnation, m->inc.previous) == 0) ||
-           strcmp(node.incarnation, m->inc.current) == 0;
+    return baton_incarnation_known(&m->inc, node.incarnation);
 }
 
 /* Registers workers/<id> (ephemeral), carrying our incarnation (recorded
@@ -239,6 +238,9 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
         return baton_seterr(errstr, n, err, "cannot register '%s': %s", m->member_path,
                             baton_strerror(err));
     BLOG_INFO("event=joined member=%s session=0x%s", m->member_path, m->session_hex);
+    char why[256];
+    if (m->inc.fd >= 0 && baton_incarnation_confirm(&m->inc, why, sizeof(why)) != BATON_OK)
+        BLOG_WARN("event=member_lock_write_failed error=\"%s\"", why); /* the list stays: safe */
     return BATON_OK;
 }
 

@@ -43,6 +43,38 @@ b_log_has w1 "event=join_session_expired session=0x0*$sid attempt=1 .*action=new
 b_log_has w1 'event=join_failed' && h_fail "w1 logged a failed join"
 b_produce 400
 h_wait_for 30 "400 records in the sink" b_sink_has 400
+
+# An incarnation killed between recording itself in the lock file and
+# creating its member node (here: the failpoint exits there) leaves its
+# predecessor's node alive under the id; the lock file keeps that
+# predecessor (earlier=), so the next restart still takes it over at once
+# instead of waiting for its session (8 s here) to expire.
+h_kill w1 KILL
+h_wait_exit w1 10 || true
+b_worker w1 --session-timeout-ms 8000
+h_wait_for 30 "w1 (8 s session) owns everything" b_all_active 1
+h_kill w1 KILL
+h_wait_exit w1 10 || true
+BATON_FAILPOINTS=member.before_register=exit b_worker w1 --session-timeout-ms 8000
+rc=0
+h_wait_exit w1 30 || rc=$?
+((rc == 99)) || h_fail "w1 with member.before_register=exit ended with $rc, not the failpoint's 99"
+grep -q '^earlier=' "$BATON_STATE_DIR/$B_GROUP.w1.lock" ||
+    h_fail "the lock file lists no earlier incarnation: $(cat "$BATON_STATE_DIR/$B_GROUP.w1.lock")"
+b_worker w1 --session-timeout-ms 8000
+# The log of w1's latest process only.
+w1_last() { awk '/=== .* spawn w1:/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$H_DIR/w1.log"; }
+w1_joined() { w1_last | grep -q 'event=joined'; }
+h_wait_for 30 "the restarted w1 joined" w1_joined
+h_wait_for 30 "w1 owns everything again" b_all_active 1
+last=$(w1_last)
+grep -q 'event=incarnation_takeover' <<<"$last" ||
+    h_fail "the restart did not take over the node of the incarnation before the one that died unregistered"
+grep -q 'event=member_id_busy' <<<"$last" && h_fail "the restart waited for the old session"
+grep -q '^earlier=' "$BATON_STATE_DIR/$B_GROUP.w1.lock" &&
+    h_fail "the lock file still lists earlier incarnations after a registration"
+b_produce 400
+h_wait_for 30 "800 records in the sink" b_sink_has 800
 source "$BATON_SRC/tests/lib/verify.sh"
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "a restart whose session expired while it registered took a new one and joined"
+h_pass "a restart whose session expired while it registered took a new one and joined; one after an incarnation that died unregistered took over at once"

@@ -119,6 +119,9 @@ static void test_corrupt_refused(void **state) {
         "pid=12\n",                                                  /* no incarnation */
         "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=x\n", /* bad pid */
         "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=12",  /* unfinished */
+        "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=12\nearlier=x\n",
+        "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=12\n"
+        "earlier=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f,\n", /* an empty id */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         write_file(path, bad[i]);
@@ -142,6 +145,48 @@ static void test_corrupt_refused(void **state) {
     baton_incarnation_t inc;
     assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "bad", err, sizeof(err)), BATON_OK);
     assert_string_equal(inc.previous, "0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f");
+    baton_incarnation_close(&inc);
+}
+
+/* Incarnations killed between recording themselves and creating their
+ * member node: the file keeps their predecessors (earlier=), newest first,
+ * so the node of the last one that registered is still recognised; a
+ * registration clears the list. */
+static void test_earlier_until_registered(void **state) {
+    (void)state;
+    char err[512], registered[BATON_UUID_LEN + 1];
+    baton_incarnation_t inc;
+    assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "we", err, sizeof(err)), BATON_OK);
+    assert_int_equal(baton_incarnation_commit(&inc, err, sizeof(err)), BATON_OK);
+    assert_int_equal(baton_incarnation_confirm(&inc, err, sizeof(err)), BATON_OK);
+    memcpy(registered, inc.current, sizeof(registered));
+    baton_incarnation_close(&inc);
+    char died[BATON_INC_EARLIER_MAX + 2][BATON_UUID_LEN + 1];
+    for (int i = 0; i < BATON_INC_EARLIER_MAX + 2; i++) {
+        /* Each one records itself and dies before registering. */
+        assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "we", err, sizeof(err)),
+                         BATON_OK);
+        assert_int_equal(baton_incarnation_known(&inc, registered), i <= BATON_INC_EARLIER_MAX);
+        for (int j = 0; j < i; j++) /* the newest ones are kept */
+            assert_int_equal(baton_incarnation_known(&inc, died[j]),
+                             i - j <= BATON_INC_EARLIER_MAX + 1);
+        assert_int_equal(baton_incarnation_commit(&inc, err, sizeof(err)), BATON_OK);
+        memcpy(died[i], inc.current, sizeof(died[i]));
+        baton_incarnation_close(&inc);
+    }
+    assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "we", err, sizeof(err)), BATON_OK);
+    assert_int_equal(inc.nearlier, BATON_INC_EARLIER_MAX);
+    assert_int_equal(baton_incarnation_commit(&inc, err, sizeof(err)), BATON_OK);
+    assert_int_equal(baton_incarnation_confirm(&inc, err, sizeof(err)), BATON_OK);
+    assert_false(baton_incarnation_known(&inc, died[BATON_INC_EARLIER_MAX + 1]));
+    char mine[BATON_UUID_LEN + 1];
+    memcpy(mine, inc.current, sizeof(mine));
+    baton_incarnation_close(&inc);
+    assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "we", err, sizeof(err)), BATON_OK);
+    assert_string_equal(inc.previous, mine);
+    assert_int_equal(inc.nearlier, 0);
+    assert_false(baton_incarnation_known(&inc, died[BATON_INC_EARLIER_MAX + 1]));
+    assert_false(baton_incarnation_known(&inc, NULL));
     baton_incarnation_close(&inc);
 }
 
@@ -172,9 +217,8 @@ static void test_state_dir(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_then_previous),
-        cmocka_unit_test(test_killed_holder_releases),
-        cmocka_unit_test(test_corrupt_refused),
+        cmocka_unit_test(test_first_then_previous), cmocka_unit_test(test_killed_holder_releases),
+        cmocka_unit_test(test_corrupt_refused),     cmocka_unit_test(test_earlier_until_registered),
         cmocka_unit_test(test_state_dir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
