@@ -609,7 +609,6 @@ inline poll_arm() {
 #define SB_EV(q) (ev_sb[WO(w, q)] != 0)
 #define SB_ACT(q) (sb_fired[WO(w, q)] != 0 || sb_alive[WO(w, q)])
 #define SB_UNARMED(q) (sbl[WO(w, q)] != 0 && !sb_armed[WO(w, q)])
-#define IDLE(q) (pend[WP(w, q)] == 0 && wres[WP(w, q)] == 0)
 
 proctype Worker(byte w) {
 
@@ -763,10 +762,16 @@ end_loop:
         leaving[w] = 1; notify_member(w, 1)
        };
        /* on_released for everything we own, once the write in flight is
-        * answered (the flush), */
+        * answered (the flush): the answer is taken here, since the loop
+        * that takes answers otherwise is left (waiting for none, an answer
+        * nobody took, deadlocked the leave: found with two stops) */
        atomic {
-        IDLE(0) && IDLE(NP - 1) ->
-        for (zp : 0 .. NP - 1) { owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0 }
+        pend[WP(w, 0)] == 0 && pend[WP(w, NP - 1)] == 0 ->
+        for (zp : 0 .. NP - 1) {
+            owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0;
+            wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0;
+            pend_inc[WP(w, zp)] = 0
+        }
        };
        /* every claim in one multi (claims_delete_all), then (leave_wait
         * over, whether the coordinator answered or LEAVE_WAIT_MS passed)
