@@ -17,6 +17,14 @@
  *                 incarnation nor sweeps settled partitions
  *   -DOLDGEN      a publish's generation is /assignment's + 1, not past
  *                 every published node's (before issue 20)
+ *   -DOLDDELETE   a claim delete that fails (a lost connection) forgets the
+ *                 claim all the same (delete_claim before issue 21's fix):
+ *                 the claim stays with our live session and blocks the
+ *                 next owner until the watchdog revokes it (run with
+ *                 -DWATCHDOG=0, --handoff-timeout-ms 0: for good)
+ *
+ * Configuration: -DWATCHDOG=0 is a coordinator with --handoff-timeout-ms 0
+ * (no handoff watchdog), a configuration the product allows.
  */
 
 #ifndef NW
@@ -50,6 +58,12 @@
 #ifndef F_LOSTREPLY
 #define F_LOSTREPLY 1
 #endif
+#ifndef F_LOSTDEL
+#define F_LOSTDEL 1
+#endif
+#ifndef WATCHDOG
+#define WATCHDOG 1
+#endif
 #define MAXCL 5 /* claims one partition's directory can hold in the model */
 #ifndef MAXCTR
 #define MAXCTR 250
@@ -76,6 +90,8 @@
 #define MAYW(w) (w_fresh[w])
 #endif
 
+/* worker w's ZooKeeper requests get answers: connected, session alive */
+#define ZK_OK (!w_cut[w] && (sess[w] & BIT(cur[w])))
 #define WP(w, zp) ((w) * NP + (zp))
 #define WO(w, zo) ((w) * NW + (zo))
 #define BIT(zi) (1 << (zi))
@@ -190,12 +206,20 @@ byte faults = FAULTS;   /* what the nemesis may still do */
 bit  gen_seen;          /* ghost: some publish happened */
 byte gen_max;           /* ghost: the highest generation any publish wrote */
 
+/* -DNOHIDDEN keeps them in the state vector (SPIN's breadth-first search,
+ * -DBFS, refuses hidden variables; the must-fail runs use it to find the
+ * shortest trail). */
+#ifdef NOHIDDEN
+#define HIDDEN
+#else
+#define HIDDEN hidden
+#endif
 /* Scratch variables of the atomic steps: every use lies inside one step
  * that never blocks after its first statement, so they carry nothing from
  * one state to the next and are kept out of the state vector. */
-hidden byte zp, zo, zk, zn, ze, zt, zv, zcc, zi, zx, zbest, zoff, zep, zhi, zhc, zhq, zhk, zhe;
-hidden byte zload[NW];
-hidden byte zlive[NW];
+HIDDEN byte zp, zo, zk, zn, ze, zt, zv, zcc, zi, zx, zbest, zoff, zep, zhi, zhc, zhq, zhk, zhe;
+HIDDEN byte zload[NW];
+HIDDEN byte zlive[NW];
 
 /* ------------------------------------------------------------ helpers */
 
@@ -322,6 +346,37 @@ inline drop_claim() {
     :: else
     fi;
     claim[WP(w, zp)] = 0; owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0
+}
+
+/* mb_delete_claim for a release or a drop after STALE: a ZooKeeper delete
+ * that can fail. Not sent while the connection is down; or its reply lost
+ * with the connection (a fault: it landed or not, and the connection is
+ * cut). A failed delete keeps the claim known, not owned, and the row is
+ * looked at again (the release retries the delete; an assigned row checks
+ * its queue); -DOLDDELETE forgets it, as the code did before. */
+inline drop_claim_req() {
+    if
+    :: claim[WP(w, zp)] != 0 && !ZK_OK ->
+        zk = 0 /* not sent */
+    :: claim[WP(w, zp)] != 0 && ZK_OK && F_LOSTDEL && faults > 0 ->
+        faults--;
+        if
+        :: claim_del_ep(zp, claim[WP(w, zp)])
+        :: skip
+        fi;
+        w_cut[w] = 1; watches_lost(w);
+        zk = 0 /* failed, whether it landed or not */
+    :: else -> zk = 1
+    fi;
+    if
+    :: zk -> drop_claim()
+    :: else ->
+#ifdef OLDDELETE
+        claim[WP(w, zp)] = 0;
+#endif
+        owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0;
+        dirty[WP(w, zp)] = 1 /* retry_at: look again */
+    fi
 }
 
 /* queue_decide + queue_settle on a listing of p's claims, with its watch */
@@ -554,8 +609,6 @@ inline poll_arm() {
 #define SB_EV(q) (ev_sb[WO(w, q)] != 0)
 #define SB_ACT(q) (sb_fired[WO(w, q)] != 0 || sb_alive[WO(w, q)])
 #define SB_UNARMED(q) (sbl[WO(w, q)] != 0 && !sb_armed[WO(w, q)])
-#define IDLE(q) (pend[WP(w, q)] == 0 && wres[WP(w, q)] == 0)
-#define ZK_OK (!w_cut[w] && (sess[w] & BIT(cur[w])))
 
 proctype Worker(byte w) {
 
@@ -629,7 +682,7 @@ end_loop:
         :: else
         fi;
         uncertain[WP(w, zp)] = 0;
-        drop_claim()
+        drop_claim_req()
        }
 
     /* claims_reconcile: a create goes with its queue check (one flight) */
@@ -675,7 +728,7 @@ end_loop:
         if
         :: fence_ep[zp] > claim[WP(w, zp)] ->
             /* STALE: drop_rid (a ZooKeeper delete) */
-            drop_claim(); dirty[WP(w, zp)] = 1
+            drop_claim_req(); dirty[WP(w, zp)] = 1
         :: else -> fence_ep[zp] = claim[WP(w, zp)]; fenced[WP(w, zp)] = 1; pos[WP(w, zp)] = next_off[zp]
         fi
        }
@@ -697,7 +750,7 @@ end_loop:
             pos[WP(w, zp)] = pend_off[WP(w, zp)]
         :: wres[WP(w, zp)] == 2 && owned[WP(w, zp)] && claim[WP(w, zp)] == pend_ep[WP(w, zp)] ->
             /* STALE: drop (a ZooKeeper delete) */
-            drop_claim(); dirty[WP(w, zp)] = 1
+            drop_claim_req(); dirty[WP(w, zp)] = 1
         :: else /* an answer for a claim we no longer own */
         fi;
         wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0; pend_inc[WP(w, zp)] = 0
@@ -709,10 +762,16 @@ end_loop:
         leaving[w] = 1; notify_member(w, 1)
        };
        /* on_released for everything we own, once the write in flight is
-        * answered (the flush), */
+        * answered (the flush): the answer is taken here, since the loop
+        * that takes answers otherwise is left (waiting for none, an answer
+        * nobody took, deadlocked the leave: found with two stops) */
        atomic {
-        IDLE(0) && IDLE(NP - 1) ->
-        for (zp : 0 .. NP - 1) { owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0 }
+        pend[WP(w, 0)] == 0 && pend[WP(w, NP - 1)] == 0 ->
+        for (zp : 0 .. NP - 1) {
+            owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0;
+            wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0;
+            pend_inc[WP(w, zp)] = 0
+        }
        };
        /* every claim in one multi (claims_delete_all), then (leave_wait
         * over, whether the coordinator answered or LEAVE_WAIT_MS passed)
@@ -1020,7 +1079,7 @@ end_loop:
      * claim waits behind it". Before issue 20 only moved partitions were
      * timed (pending); since, settled ones are swept too. */
     :: atomic {
-        cand[c] == me && !fresh_leader && LEADS(c, me) && ANYW(WD_ANY) ->
+        WATCHDOG && cand[c] == me && !fresh_leader && LEADS(c, me) && ANYW(WD_ANY) ->
         PICKW(zv, WD_ANY);
         PICKP(zp, WD_P);
         /* event=forced_revoke */
@@ -1170,19 +1229,19 @@ active proctype Nemesis() {
     do
     /* crash (SIGKILL): the process restarts with the same id; its old
      * session lingers until the server expires it */
-    :: atomic { faults > 0 && ANYW(CRASHABLE) -> PICKW(zv, CRASHABLE); w_dead[zv] = 1; faults-- }
+    :: atomic { F_CRASH && faults > 0 && ANYW(CRASHABLE) -> PICKW(zv, CRASHABLE); w_dead[zv] = 1; faults-- }
     /* a pause or a lost connection, for any length */
     :: atomic {
-        faults > 0 && ANYW(CUTTABLE) -> PICKW(zv, CUTTABLE); w_cut[zv] = 1; watches_lost(zv); faults--
+        F_CUT && faults > 0 && ANYW(CUTTABLE) -> PICKW(zv, CUTTABLE); w_cut[zv] = 1; watches_lost(zv); faults--
        }
     /* the pause or the cut lasts past the session timeout: the session
      * expires (part of the same fault) */
     :: atomic { ANYW(EXPIRABLE) -> PICKW(zv, EXPIRABLE); session_end(zv, cur[zv]) }
     /* SIGTERM: a graceful leave, then a restart with the same id */
-    :: atomic { faults > 0 && ANYW(STOPPABLE) -> PICKW(zv, STOPPABLE); w_stop[zv] = 1; faults-- }
+    :: atomic { F_STOP && faults > 0 && ANYW(STOPPABLE) -> PICKW(zv, STOPPABLE); w_stop[zv] = 1; faults-- }
     /* a coordinator's session expires (a crash or a pause), wherever it
      * is: between publish chunks too */
-    :: atomic { faults > 0 && ANYC(KILLABLE) -> PICKC(zcc, KILLABLE); cand[zcc] = 0; faults-- }
+    :: atomic { F_CKILL && faults > 0 && ANYC(KILLABLE) -> PICKC(zcc, KILLABLE); cand[zcc] = 0; faults-- }
     :: break
     od
 }
@@ -1239,7 +1298,11 @@ end_mon:
 active proctype Quiet() {
 end_quiet:
     do
-    :: timeout -> assert(ALL_SETTLED); break
+    :: timeout ->
+#ifndef NOQUIET
+        assert(ALL_SETTLED);
+#endif
+        break
     od
 }
 

@@ -17,22 +17,42 @@
 #include <string.h>
 
 /* Deletes our claim on row (only our own node, by its exact name); why
- * names the transition. */
-void mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
+ * names the transition. The claim is forgotten only once it is known gone:
+ * deleted, not found, or gone with our session. A delete that failed (a
+ * lost connection: applied or not, we cannot tell) keeps the claim known,
+ * not owned, and marks the row to look again after RETRY_MS: the next look
+ * deletes it again (NOTFOUND then means the first one landed), or, if the
+ * row is assigned to us meanwhile, checks its queue. Forgotten, a claim
+ * left in ZooKeeper would stay as long as our session and block the next
+ * owner until the coordinator's watchdog revokes it (never, with
+ * --handoff-timeout-ms 0). Returns BATON_OK if the claim is gone, else the
+ * delete's error. */
+int mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
     mpart_t *mp = &m->st[row];
     if (!mp->claim[0])
-        return;
+        return BATON_OK;
     char *path = baton_layout_child(baton_res_claims(&m->res, row), mp->claim);
+    BATON_FAILPOINT("worker.before_claim_delete");
     int err = baton_zk_delete(m->zk, path, -1);
-    if (err != BATON_OK && err != BATON_NOTFOUND)
-        BLOG_WARN("event=release_failed %s claim=%s error=%s", mb_row_label(m, row), mp->claim,
-                  baton_err_name(err));
+    free(path);
+    if (err != BATON_OK && err != BATON_NOTFOUND && err != BATON_EXPIRED) {
+        BLOG_WARN("event=release_failed %s claim=%s error=%s action=retry", mb_row_label(m, row),
+                  mp->claim, baton_err_name(err));
+        if (mstate_owned(mp->state))
+            mb_st_phase(m, row, MPHASE_CLAIMED, "delete_failed");
+        mp->dirty = 1;
+        mp->retry_at = baton_now_ms() + RETRY_MS;
+        return err;
+    }
+    if (err == BATON_EXPIRED)
+        BLOG_WARN("event=release_failed %s claim=%s error=%s action=forget (gone with the session)",
+                  mb_row_label(m, row), mp->claim, baton_err_name(err));
     else
         BLOG_INFO("event=released %s epoch=%lld", mb_row_label(m, row), (long long)mp->czxid);
-    free(path);
     mp->claim[0] = 0;
     mp->czxid = 0;
     mb_st_phase(m, row, MPHASE_NONE, why);
+    return BATON_OK;
 }
 
 void mb_drop_row(baton_membership_t *m, size_t row) {
@@ -517,7 +537,7 @@ int mb_claim_release_unassigned(baton_membership_t *m, size_t row) {
         }
         if (mp->claim[0]) {
             BATON_FAILPOINT("worker.before_release");
-            mb_delete_claim(m, row, "released");
+            return mb_delete_claim(m, row, "released");
         }
         return BATON_OK;
     }

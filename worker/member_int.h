@@ -140,7 +140,7 @@ void mb_assigned_flush(baton_membership_t *m);
 int mb_read_assignment(baton_membership_t *m);
 
 /* member_claims.c */
-void mb_delete_claim(baton_membership_t *m, size_t row, const char *why);
+int mb_delete_claim(baton_membership_t *m, size_t row, const char *why);
 void mb_drop_row(baton_membership_t *m, size_t row);
 int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n);
 int mb_claim_release_unassigned(baton_membership_t *m, size_t row);

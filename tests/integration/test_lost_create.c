@@ -25,7 +25,15 @@
  * as when a create sent through one server is committed after the server
  * the member reconnected to answered its recovery listing. The member then
  * creates a second claim, behind its own first: it must keep the lowest
- * claim of its session and delete the other, or wait behind itself. */
+ * claim of its session and delete the other, or wait behind itself.
+ *
+ * With --lose-delete 1 (no lost creates: --lose 0, no coordinator) zoo_delete
+ * is wrapped: once every partition is acquired, the last one is taken out of
+ * our assignment, and the member's first claim delete is not sent at all but
+ * reports ZCONNECTIONLOSS, as when the connection drops before the request
+ * reaches the server. The member must not forget that claim (it is still in
+ * ZooKeeper, with our live session): the partition must end with no claim
+ * of ours, with no watchdog and no session expiry to delete it. */
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
@@ -50,6 +58,8 @@ static int unassign_lost;
 static int unassigned_p = -1; /* the partition taken away (--unassign-lost) */
 static const char *g_group, *g_id;
 static int g_nparts;
+static int lose_delete;  /* claim deletes still to lose (--lose-delete) */
+static int deletes_lost; /* how many were lost */
 
 /* --late-create: the creates held back, made after the next listing. */
 static int late_create;
@@ -100,6 +110,22 @@ int __wrap_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher
         nlate = 0;
     }
     return rc;
+}
+
+int __real_zoo_delete(zhandle_t *zh, const char *path, int version);
+int __wrap_zoo_delete(zhandle_t *zh, const char *path, int version);
+
+/* --lose-delete: the delete is never sent; the member hears ZCONNECTIONLOSS. */
+int __wrap_zoo_delete(zhandle_t *zh, const char *path, int version) {
+    if (lose_delete > 0 && strstr(path, "/claims/claim-")) {
+        lose_delete--;
+        deletes_lost++;
+        fprintf(stderr,
+                "test_lost_create: not sending the delete of %s, reporting ZCONNECTIONLOSS\n",
+                path);
+        return ZCONNECTIONLOSS;
+    }
+    return __real_zoo_delete(zh, path, version);
 }
 
 static void assignment_set_done(int rc, const struct Stat *st, const void *data) {
@@ -340,9 +366,12 @@ int main(int argc, char **argv) {
             unassign_lost = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--late-create") == 0)
             late_create = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--lose-delete") == 0)
+            lose_delete = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: test_lost_create --zk HOSTS --group G --id ID "
-                            "--partitions N [--lose K] [--unassign-lost 1] [--late-create 1]\n");
+                            "--partitions N [--lose K] [--unassign-lost 1] [--late-create 1] "
+                            "[--lose-delete 1]\n");
             return 2;
         }
     }
@@ -391,6 +420,12 @@ int main(int argc, char **argv) {
         if (baton_now_ms() < next_check)
             continue;
         next_check = baton_now_ms() + 200;
+        if (lose_delete > 0 && unassigned_p < 0 && acquired == nparts) {
+            unassigned_p = nparts - 1; /* every partition acquired: release one */
+            assignment_drop(baton_zk_handle(zc), unassigned_p);
+        }
+        if (lose_delete > 0)
+            continue; /* the delete is still to be lost */
         if (claims_ok(zc, group, id, nparts, why, sizeof(why))) {
             rc = 0;
             break;
@@ -401,12 +436,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_lost_create: not settled: %s\n", why);
         goto out;
     }
-    if (lost == 0) {
-        fprintf(stderr, "test_lost_create: no create reply was lost: the test tested nothing\n");
+    if (lost == 0 && deletes_lost == 0) {
+        fprintf(stderr, "test_lost_create: no reply was lost: the test tested nothing\n");
         rc = 1;
         goto out;
     }
-    printf("lost=%d partitions=%d unassigned=%d claims=ok\n", lost, nparts, unassigned_p);
+    printf("lost=%d deletes_lost=%d partitions=%d unassigned=%d claims=ok\n", lost, deletes_lost,
+           nparts, unassigned_p);
 out:
     baton_membership_leave(m);
     baton_membership_destroy(m);
