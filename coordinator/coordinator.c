@@ -1984,6 +1984,15 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
     return expired || baton_zk_expired(c->zk);
 }
 
+/* Whether the loop may make ZooKeeper calls now: connected, and heard
+ * within 2/3 of the session computed now (not at the last tick: a call that
+ * blocked until the client gave up on a silent server must not be followed
+ * by another that waits for its next connection attempt, up to 2/3 of the
+ * session again, before loop_silence steps down). */
+static int coord_can_call(const coord_t *c) {
+    return baton_zk_connected(c->zk) && baton_silence_heard_recently(c->sil);
+}
+
 /* Membership churn: a crash with nothing else pending is rebalanced at
  * once (the session timeout has already been waited); other churn is
  * debounced: the rebalance runs at min(last change + delay, first change +
@@ -2006,7 +2015,7 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
      * quiet period (up to the bound). */
     char **names = NULL;
     size_t n = 0;
-    if (baton_zk_children(c->zk, l->wdir, 1, &names, &n) != BATON_OK)
+    if (!coord_can_call(c) || baton_zk_children(c->zk, l->wdir, 1, &names, &n) != BATON_OK)
         l->dirty = 1;
     baton_zk_strings_free(names, n);
     BLOG_DEBUG("event=rebalance_scheduled in_ms=%lld", (long long)(due - now));
@@ -2035,7 +2044,7 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_INTERVAL_MS);
         }
     }
-    if (c->el.leader && baton_zk_connected(c->zk) && coord_racks_refresh(c))
+    if (c->el.leader && coord_can_call(c) && coord_racks_refresh(c))
         l->dirty = 1;
 }
 
@@ -2076,7 +2085,7 @@ static void loop_silence(coord_t *c, coord_loop_t *l) {
 
 /* The election and, while leading, the rebalance (coord_step). */
 static void loop_rebalance(coord_t *c, coord_loop_t *l) {
-    if (!l->dirty || !baton_zk_connected(c->zk) || baton_silence_silent(c->sil))
+    if (!l->dirty || !coord_can_call(c) || baton_silence_silent(c->sil))
         return;
     l->dirty = 0;
     int err = coord_step(c);
@@ -2097,14 +2106,14 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
 /* What follows a publish: the handoff watchdog (leader), then the history
  * write and the leave-mark verify when due, in deadline order. */
 static void loop_timers_after(coord_t *c, coord_loop_t *l, int64_t now) {
-    if (c->el.leader && baton_zk_connected(c->zk)) {
+    if (c->el.leader && coord_can_call(c)) {
         handoffs_check(c);
         if (c->republish && !l->dirty) {
             l->dirty = 1;
             l->wait_ms = 0;
         }
     }
-    if (!baton_zk_connected(c->zk) || baton_silence_silent(c->sil))
+    if (!coord_can_call(c) || baton_silence_silent(c->sil))
         return; /* they wait for the connection, and for an answer */
     int ids[COORD_TIMERS_MAX];
     int n = coord_timers_due(&c->timers, now, G_AFTER, ids);
@@ -2231,6 +2240,7 @@ int baton_coord_run(const baton_coord_conf_t *conf, int stop_fd) {
         loop_rebalance(&c, &l);
         now = baton_now_ms();
         loop_timers_after(&c, &l, now);
+        loop_silence(&c, &l); /* again: a call above may have waited out a silence */
         loop_wait(&c, &l, stop_fd, now);
     }
     coord_shutdown(&c);

@@ -584,7 +584,7 @@ ch_fault_net_cut_leader_zk() {
         CH_LEADER_CHECKED=$((CH_LEADER_CHECKED + 1))
         if [[ -z $t ]] || ((t > limit)); then
             CH_LEADER_VIOLATIONS=$((CH_LEADER_VIOLATIONS + 1))
-            ch_flog "leader_violation target=$leader last_zk_answer_ms=$last limit_ms=$((limit - last)) stepped_down_after_ms=${t:+$((t - last))}${t:-none}"
+            ch_flog "leader_violation target=$leader last_zk_answer_ms=$last limit_ms=$((limit - last)) stepped_down_after_ms=$([[ -n $t ]] && echo $((t - last)) || echo none)"
         else
             CH_LEADER_SEEN+=" $((t - last))"
         fi
