@@ -480,7 +480,13 @@ static void prefetch_stop(worker_t *w, int32_t p, const char *why) {
         return;
     pre_clear(w, wp);
     wpart_set_state(w, p, WPART_NONE, why);
-    wp->paused = 0;
+    /* Resumed before the unassign: librdkafka keeps an application pause
+     * on the partition across an unassign and a later assign, so one
+     * paused here (a standby at its bound, a prefetch at
+     * WORKER_PAUSE_BATCHES) would never be fetched again once assigned to
+     * us. What arrives meanwhile is dropped (not consuming). */
+    if (wp->paused)
+        kafka_pause(w, p, 0);
     wp->standby = 0;
     wp->pre_full = 0;
     wp->unassign = 1; /* kafka_unassign_pending */
