@@ -291,7 +291,8 @@ static void part_deactivate(worker_t *w, int32_t p, const char *why) {
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
     wpart_set_state(w, p, WPART_NONE, why);
-    wp->paused = 0;
+    if (wp->paused) /* kept across the unassign by librdkafka: see prefetch_stop */
+        kafka_pause(w, p, 0);
     metrics_owned(w, p);
 }
 
