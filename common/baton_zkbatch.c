@@ -210,9 +210,13 @@ static void batch_run(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread
         send_read(b, i, op, watch, paths[i], BATON_ZKBATCH_WINDOW);
     baton_zkbatch_wait(b, -1);
     baton_zkbatch_free(b);
-    /* Any answer renewed the session after t (the batch's first send). */
+    /* Any answer renewed the session after t (the batch's first send).
+     * Only a result the server sent counts: not a request the client
+     * refused (a bad path: BATON_INVALID, BATON_IO) or never sent. */
     for (size_t i = 0; i < n; i++) {
-        if (out[i].err != BATON_CONNECTION && out[i].err != BATON_EXPIRED) {
+        int e = out[i].err;
+        if (e == BATON_OK || e == BATON_NOTFOUND || e == BATON_EXISTS || e == BATON_CONFLICT ||
+            e == BATON_DENIED) {
             baton_zk_note_answer(zk, t, ZOK);
             break;
         }

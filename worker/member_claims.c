@@ -40,7 +40,7 @@ int mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
                   mp->claim, baton_err_name(err));
         if (mstate_owned(mp->state))
             mb_st_phase(m, row, MPHASE_CLAIMED, "delete_failed");
-        mp->dirty = 1;
+        mb_mark_dirty(m, mp);
         mp->retry_at = baton_now_ms() + RETRY_MS;
         return err;
     }

@@ -291,7 +291,8 @@ static void part_deactivate(worker_t *w, int32_t p, const char *why) {
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
     wpart_set_state(w, p, WPART_NONE, why);
-    wp->paused = 0;
+    if (wp->paused) /* kept across the unassign by librdkafka: see prefetch_stop */
+        kafka_pause(w, p, 0);
     metrics_owned(w, p);
 }
 
@@ -480,13 +481,20 @@ static void prefetch_stop(worker_t *w, int32_t p, const char *why) {
         return;
     pre_clear(w, wp);
     wpart_set_state(w, p, WPART_NONE, why);
-    wp->paused = 0;
+    /* Resumed before the unassign: librdkafka keeps an application pause
+     * on the partition across an unassign and a later assign, so one
+     * paused here (a standby at its bound, a prefetch at
+     * WORKER_PAUSE_BATCHES) would never be fetched again once assigned to
+     * us. What arrives meanwhile is dropped (not consuming). */
+    if (wp->paused)
+        kafka_pause(w, p, 0);
     wp->standby = 0;
     wp->pre_full = 0;
     wp->unassign = 1; /* kafka_unassign_pending */
 }
 
 static void standby_trim(worker_t *w);
+static int handoff_busy(const worker_t *w);
 
 /* Whether a standby partition may hold sz more bytes. */
 static int standby_room(const worker_t *w, const wpart_t *wp, size_t sz) {
@@ -507,10 +515,12 @@ static void pre_hold(worker_t *w, int32_t p, rd_kafka_message_t *msg) {
     size_t sz = msg_bytes(msg);
     if (wp->standby && !standby_room(w, wp, sz)) {
         /* A bound is reached: first drop what the owner has written past
-         * (at most every STANDBY_TRIM_MIN_MS), then, if there is still no
-         * room, pause and drop from here on (fetching restarts at
+         * (at most every STANDBY_TRIM_MIN_MS, and not while a handoff to
+         * us is fenced and first written: the trim reads the sink and its
+         * resumes seek in Kafka, see handoff_busy), then, if there is still
+         * no room, pause and drop from here on (fetching restarts at
          * pre_expect once there is room: standby_trim). */
-        if (baton_now_ms() >= w->trim_forced_at + STANDBY_TRIM_MIN_MS) {
+        if (baton_now_ms() >= w->trim_forced_at + STANDBY_TRIM_MIN_MS && !handoff_busy(w)) {
             w->trim_forced_at = baton_now_ms();
             standby_trim(w);
         }

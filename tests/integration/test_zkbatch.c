@@ -3,7 +3,8 @@
  * result in its own slot and in the session's order; a slot no request went
  * to; a request the client refuses; and a wait that gives up, leaving the
  * batch to its last completion (run under the sanitizers, a use after free
- * or a leak there fails the test). Exit 0 on success, 1 with a message. */
+ * or a leak there fails the test); a whole-batch read counts as heard by
+ * the silence clock only if the server answered it. Exit 0 on success, 1 with a message. */
 #include "baton_err.h"
 #include "baton_zk.h"
 #include "baton_zkbatch.h"
@@ -65,6 +66,28 @@ int main(int argc, char **argv) {
     CHECK(r->err == BATON_INTERNAL, "an unused slot reads %s", baton_err_name(r->err));
     baton_zkbatch_free(b);
     baton_zkbatch_free(NULL);
+
+    /* The silence clock's note (baton_zk_answered_ms): a whole-batch read
+     * the client refused (a bad path) was never answered by the server and
+     * must not count as heard; one the server answered does. */
+    int64_t before = baton_zk_answered_ms(zk);
+    usleep(20000);
+    char *bad[] = {"no-leading-slash", "another-bad-path"};
+    baton_zkread_t refused[2] = {{0}};
+    baton_zkbatch_get(zk, bad, 2, refused);
+    CHECK(refused[0].err != BATON_OK && refused[1].err != BATON_OK, "bad paths were read");
+    CHECK(baton_zk_answered_ms(zk) == before,
+          "a batch the client refused counted as answered (%lld -> %lld)", (long long)before,
+          (long long)baton_zk_answered_ms(zk));
+    for (size_t i = 0; i < 2; i++)
+        baton_zkread_release(&refused[i]);
+    char *good[] = {"/zkb"};
+    baton_zkread_t answered = {0};
+    baton_zkbatch_get(zk, good, 1, &answered);
+    CHECK(answered.err == BATON_OK && baton_zk_answered_ms(zk) > before,
+          "an answered batch was not noted (err=%s, %lld -> %lld)", baton_err_name(answered.err),
+          (long long)before, (long long)baton_zk_answered_ms(zk));
+    baton_zkread_release(&answered);
 
     /* An empty batch is complete at once. */
     b = baton_zkbatch_new(zk, 0);
