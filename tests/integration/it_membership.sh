@@ -43,8 +43,12 @@ jq -e 'all(.partitions | group_by(.owner)[]; length == 4)' <<<"$(b_status)" >/de
 # host (the same state directory) at once, by the member lock, naming the
 # holder's pid; from another state directory (another host) once
 # --member-wait-ms has passed without the holder's session going.
-b_expect_refused dup w2 "member id 'w2' of group 'g' is held by a live process on this host \\(pid $(h_pid w2) "
-b_log_has dup 'event=sink_' && h_fail "the duplicate refused by the member lock opened the sink"
+# Its sink is one that cannot be opened (its directory does not exist): a
+# worker that opened its sink before the member lock would fail there
+# (sink_open_failed), not be refused by the lock.
+B_SINK=$H_DIR/no-such-dir/sink.db b_expect_refused dup w2 \
+    "member id 'w2' of group 'g' is held by a live process on this host \\(pid $(h_pid w2) "
+b_log_has dup 'event=sink_open_failed' && h_fail "the duplicate refused by the member lock opened its sink"
 BATON_STATE_DIR="$H_DIR/other-host" b_expect_refused dup2 w2 \
     "worker id 'w2' is held by a live member .*pid $(h_pid w2) " --member-wait-ms 1500
 b_log_has dup2 'event=member_id_busy' || h_fail "the wait for the other's expiry was not logged"
