@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # check.sh: the chaos run's independent checker. It shares no code with
 # baton: it takes what the input topic holds from the producer's delivery
-# reports (--deliveries) or else reads the topic with kcat, the sink with the sqlite3 CLI
-# (read-only), and optionally the fence samples of sample.sh and a final
+# reports (--deliveries) or else reads the topic with kcat, reads the sink
+# with the sqlite3 CLI (read-only), and optionally the fence samples of sample.sh and a final
 # `batonctl status --json` snapshot, and reports per partition:
 #   lost          a topic (partition, offset) with no output row
 #   dup           an (partition, offset) with more than one output row
 #   mismatched    an output row whose value differs from the topic's
-#   extra         an output row with no topic record at that offset
+#   extra         an output row with no topic record at that offset (and,
+#                 with --deliveries, not a possibly persisted record)
 #   epoch_regr    ordered by offset, a row whose epoch is below an earlier
 #                 offset's epoch
 #   apply_order   ordered by commit (rowid), a row whose offset does not rise
