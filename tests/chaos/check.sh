@@ -34,7 +34,10 @@
 # records were acknowledged still has them reported). A record reported
 # failed but possibly persisted (offset -1 in the file) may be in the sink
 # once at an offset no report names: counted as maybe_delivered, not extra.
-# A DIR with no *.asv file falls back to reading the topic.
+# A sink row at an offset no report names (a kill can lose the last
+# reports) is looked up in the topic by that offset alone (up to 200:
+# read_back= in the summary); a DIR with no *.asv file falls back to
+# reading the whole topic.
 # --topic-dump reads the topic from FILE instead of Kafka (kcat -f
 # '%p\x1f%o\x1f%s\x1e' output, e.g. the topic.asv a run keeps); --bootstrap
 # is then unused. --kcat-timeout bounds the topic read (default 900 s).
@@ -95,6 +98,41 @@ else
         exit 1
     fi
 fi
+q_grp=${grp//\'/\'\'} q_db=${db//\'/\'\'}
+# Sink rows at an offset no delivery report names (a producer killed
+# between Kafka's acknowledgement and its report's write) are looked up in
+# the topic one by one, up to 200 (a targeted fetch, not a read of the
+# whole topic); a record found there is what the topic holds.
+read_back=0
+if [[ -n $deliveries && $boot != unused ]]; then
+    sqlite3 -batch -bail "$tmp/pre.db" >"$tmp/unreported.txt" 2>"$tmp/pre.err" <<SQL ||
+CREATE TABLE reports(partition INTEGER, offset INTEGER, value TEXT);
+.mode ascii
+.import '$tmp/topic.asv' reports
+CREATE INDEX r_po ON reports(partition, offset);
+ATTACH 'file:$q_db?mode=ro' AS s;
+.mode list
+.separator ' '
+SELECT partition, offset FROM s.baton_output o WHERE grp = '$q_grp' AND NOT EXISTS
+  (SELECT 1 FROM reports r WHERE r.partition = o.partition AND r.offset = o.offset)
+  ORDER BY 1, 2 LIMIT 201;
+SQL
+        { echo "check: FAIL sqlite3 error: $(head -c 500 "$tmp/pre.err")"; exit 1; }
+    n_unrep=$(wc -l <"$tmp/unreported.txt")
+    if ((n_unrep > 200)); then
+        echo "check: over 200 sink rows at offsets no delivery report names: not read back" >&2
+    elif ((n_unrep > 0)); then
+        while read -r p o; do
+            timeout 60 kcat -b "$boot" -C -t "$topic" -p "$p" -o "$o" -c 1 -e -q \
+                -f "%p${us}%o${us}%s${rs}" >>"$tmp/readback.asv" 2>>"$tmp/kcat.err" || true
+        done <"$tmp/unreported.txt"
+        if [[ -f $tmp/readback.asv ]]; then
+            perl -0777 -pe 's/[^\x1e]*\z//' "$tmp/readback.asv" >>"$tmp/topic.asv"
+            read_back=$(tr -cd '\036' <"$tmp/readback.asv" | wc -c)
+        fi
+        echo "check: $n_unrep sink row(s) at offsets no delivery report names; $read_back found in the topic" >&2
+    fi
+fi
 : >"$tmp/samples.txt"
 [[ -n $samples && -f $samples ]] && cp "$samples" "$tmp/samples.txt"
 : >"$tmp/final.txt"
@@ -102,7 +140,6 @@ if [[ -n $status ]]; then
     jq -r '.partitions[] | [.partition, (.epoch // -1)] | @tsv' "$status" >"$tmp/final.txt"
 fi
 
-q_grp=${grp//\'/\'\'} q_db=${db//\'/\'\'}
 out=$(sqlite3 -batch -bail "$tmp/check.db" 2>&1 <<SQL
 .timeout 10000
 CREATE TABLE reports(partition INTEGER, offset INTEGER, value TEXT);
@@ -244,7 +281,7 @@ summary="records=${tot[topic]:-0} sink_rows=${tot[sink]:-0} lost=${tot[lost]:-0}
 summary+=" mismatched=${tot[mismatched]:-0} extra=${tot[extra]:-0} epoch_regr=${tot[epoch_regr]:-0}"
 summary+=" apply_order=${tot[apply_order]:-0} fenced_writes=${tot[fenced_writes]:-0}"
 summary+=" rejected_stale=${tot[rejected]:-0} fence_samples=$nsamples"
-[[ -n $deliveries ]] && summary+=" maybe_delivered=${tot[maybe]:-0} topic_from=deliveries"
+[[ -n $deliveries ]] && summary+=" maybe_delivered=${tot[maybe]:-0} read_back=$read_back topic_from=deliveries"
 [[ -n $owner_msg ]] && echo "$owner_msg"
 grep '^example ' <<<"$out" | sed 's/^example /check:   /' || true
 if ((fail)); then

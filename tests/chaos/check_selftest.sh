@@ -12,7 +12,9 @@
 # reports must equal the topic, a correct sink passes, a sink with one
 # delivered record missing and another doubled fails with both reported, a
 # possibly-persisted record is not called extra, a report cut short by a
-# kill is ignored, and a directory without reports falls back to the topic.
+# kill is ignored, records acknowledged but never reported (a kill) are
+# looked up in the topic one by one, and a directory without reports
+# falls back to the topic.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 h_init chaos_check_selftest
@@ -104,7 +106,7 @@ sorted() { tr '\036' '\n' <"$1" | sort; }
 [[ $(sorted "$H_DIR/topic.asv" | wc -l) == "$COUNT" ]] || h_fail "the topic does not hold $COUNT records"
 CHECK_EXTRA=(--deliveries "$H_DIR/deliveries")
 run_check "$good" || { cat "$H_DIR/out" >&2; h_fail "check.sh --deliveries refused a correct sink"; }
-grep -q "check: OK records=$COUNT .* maybe_delivered=0 topic_from=deliveries" "$H_DIR/out" ||
+grep -q "check: OK records=$COUNT .* maybe_delivered=0 read_back=0 topic_from=deliveries" "$H_DIR/out" ||
     { cat "$H_DIR/out" >&2; h_fail "check.sh --deliveries OK line is wrong"; }
 # Doubled: the sink's primary key forbids two rows at one offset, so the
 # doubled row goes into a copy without it (the checker must not rely on it).
@@ -132,6 +134,15 @@ run_check "$H_DIR/maybe.db" ||
     { cat "$H_DIR/out" >&2; h_fail "check.sh called a possibly persisted record extra"; }
 grep -q "check: OK records=$COUNT .* extra=0 .* maybe_delivered=1 " "$H_DIR/out" ||
     { cat "$H_DIR/out" >&2; h_fail "maybe_delivered not counted"; }
+# A producer killed before its last 10 reports were written: those sink
+# rows are looked up in the topic one by one, found, and not extra.
+mkdir -p "$H_DIR/deliveries-cut"
+perl -0777 -ne 'my @r = split /\x1e/; print map { "$_\x1e" } @r[0 .. $#r - 10]' \
+    "$H_DIR/deliveries/batch-1.asv" >"$H_DIR/deliveries-cut/batch-1.asv"
+CHECK_EXTRA=(--deliveries "$H_DIR/deliveries-cut")
+run_check "$good" || { cat "$H_DIR/out" >&2; h_fail "check.sh called acknowledged but unreported records extra"; }
+grep -q "check: OK records=$COUNT .* read_back=10 " "$H_DIR/out" ||
+    { cat "$H_DIR/out" >&2; h_fail "the 10 unreported records were not read back"; }
 # No report at all: the topic is read back (and still finds a lost row).
 mkdir -p "$H_DIR/deliveries-none"
 CHECK_EXTRA=(--deliveries "$H_DIR/deliveries-none")
