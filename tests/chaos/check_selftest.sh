@@ -7,12 +7,22 @@
 # from an epoch an earlier fence sample had already passed, a final status
 # with a partition in handoff or a fence that is not the owner's -- and
 # checks that each is reported by its own counter and fails the check.
+# Then the same through the producer's delivery reports (check.sh
+# --deliveries, the chaos run's path: no read-back of the topic): the
+# reports must equal the topic, a correct sink passes, a sink with one
+# delivered record missing and another doubled fails with both reported, a
+# possibly-persisted record is not called extra, a report cut short by a
+# kill is ignored, records acknowledged but never reported (a kill) are
+# looked up in the topic one by one, and a directory without reports
+# falls back to the topic.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 h_init chaos_check_selftest
 PARTS=3 COUNT=300
 h_kafka_start in $PARTS
-"$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic in --partitions $PARTS --count $COUNT >/dev/null
+mkdir -p "$H_DIR/deliveries"
+"$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic in --partitions $PARTS --count $COUNT \
+    --deliveries "$H_DIR/deliveries/batch-1.asv" >/dev/null
 CHECK=$BATON_SRC/tests/chaos/check.sh
 good=$H_DIR/good.db
 
@@ -41,9 +51,10 @@ status_good() {
 }
 status_good >"$H_DIR/status.json"
 
-run_check() { # DB [STATUS]: runs check.sh, output in $H_DIR/out
+CHECK_EXTRA=()
+run_check() { # DB [STATUS]: runs check.sh (+ CHECK_EXTRA), output in $H_DIR/out
     local rc=0
-    "$CHECK" --bootstrap "$BOOTSTRAP" --topic in --sink "$1" --group g \
+    "$CHECK" --bootstrap "$BOOTSTRAP" --topic in --sink "$1" --group g "${CHECK_EXTRA[@]}" \
         --samples "$H_DIR/samples.txt" --status "${2:-$H_DIR/status.json}" --workers w1 \
         >"$H_DIR/out" 2>&1 || rc=$?
     return $rc
@@ -85,4 +96,57 @@ status_good | jq '.partitions[2].epoch = 300' >"$H_DIR/fence.json"
 expect_fail fence_not_owner 'final fence: 1 partition' "" "$H_DIR/fence.json"
 status_good | jq '.workers = [{id: "w1"}, {id: "w9"}]' >"$H_DIR/workers.json"
 expect_fail wrong_workers 'differ from the expected' "" "$H_DIR/workers.json"
-h_pass "check.sh accepts a correct sink and reports each of 9 kinds of violation"
+
+# --- the delivery reports instead of the topic -------------------------------
+us=$'\x1f' rs=$'\x1e'
+kcat -b "$BOOTSTRAP" -C -t in -o beginning -e -q -f "%p${us}%o${us}%s${rs}" >"$H_DIR/topic.asv"
+sorted() { tr '\036' '\n' <"$1" | sort; }
+[[ $(sorted "$H_DIR/deliveries/batch-1.asv") == "$(sorted "$H_DIR/topic.asv")" ]] ||
+    h_fail "baton-produce --deliveries does not match the topic read back"
+[[ $(sorted "$H_DIR/topic.asv" | wc -l) == "$COUNT" ]] || h_fail "the topic does not hold $COUNT records"
+CHECK_EXTRA=(--deliveries "$H_DIR/deliveries")
+run_check "$good" || { cat "$H_DIR/out" >&2; h_fail "check.sh --deliveries refused a correct sink"; }
+grep -q "check: OK records=$COUNT .* maybe_delivered=0 read_back=0 topic_from=deliveries" "$H_DIR/out" ||
+    { cat "$H_DIR/out" >&2; h_fail "check.sh --deliveries OK line is wrong"; }
+# Doubled: the sink's primary key forbids two rows at one offset, so the
+# doubled row goes into a copy without it (the checker must not rely on it).
+nopk=$H_DIR/nopk.db
+cp "$good" "$nopk"
+sqlite3 "$nopk" "CREATE TABLE x AS SELECT * FROM baton_output ORDER BY rowid;
+  DROP TABLE baton_output; ALTER TABLE x RENAME TO baton_output;"
+good_saved=$good good=$nopk
+expect_fail deliveries_lost_and_doubled 'check: FAIL .* lost=1 dup=1 ' \
+    "DELETE FROM baton_output WHERE partition = 1 AND offset = 7;
+     INSERT INTO baton_output VALUES('g', 2, $((COUNT / PARTS - 1)), 200, 'k$((COUNT - 1))', 'v-$((COUNT - 1))')"
+grep -q '^check:   lost 1 7$' "$H_DIR/out" || { cat "$H_DIR/out" >&2; h_fail "lost record 1/7 not named"; }
+good=$good_saved
+# A record whose delivery failed but may have been written (offset -1):
+# found in the sink at an offset no report names, it is not extra; the
+# same row without that report is.
+maybe_row="INSERT INTO baton_output VALUES('g', 0, $((COUNT / PARTS)), 200, 'kx', 'b2-0')"
+expect_fail deliveries_extra 'extra=1 ' "$maybe_row"
+cp -r "$H_DIR/deliveries" "$H_DIR/deliveries-maybe"
+printf '0\x1f-1\x1fb2-0\x1e1\x1f5' >"$H_DIR/deliveries-maybe/batch-2.asv" # + a torn report
+CHECK_EXTRA=(--deliveries "$H_DIR/deliveries-maybe")
+cp "$good" "$H_DIR/maybe.db"
+sqlite3 "$H_DIR/maybe.db" "$maybe_row"
+run_check "$H_DIR/maybe.db" ||
+    { cat "$H_DIR/out" >&2; h_fail "check.sh called a possibly persisted record extra"; }
+grep -q "check: OK records=$COUNT .* extra=0 .* maybe_delivered=1 " "$H_DIR/out" ||
+    { cat "$H_DIR/out" >&2; h_fail "maybe_delivered not counted"; }
+# A producer killed before its last 10 reports were written: those sink
+# rows are looked up in the topic one by one, found, and not extra.
+mkdir -p "$H_DIR/deliveries-cut"
+perl -0777 -ne 'my @r = split /\x1e/; print map { "$_\x1e" } @r[0 .. $#r - 10]' \
+    "$H_DIR/deliveries/batch-1.asv" >"$H_DIR/deliveries-cut/batch-1.asv"
+CHECK_EXTRA=(--deliveries "$H_DIR/deliveries-cut")
+run_check "$good" || { cat "$H_DIR/out" >&2; h_fail "check.sh called acknowledged but unreported records extra"; }
+grep -q "check: OK records=$COUNT .* read_back=10 " "$H_DIR/out" ||
+    { cat "$H_DIR/out" >&2; h_fail "the 10 unreported records were not read back"; }
+# No report at all: the topic is read back (and still finds a lost row).
+mkdir -p "$H_DIR/deliveries-none"
+CHECK_EXTRA=(--deliveries "$H_DIR/deliveries-none")
+expect_fail fallback_lost 'check: FAIL .* lost=1 ' "DELETE FROM baton_output WHERE partition = 0 AND offset = 3"
+grep -q 'no delivery file' "$H_DIR/out" || { cat "$H_DIR/out" >&2; h_fail "no fallback message"; }
+! grep -q 'topic_from=deliveries' "$H_DIR/out" || h_fail "fallback still claims the delivery reports"
+h_pass "check.sh accepts a correct sink and reports each of 9 kinds of violation; through the delivery reports, lost and doubled, possibly persisted and fallback"

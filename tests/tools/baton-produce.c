@@ -3,10 +3,17 @@
  * "<prefix>-<i>"), waits for every delivery report, prints "produced=C" and
  * exits 0; any failed delivery makes it exit 1 (bad usage: 2). It always
  * stops by itself: message.timeout.ms (--timeout-ms) bounds every record and
- * so the final flush. */
+ * so the final flush. With --deliveries FILE it appends every delivery report
+ * to FILE as it arrives, flushed at once (so a kill loses none already
+ * reported): "<partition>\x1f<offset>\x1f<value>\x1e", the record Kafka
+ * acknowledged and where it is; a failed record that may still have been
+ * written (librdkafka's "possibly persisted") is appended with offset -1.
+ * The chaos checker compares the sink against these instead of reading the
+ * topic back. */
 #include "baton_log.h"
 #include "baton_util.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +33,7 @@ typedef struct produce_opts_s {
     int64_t count;
     int64_t rate;
     int64_t timeout_ms;
+    const char *deliveries;
 } produce_opts_t;
 
 /* Delivery accounting; only touched from rd_kafka_poll/flush on the main
@@ -33,12 +41,15 @@ typedef struct produce_opts_s {
 typedef struct produce_stats_s {
     int64_t delivered;
     int64_t failed;
+    FILE *deliveries;     /* --deliveries, or NULL */
+    int deliveries_error; /* a write to it failed */
 } produce_stats_t;
 
 static void produce_usage(FILE *out) {
     fprintf(out, "usage: baton-produce --brokers B --topic T --partitions N "
                  "--count C\n"
                  "                     [--rate R] [--prefix S] [--timeout-ms MS]\n"
+                 "                     [--deliveries FILE]\n"
                  "\n"
                  "Produces C records round-robin over partitions 0..N-1: record i\n"
                  "has key \"k<i>\" and value \"<S>-<i>\" (S defaults to \"v\").\n"
@@ -46,7 +57,10 @@ static void produce_usage(FILE *out) {
                  "Waits for all deliveries (acks=all, idempotent), prints\n"
                  "\"produced=C\" and exits 0; exits 1 if any delivery fails.\n"
                  "MS bounds each record's delivery (default 30000), so the run\n"
-                 "always ends.\n");
+                 "always ends.\n"
+                 "FILE (appended to) gets one \"<partition>\\x1f<offset>\\x1f<value>\\x1e\"\n"
+                 "per delivered record, written as its delivery report arrives;\n"
+                 "a failed record that may have been written anyway gets offset -1.\n");
 }
 
 static void produce_bad_usage(const char *fmt, const char *what) {
@@ -68,8 +82,9 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
             produce_usage(stdout);
             exit(0);
         }
-        static const char *const known[] = {"--brokers", "--topic",  "--partitions", "--count",
-                                            "--rate",    "--prefix", "--timeout-ms"};
+        static const char *const known[] = {"--brokers",    "--topic",     "--partitions",
+                                            "--count",      "--rate",      "--prefix",
+                                            "--timeout-ms", "--deliveries"};
         size_t k = 0;
         while (k < BATON_ARRAY_SIZE(known) && strcmp(a, known[k]) != 0)
             k++;
@@ -98,6 +113,11 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
             o->rate = n;
             break;
         case 5: o->prefix = v; break;
+        case 7:
+            if (!*v)
+                produce_bad_usage("bad value for --deliveries: '%s'", v);
+            o->deliveries = v;
+            break;
         default:
             if (baton_parse_i64(v, 1, 3600000, &n) != 0)
                 produce_bad_usage("bad value for --timeout-ms: '%s'", v);
@@ -120,6 +140,18 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
 static void produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk;
     produce_stats_t *st = opaque;
+    int64_t offset = m->err ? -1 : m->offset;
+    if (st->deliveries &&
+        (!m->err || rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED)) {
+        /* Flushed per report: what is in the file survives a SIGKILL. */
+        if (fprintf(st->deliveries, "%" PRId32 "\x1f%" PRId64 "\x1f%.*s\x1e", m->partition, offset,
+                    (int)m->len, (const char *)m->payload) < 0 ||
+            fflush(st->deliveries) != 0) {
+            if (!st->deliveries_error)
+                BLOG_ERROR("event=deliveries_write_failed");
+            st->deliveries_error = 1;
+        }
+    }
     if (!m->err) {
         st->delivered++;
         return;
@@ -144,13 +176,18 @@ static int produce_conf_set(rd_kafka_conf_t *conf, const char *name, const char 
 
 int main(int argc, char **argv) {
     produce_opts_t o;
-    produce_stats_t st = {0, 0};
+    produce_stats_t st = {0, 0, NULL, 0};
     char errstr[512];
     char tmo[32];
 
     baton_log_init("baton-produce", NULL);
     produce_parse_args(argc, argv, &o);
     signal(SIGPIPE, SIG_IGN);
+    if (o.deliveries && !(st.deliveries = fopen(o.deliveries, "a"))) {
+        fprintf(stderr, "baton-produce: cannot open --deliveries file '%s': %s\n", o.deliveries,
+                strerror(errno));
+        return 1;
+    }
 
     snprintf(tmo, sizeof(tmo), "%" PRId64, o.timeout_ms);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -222,6 +259,12 @@ int main(int argc, char **argv) {
         rd_kafka_poll(rk, 0);
     }
     rd_kafka_destroy(rk);
+    if (st.deliveries && fclose(st.deliveries) != 0)
+        st.deliveries_error = 1;
+    if (st.deliveries_error) {
+        fprintf(stderr, "baton-produce: FAILED writing --deliveries file '%s'\n", o.deliveries);
+        return 1;
+    }
 
     if (enqueue_failed || ferr || st.failed || st.delivered != o.count) {
         fprintf(stderr,
