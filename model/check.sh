@@ -145,7 +145,12 @@ if ((quick == 0)); then
     # the same faults as olddelete, on the correct model: it settles
     spawn model.lostdel pass safety-bitstate "$lostdel" -E -m400000 -w26
     spawn oldstandby.ltl fail liveness "$small -DOLDSTANDBY" -a -f -E -m1000000
-    spawn model.small.ltl pass liveness "$small -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTREPLY=0" -a -f -E -m1000000
+    # the LTL formula under weak fairness, one fault kind per search (all
+    # three in one search does not finish in a useful time: docs/model.md)
+    ltl1="$small -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTREPLY=0"
+    spawn model.ltl.crash pass liveness "$ltl1 -DF_STOP=0 -DF_CKILL=0" -a -f -E -m1000000
+    spawn model.ltl.stop pass liveness "$ltl1 -DF_CRASH=0 -DF_CKILL=0" -a -f -E -m1000000
+    spawn model.ltl.ckill pass liveness "$ltl1 -DF_CRASH=0 -DF_STOP=0" -a -f -E -m1000000
     # the oldgen faults on the correct model (found the leave deadlock)
     spawn model.stopkill pass safety-bitstate "-DNW=2 -DNP=1 -DNC=1 -DNIN=1 -DFAULTS=2 -DF_CRASH=0 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTDEL=0" -E -m400000 -w26
     spawn model.twocoord pass safety-bitstate "-DNW=2 -DNP=1 -DNC=2 -DFAULTS=2" -E -m400000 -w24
