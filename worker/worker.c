@@ -106,6 +106,12 @@ typedef struct {
      * dropped, so fetching must restart at pre_expect (standby_trim, or the
      * fence repositions). */
     int standby, pre_full;
+    /* The record that did not fit when pre_full was set: its offset and
+     * size. Fetching resumes only once it would fit, or once the owner has
+     * written past it (else a record bigger than the room left would be
+     * fetched and dropped again at every trim). */
+    int64_t full_off;
+    size_t full_sz;
 } wpart_t;
 
 typedef struct {
@@ -529,6 +535,8 @@ static void pre_hold(worker_t *w, int32_t p, rd_kafka_message_t *msg) {
                        "total_bytes=%zu next=%lld",
                        p, wp->npre, wp->pre_bytes, w->pre_bytes, (long long)wp->pre_expect);
             wp->pre_full = 1;
+            wp->full_off = msg->offset;
+            wp->full_sz = sz;
             if (!wp->paused)
                 kafka_pause(w, p, 1);
             rd_kafka_message_destroy(msg);
@@ -768,7 +776,8 @@ static void standby_trim(worker_t *w) {
         wpart_t *wp = &w->parts[p];
         if (wp->state == WPART_PREFETCHING && wp->pre_full &&
             wp->pre_bytes <= (size_t)w->conf->standby_prefetch_bytes / 2 &&
-            w->pre_bytes < (size_t)w->conf->standby_prefetch_total_bytes)
+            w->pre_bytes < (size_t)w->conf->standby_prefetch_total_bytes &&
+            (wp->pre_expect > wp->full_off || standby_room(w, wp, wp->full_sz)))
             standby_resume(w, p, wp->pre_expect);
     }
 }

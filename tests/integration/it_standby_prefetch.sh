@@ -126,6 +126,12 @@ b_produce 20 "$big" # offsets 30-39: past w3's bound over all its standby partit
 bound_held w3 "$s" total_bytes 1024
 h_wait_for 15 "w3 wrote its partition $r through offset 39" next_is "$r" 40
 [[ $(next_of "$s") == 30 ]] || h_fail "partition $s moved on with its owner frozen: $(next_of "$s")"
+# While the owner is frozen the record that did not fit still does not: w3
+# does not fetch it again (and drop it) at each trim (every 250 ms). The
+# window for a wrong resume is at least this second (four trims).
+sleep 1
+! b_log_has w3 "event=standby_prefetch_resumed partition=$s " ||
+    h_fail "w3 resumed partition $s with no room for the record that did not fit: $(grep -c "standby_prefetch_full partition=$s " "$H_DIR/w3.log") bound hits"
 b_ctl evict w2 >/dev/null || h_fail "evict w2 failed"
 h_wait_for 15 "w3 stopped before the fence of partition $s" \
     bash -c "(( \$(grep -c 'name=worker.before_fence' '$H_DIR/w3.log') >= 1 )) && [[ \$(awk '{print \$3}' /proc/$(h_pid w3)/stat) == T ]]"
