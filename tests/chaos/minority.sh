@@ -47,6 +47,8 @@ minority_judge() {
     if [[ $r =~ version=([0-9]+) ]]; then
         local v=${BASH_REMATCH[1]}
         [[ $m =~ version=([0-9]+) ]] && ((v < BASH_REMATCH[1])) && stale=1
+    elif [[ $r == none && $m == version=* ]]; then
+        stale=1 # it serves "no assignment" where the majority has one
     fi
     if ((elapsed < window)); then
         verdict=$( ((stale)) && echo stale_in_window || echo in_window)

@@ -36,6 +36,9 @@ expect "$ZK/old" 6000 stale_assignment
 expect "$ZK/new" 6000 still_serving
 expect "$ZK/old" 1000 stale_in_window
 expect "$ZK/new" 1000 in_window
+# A view without the assignment at all, where the majority has one.
+zkc "$ZK" create /empty ""
+expect "$ZK/empty" 6000 stale_assignment
 dead=127.0.0.1:$(h_free_port)
 expect "$dead" 6000 down
 h_pass "the isolated-server check reports a stale assignment served past the window, a server still serving, and a silent one as down"
