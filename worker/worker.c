@@ -664,8 +664,12 @@ static void standby_sync(worker_t *w) {
         want = w->sb[p] && w->parts[p].state == WPART_NONE && !w->parts[p].unassign &&
                !baton_membership_assigned(w->m, &r);
     }
-    if (!want)
+    if (!want) {
+        /* Nothing to start: the scan (every partition) waits for a change
+         * of the standby list (which resets sb_retry_at), or a while. */
+        w->sb_retry_at = now + STANDBY_TRIM_MS;
         return;
+    }
     baton_fence_row_t *rows = NULL;
     size_t nrows = 0;
     if (baton_sink_fences(w->sink, &rows, &nrows) != BATON_OK) {
