@@ -298,9 +298,12 @@ expect 0 ctl init --topic in --partitions 3
 h_spawn coord "$BATON_BIN/baton-coordinator" --zk "$ZK" --group live --id coord-live \
     --session-timeout-ms 2000
 h_zk create /baton/live/workers/lw1 '{"id":"lw1","host":"h","pid":1,"capacity":1}'
+# Published: the partitions' nodes and then /assignment's generation (the
+# first publish writes them in that order; status may read between them).
 coord_published() {
     ctl status --json >"$OUT" 2>/dev/null &&
-        [[ $(jsql "json_extract(J, '\$.partitions[2].assigned')") == lw1 ]]
+        [[ $(jsql "json_extract(J, '\$.partitions[2].assigned')") == lw1 ]] &&
+        [[ $(jsql "json_type(J, '\$.generation')") == integer ]]
 }
 h_wait_for 20 "the coordinator assigns every partition to lw1" coord_published
 jis "json_extract(J, '\$.coordinator.id')" coord-live "live coordinator id"
