@@ -12,6 +12,7 @@
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
+#include "baton_failpoint.h"
 #include "sink_int.h"
 
 /* Every backend, in the order they are listed in error messages. A new
@@ -469,6 +470,25 @@ int baton_sink_expect_group(baton_sink_t *sink, const char *group_uuid) {
     free(sink->expect_group);
     sink->expect_group = group_uuid ? xstrdup(group_uuid) : NULL;
     return BATON_OK;
+}
+
+void baton_sink_set_commit_gate(baton_sink_t *sink, baton_sink_gate_fn gate, void *arg) {
+    if (!sink)
+        return;
+    sink->gate = gate;
+    sink->gate_arg = gate ? arg : NULL;
+}
+
+int baton_sink__commit_gate(baton_sink_t *sink, int32_t partition) {
+    BATON_FAILPOINT("sink.before_commit");
+    if (!sink->gate || sink->gate(sink->gate_arg))
+        return BATON_OK;
+    BLOG_WARN("event=sink_commit_withheld uri=%s group=%s partition=%d reason=gate", sink->uri,
+              sink->group, (int)partition);
+    return baton_sink__seterr(sink, BATON_CONNECTION,
+                              "sink %s: write of partition %d withheld before its commit: the "
+                              "writer may no longer write (suspended); rolled back",
+                              sink->uri, (int)partition);
 }
 
 int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {

@@ -171,6 +171,18 @@ int baton_sink_meta(baton_sink_t *sink, baton_sink_meta_t *out);
  * unchanged: a partition is written only after its fence. */
 int baton_sink_expect_group(baton_sink_t *sink, const char *group_uuid);
 
+/* A writer's last word before a write commits. With a gate set, every
+ * write (baton_sink_write, _write_outputs, _write_many) calls gate(arg)
+ * after its statements and just before its COMMIT (or, for Redis, before
+ * the script that is its transaction); a 0 rolls the whole write back and
+ * returns BATON_CONNECTION, nothing applied. A worker's gate is "may I
+ * still write" computed at that moment (docs/design.md, self-suspension),
+ * so a transaction that began before the worker's ZooKeeper silence
+ * passed its limit does not commit after it. NULL removes the gate.
+ * Fences are not gated: they only raise an epoch. */
+typedef int (*baton_sink_gate_fn)(void *arg);
+void baton_sink_set_commit_gate(baton_sink_t *sink, baton_sink_gate_fn gate, void *arg);
+
 /* The last error message of this connection (static until the next call). */
 const char *baton_sink_errstr(const baton_sink_t *sink);
 

@@ -101,6 +101,8 @@ struct baton_sink_s {
     char *pending; /* baton_sink_open_lazy: the target still to open on first use, or NULL */
     char sink_id[BATON_SINK_ID_SIZE]; /* "" while pending */
     char *expect_group;               /* NULL, or the group id every fence records or checks */
+    baton_sink_gate_fn gate;          /* NULL, or baton_sink_set_commit_gate's */
+    void *gate_arg;
     char errstr[BATON_SINK_ERRSTR_SIZE];
 };
 
@@ -143,6 +145,11 @@ char *baton_sink__pg_redact(const char *uri);
  * tests use it to see BUSY without waiting 5 s; promote it to sink.h if an
  * operator ever needs the knob. */
 int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms);
+
+/* A write's check just before its commit (baton_sink_set_commit_gate):
+ * BATON_OK, or BATON_CONNECTION with the message set; the backend then
+ * rolls back. */
+int baton_sink__commit_gate(baton_sink_t *sink, int32_t partition);
 
 /* Writes a message into sink->errstr and returns err. */
 int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...)

@@ -981,8 +981,9 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         }
     }
 #undef NUM
-    int err;
-    redisReply *r = rd_eval(sink, 1, (int)a, argv, lens, (int)(2 * n), "write", &err);
+    /* The script is the transaction: the gate goes before it. */
+    int err = baton_sink__commit_gate(sink, batches[0].partition);
+    redisReply *r = err ? NULL : rd_eval(sink, 1, (int)a, argv, lens, (int)(2 * n), "write", &err);
     if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 3 * n) {

@@ -949,6 +949,47 @@ static void test_write_many_retry(void **state) {
     baton_sink_destroy(s);
 }
 
+/* The commit gate (baton_sink_set_commit_gate) is asked after a write's
+ * statements, before its commit: a refusal rolls the whole write back
+ * (BATON_CONNECTION, nothing applied, next_offset unmoved); once it allows
+ * again the same write applies in full. Fences are not gated. */
+static int gate_calls, gate_open;
+static int test_gate(void *arg) {
+    assert_ptr_equal(arg, &gate_open);
+    gate_calls++;
+    return gate_open;
+}
+
+static void test_write_commit_gate(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    gate_calls = 0;
+    gate_open = 0;
+    baton_sink_set_commit_gate(s, test_gate, &gate_open);
+    assert_int_equal(fence_ok(s, 2, 9), 0); /* not gated */
+    assert_int_equal(gate_calls, 0);
+    const int64_t a[] = {0, 1, 2};
+    int64_t next = -1;
+    size_t applied = 7;
+    assert_int_equal(write_offsets(s, 2, 9, a, 3, &next, &applied), BATON_CONNECTION);
+    assert_int_equal(gate_calls, 1);
+    assert_non_null(strstr(baton_sink_errstr(s), "withheld"));
+    assert_int_equal(fence_row(s, 2).next_offset, 0);
+    assert_int_equal(peek_outputs(group, 2), 0);
+    gate_open = 1;
+    assert_int_equal(write_offsets(s, 2, 9, a, 3, &next, &applied), BATON_OK);
+    assert_int_equal(gate_calls, 2);
+    assert_int_equal(applied, 3);
+    assert_int_equal(next, 3);
+    assert_int_equal(peek_outputs(group, 2), 3);
+    baton_sink_set_commit_gate(s, NULL, NULL);
+    const int64_t b[] = {3};
+    assert_int_equal(write_offsets(s, 2, 9, b, 1, &next, NULL), BATON_OK);
+    assert_int_equal(gate_calls, 2);
+    assert_int_equal(fence_row(s, 2).next_offset, 4);
+    baton_sink_destroy(s);
+}
+
 /* Malformed batches are refused before any transaction, anywhere in them. */
 static void test_write_bad_input(void **state) {
     (void)state;
@@ -1480,6 +1521,7 @@ int main(int argc, char **argv) {
         T(test_stale_write_rejected_whole),
         T(test_write_many_mixed),
         T(test_write_many_retry),
+        T(test_write_commit_gate),
         T(test_write_bad_input),
         T(test_new_owner_resumes),
         T(test_zombie_refused),

@@ -413,6 +413,10 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
     return err;
 }
 
+/* The sink's commit gate (baton_sink_set_commit_gate): the membership's
+ * "may write", computed at the moment of the commit. */
+static int worker_may_commit(void *m) { return baton_membership_can_write(m); }
+
 /* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
  * (p was dropped), or an error with the batch kept: retriable, or fatal with
  * w->sink_fatal set (then nothing more is written). */
@@ -1564,6 +1568,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
         goto out;
     }
+    /* The flush checks can_write before its transaction; the gate checks
+     * it again just before the commit, so a transaction that outlasts
+     * the self-suspension limit rolls back instead of committing late. */
+    baton_sink_set_commit_gate(w.sink, worker_may_commit, w.m);
     if (pipe2(kpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
         BLOG_ERROR("event=pipe_failed");
         goto out;

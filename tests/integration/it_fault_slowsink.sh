@@ -5,6 +5,13 @@
 # sink I/O runs on its threads. After the stall the worker suspends until a
 # fresh probe answers (it cannot know what happened while it was blocked),
 # then resumes in the same session; every record lands exactly once.
+# Then w2 takes over, and its first write is held between its statements
+# and its COMMIT (failpoint sink.before_commit=sleep) past the
+# self-suspension limit: the sink's commit gate asks the worker again at
+# that moment and rolls the write back (event=sink_commit_withheld), to be
+# written once a fresh probe answers. Before the gate the flush asked only
+# before its transaction, and such a write committed late (the network
+# chaos soak saw a PostgreSQL commit 60 ms past the limit).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -34,5 +41,18 @@ b_log_has w1 'event=revoked' && h_fail "w1 lost a partition during the slow writ
 b_log_has w1 'event=zk_silent .*action=suspend_writes' || h_fail "w1 did not suspend after the stall"
 b_log_has w1 'event=zk_heard .*action=resume_writes' || h_fail "w1 did not resume after the stall"
 h_wait_for 10 "every partition active with w1" b_all_active 1
+
+# w2's first write waits 2.5 s before its commit: past the 1 s limit.
+BATON_FAILPOINTS="sink.before_commit=sleep-2500" b_worker w2
+h_wait_for 15 "w2 joined" b_log_has w2 'event=joined'
+h_stop w1
+h_wait_for 20 "w2 owns everything" b_all_active 1
+b_produce 400 c
+h_wait_for 15 "the slow commit started" b_log_has w2 'event=failpoint name=sink.before_commit action=sleep'
+h_wait_for 20 "all 1200 records in the sink" b_sink_has 1200
+b_log_has w2 'event=sink_commit_withheld .*reason=gate' ||
+    h_fail "w2 committed a write after its self-suspension limit (no sink_commit_withheld)"
+b_log_has w2 'event=zk_heard .*action=resume_writes' || h_fail "w2 did not resume after the stall"
+b_log_has w2 'event=session_expired' && h_fail "the slow commit cost w2 its session"
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "a 4 s sink stall under a 1.5 s session: session kept, exactly once"
+h_pass "a 4 s sink stall under a 1.5 s session: session kept; a commit held past the limit rolled back at the gate; exactly once"
