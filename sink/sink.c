@@ -385,20 +385,68 @@ static int inputs_check(baton_sink_t *sink, int32_t partition, const baton_sink_
     return BATON_OK;
 }
 
+/* The start of a fence read: 1 when there is nothing to read (a sink not
+ * created yet, and still not there), 0 to read, or an error. */
+static int fences_start(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
+    *rows = NULL;
+    *nrows = 0;
+    if (sink->pending &&
+        sink->ops->missing(sink, sink->pending, sink->errstr, sizeof(sink->errstr)) == 1)
+        return 1;
+    return baton_sink__ready(sink);
+}
+
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
     if (!sink)
         return BATON_INVALID;
     sink->errstr[0] = '\0';
     if (!rows || !nrows)
         return baton_sink__seterr(sink, BATON_INVALID, "fences: rows or nrows is NULL");
+    int err = fences_start(sink, rows, nrows);
+    if (err)
+        return err == 1 ? BATON_OK : err;
+    return sink->ops->fences(sink, rows, nrows);
+}
+
+int baton_sink_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
+                         baton_fence_row_t **rows, size_t *nrows) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (!rows || !nrows || (n && !parts))
+        return baton_sink__seterr(sink, BATON_INVALID, "fences_of: parts, rows or nrows is NULL");
     *rows = NULL;
     *nrows = 0;
-    /* Not created yet, and still not there: no fence rows. */
-    if (sink->pending &&
-        sink->ops->missing(sink, sink->pending, sink->errstr, sizeof(sink->errstr)) == 1)
+    for (size_t i = 0; i < n; i++)
+        if (parts[i] < 0 || (i > 0 && parts[i] <= parts[i - 1]))
+            return baton_sink__seterr(sink, BATON_INVALID,
+                                      "fences_of: partition %d at %zu: partitions must be "
+                                      "non-negative, distinct and ascending",
+                                      (int)parts[i], i);
+    if (n == 0)
         return BATON_OK;
-    int err = baton_sink__ready(sink);
-    return err ? err : sink->ops->fences(sink, rows, nrows);
+    int err = fences_start(sink, rows, nrows);
+    if (err)
+        return err == 1 ? BATON_OK : err;
+    if (sink->ops->fences_of)
+        return sink->ops->fences_of(sink, parts, n, rows, nrows);
+    baton_fence_row_t *all = NULL;
+    size_t nall = 0, k = 0, j = 0;
+    if ((err = sink->ops->fences(sink, &all, &nall)) != BATON_OK)
+        return err;
+    for (size_t i = 0; i < nall; i++) {
+        while (j < n && parts[j] < all[i].partition)
+            j++;
+        if (j < n && parts[j] == all[i].partition)
+            all[k++] = all[i];
+    }
+    if (k == 0) {
+        free(all);
+        all = NULL;
+    }
+    *rows = all;
+    *nrows = k;
+    return BATON_OK;
 }
 
 int baton_sink__stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,

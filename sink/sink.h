@@ -148,6 +148,14 @@ int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_
  * array the caller frees. */
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
 
+/* The fence rows of the partitions parts[0..n) (ascending, distinct,
+ * non-negative) that have one, ordered by partition: baton_sink_fences
+ * restricted to them, without reading the others (a worker's standby
+ * partitions among a group's thousands). *rows is a heap array the caller
+ * frees (NULL when none). */
+int baton_sink_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
+                         baton_fence_row_t **rows, size_t *nrows);
+
 /* Which group a sink serves (docs/sinks.md). Every sink has a random id,
  * made the first time baton opens it; per group name it records the id of
  * the group (ZooKeeper's config "group_uuid") it serves, written in the

@@ -849,15 +849,18 @@ static int pg_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
     return BATON_OK;
 }
 
-static int pg_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
+/* The fence rows a query over (grp = $1, and $2 when nparams is 2)
+ * returns, ordered by partition. */
+static int pg_fence_rows(baton_sink_t *sink, const char *where, int nparams,
+                         const char *const *params, baton_fence_row_t **rows, size_t *nrows) {
     int err = pg_ensure(sink);
     if (err)
         return err;
-    const char *const params[] = {sink->group};
-    PGresult *res = pg_run(sink,
-                           "SELECT partition, epoch, next_offset, rejected FROM baton_fence "
-                           "WHERE grp = $1 ORDER BY partition",
-                           1, params, PGRES_TUPLES_OK, "list fences", -1, &err);
+    char *sql = xasprintf("SELECT partition, epoch, next_offset, rejected FROM baton_fence "
+                          "WHERE %s ORDER BY partition",
+                          where);
+    PGresult *res = pg_run(sink, sql, nparams, params, PGRES_TUPLES_OK, "list fences", -1, &err);
+    free(sql);
     if (!res)
         return err;
     int n = PQntuples(res);
@@ -880,6 +883,27 @@ static int pg_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
     *rows = out;
     *nrows = (size_t)n;
     return BATON_OK;
+}
+
+static int pg_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
+    const char *const params[] = {sink->group};
+    return pg_fence_rows(sink, "grp = $1", 1, params, rows, nrows);
+}
+
+/* The partitions as one int[] parameter ("{1,5,9}"). */
+static int pg_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
+                        baton_fence_row_t **rows, size_t *nrows) {
+    size_t cap = 2 + 12 * n, len = 0;
+    char *arr = xmalloc(cap);
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(arr + len, cap - len, "%s%d", i ? "," : "", (int)parts[i]);
+    snprintf(arr + len, cap - len, "}");
+    const char *const params[] = {sink->group, arr};
+    int err =
+        pg_fence_rows(sink, "grp = $1 AND partition = ANY($2::bigint[])", 2, params, rows, nrows);
+    free(arr);
+    return err;
 }
 
 static int pg_set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
@@ -1188,6 +1212,7 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .open = pg_open,
     .close = pg_close,
     .fences = pg_fences,
+    .fences_of = pg_fences_of,
     .set_busy_timeout = pg_set_busy_timeout,
     .redact = baton_sink__pg_redact,
     .fence_many = pg_fence_many,

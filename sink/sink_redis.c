@@ -1057,6 +1057,66 @@ static int row_cmp(const void *a, const void *b) {
     return (x->partition > y->partition) - (x->partition < y->partition);
 }
 
+/* The fence hash at key into row (its partition already set): *found 0
+ * when the key does not exist (deleted since a SCAN listed it). */
+static int rd_fence_row(baton_sink_t *sink, const char *key, baton_fence_row_t *row, int *found) {
+    char msg[256];
+    redisReply *h = rd_cmdv(sink->be, msg, sizeof(msg), sink->uri, "HMGET", 5, "HMGET", key,
+                            "epoch", "next_offset", "rejected");
+    if (!h)
+        return rd_fail(sink, BATON_CONNECTION, "list fences", msg);
+    int err = BATON_OK;
+    *found = 0;
+    if (h->type == REDIS_REPLY_ERROR) {
+        err = baton_sink__seterr(sink, rd_map(h), "sink '%s' group '%s': key '%s': %s", sink->uri,
+                                 sink->group, key, h->str);
+    } else if (h->type == REDIS_REPLY_ARRAY && h->elements == 3 &&
+               h->element[0]->type == REDIS_REPLY_NIL && h->element[1]->type == REDIS_REPLY_NIL &&
+               h->element[2]->type == REDIS_REPLY_NIL) {
+        /* no such hash */
+    } else if (h->type != REDIS_REPLY_ARRAY || h->elements != 3 ||
+               str_i64(h->element[0], &row->epoch) || str_i64(h->element[1], &row->next_offset) ||
+               str_i64(h->element[2], &row->rejected)) {
+        err = baton_sink__seterr(sink, BATON_CORRUPT,
+                                 "sink '%s' group '%s': key '%s' lacks epoch, next_offset or "
+                                 "rejected as non-negative integers",
+                                 sink->uri, sink->group, key);
+    } else {
+        *found = 1;
+    }
+    freeReplyObject(h);
+    return err;
+}
+
+/* The fence hashes of parts[0..n), one HMGET each. */
+static int rd_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
+                        baton_fence_row_t **rows, size_t *nrows) {
+    int err = rd_ensure(sink);
+    if (err)
+        return err;
+    baton_fence_row_t *out = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        char *key = key_of(sink, parts[i], "fence");
+        baton_fence_row_t row = {.partition = parts[i]};
+        int found = 0;
+        err = rd_fence_row(sink, key, &row, &found);
+        free(key);
+        if (!err && found) {
+            if (!out)
+                out = xcalloc(n - i, sizeof(*out));
+            out[k++] = row;
+        }
+    }
+    if (err) {
+        free(out);
+        return err;
+    }
+    *rows = out;
+    *nrows = k;
+    return BATON_OK;
+}
+
 /* Every fence hash of the group (SCAN, then HMGET each): not one snapshot
  * like the SQL backends' SELECT, but each row is read whole. */
 static int rd_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
@@ -1095,32 +1155,16 @@ static int rd_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
             long part = strtol(p, &endp, 10);
             if (!isdigit((unsigned char)*p) || strcmp(endp, "}:fence") != 0 || part > INT32_MAX)
                 continue;
-            redisReply *h = rd_cmdv(rd, msg, sizeof(msg), sink->uri, "HMGET", 5, "HMGET", key,
-                                    "epoch", "next_offset", "rejected");
-            if (!h) {
-                err = rd_fail(sink, BATON_CONNECTION, "list fences", msg);
-                break;
-            }
             baton_fence_row_t row = {.partition = (int32_t)part};
-            if (h->type == REDIS_REPLY_ERROR) {
-                err = baton_sink__seterr(sink, rd_map(h), "sink '%s' group '%s': key '%s': %s",
-                                         sink->uri, sink->group, key, h->str);
-            } else if (h->type != REDIS_REPLY_ARRAY || h->elements != 3 ||
-                       str_i64(h->element[0], &row.epoch) ||
-                       str_i64(h->element[1], &row.next_offset) ||
-                       str_i64(h->element[2], &row.rejected)) {
-                err = baton_sink__seterr(sink, BATON_CORRUPT,
-                                         "sink '%s' group '%s': key '%s' lacks epoch, next_offset "
-                                         "or rejected as non-negative integers",
-                                         sink->uri, sink->group, key);
-            } else {
+            int found = 0;
+            err = rd_fence_row(sink, key, &row, &found);
+            if (!err && found) {
                 if (count == cap) {
                     cap = cap ? 2 * cap : 16;
                     out = xrealloc(out, cap * sizeof(*out));
                 }
                 out[count++] = row;
             }
-            freeReplyObject(h);
         }
         freeReplyObject(r);
     } while (!err && strcmp(cursor, "0") != 0);
@@ -1253,6 +1297,7 @@ const baton_sink_ops_t baton_sink_redis_ops = {
     .open = rd_open,
     .close = rd_close,
     .fences = rd_fences,
+    .fences_of = rd_fences_of,
     .set_busy_timeout = rd_set_busy_timeout,
     .redact = baton_sink__redis_redact,
     .fence_many = rd_fence_many,

@@ -563,6 +563,39 @@ static int sq_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
     return BATON_OK;
 }
 
+/* fence_get per partition, in one read transaction (one snapshot). */
+static int sq_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
+                        baton_fence_row_t **rows, size_t *nrows) {
+    sq_t *sq = sink->be;
+    int rc = sqlite3_exec(sq->db, "BEGIN", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return sq_fail(sink, rc, "read fences", parts[0]);
+    baton_fence_row_t *out = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        sq_fence_t f;
+        int found = 0;
+        int err = sq_fence_get(sink, parts[i], &f, &found);
+        if (err) {
+            sq_rollback(sq); /* a no-op when sq_fence_get rolled back */
+            free(out);
+            return err;
+        }
+        if (!found)
+            continue;
+        if (!out)
+            out = xcalloc(n - i, sizeof(*out));
+        out[k++] = (baton_fence_row_t){.partition = parts[i],
+                                       .epoch = f.epoch,
+                                       .next_offset = f.next_offset,
+                                       .rejected = f.rejected};
+    }
+    sq_rollback(sq); /* read only: nothing to commit */
+    *rows = out;
+    *nrows = k;
+    return BATON_OK;
+}
+
 static int sq_set_busy_timeout(baton_sink_t *sink, int timeout_ms) {
     sq_t *sq = sink->be;
     sq_busy_set(sq, timeout_ms);
@@ -982,6 +1015,7 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .open = sq_open,
     .close = sq_close,
     .fences = sq_fences,
+    .fences_of = sq_fences_of,
     .set_busy_timeout = sq_set_busy_timeout,
     .write_many = sq_write_many,
     .fence_many = sq_fence_many,

@@ -1144,6 +1144,43 @@ static void test_key_value_roundtrip(void **state) {
     assert_string_equal(peek_dump(), "0|0|0|5|NULL|NULL;0|1|0|5|610062|0000FF7F5C27;0|2|0|5||78;");
 }
 
+/* baton_sink_fences_of: the rows of the partitions asked for that have
+ * one, in order; the others are not read. Bad lists are refused. */
+static void test_fences_of(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    baton_fence_row_t *rows = NULL;
+    size_t n = 9;
+    assert_int_equal(baton_sink_fences_of(s, (const int32_t[]){1, 2}, 2, &rows, &n), BATON_OK);
+    assert_int_equal(n, 0);
+    assert_null(rows);
+    fence_ok(s, 1, 10);
+    fence_ok(s, 3, 30);
+    fence_ok(s, 5, 50);
+    assert_int_equal(write_offsets(s, 3, 30, (const int64_t[]){0, 1}, 2, NULL, NULL), BATON_OK);
+    assert_int_equal(baton_sink_fences_of(s, (const int32_t[]){0, 3, 4, 5, 9}, 5, &rows, &n),
+                     BATON_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(rows[0].partition, 3);
+    assert_int_equal(rows[0].epoch, 30);
+    assert_int_equal(rows[0].next_offset, 2);
+    assert_int_equal(rows[1].partition, 5);
+    assert_int_equal(rows[1].epoch, 50);
+    assert_int_equal(rows[1].next_offset, 0);
+    free(rows);
+    assert_int_equal(baton_sink_fences_of(s, (const int32_t[]){1}, 1, &rows, &n), BATON_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].epoch, 10);
+    free(rows);
+    assert_int_equal(baton_sink_fences_of(s, NULL, 0, &rows, &n), BATON_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(baton_sink_fences_of(s, (const int32_t[]){3, 1}, 2, &rows, &n), BATON_INVALID);
+    assert_int_equal(baton_sink_fences_of(s, (const int32_t[]){3, 3}, 2, &rows, &n), BATON_INVALID);
+    assert_int_equal(baton_sink_fences_of(s, (const int32_t[]){-1}, 1, &rows, &n), BATON_INVALID);
+    assert_int_equal(baton_sink_fences_of(s, NULL, 1, &rows, &n), BATON_INVALID);
+    baton_sink_destroy(s);
+}
+
 static void test_fences_listing(void **state) {
     (void)state;
     char other_group[80];
@@ -1528,6 +1565,7 @@ int main(int argc, char **argv) {
         T(test_group_isolation),
         T(test_key_value_roundtrip),
         T(test_fences_listing),
+        T(test_fences_of),
         T(test_outputs_layout),
         T(test_outputs_stale),
         T(test_outputs_all_filtered),

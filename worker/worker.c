@@ -573,23 +573,38 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
     worker_t *w = opaque;
     int64_t t0 = mono_us();
     ensure_parts(w);
+    /* The fence rows of the partitions that may start, only those, in
+     * ascending order (rs need not be). */
+    unsigned char *mark = xcalloc((size_t)w->nparts + 1, 1);
+    size_t nwant = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t p = rs[i].partition;
+        /* unassign: let go in this very poll, not unassigned in Kafka yet */
+        if (rs[i].kind == BATON_RESOURCE_PARTITION && p >= 0 && p < w->nparts && !mark[p] &&
+            w->parts[p].state == WPART_NONE && !w->parts[p].unassign) {
+            mark[p] = 1;
+            nwant++;
+        }
+    }
+    int32_t *want = xcalloc(nwant + 1, sizeof(*want));
+    for (int32_t p = 0, k = 0; p < w->nparts && (size_t)k < nwant; p++)
+        if (mark[p])
+            want[k++] = p;
+    free(mark);
     baton_fence_row_t *rows = NULL;
     size_t nrows = 0;
-    int err = baton_sink_fences(w->sink, &rows, &nrows);
-    if (err != BATON_OK) {
-        BLOG_DEBUG("event=prefetch_skipped error=%s detail=\"%s\"", baton_err_name(err),
-                   baton_sink_errstr(w->sink));
+    int err = nwant ? baton_sink_fences_of(w->sink, want, nwant, &rows, &nrows) : BATON_OK;
+    if (err != BATON_OK || nwant == 0) {
+        if (err != BATON_OK)
+            BLOG_DEBUG("event=prefetch_skipped error=%s detail=\"%s\"", baton_err_name(err),
+                       baton_sink_errstr(w->sink));
+        free(want);
         return;
     }
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-    for (size_t i = 0; i < n; i++) {
-        if (rs[i].kind != BATON_RESOURCE_PARTITION || rs[i].partition >= w->nparts)
-            continue;
-        int32_t p = rs[i].partition;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nwant);
+    for (size_t i = 0; i < nwant; i++) {
+        int32_t p = want[i];
         wpart_t *wp = &w->parts[p];
-        /* unassign: let go in this very poll, not unassigned in Kafka yet */
-        if (wp->state != WPART_NONE || wp->unassign)
-            continue;
         const baton_fence_row_t *row =
             nrows ? bsearch(&p, rows, nrows, sizeof(*rows), fence_row_cmp) : NULL;
         if (!row)
@@ -609,6 +624,7 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
     }
     rd_kafka_topic_partition_list_destroy(l);
     free(rows);
+    free(want);
 }
 
 /* ---- standby prefetch -------------------------------------------------------
@@ -662,13 +678,18 @@ static void standby_sync(worker_t *w) {
     int64_t now = baton_now_ms();
     if (now < w->sb_retry_at || handoff_busy(w))
         return;
-    int want = 0;
-    for (int32_t p = 0; p < w->nparts && !want; p++) {
+    int32_t *want = NULL;
+    size_t nwant = 0;
+    for (int32_t p = 0; p < w->nparts; p++) {
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
-        want = w->sb[p] && w->parts[p].state == WPART_NONE && !w->parts[p].unassign &&
-               !baton_membership_assigned(w->m, &r);
+        if (!w->sb[p] || w->parts[p].state != WPART_NONE || w->parts[p].unassign ||
+            baton_membership_assigned(w->m, &r))
+            continue;
+        if (!want)
+            want = xcalloc((size_t)(w->nparts - p), sizeof(*want));
+        want[nwant++] = p;
     }
-    if (!want) {
+    if (!nwant) {
         /* Nothing to start: the scan (every partition) waits for a change
          * of the standby list (which resets sb_retry_at), or a while. */
         w->sb_retry_at = now + STANDBY_TRIM_MS;
@@ -676,17 +697,15 @@ static void standby_sync(worker_t *w) {
     }
     baton_fence_row_t *rows = NULL;
     size_t nrows = 0;
-    if (baton_sink_fences(w->sink, &rows, &nrows) != BATON_OK) {
+    if (baton_sink_fences_of(w->sink, want, nwant, &rows, &nrows) != BATON_OK) {
         w->sb_retry_at = now + STANDBY_RETRY_MS;
+        free(want);
         return;
     }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
-    for (int32_t p = 0; p < w->nparts; p++) {
+    for (size_t i = 0; i < nwant; i++) {
+        int32_t p = want[i];
         wpart_t *wp = &w->parts[p];
-        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
-        if (!w->sb[p] || wp->state != WPART_NONE || wp->unassign ||
-            baton_membership_assigned(w->m, &r))
-            continue;
         const baton_fence_row_t *row =
             nrows ? bsearch(&p, rows, nrows, sizeof(*rows), fence_row_cmp) : NULL;
         if (!row) {
@@ -712,6 +731,7 @@ static void standby_sync(worker_t *w) {
     }
     rd_kafka_topic_partition_list_destroy(l);
     free(rows);
+    free(want);
 }
 
 /* Restarts fetching standby partition p at offset (it was paused, and
@@ -746,14 +766,22 @@ static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
  * resumes a standby partition paused at a bound once it has room again
  * (at most half its bound held). */
 static void standby_trim(worker_t *w) {
-    int any = 0;
-    for (int32_t p = 0; p < w->nparts && !any; p++)
-        any = w->parts[p].state == WPART_PREFETCHING;
-    if (!any)
+    int32_t *held = NULL;
+    size_t nheld = 0;
+    for (int32_t p = 0; p < w->nparts; p++) {
+        if (w->parts[p].state != WPART_PREFETCHING)
+            continue;
+        if (!held)
+            held = xcalloc((size_t)(w->nparts - p), sizeof(*held));
+        held[nheld++] = p;
+    }
+    if (!nheld)
         return;
     baton_fence_row_t *rows = NULL;
     size_t nrows = 0;
-    if (baton_sink_fences(w->sink, &rows, &nrows) != BATON_OK)
+    int err = baton_sink_fences_of(w->sink, held, nheld, &rows, &nrows);
+    free(held);
+    if (err != BATON_OK)
         return;
     for (size_t i = 0; i < nrows; i++) {
         int32_t p = rows[i].partition;
