@@ -475,6 +475,22 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
 
 /* ---- a session's claims -------------------------------------------------- */
 
+baton_zkread_t *baton_group_claims_children(baton_zk_t *zk, baton_res_table_t *t) {
+    char **dirs = xcalloc(t->n + 1, sizeof(char *));
+    baton_zkread_t *reads = xcalloc(t->n + 1, sizeof(*reads));
+    for (size_t i = 0; i < t->n; i++)
+        dirs[i] = (char *)baton_res_claims(t, i); /* the table's */
+    baton_zkbatch_children(zk, dirs, t->n, reads);
+    free(dirs);
+    return reads;
+}
+
+void baton_group_claims_free(baton_zkread_t *reads, size_t n) {
+    for (size_t i = 0; reads && i < n; i++)
+        baton_zkread_release(&reads[i]);
+    free(reads);
+}
+
 int baton_group_session_claims(baton_zk_t *zk, baton_res_table_t *t, int64_t session,
                                baton_session_claim_t **claims, size_t *count, char *errstr,
                                size_t n) {
@@ -488,18 +504,15 @@ int baton_group_session_claims(baton_zk_t *zk, baton_res_table_t *t, int64_t ses
     for (size_t k = 0; k < nkeys; k++)
         baton_res_table_add_key(t, keys[k]);
     baton_zk_strings_free(keys, nkeys);
-    char **dirs = xcalloc(t->n ? t->n : 1, sizeof(char *));
-    baton_zkread_t *reads = xcalloc(t->n ? t->n : 1, sizeof(*reads));
-    for (size_t i = 0; i < t->n; i++)
-        dirs[i] = (char *)baton_res_claims(t, i);
-    baton_zkbatch_children(zk, dirs, t->n, reads);
+    baton_zkread_t *reads = baton_group_claims_children(zk, t);
     size_t cap = 0;
     for (size_t i = 0; i < t->n && err == BATON_OK; i++) {
         baton_zkread_t *r = &reads[i];
+        const char *dir = baton_res_claims(t, i);
         if (r->err == BATON_NOTFOUND)
             continue;
         if (r->err != BATON_OK) {
-            err = baton_seterr(errstr, n, r->err, "cannot list '%s': %s", dirs[i],
+            err = baton_seterr(errstr, n, r->err, "cannot list '%s': %s", dir,
                                baton_strerror(r->err));
             break;
         }
@@ -511,16 +524,13 @@ int baton_group_session_claims(baton_zk_t *zk, baton_res_table_t *t, int64_t ses
                 *claims = xrealloc(*claims, (cap = cap ? cap * 2 : 16) * sizeof(**claims));
             (*claims)[(*count)++] = (baton_session_claim_t){
                 .row = i,
-                .path = baton_layout_child(dirs[i], r->names[k]),
+                .path = baton_layout_child(dir, r->names[k]),
                 .name = xstrdup(r->names[k]),
                 .lowest = r->names[k] == lowest,
             };
         }
     }
-    for (size_t i = 0; i < t->n; i++)
-        baton_zkread_release(&reads[i]);
-    free(reads);
-    free(dirs);
+    baton_group_claims_free(reads, t->n);
     return err;
 }
 

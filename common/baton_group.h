@@ -7,6 +7,7 @@
 #include "baton_codec.h"
 #include "baton_resource.h"
 #include "baton_zk.h"
+#include "baton_zkbatch.h"
 
 #define BATON_DEFAULT_ROOT "/baton"
 
@@ -58,6 +59,12 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
  * missing ones are fine. */
 int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                             size_t *removed, char *errstr, size_t errstr_size);
+
+/* The children of every row's claims directory (baton_res_claims), read in
+ * one batch: reads[i] is row i's (BATON_NOTFOUND for a directory that is
+ * not there). Free with baton_group_claims_free(reads, t->n). */
+baton_zkread_t *baton_group_claims_children(baton_zk_t *zk, baton_res_table_t *t);
+void baton_group_claims_free(baton_zkread_t *reads, size_t n);
 
 /* One claim of a session (baton_group_session_claims). */
 typedef struct {

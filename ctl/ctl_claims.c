@@ -3,6 +3,7 @@
 
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_group.h"
 #include "baton_layout.h"
 #include "baton_util.h"
 #include "baton_zkbatch.h"
@@ -111,11 +112,10 @@ int ctl_claims_gather(baton_zk_t *zk, baton_res_table_t *t, ctl_queue_t *q, json
     size_t n = t->n, nowned = 0;
     memset(q, 0, n * sizeof(*q));
     char **dirs = xcalloc(n + 1, sizeof(char *));
-    baton_zkread_t *reads = xcalloc(n + 1, sizeof(*reads));
     for (size_t i = 0; i < n; i++)
         dirs[i] = (char *)baton_res_claims(t, i); /* the table's; not freed here */
     int err = BATON_OK;
-    baton_zkbatch_children(zk, dirs, n, reads);
+    baton_zkread_t *reads = baton_group_claims_children(zk, t);
     for (size_t i = 0; i < n; i++) {
         if (reads[i].err == BATON_NOTFOUND) {
             q[i].missing = 1;
@@ -167,9 +167,7 @@ int ctl_claims_gather(baton_zk_t *zk, baton_res_table_t *t, ctl_queue_t *q, json
                             "missing (key removed, or created by hand without claims/)");
     }
 out:
-    for (size_t i = 0; i < n; i++)
-        baton_zkread_release(&reads[i]);
-    free(reads);
+    baton_group_claims_free(reads, n);
     free(dirs);
     return err;
 }
