@@ -340,6 +340,33 @@ ch_pick_worker() {
     return 0
 }
 ch_leader_coord() { b_ctl status --json 2>/dev/null | jq -r '.coordinator.id // empty'; }
+# ch_leading NAME: whether coordinator NAME's current process leads, by its
+# own log: its last election event is event=elected. Status names the
+# owner of the lowest candidate node, which may still be a killed
+# incarnation's (its session not expired yet) while the restarted process
+# is only a candidate behind it: cutting that one off is no leader cut.
+ch_leading() {
+    local last
+    last=$(grep -oE 'event=(zk_connected|candidate|elected|step_down|session_expired)' "$H_DIR/$1.log" 2>/dev/null | tail -1)
+    [[ $last == event=elected ]]
+}
+# ch_leading_coord: sets CH_LEADER to the coordinator that leads now,
+# waiting up to 5 s for one (healing meanwhile: not in a subshell); empty
+# if none.
+ch_leading_coord() {
+    local end c
+    CH_LEADER=
+    end=$(($(_h_now_ms) + 5000))
+    while (($(_h_now_ms) < end)); do
+        c=$(ch_leader_coord)
+        if [[ -n $c ]] && h_alive "$c" && ch_leading "$c"; then
+            CH_LEADER=$c
+            return
+        fi
+        ch_heal
+        sleep 0.2
+    done
+}
 
 ch_kill9() { # NAME: SIGKILL by pid and reap
     CH_EXPECT[$1]=1
@@ -570,9 +597,9 @@ ch_fault_net_cut_leader_zk() {
     ch_net_span
     local ms=$CH_R past=$CH_PAST leader
     ch_net_dir
-    leader=$(ch_leader_coord)
-    [[ -n $leader ]] && h_alive "$leader" ||
-        { ch_flog "skipped fault=net_cut_leader_zk reason=no_leader_now"; return; }
+    ch_leading_coord
+    leader=$CH_LEADER
+    [[ -n $leader ]] || { ch_flog "skipped fault=net_cut_leader_zk reason=no_leader_now"; return; }
     local off line t last limit end
     off=$(stat -c %s "$H_DIR/$leader.log" 2>/dev/null || echo 0)
     net_cut "$leader-zk" "$CH_DIR"
