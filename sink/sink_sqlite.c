@@ -567,6 +567,11 @@ static int sq_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
 static int sq_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
                         baton_fence_row_t **rows, size_t *nrows) {
     sq_t *sq = sink->be;
+    if (!sqlite3_get_autocommit(sq->db)) {
+        BLOG_WARN("event=sink_stale_transaction action=rollback");
+        sq_rollback(sq);
+    }
+    /* deferred: a read takes no write lock */
     int rc = sqlite3_exec(sq->db, "BEGIN", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "read fences", parts[0]);

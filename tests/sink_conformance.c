@@ -976,6 +976,12 @@ static void test_write_commit_gate(void **state) {
     assert_non_null(strstr(baton_sink_errstr(s), "withheld"));
     assert_int_equal(fence_row(s, 2).next_offset, 0);
     assert_int_equal(peek_outputs(group, 2), 0);
+    /* The refusal left no transaction and no lock: another connection
+     * fences the same row (the same epoch again) at once. */
+    baton_sink_t *other = sink_open();
+    assert_int_equal(baton_sink__set_busy_timeout(other, 500), BATON_OK);
+    assert_int_equal(fence_ok(other, 2, 9), 0);
+    baton_sink_destroy(other);
     gate_open = 1;
     assert_int_equal(write_offsets(s, 2, 9, a, 3, &next, &applied), BATON_OK);
     assert_int_equal(gate_calls, 2);

@@ -150,6 +150,11 @@ typedef struct {
     size_t pre_bytes;
     int64_t trim_at, trim_forced_at, sb_retry_at;
     int64_t acquired_ms; /* the last on_acquired (handoff_busy) */
+    /* Writes withheld by the commit gate in a row (worker_may_commit):
+     * while non-zero, writes go one partition at a time with batches of
+     * batch_size >> withheld, so a sink too slow for the self-suspension
+     * margin still makes progress; 0 after any write commits. */
+    int withheld;
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -332,7 +337,10 @@ typedef struct {
  * --batch-size records, even when a slow or suspended sink let the buffer
  * grow past it. */
 static void wbatch_take(const worker_t *w, const wpart_t *wp, wbatch_t *b) {
-    b->count = wp->nrecs < (size_t)w->conf->batch_size ? wp->nrecs : (size_t)w->conf->batch_size;
+    size_t max = (size_t)w->conf->batch_size >> (w->withheld < 16 ? w->withheld : 16);
+    if (max == 0)
+        max = 1;
+    b->count = wp->nrecs < max ? wp->nrecs : max;
     b->ins = xmalloc(sizeof(*b->ins) * (b->count + 1));
     b->copies = w->copy ? xmalloc(sizeof(*b->copies) * (b->count + 1)) : NULL;
     for (size_t i = 0; i < b->count; i++) {
@@ -377,6 +385,10 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
                            size_t applied, int64_t us) {
     wpart_t *wp = &w->parts[p];
     if (err == BATON_OK) {
+        if (w->withheld)
+            BLOG_INFO("event=sink_commit_resumed partition=%d after_withheld=%d records=%zu", p,
+                      w->withheld, count);
+        w->withheld = 0;
         baton_metric_inc(baton_metric_counter(BATON_M_W_BATCHES));
         baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS), (double)us / 1e6);
         baton_metric_add(baton_metric_counter(BATON_M_W_RECORDS), (double)applied);
@@ -414,8 +426,22 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
 }
 
 /* The sink's commit gate (baton_sink_set_commit_gate): the membership's
- * "may write", computed at the moment of the commit. */
-static int worker_may_commit(void *m) { return baton_membership_can_write(m); }
+ * "may write", computed at the moment of the commit. A refusal (the
+ * transaction outlasted what was left of the margin) shrinks the next
+ * writes (withheld); refusals in a row mean a sink slower than the margin. */
+static int worker_may_commit(void *opaque) {
+    worker_t *w = opaque;
+    if (baton_membership_can_write(w->m))
+        return 1;
+    w->withheld++;
+    if (w->withheld >= 3)
+        BLOG_ERROR("event=sink_commits_withheld count=%d hint=\"the sink's transactions outlast "
+                   "what is left of the self-suspension margin (2/3 of the session after the "
+                   "last ZooKeeper answer): the writes shrink until one commits; a sink this "
+                   "slow needs a longer --session-timeout-ms\"",
+                   w->withheld);
+    return 0;
+}
 
 /* Writes p's buffered batch. Returns BATON_OK (or nothing to do), BATON_STALE
  * (p was dropped), or an error with the batch kept: retriable, or fatal with
@@ -441,8 +467,10 @@ static int part_flush(worker_t *w, int32_t p) {
  * transaction (baton_sink_write_many: one commit, one fsync, instead of
  * one per partition). */
 static void parts_flush(worker_t *w, const int32_t *parts, size_t n) {
-    if (n == 1) {
-        part_flush(w, parts[0]);
+    if (n == 1 || w->withheld) {
+        /* after a withheld commit: one partition per transaction */
+        for (size_t i = 0; i < n; i++)
+            part_flush(w, parts[i]);
         return;
     }
     if (!baton_membership_can_write(w->m) || w->sink_fatal)
@@ -1599,7 +1627,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     /* The flush checks can_write before its transaction; the gate checks
      * it again just before the commit, so a transaction that outlasts
      * the self-suspension limit rolls back instead of committing late. */
-    baton_sink_set_commit_gate(w.sink, worker_may_commit, w.m);
+    baton_sink_set_commit_gate(w.sink, worker_may_commit, &w);
     if (pipe2(kpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
         BLOG_ERROR("event=pipe_failed");
         goto out;

@@ -341,13 +341,15 @@ ch_pick_worker() {
 }
 ch_leader_coord() { b_ctl status --json 2>/dev/null | jq -r '.coordinator.id // empty'; }
 # ch_leading NAME: whether coordinator NAME's current process leads, by its
-# own log: its last election event is event=elected. Status names the
+# own log since it started (CH_LOGOFF): its last election event is
+# event=elected (a killed leader's lines stay in the same file). Status names the
 # owner of the lowest candidate node, which may still be a killed
 # incarnation's (its session not expired yet) while the restarted process
 # is only a candidate behind it: cutting that one off is no leader cut.
 ch_leading() {
     local last
-    last=$(grep -oE 'event=(zk_connected|candidate|elected|step_down|session_expired)' "$H_DIR/$1.log" 2>/dev/null | tail -1)
+    last=$(tail -c +$((${CH_LOGOFF[$1]:-0} + 1)) "$H_DIR/$1.log" 2>/dev/null |
+        grep -oE 'event=(zk_connected|candidate|elected|step_down|session_expired)' | tail -1)
     [[ $last == event=elected ]]
 }
 # ch_leading_coord: sets CH_LEADER to the coordinator that leads now,
@@ -358,7 +360,7 @@ ch_leading_coord() {
     CH_LEADER=
     end=$(($(_h_now_ms) + 5000))
     while (($(_h_now_ms) < end)); do
-        c=$(ch_leader_coord)
+        c=$(ch_leader_coord) || c=
         if [[ -n $c ]] && h_alive "$c" && ch_leading "$c"; then
             CH_LEADER=$c
             return
@@ -430,7 +432,7 @@ ch_fault_worker_pause() { # short|long
 ch_fault_coord_kill() {
     ch_range 0 2000
     local down=$CH_R leader
-    leader=$(ch_leader_coord)
+    leader=$(ch_leader_coord) || leader=
     [[ -n $leader ]] && h_alive "$leader" ||
         { ch_flog "skipped fault=coord_kill reason=no_leader_now"; return; }
     ch_flog "fault=coord_kill target=$leader signal=KILL restart_after_ms=$down"
@@ -466,7 +468,7 @@ ch_fault_worker_failpoint() {
 ch_fault_coord_failpoint() {
     ch_failpoint_spec coordinator
     local leader standby c
-    leader=$(ch_leader_coord)
+    leader=$(ch_leader_coord) || leader=
     [[ -n $leader ]] && h_alive "$leader" ||
         { ch_flog "skipped fault=coord_failpoint reason=no_leader_now"; return; }
     standby=

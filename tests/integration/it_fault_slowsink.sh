@@ -53,6 +53,7 @@ h_wait_for 20 "all 1200 records in the sink" b_sink_has 1200
 b_log_has w2 'event=sink_commit_withheld .*reason=gate' ||
     h_fail "w2 committed a write after its self-suspension limit (no sink_commit_withheld)"
 b_log_has w2 'event=zk_heard .*action=resume_writes' || h_fail "w2 did not resume after the stall"
+b_log_has w2 'event=sink_commit_resumed .*after_withheld=1' || h_fail "w2 logged no sink_commit_resumed"
 b_log_has w2 'event=session_expired' && h_fail "the slow commit cost w2 its session"
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
 h_pass "a 4 s sink stall under a 1.5 s session: session kept; a commit held past the limit rolled back at the gate; exactly once"
