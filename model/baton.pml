@@ -17,6 +17,9 @@
  *                 incarnation nor sweeps settled partitions
  *   -DOLDGEN      a publish's generation is /assignment's + 1, not past
  *                 every published node's (before issue 20)
+ *   -DNODEDUP     the sink's offset rule removed: a write applies every
+ *                 input, also one below next_offset (a retry after a lost
+ *                 COMMIT reply applies it twice)
  *   -DOLDDELETE   a claim delete that fails (a lost connection) forgets the
  *                 claim all the same (delete_claim before issue 21's fix):
  *                 the claim stays with our live session and blocks the
@@ -60,6 +63,10 @@
 #endif
 #ifndef F_LOSTDEL
 #define F_LOSTDEL 1
+#endif
+/* a write's COMMIT applied, its reply lost (BATON_CONNECTION): retried */
+#ifndef F_LOSTWRITE
+#define F_LOSTWRITE 1
 #endif
 #ifndef WATCHDOG
 #define WATCHDOG 1
@@ -159,7 +166,7 @@ bit  arm_sb[NW * NW];   /* standby w on workers/<o> */
 byte ev_sb[NW * NW];    /* bits: 1 changed, 2 deleted, 4 created */
 bit  ev_reconn[NW];     /* a reconnection: re-read everything */
 bit  cwake[NC];         /* coordinator c: workers/ or a member node changed */
-byte inflight[NW * NP]; /* a create whose reply was lost, not applied yet: its epoch */
+byte inflight[NW * NP]; /* a create whose reply was lost, not applied yet (non-zero) */
 
 /* Connections and the lease */
 bit  w_cut[NW];         /* worker w's connection is gone (disconnected or paused) */
@@ -178,7 +185,8 @@ byte max_ep[NP];        /* ghost: the highest epoch of an accepted write */
 byte pend[NW * NP];     /* a write in flight: offset + 1 */
 byte pend_ep[NW * NP];
 byte pend_inc[NW * NP];
-byte wres[NW * NP];     /* its answer to the worker: 1 OK, 2 STALE/UNFENCED */
+byte wres[NW * NP];     /* its answer to the worker: 1 OK, 2 STALE/UNFENCED,
+                         * 3 the connection lost while COMMIT was in flight */
 byte pend_off[NW * NP]; /* with OK: next_offset after it */
 
 /* ------------------------------------------------------- the workers' state
@@ -604,7 +612,7 @@ inline poll_arm() {
                         (fence_ep[q] <= claim[WP(w, q)] || ZK_OK))
 #define WRITE_READY(q) (owned[WP(w, q)] && fenced[WP(w, q)] && pos[WP(w, q)] < NIN && \
                         pend[WP(w, q)] == 0 && wres[WP(w, q)] == 0 && MAYW(w))
-#define ANSWER_READY(q) (wres[WP(w, q)] != 0 && (wres[WP(w, q)] == 1 || ZK_OK))
+#define ANSWER_READY(q) (wres[WP(w, q)] != 0 && (wres[WP(w, q)] != 2 || ZK_OK))
 #define EVCL(q) (ev_cl[WP(w, q)])
 #define SB_EV(q) (ev_sb[WO(w, q)] != 0)
 #define SB_ACT(q) (sb_fired[WO(w, q)] != 0 || sb_alive[WO(w, q)])
@@ -751,6 +759,11 @@ end_loop:
         :: wres[WP(w, zp)] == 2 && owned[WP(w, zp)] && claim[WP(w, zp)] == pend_ep[WP(w, zp)] ->
             /* STALE: drop (a ZooKeeper delete) */
             drop_claim_req(); dirty[WP(w, zp)] = 1
+        :: wres[WP(w, zp)] == 3 ->
+            /* BATON_CONNECTION (part_flush_done): the batch is kept and
+             * written again from pos, unchanged; what did commit is
+             * skipped by the sink's offset rule */
+            skip
         :: else /* an answer for a claim we no longer own */
         fi;
         wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0; pend_inc[WP(w, zp)] = 0
@@ -1142,6 +1155,11 @@ end_loop:
              * the sink already accepted for that partition. */
             assert(zep >= max_ep[zp]);
             max_ep[zp] = zep;
+#ifdef NODEDUP
+            /* Safety 2 (below), with the offset rule removed */
+            assert(zoff == next_off[zp]);
+            next_off[zp] = zoff + 1;
+#else
             if
             :: zoff >= next_off[zp] ->
                 /* Safety 2: inputs are applied in order, none twice, none
@@ -1150,8 +1168,14 @@ end_loop:
                 next_off[zp] = zoff + 1
             :: else /* below next_offset: applied already, not again */
             fi;
+#endif
             if
-            :: pend_inc[zi] == cur[zi / NP] -> wres[zi] = 1; pend_off[zi] = next_off[zp]
+            :: pend_inc[zi] == cur[zi / NP] ->
+                if
+                :: wres[zi] = 1; pend_off[zi] = next_off[zp]
+                /* the commit applied, its reply lost on the way */
+                :: F_LOSTWRITE && faults > 0 -> wres[zi] = 3; faults--
+                fi
             :: else -> pend_ep[zi] = 0; pend_inc[zi] = 0
             fi
         fi
@@ -1181,12 +1205,16 @@ end_loop:
         od;
         session_end(zv, zi)
        }
-    /* a create whose reply was lost lands (or died with its session) */
+    /* a create whose reply was lost lands (or died with its session):
+     * its czxid, the epoch, is taken when it lands, after every create
+     * applied meanwhile (taking the one of its send gave a claim an
+     * epoch below a later claim's fence: an order ZooKeeper cannot
+     * produce; found by model.twocoord) */
     :: atomic {
         PICKI(zi, INFLIGHT);
         zv = zi / NP;
         if
-        :: sess[zv] & BIT(cur[zv]) -> claim_add(zi % NP, zv, cur[zv], inflight[zi])
+        :: sess[zv] & BIT(cur[zv]) -> next_ctr(); claim_add(zi % NP, zv, cur[zv], ctr)
         :: else
         fi;
         inflight[zi] = 0
