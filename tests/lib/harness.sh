@@ -262,6 +262,12 @@ _h_spawn_io() {
         exec "$@"
     ) </dev/null >>"$out" 2>>"$err" &
     local pid=$!
+    # The kernel reuses pids (pid_max is 32768 on these machines, and an
+    # hour of chaos forks far more): a new process must not inherit the
+    # exit code collected for an earlier one with its pid (a soak counted
+    # an aborted worker as "killed by a signal the harness did not send"
+    # with the 137 of a process killed half an hour before).
+    unset "H_RC[$pid]"
     H_PIDS[$name]=$pid
     H_ALL+=("$pid")
     echo "$pid" >"$H_DIR/$name.pid"
