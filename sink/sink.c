@@ -527,16 +527,28 @@ void baton_sink_set_commit_gate(baton_sink_t *sink, baton_sink_gate_fn gate, voi
     sink->gate_arg = gate ? arg : NULL;
 }
 
-int baton_sink__commit_gate(baton_sink_t *sink, int32_t partition) {
+int baton_sink__gate_open(baton_sink_t *sink) {
     BATON_FAILPOINT("sink.before_commit");
-    if (!sink->gate || sink->gate(sink->gate_arg))
-        return BATON_OK;
+    return !sink->gate || sink->gate(sink->gate_arg);
+}
+
+int baton_sink__withheld(baton_sink_t *sink, int32_t partition) {
     BLOG_WARN("event=sink_commit_withheld uri=%s group=%s partition=%d reason=gate", sink->uri,
               sink->group, (int)partition);
     return baton_sink__seterr(sink, BATON_CONNECTION,
                               "sink %s: write of partition %d withheld before its commit: the "
                               "writer may no longer write (suspended); rolled back",
                               sink->uri, (int)partition);
+}
+
+int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batches, size_t n,
+                            int32_t partition) {
+    int applies = 0;
+    for (size_t i = 0; i < n && !applies; i++)
+        applies = batches[i].result == BATON_OK;
+    if (!applies || baton_sink__gate_open(sink))
+        return BATON_OK;
+    return baton_sink__withheld(sink, partition);
 }
 
 int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {

@@ -163,10 +163,12 @@ static const char fence_lua[] = RD_LUA_COMMON
  * the value that are present. Returns {'OK', code, a, b, ...}: per batch
  * 'A' (applied; a = next_offset, b = inputs applied), 'S' (stale, counted;
  * a = stored epoch), 'U' (unfenced; a = stored epoch or '' for no fence),
- * 'L' (next_offset went back; a = stored, b = expected); or an error
- * tuple. */
+ * 'L' (next_offset went back; a = stored, b = expected), 'W' (withheld:
+ * ARGV[1] is now with 'H' in front, the writer's commit gate said no, and
+ * this batch would have applied); or an error tuple. */
 static const char write_lua[] = RD_LUA_COMMON
-    "local now = ARGV[1]\n"
+    "local now, hold = ARGV[1], false\n"
+    "if now:sub(1, 1) == 'H' then hold, now = true, now:sub(2) end\n"
     "local nb = #KEYS / 2\n"
     "local plan = {}\n"
     "local ai = 2\n"
@@ -213,6 +215,7 @@ static const char write_lua[] = RD_LUA_COMMON
     "for b = 1, nb do\n"
     "  local p = plan[b]\n"
     "  if p.code == 'S' then redis.call('HINCRBY', p.fk, 'rejected', 1) end\n"
+    "  if p.code == 'A' and hold then p.code, p.a, p.b = 'W', '', '' end\n"
     "  if p.code == 'A' then\n"
     "    local floor, applied, i = p.floor, 0, p.first\n"
     "    for n = 1, p.nin do\n"
@@ -981,9 +984,19 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         }
     }
 #undef NUM
-    /* The script is the transaction: the gate goes before it. */
-    int err = baton_sink__commit_gate(sink, batches[0].partition);
-    redisReply *r = err ? NULL : rd_eval(sink, 1, (int)a, argv, lens, (int)(2 * n), "write", &err);
+    /* The script is the transaction: the gate is asked before it. A
+     * refusal runs it holding ("H" before now, ARGV[1]): stale batches are
+     * refused and counted as always, a batch that would apply is not
+     * ('W'), and the call returns the refusal. */
+    int hold = !baton_sink__gate_open(sink);
+    if (hold) {
+        char held[sizeof(nums[0])];
+        snprintf(held, sizeof(held), "H%s", nums[0]);
+        memcpy(nums[0], held, sizeof(held));
+        lens[3 + 2 * n] = strlen(nums[0]);
+    }
+    int err = BATON_OK, withheld = -1;
+    redisReply *r = rd_eval(sink, 1, (int)a, argv, lens, (int)(2 * n), "write", &err);
     if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 3 * n) {
@@ -995,7 +1008,11 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
             const char *code = el(r, 1 + 3 * b);
             const char *va = el(r, 2 + 3 * b);
             rd_seen_t *s = seen_at(rd, bt->partition);
-            if (!strcmp(code, "A")) {
+            if (!strcmp(code, "W")) {
+                bt->result = BATON_CONNECTION;
+                if (withheld < 0)
+                    withheld = (int)b;
+            } else if (!strcmp(code, "A")) {
                 bt->result = BATON_OK;
                 bt->next_offset = el_i64(r, 2 + 3 * b);
                 bt->applied = (size_t)el_i64(r, 3 + 3 * b);
@@ -1025,6 +1042,8 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
             }
         }
         err = rd_wait(sink, "write");
+        if (withheld >= 0) /* the refusal, once the counts are durable */
+            err = baton_sink__withheld(sink, batches[withheld].partition);
     }
     if (r)
         freeReplyObject(r);

@@ -993,6 +993,17 @@ static void test_write_commit_gate(void **state) {
     assert_int_equal(write_offsets(s, 2, 9, b, 1, &next, NULL), BATON_OK);
     assert_int_equal(gate_calls, 2);
     assert_int_equal(fence_row(s, 2).next_offset, 4);
+    /* A stale batch with the gate closed (a zombie resuming) is still
+     * refused by the fence and counted at the sink, not withheld. */
+    baton_sink_set_commit_gate(s, test_gate, &gate_open);
+    gate_open = 0;
+    baton_sink_t *newer = sink_open();
+    fence_ok(newer, 2, 11);
+    baton_sink_destroy(newer);
+    int64_t rejected = fence_row(s, 2).rejected;
+    assert_int_equal(write_offsets(s, 2, 9, (const int64_t[]){4}, 1, NULL, NULL), BATON_STALE);
+    assert_int_equal(fence_row(s, 2).rejected, rejected + 1);
+    assert_int_equal(fence_row(s, 2).next_offset, 4);
     baton_sink_destroy(s);
 }
 
