@@ -112,6 +112,9 @@ typedef struct {
      * fetched and dropped again at every trim). */
     int64_t full_off;
     size_t full_sz;
+    /* Failed seeks of standby_resume in a row: retried at the next trim,
+     * the partition restarted from the fence row after STANDBY_SEEK_TRIES. */
+    int seek_fails;
 } wpart_t;
 
 typedef struct {
@@ -765,6 +768,7 @@ static void standby_sync(worker_t *w) {
 /* Restarts fetching standby partition p at offset (it was paused, and
  * what arrived past pre_expect dropped). A failed seek stops fetching it
  * ahead; standby_sync starts it again from the sink's next_offset. */
+#define STANDBY_SEEK_TRIES 3
 static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
     wpart_t *wp = &w->parts[p];
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
@@ -778,9 +782,15 @@ static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
     }
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {
-        prefetch_stop(w, p, "standby_seek_failed");
+        /* Still paused at its bound: the next trim tries again (the mock
+         * cluster's seek sometimes times out); after a few, start over. */
+        if (++wp->seek_fails >= STANDBY_SEEK_TRIES) {
+            wp->seek_fails = 0;
+            prefetch_stop(w, p, "standby_seek_failed");
+        }
         return;
     }
+    wp->seek_fails = 0;
     wp->pre_full = 0;
     wp->pre_expect = offset;
     if (wp->paused)
