@@ -428,25 +428,7 @@ int baton_sink_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
     int err = fences_start(sink, rows, nrows);
     if (err)
         return err == 1 ? BATON_OK : err;
-    if (sink->ops->fences_of)
-        return sink->ops->fences_of(sink, parts, n, rows, nrows);
-    baton_fence_row_t *all = NULL;
-    size_t nall = 0, k = 0, j = 0;
-    if ((err = sink->ops->fences(sink, &all, &nall)) != BATON_OK)
-        return err;
-    for (size_t i = 0; i < nall; i++) {
-        while (j < n && parts[j] < all[i].partition)
-            j++;
-        if (j < n && parts[j] == all[i].partition)
-            all[k++] = all[i];
-    }
-    if (k == 0) {
-        free(all);
-        all = NULL;
-    }
-    *rows = all;
-    *nrows = k;
-    return BATON_OK;
+    return sink->ops->fences_of(sink, parts, n, rows, nrows);
 }
 
 int baton_sink__stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,

@@ -52,8 +52,8 @@ typedef struct baton_sink_ops_s {
      * sink->errstr; the other batches go on. */
     int (*write_many)(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
     int (*fences)(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);
-    /* Optional (NULL: fences, then filtered): baton_sink_fences_of, parts
-     * checked (n > 0, ascending, distinct). Rows in partition order. */
+    /* baton_sink_fences_of, parts checked (n > 0, ascending, distinct):
+     * reads only those rows. Rows in partition order. */
     int (*fences_of)(baton_sink_t *sink, const int32_t *parts, size_t n, baton_fence_row_t **rows,
                      size_t *nrows);
     /* How long a call waits for another process's lock before BATON_BUSY. */

@@ -766,8 +766,10 @@ static void standby_sync(worker_t *w) {
 }
 
 /* Restarts fetching standby partition p at offset (it was paused, and
- * what arrived past pre_expect dropped). A failed seek stops fetching it
- * ahead; standby_sync starts it again from the sink's next_offset. */
+ * what arrived past pre_expect dropped). A failed seek leaves it paused for
+ * the next trim to try again; after STANDBY_SEEK_TRIES in a row it stops
+ * fetching it ahead, and standby_sync starts it again from the sink's
+ * next_offset. */
 #define STANDBY_SEEK_TRIES 3
 static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
     wpart_t *wp = &w->parts[p];
