@@ -60,7 +60,7 @@ rb_start() {
         # static: KIP-345 static membership (group.instance.id = the name).
         [[ $sys == static ]] && extra=(--instance-id "$name")
         h_spawn "$name" "$BATON_BIN/baton-bench-kgroup" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-            --partitions $RB_PARTS --group "kg-$sys" --id "$KG_NEXT_ID" --sink "$H_DIR/$sys.db" \
+            --partitions $RB_PARTS --group "kg-$sys" --id "$KG_NEXT_ID" --sink "$H_DIR/$sys-$RB_RUN.db" \
             --assignor "$assignor" --session-timeout-ms $RB_SESSION_MS --batch-size 500 --linger-ms 10 \
             "${extra[@]}"
     fi
@@ -150,7 +150,52 @@ rb_restart() {
 rb_system() {
     local sys=$1 runs=$2 i
     eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
-    bench_watch "watch-$sys" "$H_DIR/$sys.db" "$([[ $sys == baton ]] && echo "$B_GROUP" || echo "kg-$sys")"
+    for ((i = 1; i <= runs; i++)); do
+        h_log "== $sys run $i/$runs"
+        rb_env_up "$sys" "$i"
+        if [[ $sys == static ]]; then
+            rb_restart "$sys" m2 # static membership is compared on restarts only
+        else
+            rb_loss "$sys" m1 TERM leave
+            rb_join "$sys" m1
+            rb_loss "$sys" m2 KILL crash
+            rb_join "$sys" m2
+            [[ $sys == baton ]] && rb_restart "$sys" m2
+        fi
+        [[ $sys == baton && $i == "$runs" ]] && rb_cost_rss
+        rb_env_down "$sys"
+    done
+    [[ $sys == baton ]] && rb_cost_reads
+    return 0
+}
+
+# rb_env_up SYS RUN: everything run RUN of SYS measures on, started afresh:
+# the embedded Kafka and its producer (librdkafka's mock broker finds a
+# fetch's offset by walking its partition's log from the start, so its cost
+# per fetch grows with the log: kept for a whole benchmark, it took a full
+# core after a minute, and every process's latency with it), a sink, and
+# for baton a group and its coordinator; then the three members, until the
+# flow into the sink is steady.
+rb_env_up() {
+    local sys=$1
+    RB_RUN=$2
+    h_kafka_start "$B_TOPIC" $RB_PARTS
+    h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+        --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE"
+    if [[ $sys == baton ]]; then
+        B_GROUP=g$RB_RUN
+        B_SINK=$H_DIR/baton-$RB_RUN.db
+        b_init $RB_PARTS
+        # The coordinator runs with its defaults: its churn debounce
+        # (--rebalance-delay-ms, 200 ms) no longer delays a graceful leave
+        # (the leaver's "leaving" mark is acted on at once) nor a lone crash
+        # (the first churn after a quiet period is acted on at once).
+        # BENCH_REBALANCE_DELAY_MS sets it explicitly.
+        b_coord c1 ${BENCH_REBALANCE_DELAY_MS:+--rebalance-delay-ms "$BENCH_REBALANCE_DELAY_MS"}
+        bench_watch "watch-$sys" "$B_SINK" "$B_GROUP"
+    else
+        bench_watch "watch-$sys" "$H_DIR/$sys-$RB_RUN.db" "kg-$sys"
+    fi
     rb_start "$sys" m1
     rb_start "$sys" m2
     rb_start "$sys" m3
@@ -158,25 +203,13 @@ rb_system() {
         h_wait_for 30 "baton: 3 workers own everything" b_all_active 3
     fi
     bench_settle "$H_DIR/watch-$sys.log" $RB_PARTS 3000 60 || h_fail "$sys: never steady"
-    for ((i = 1; i <= runs; i++)); do
-        h_log "== $sys run $i/$runs"
-        if [[ $sys == static ]]; then
-            rb_restart "$sys" m2 # static membership is compared on restarts only
-            continue
-        fi
-        rb_loss "$sys" m1 TERM leave
-        rb_join "$sys" m1
-        rb_loss "$sys" m2 KILL crash
-        rb_join "$sys" m2
-        [[ $sys == baton ]] && rb_restart "$sys" m2
-    done
-    [[ $sys == baton ]] && rb_cost_rss
-    h_stop m1
-    h_stop m2
-    h_stop m3
-    h_stop "watch-$sys"
-    [[ $sys == baton ]] && rb_cost_reads
-    return 0
+}
+
+# rb_env_down SYS: stops what rb_env_up started.
+rb_env_down() {
+    local name
+    for name in m1 m2 m3 "watch-$1" c1 producer; do h_stop "$name"; done
+    h_kafka_stop
 }
 
 # rb_cost_rss: RB_RSS_KB, the baton workers' mean resident memory (kB) at
@@ -201,21 +234,10 @@ rb_cost_reads() {
 bench_rebalance() {
     local runs=${BENCH_RUNS:-5} rate=${BENCH_RATE:-1200}
     h_init bench_rebalance
+    RB_RATE=$rate
     h_zk_start
-    h_kafka_start "$B_TOPIC" $RB_PARTS
     B_SESSION_MS=$RB_SESSION_MS
-    B_SINK=$H_DIR/baton.db
     B_PARTITIONS=$RB_PARTS
-    b_init $RB_PARTS
-    # The coordinator runs with its defaults: its churn debounce
-    # (--rebalance-delay-ms, 200 ms) no longer delays a graceful leave (the
-    # leaver's "leaving" mark is acted on at once) nor a lone crash (the
-    # first churn after a quiet period is acted on at once).
-    # BENCH_REBALANCE_DELAY_MS sets it explicitly.
-    b_coord c1 ${BENCH_REBALANCE_DELAY_MS:+--rebalance-delay-ms "$BENCH_REBALANCE_DELAY_MS"}
-    # Continuous input for the whole run (stopped at cleanup).
-    h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-        --partitions $RB_PARTS --count $((rate * 1200)) --rate "$rate"
     local sys
     for sys in ${BENCH_SYSTEMS:-baton range coop static}; do
         rb_system "$sys" "$runs"
