@@ -1076,14 +1076,11 @@ static int row_cmp(const void *a, const void *b) {
     return (x->partition > y->partition) - (x->partition < y->partition);
 }
 
-/* The fence hash at key into row (its partition already set): *found 0
- * when the key does not exist (deleted since a SCAN listed it). */
-static int rd_fence_row(baton_sink_t *sink, const char *key, baton_fence_row_t *row, int *found) {
-    char msg[256];
-    redisReply *h = rd_cmdv(sink->be, msg, sizeof(msg), sink->uri, "HMGET", 5, "HMGET", key,
-                            "epoch", "next_offset", "rejected");
-    if (!h)
-        return rd_fail(sink, BATON_CONNECTION, "list fences", msg);
+/* The reply h to HMGET key epoch next_offset rejected into row (its
+ * partition already set): *found 0 when the key does not exist (deleted
+ * since a SCAN listed it). Frees h. */
+static int rd_fence_reply(baton_sink_t *sink, const char *key, redisReply *h,
+                          baton_fence_row_t *row, int *found) {
     int err = BATON_OK;
     *found = 0;
     if (h->type == REDIS_REPLY_ERROR) {
@@ -1107,30 +1104,64 @@ static int rd_fence_row(baton_sink_t *sink, const char *key, baton_fence_row_t *
     return err;
 }
 
-/* The fence hashes of parts[0..n), one HMGET each. */
+/* The fence hashes keys[0..n) of partitions parts[0..n), in one round trip
+ * (the HMGETs pipelined): appends those that exist to out[*k..] (room for
+ * n more). Every reply is read even after a bad one, so the connection
+ * stays in step; a lost connection drops it (retriable). */
+static int rd_fence_rows(baton_sink_t *sink, char *const *keys, const int32_t *parts, size_t n,
+                         baton_fence_row_t *out, size_t *k) {
+    rd_t *rd = sink->be;
+    for (size_t i = 0; i < n; i++) {
+        const char *argv[5] = {"HMGET", keys[i], "epoch", "next_offset", "rejected"};
+        if (redisAppendCommandArgv(rd->c, 5, argv, NULL) != REDIS_OK)
+            goto lost;
+    }
+    int err = BATON_OK;
+    for (size_t i = 0; i < n; i++) {
+        redisReply *h = NULL;
+        if (redisGetReply(rd->c, (void **)&h) != REDIS_OK || !h)
+            goto lost;
+        baton_fence_row_t row = {.partition = parts[i]};
+        int found = 0;
+        if (err) {
+            freeReplyObject(h);
+            continue;
+        }
+        err = rd_fence_reply(sink, keys[i], h, &row, &found);
+        if (!err && found)
+            out[(*k)++] = row;
+    }
+    return err;
+lost:;
+    char msg[256];
+    snprintf(msg, sizeof(msg), "%s (the outcome is unknown)",
+             rd->c->errstr[0] ? rd->c->errstr : "connection lost");
+    rd_drop(rd);
+    return rd_fail(sink, BATON_CONNECTION, "list fences", msg);
+}
+
+/* The fence hashes of parts[0..n), in one round trip. */
 static int rd_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
                         baton_fence_row_t **rows, size_t *nrows) {
     int err = rd_ensure(sink);
     if (err)
         return err;
-    baton_fence_row_t *out = NULL;
+    baton_fence_row_t *out = xcalloc(n + 1, sizeof(*out));
+    char **keys = xcalloc(n + 1, sizeof(*keys));
+    for (size_t i = 0; i < n; i++)
+        keys[i] = key_of(sink, parts[i], "fence");
     size_t k = 0;
-    for (size_t i = 0; i < n && !err; i++) {
-        char *key = key_of(sink, parts[i], "fence");
-        baton_fence_row_t row = {.partition = parts[i]};
-        int found = 0;
-        err = rd_fence_row(sink, key, &row, &found);
-        free(key);
-        if (!err && found) {
-            if (!out)
-                out = xcalloc(n - i, sizeof(*out));
-            out[k++] = row;
-        }
-    }
-    if (err) {
+    err = rd_fence_rows(sink, keys, parts, n, out, &k);
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+    if (err || k == 0) {
         free(out);
-        return err;
+        out = NULL;
+        k = 0;
     }
+    if (err)
+        return err;
     *rows = out;
     *nrows = k;
     return BATON_OK;
@@ -1165,8 +1196,12 @@ static int rd_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
         }
         snprintf(cursor, sizeof(cursor), "%s", el(r, 0));
         const redisReply *keys = r->element[1];
-        for (size_t i = 0; i < keys->elements && !err; i++) {
-            const char *key = keys->element[i]->str;
+        /* This page's fence keys, then their rows in one round trip. */
+        char **page = xcalloc(keys->elements + 1, sizeof(*page));
+        int32_t *parts = xcalloc(keys->elements + 1, sizeof(*parts));
+        size_t np = 0;
+        for (size_t i = 0; i < keys->elements; i++) {
+            char *key = keys->element[i]->str;
             /* baton:{G.<digits>}:fence only: another group whose name has
              * G. in front matches the pattern too. */
             const char *p = key + plen;
@@ -1174,17 +1209,17 @@ static int rd_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
             long part = strtol(p, &endp, 10);
             if (!isdigit((unsigned char)*p) || strcmp(endp, "}:fence") != 0 || part > INT32_MAX)
                 continue;
-            baton_fence_row_t row = {.partition = (int32_t)part};
-            int found = 0;
-            err = rd_fence_row(sink, key, &row, &found);
-            if (!err && found) {
-                if (count == cap) {
-                    cap = cap ? 2 * cap : 16;
-                    out = xrealloc(out, cap * sizeof(*out));
-                }
-                out[count++] = row;
-            }
+            page[np] = key;
+            parts[np++] = (int32_t)part;
         }
+        if (count + np > cap) {
+            cap = count + np > 2 * cap ? count + np : 2 * cap;
+            out = xrealloc(out, cap * sizeof(*out));
+        }
+        if (np > 0)
+            err = rd_fence_rows(sink, page, parts, np, out, &count);
+        free(page);
+        free(parts);
         freeReplyObject(r);
     } while (!err && strcmp(cursor, "0") != 0);
 done:
