@@ -39,7 +39,7 @@ static const char *zk_auth, *zk_auth_file;
 static const char *state_dir;
 static int64_t member_wait_ms;
 /* --standby-prefetch on|off and its memory bounds (docs/configuration.md). */
-static const char *standby_prefetch = "on";
+static const char *standby_prefetch = "off";
 static int64_t standby_prefetch_bytes = 1 << 20, standby_prefetch_total_bytes = 64 << 20;
 /* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
  * heap, lives until exit). */
@@ -87,7 +87,7 @@ static baton_conf_opt_t opts[] = {
     {"standby-prefetch", "standby.prefetch", "BATON_STANDBY_PREFETCH", BATON_CONF_STR, 0, 0,
      &standby_prefetch, "on|off",
      "fetch ahead the partitions we are named standby for, so a handoff to us writes at once "
-     "(default on)",
+     "(default off)",
      0},
     {"standby-prefetch-bytes", "standby.prefetch.bytes", "BATON_STANDBY_PREFETCH_BYTES",
      BATON_CONF_INT, 1024, INT64_C(1) << 40, &standby_prefetch_bytes, "BYTES",

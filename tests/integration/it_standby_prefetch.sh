@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # it_standby_prefetch: a named standby fetches its standby partitions ahead
-# all along (--standby-prefetch, on by default), within its memory bound,
+# all along (--standby-prefetch on; off by default), within its memory bound,
 # and uses what it holds after its fence -- never before it:
 #   1. w2 stands by for w1's partition q and fetches it (none>prefetching,
 #      reason standby). w1 is frozen (SIGSTOP) while 10 large records go to
@@ -33,7 +33,7 @@ h_kafka_start "$B_TOPIC" $B_PARTITIONS
 B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS
 b_coord c1
-b_worker w1 --session-timeout-ms 20000
+b_worker w1 --session-timeout-ms 20000 --standby-prefetch on
 h_wait_for 15 "w1 owns both partitions" b_all_active 1
 b_produce 20 a
 h_wait_for 15 "20 records in the sink" b_sink_has 20
@@ -57,7 +57,7 @@ for bad in "--standby-prefetch maybe" "--standby-prefetch-bytes 10" "--standby-p
 done
 
 # --- 1. a standby fetches ahead, within its bound ---------------------------
-b_worker w2 --log-level debug --session-timeout-ms 20000 --standby-prefetch-bytes 2048
+b_worker w2 --log-level debug --session-timeout-ms 20000 --standby-prefetch on --standby-prefetch-bytes 2048
 h_wait_for 20 "w1 and w2 own a partition each" b_all_active 2
 q=$(b_partitions_of w1)
 p=$(b_partitions_of w2)
@@ -115,7 +115,7 @@ h_wait_exit w1 15 || rc=$?
 # w3's first fence (the partition it is given on joining) passes; the second
 # (taking w2's other partition as its standby) stops it.
 BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=1:stop" b_worker w3 --session-timeout-ms 20000 \
-    --standby-prefetch-total-bytes 1024
+    --standby-prefetch on --standby-prefetch-total-bytes 1024
 h_wait_for 20 "w2 and w3 own a partition each" b_all_active 2
 s=$(b_partitions_of w2)
 r=$(b_partitions_of w3)
