@@ -27,7 +27,7 @@ usage() {
     echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
     echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
     echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100), BENCH_SYSTEMS"
-    echo "  (rebalance, default \"baton range coop\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
+    echo "  (rebalance, default \"baton range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
     echo "  appendfsync: everysec, the default, or always)"
@@ -208,12 +208,17 @@ rb_env_up() {
 # rb_env_down SYS: stops what rb_env_up started.
 rb_env_down() {
     local name
-    for name in m1 m2 m3 "watch-$1" c1 producer; do h_stop "$name"; done
+    for name in m1 m2 m3 "watch-$1" producer; do h_stop "$name"; done
+    if [[ $1 == baton ]]; then
+        h_stop c1
+        unset 'H_PIDS[c1]' # its pid may be reused by a later run's process
+    fi
     h_kafka_stop
 }
 
 # rb_cost_rss: RB_RSS_KB, the baton workers' mean resident memory (kB) at
-# the end of the runs (standby.prefetch holds records: its memory cost).
+# the end of the last run (each worker at most one run old: every run
+# starts afresh; standby.prefetch holds records: its memory cost).
 rb_cost_rss() {
     local m
     RB_RSS_KB=$(for m in m1 m2 m3; do awk '/^VmRSS:/ { print $2 }' "/proc/${H_PIDS[$m]}/status"; done |

@@ -1134,8 +1134,7 @@ static int rd_fence_rows(baton_sink_t *sink, char *const *keys, const int32_t *p
     return err;
 lost:;
     char msg[256];
-    snprintf(msg, sizeof(msg), "%s (the outcome is unknown)",
-             rd->c->errstr[0] ? rd->c->errstr : "connection lost");
+    snprintf(msg, sizeof(msg), "%s", rd->c->errstr[0] ? rd->c->errstr : "connection lost");
     rd_drop(rd);
     return rd_fail(sink, BATON_CONNECTION, "list fences", msg);
 }
@@ -1167,7 +1166,7 @@ static int rd_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
     return BATON_OK;
 }
 
-/* Every fence hash of the group (SCAN, then HMGET each): not one snapshot
+/* Every fence hash of the group (SCAN, then each page's HMGETs pipelined): not one snapshot
  * like the SQL backends' SELECT, but each row is read whole. */
 static int rd_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows) {
     rd_t *rd = sink->be;

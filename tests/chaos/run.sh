@@ -208,9 +208,13 @@ ch_worker_start() { # NAME [FAILPOINTS] (use ch_start)
     CH_FP[$name]=$fp
     unset "CH_STOP_T[$name]"
     ch_paths "$name"
+    # Half the workers (odd numbers) fetch their standby partitions ahead
+    # (standby.prefetch, off by default), so the faults reach that path too.
+    local prefetch=off
+    [[ $name == *[13579] ]] && prefetch=on
     h_spawn "$name" env "${CH_ENV[@]}" BATON_FAILPOINTS="$fp" "$BATON_BIN/baton-worker" --zk "$CH_ZK" \
         --group "$B_GROUP" --id "$name" --brokers "$BOOTSTRAP" --sink "$CH_SINK" \
-        --session-timeout-ms "$B_SESSION_MS" --linger-ms 10 --batch-size 200
+        --session-timeout-ms "$B_SESSION_MS" --linger-ms 10 --batch-size 200 --standby-prefetch "$prefetch"
 }
 ch_coord_start() { # NAME [FAILPOINTS] (use ch_start)
     local name=$1 fp=${2:-}
