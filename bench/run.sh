@@ -209,10 +209,7 @@ rb_env_up() {
 rb_env_down() {
     local name
     for name in m1 m2 m3 "watch-$1" producer; do h_stop "$name"; done
-    if [[ $1 == baton ]]; then
-        h_stop c1
-        unset 'H_PIDS[c1]' # its pid may be reused by a later run's process
-    fi
+    [[ $1 != baton ]] || h_stop c1
     h_kafka_stop
 }
 

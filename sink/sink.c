@@ -523,14 +523,13 @@ int baton_sink__withheld(baton_sink_t *sink, int32_t partition) {
                               sink->uri, (int)partition);
 }
 
-int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batches, size_t n,
-                            int32_t partition) {
+int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batches, size_t n) {
     int applies = 0;
     for (size_t i = 0; i < n && !applies; i++)
         applies = batches[i].result == BATON_OK;
     if (!applies || baton_sink__gate_open(sink))
         return BATON_OK;
-    return baton_sink__withheld(sink, partition);
+    return baton_sink__withheld(sink, batches[0].partition);
 }
 
 int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {

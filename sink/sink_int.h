@@ -152,12 +152,11 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms);
 
 /* A write's check just before its commit (baton_sink_set_commit_gate):
  * BATON_OK, or BATON_CONNECTION with the message set; the backend then
- * rolls back. With batches (their results set), a transaction in which no
- * batch is BATON_OK applies nothing but the fence's refusals (rejected
- * counts): it commits without asking, so a zombie's stale batch is still
- * refused and counted at the sink. */
-int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batches, size_t n,
-                            int32_t partition);
+ * rolls back (the message names batches[0]'s partition). A transaction in
+ * which no batch is BATON_OK (their results set) applies nothing but the
+ * fence's refusals (rejected counts): it commits without asking, so a
+ * zombie's stale batch is still refused and counted at the sink. */
+int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batches, size_t n);
 /* Its two halves, for a backend whose transaction is one script (Redis):
  * whether the gate lets writes apply now (1) or not (0), asked before the
  * script; and the refusal (log, message, BATON_CONNECTION) once the script

@@ -834,7 +834,7 @@ static int pg_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         }
         b->result = err;
     }
-    if ((err = baton_sink__commit_gate(sink, batches, n, batches[0].partition)) != BATON_OK) {
+    if ((err = baton_sink__commit_gate(sink, batches, n)) != BATON_OK) {
         pg_rollback(sink->be);
         for (size_t i = 0; i < n; i++)
             batches[i].applied = 0;

@@ -1121,12 +1121,12 @@ static int rd_fence_rows(baton_sink_t *sink, char *const *keys, const int32_t *p
         redisReply *h = NULL;
         if (redisGetReply(rd->c, (void **)&h) != REDIS_OK || !h)
             goto lost;
-        baton_fence_row_t row = {.partition = parts[i]};
-        int found = 0;
-        if (err) {
+        if (err) { /* read on, to keep the connection in step */
             freeReplyObject(h);
             continue;
         }
+        baton_fence_row_t row = {.partition = parts[i]};
+        int found = 0;
         err = rd_fence_reply(sink, keys[i], h, &row, &found);
         if (!err && found)
             out[(*k)++] = row;
@@ -1157,7 +1157,6 @@ static int rd_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
     if (err || k == 0) {
         free(out);
         out = NULL;
-        k = 0;
     }
     if (err)
         return err;

@@ -508,7 +508,7 @@ static int sq_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         }
         b->result = err;
     }
-    int gerr = baton_sink__commit_gate(sink, batches, n, batches[0].partition);
+    int gerr = baton_sink__commit_gate(sink, batches, n);
     if (gerr != BATON_OK) {
         sq_rollback(sq);
         for (size_t i = 0; i < n; i++)
