@@ -16,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How often the client may resolve the connect string's host names while
+ * connected (zoo_set_servers_resolution_delay; see baton_zk_connect). */
+#define BATON_ZK_RESOLVE_MS 60000
+
 typedef struct zk_event_node_s {
     baton_zk_event_t ev;
     struct zk_event_node_s *next;
@@ -261,6 +265,14 @@ int baton_zk_connect(const char *hosts, int session_timeout_ms, int connect_time
         return baton_seterr(errstr, n, BATON_INVALID,
                             "cannot use ZooKeeper connect string '%s': %s", hosts, why);
     }
+    /* The client resolves the connect string's host names again every time
+     * its I/O thread checks the socket, unless told otherwise: getaddrinfo,
+     * with a netlink dump of the interfaces, under a lock glibc shares
+     * across the process. 999 members in one process spent a quarter of
+     * their CPU there (docs/benchmarks.md). While connected, once every
+     * BATON_ZK_RESOLVE_MS is enough to notice a DNS change; a lost
+     * connection still resolves at once (the client's rule). */
+    zoo_set_servers_resolution_delay(zk->zh, BATON_ZK_RESOLVE_MS);
     /* The identity of --zk-auth, if any: queued before the session is
      * established, so it precedes every request (and is re-sent on
      * reconnect by the client). */

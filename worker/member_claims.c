@@ -55,6 +55,56 @@ int mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
     return BATON_OK;
 }
 
+/* Deletes the claims of rows[0..n-1] (those that have one) together, in
+ * multis of up to CLAIM_MULTI_MAX: one round trip, where one delete each
+ * took a round trip per resource (a rebalance that moved 60 of a member's
+ * partitions held the last successor for 60 of them). A multi is all or
+ * nothing: if it fails (a claim already gone, a lost connection), each of
+ * its claims is deleted alone (mb_delete_claim, which sorts out each
+ * error). why names the transition. */
+void mb_claims_delete(baton_membership_t *m, const size_t *rows, size_t n, const char *why) {
+    size_t *with = xmalloc(sizeof(size_t) * (n + 1));
+    size_t nwith = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m->st[rows[i]].claim[0])
+            with[nwith++] = rows[i];
+    for (size_t start = 0; start < nwith;) {
+        int32_t k = (int32_t)(nwith - start < CLAIM_MULTI_MAX ? nwith - start : CLAIM_MULTI_MAX);
+        const size_t *r = with + start;
+        start += (size_t)k;
+        if (k == 1) {
+            mb_delete_claim(m, r[0], why);
+            continue;
+        }
+        zoo_op_t *ops = xcalloc((size_t)k, sizeof(*ops));
+        zoo_op_result_t *res = xcalloc((size_t)k, sizeof(*res));
+        char **paths = xcalloc((size_t)k, sizeof(char *));
+        for (int32_t i = 0; i < k; i++) {
+            paths[i] = baton_layout_child(baton_res_claims(&m->res, r[i]), m->st[r[i]].claim);
+            zoo_delete_op_init(&ops[i], paths[i], -1);
+        }
+        BATON_FAILPOINT("worker.before_claim_delete");
+        int rc = baton_zk_multi(m->zk, k, ops, res);
+        for (int32_t i = 0; i < k; i++) {
+            mpart_t *mp = &m->st[r[i]];
+            if (rc == ZOK) {
+                BLOG_INFO("event=released %s epoch=%lld batch=%d", mb_row_label(m, r[i]),
+                          (long long)mp->czxid, k);
+                mp->claim[0] = 0;
+                mp->czxid = 0;
+                mb_st_phase(m, r[i], MPHASE_NONE, why);
+            } else {
+                mb_delete_claim(m, r[i], why);
+            }
+            free(paths[i]);
+        }
+        free(paths);
+        free(res);
+        free(ops);
+    }
+    free(with);
+}
+
 void mb_drop_row(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
     BLOG_WARN("event=drop %s epoch=%lld reason=fenced", mb_row_label(m, row), (long long)mp->czxid);
@@ -518,28 +568,29 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     return expired ? BATON_EXPIRED : BATON_OK;
 }
 
-/* Brings an unassigned resource's claim in line with the assignment. */
-int mb_claim_release_unassigned(baton_membership_t *m, size_t row) {
+/* Lets go of an unassigned resource: on_released if we owned it, and for
+ * a create whose reply was lost, the claim it may have left. Its claim, if
+ * any, is deleted by the caller (mb_claims_delete, all of a poll's
+ * together). Returns BATON_OK, or the error of the look for a lost
+ * create's claim (the row stays uncertain: look again). */
+int mb_claim_let_go(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
-    if (!mstate_assigned(mp->state)) {
-        if (mstate_owned(mp->state))
-            mb_cb_released(m, row, BATON_RELEASE_REVOKED);
-        /* A create whose reply was lost may have left a claim of ours: find
-         * and delete it, or it would block the next owner for as long as
-         * our session lives. */
-        if (mstate_uncertain(mp->state)) {
-            int err = find_own_claim(m, row);
-            if (err != BATON_OK)
-                return err; /* still uncertain: look again */
-            if (mp->claim[0])
-                BLOG_INFO("event=orphan_claim %s claim=%s action=delete", mb_row_label(m, row),
-                          mp->claim);
-        }
-        if (mp->claim[0]) {
-            BATON_FAILPOINT("worker.before_release");
-            return mb_delete_claim(m, row, "released");
-        }
-        return BATON_OK;
+    if (mstate_assigned(mp->state))
+        return BATON_OK; /* an assigned one is claimed by mb_claims_reconcile */
+    if (mstate_owned(mp->state)) {
+        mb_cb_released(m, row, BATON_RELEASE_REVOKED);
+        mb_st_phase(m, row, MPHASE_CLAIMED, "revoked"); /* ours no more; the claim goes next */
     }
-    return BATON_OK; /* an assigned one is claimed by mb_claims_reconcile */
+    /* A create whose reply was lost may have left a claim of ours: find and
+     * delete it, or it would block the next owner for as long as our
+     * session lives. */
+    if (mstate_uncertain(mp->state)) {
+        int err = find_own_claim(m, row);
+        if (err != BATON_OK)
+            return err; /* still uncertain: look again */
+        if (mp->claim[0])
+            BLOG_INFO("event=orphan_claim %s claim=%s action=delete", mb_row_label(m, row),
+                      mp->claim);
+    }
+    return BATON_OK;
 }

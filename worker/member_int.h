@@ -143,7 +143,8 @@ int mb_read_assignment(baton_membership_t *m);
 int mb_delete_claim(baton_membership_t *m, size_t row, const char *why);
 void mb_drop_row(baton_membership_t *m, size_t row);
 int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n);
-int mb_claim_release_unassigned(baton_membership_t *m, size_t row);
+void mb_claims_delete(baton_membership_t *m, const size_t *rows, size_t n, const char *why);
+int mb_claim_let_go(baton_membership_t *m, size_t row);
 
 /* member_standby.c */
 int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done);

@@ -57,49 +57,6 @@ static void leave_wait(baton_membership_t *m) {
     BLOG_INFO("event=leave_reassigned waited_ms=%lld", (long long)(baton_now_ms() - t0));
 }
 
-/* Deletes every claim we hold, in as few multis as possible (one round
- * trip; the successors waiting behind them are woken together). A failed
- * multi (a claim already gone, a lost connection) falls back to one delete
- * per claim. */
-static void claims_delete_all(baton_membership_t *m) {
-    size_t total = m->res.n;
-    size_t *rows = xmalloc(sizeof(size_t) * (total + 1));
-    for (size_t start = 0; start < total;) {
-        int32_t n = 0;
-        for (; start < total && n < CLAIM_MULTI_MAX; start++)
-            if (m->st[start].claim[0])
-                rows[n++] = start;
-        if (n == 0)
-            break;
-        zoo_op_t *ops = xcalloc((size_t)n, sizeof(*ops));
-        zoo_op_result_t *res = xcalloc((size_t)n, sizeof(*res));
-        char **paths = xcalloc((size_t)n, sizeof(char *));
-        for (int32_t i = 0; i < n; i++) {
-            const char *dir = baton_res_claims(&m->res, rows[i]);
-            paths[i] = baton_layout_child(dir, m->st[rows[i]].claim);
-            zoo_delete_op_init(&ops[i], paths[i], -1);
-        }
-        int rc = n > 1 ? baton_zk_multi(m->zk, n, ops, res) : ZAPIERROR;
-        for (int32_t i = 0; i < n; i++) {
-            mpart_t *mp = &m->st[rows[i]];
-            if (rc == ZOK) {
-                BLOG_INFO("event=released %s epoch=%lld", mb_row_label(m, rows[i]),
-                          (long long)mp->czxid);
-                mp->claim[0] = 0;
-                mp->czxid = 0;
-                mb_st_phase(m, rows[i], MPHASE_NONE, "left");
-            } else {
-                mb_delete_claim(m, rows[i], "left");
-            }
-            free(paths[i]);
-        }
-        free(paths);
-        free(res);
-        free(ops);
-    }
-    free(rows);
-}
-
 void mb_leave(baton_membership_t *m) {
     if (!m->zk)
         return;
@@ -131,7 +88,15 @@ void mb_leave(baton_membership_t *m) {
     }
     if (owned_any)
         BATON_FAILPOINT("worker.before_release");
-    claims_delete_all(m);
+    /* Every claim we hold, together (one round trip: the successors
+     * waiting behind them are woken together). */
+    size_t *rows = xmalloc(sizeof(size_t) * (m->res.n + 1));
+    size_t n = 0;
+    for (size_t row = 0; row < m->res.n; row++)
+        if (m->st[row].claim[0])
+            rows[n++] = row;
+    mb_claims_delete(m, rows, n, "left");
+    free(rows);
     /* Answered by now (before the deletes' answers) unless the connection
      * went. */
     int serr = BATON_CONNECTION;

@@ -692,19 +692,35 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     int64_t now = baton_now_ms();
     /* Releases first, so partitions we give up reach their new owners before
      * we spend time claiming new ones. */
-    for (size_t row = 0; m->rows_dirty && row < m->res.n; row++) {
-        mpart_t *mp = &m->st[row];
-        if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
-            continue;
-        mp->dirty = 0;
-        int e = mb_claim_release_unassigned(m, row);
-        if (e != BATON_OK) {
-            mb_mark_dirty(m, mp);
-            mp->retry_at = now + RETRY_MS;
-            if (e == BATON_EXPIRED) {
-                err = BATON_OK; /* picked up by the next poll's expiry path */
-                goto done;
+    {
+        /* Every application first (on_released: each flushes), then every
+         * claim let go of in one round trip (mb_claims_delete). */
+        size_t *gone = NULL, ngone = 0, cap = 0;
+        int expired = 0;
+        for (size_t row = 0; m->rows_dirty && row < m->res.n && !expired; row++) {
+            mpart_t *mp = &m->st[row];
+            if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
+                continue;
+            mp->dirty = 0;
+            int e = mb_claim_let_go(m, row);
+            if (e != BATON_OK) {
+                mb_mark_dirty(m, mp);
+                mp->retry_at = now + RETRY_MS;
+                expired = e == BATON_EXPIRED;
+            } else if (mp->claim[0]) {
+                if (ngone == cap)
+                    gone = xrealloc(gone, sizeof(size_t) * (cap = cap ? 2 * cap : 16));
+                gone[ngone++] = row;
             }
+        }
+        if (ngone > 0 && !expired) {
+            BATON_FAILPOINT("worker.before_release");
+            mb_claims_delete(m, gone, ngone, "released");
+        }
+        free(gone);
+        if (expired) {
+            err = BATON_OK; /* picked up by the next poll's expiry path */
+            goto done;
         }
     }
     /* Then claims, in batches of CLAIM_MULTI_MAX (mb_claims_reconcile). */
