@@ -46,7 +46,7 @@ int baton_sink_bind_check(baton_zk_t *zk, const char *root, const char *group, b
         /* A sink not created yet (baton_sink_open_lazy: a new SQLite file)
          * has no id: a bound group is bound to another sink, and refuses it
          * before anything is created; an unbound group binds it, so create
-         * it now (its first fence comes next anyway). */
+         * it now (the worker checks as it starts; its fences follow). */
         err = baton_group_sink_read(zk, base, &b, NULL, errstr, n);
         if (err == BATON_OK) {
             err = bound_elsewhere(errstr, n, group, &b, sink->uri,

@@ -9,7 +9,9 @@
 #  (c) `batonctl sink show` prints the binding;
 #  (d) `sink rebind` refuses while a worker is live, works when none is,
 #      and a worker on the new sink then runs;
-#  (e) `fences --sink` of a sink with no rows of the group says so.
+#  (e) `fences --sink` of a sink with no rows of the group says so;
+#  (f) with no coordinator (nothing assigned) a worker on the wrong sink
+#      is refused all the same: it checks the binding at start.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -131,6 +133,17 @@ b_worker w3
 rc=0; h_wait_exit w3 40 || rc=$?
 ((rc == 1)) && b_log_has w3 "event=sink_bind_refused.*group 'g' is bound to sink $new_id" ||
     h_fail "w3 on the old sink: $rc $(tail -n 3 "$H_DIR/w3.log")"
+
+# (f) refused at start: with no coordinator, nothing is assigned, yet a
+# worker on the wrong sink checks the binding before it owns anything and
+# exits (the check runs once at start, not only at the first fence).
+h_stop c1
+B_SINK=$OUT
+b_worker w4
+rc=0; h_wait_exit w4 40 || rc=$?
+((rc == 1)) && b_log_has w4 "event=sink_bind_refused.*group 'g' is bound to sink $new_id" ||
+    h_fail "w4 on the old sink, no coordinator: $rc $(tail -n 3 "$H_DIR/w4.log")"
+b_log_has w4 'event=acquired' && h_fail "w4 acquired a partition with no coordinator running"
 
 # Bad input: clear usage errors.
 rc=0; b_ctl sink rebind 2>"$H_DIR/u1.txt" || rc=$?
