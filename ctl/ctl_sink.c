@@ -25,7 +25,7 @@ void ctl_sink_usage(FILE *f) {
             "       %s --zk HOSTS --group G sink rebind --sink URI\n"
             "\n"
             "A group is bound to one sink and a sink records the group it serves. The\n"
-            "first worker to fence binds them: ROOT/G/sink names the sink's id (its\n"
+            "first worker to check binds them: ROOT/G/sink names the sink's id (its\n"
             "baton_meta table), and the sink's baton_groups row names the group's id\n"
             "(config group_uuid). A worker whose sink is not the group's, or whose\n"
             "sink serves another group of the same name (another root or cluster),\n"
@@ -153,7 +153,7 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
         printf("sink uri:     %s\n", b.sink_uri[0] ? b.sink_uri : "-");
         printf("bound by:     %s at %s\n", b.bound_by[0] ? b.bound_by : "-", when);
     } else {
-        printf("bound to:     no sink yet (the first worker to fence binds it)\n");
+        printf("bound to:     no sink yet (the first worker to start binds it)\n");
     }
     if (uri) {
         baton_time_iso(meta.bound_ms, when, sizeof(when));
@@ -236,8 +236,8 @@ static int sink_rebind(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base, c
         fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
         return BATON_EXIT_FAILURE;
     }
-    /* A worker that registered meanwhile checks the binding before its
-     * first fence, so it sees the new one; say so if there is one. */
+    /* A worker that registered meanwhile checks the binding again before
+     * its first fence, so it sees the new one; say so if there is one. */
     if (live_writers(zk, base, live, sizeof(live), &err) > 0)
         fprintf(stderr, "%s: warning: worker(s) %s joined during the rebind\n", CTL_PROG, live);
     if (had)

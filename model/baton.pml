@@ -786,7 +786,7 @@ end_loop:
             pend_inc[WP(w, zp)] = 0
         }
        };
-       /* every claim in one multi (claims_delete_all), then (leave_wait
+       /* every claim in one multi (mb_claims_delete), then (leave_wait
         * over, whether the coordinator answered or LEAVE_WAIT_MS passed)
         * the member node goes and the session is closed; then a restart */
        atomic {

@@ -132,7 +132,7 @@ static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t 
         return err;
     }
     if (sink->pending)
-        BLOG_INFO("event=sink_deferred uri=%s group=%s create=first_fence", sink->uri, group);
+        BLOG_INFO("event=sink_deferred uri=%s group=%s create=first_use", sink->uri, group);
     else
         BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", sink->uri, group, sink->sink_id);
     *out = sink;

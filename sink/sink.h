@@ -33,9 +33,10 @@ int baton_sink_open(const char *uri, const char *group, baton_sink_t **out, char
                     size_t errstr_size);
 /* baton_sink_open, except that a sink that does not exist yet (a sqlite:
  * file not there) is not created now: its place is checked (a missing
- * directory is an error naming it) and the first fence or write creates it.
+ * directory is an error naming it) and the first call that needs it creates
+ * it (a fence, a write; the worker's binding check as its loop starts).
  * Until then fences reads no rows and nothing is on disk, so a process that
- * fails before its first fence leaves no new file behind. A sink that exists
+ * fails before that leaves no new file behind. A sink that exists
  * is opened at once, as baton_sink_open does. */
 int baton_sink_open_lazy(const char *uri, const char *group, baton_sink_t **out, char *errstr,
                          size_t errstr_size);

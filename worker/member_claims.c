@@ -579,7 +579,10 @@ int mb_claim_let_go(baton_membership_t *m, size_t row) {
         return BATON_OK; /* an assigned one is claimed by mb_claims_reconcile */
     if (mstate_owned(mp->state)) {
         mb_cb_released(m, row, BATON_RELEASE_REVOKED);
-        mb_st_phase(m, row, MPHASE_CLAIMED, "revoked"); /* ours no more; the claim goes next */
+        /* Ours no more; the claim goes next. Unless the callback dropped
+         * the row itself (a flush found a newer epoch: claim deleted). */
+        if (mstate_owned(mp->state))
+            mb_st_phase(m, row, MPHASE_CLAIMED, "revoked");
     }
     /* A create whose reply was lost may have left a claim of ours: find and
      * delete it, or it would block the next owner for as long as our

@@ -717,6 +717,13 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             BATON_FAILPOINT("worker.before_release");
             mb_claims_delete(m, gone, ngone, "released");
         }
+        for (size_t i = 0; expired && i < ngone; i++) {
+            /* Not deleted: look again (an expiry drops them all anyway;
+             * an error mapped like one, say a moved session, must not
+             * leave them behind). */
+            mb_mark_dirty(m, &m->st[gone[i]]);
+            m->st[gone[i]].retry_at = now + RETRY_MS;
+        }
         free(gone);
         if (expired) {
             err = BATON_OK; /* picked up by the next poll's expiry path */

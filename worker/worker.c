@@ -139,7 +139,11 @@ typedef struct {
     /* The sink binding (sink_bind.h) was checked: once, before the first
      * fence. refused: it did not match; the loop leaves and exits 1. */
     int bind_checked;
-    int bind_tried; /* the run loop's early check was made */
+    /* The check as the loop starts (bind_early): done (passed or refused),
+     * or when to try again. */
+    int bind_early_done;
+    int64_t bind_early_at;
+    int bind_fp_done; /* worker.before_bind_check has had its one chance */
     int refused;
     /* The sink failed with an error retrying cannot fix (a fence or a
      * write: not baton_err_is_retriable, not a refusal): nothing more is
@@ -939,16 +943,24 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg);
  * one our sink serves (sink_bind.h)? Binds them if the group has no sink
  * yet. Returns 1 when fencing may go on; 0 to wait (a ZooKeeper or sink
  * error: retried) or, with w->refused set, never. */
+/* One binding check (sink_bind.h). The failpoint worker.before_bind_check
+ * fires before the first one only (bind_early's, usually). */
+static int bind_check(worker_t *w, char *errstr, size_t n) {
+    if (!w->bind_fp_done) {
+        w->bind_fp_done = 1;
+        BATON_FAILPOINT("worker.before_bind_check");
+    }
+    baton_zk_t *zk = baton_membership__zk(w->m);
+    return zk ? baton_sink_bind_check(zk, w->conf->root ? w->conf->root : BATON_DEFAULT_ROOT,
+                                      w->conf->group, w->sink, w->conf->id, errstr, n)
+              : baton_seterr(errstr, n, BATON_CONNECTION, "no ZooKeeper session");
+}
+
 static int bind_ready(worker_t *w) {
     if (w->bind_checked)
         return 1;
     char errstr[1024];
-    BATON_FAILPOINT("worker.before_bind_check");
-    baton_zk_t *zk = baton_membership__zk(w->m);
-    int err =
-        zk ? baton_sink_bind_check(zk, w->conf->root ? w->conf->root : BATON_DEFAULT_ROOT,
-                                   w->conf->group, w->sink, w->conf->id, errstr, sizeof(errstr))
-           : baton_seterr(errstr, sizeof(errstr), BATON_CONNECTION, "no ZooKeeper session");
+    int err = bind_check(w, errstr, sizeof(errstr));
     if (err == BATON_OK) {
         w->bind_checked = 1;
         return 1;
@@ -964,6 +976,31 @@ static int bind_ready(worker_t *w) {
     return 0;
 }
 
+/* As the run loop starts: opens the sink and checks its binding while
+ * nothing waits on them (a restarted worker's first fence paid for both:
+ * 3-47 ms, median 8, of a rolling restart's handoff), and refuses a wrong
+ * sink before anything is assigned. A passing error is tried again each
+ * second until one check passes. It does not stand for the check before
+ * the first fence (bind_ready), which reads the binding again: a `batonctl
+ * sink rebind` may land in between. */
+static void bind_early(worker_t *w) {
+    if (w->bind_early_done || w->bind_checked || w->refused || baton_now_ms() < w->bind_early_at)
+        return;
+    char errstr[1024];
+    int err = bind_check(w, errstr, sizeof(errstr));
+    if (err == BATON_CONFLICT) {
+        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit", errstr);
+        w->refused = 1;
+    }
+    if (err == BATON_OK || err == BATON_CONFLICT) {
+        w->bind_early_done = 1;
+        return;
+    }
+    BLOG_DEBUG("event=sink_bind_check_failed when=start error=%s detail=\"%s\" action=retry",
+               baton_err_name(err), errstr);
+    w->bind_early_at = baton_now_ms() + 1000;
+}
+
 /* Fences every partition acquired since the last call, in one sink
  * transaction, then assigns them in Kafka together. A stale fence drops the
  * claim (a newer owner exists); a transaction that failed retriably (a busy
@@ -972,7 +1009,7 @@ static int bind_ready(worker_t *w) {
  * stopped hearing from ZooKeeper) waits until it is valid again or is
  * released. */
 static void fence_pending(worker_t *w) {
-    if (w->fence_retry_at > baton_now_ms() || w->sink_fatal)
+    if (w->fence_retry_at > baton_now_ms() || w->sink_fatal || w->refused)
         return;
     int32_t n = 0;
     for (int32_t p = 0; p < w->nparts; p++)
@@ -1114,8 +1151,11 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     if (!wpart_owned(st))
         return;
     wpart_set_state(w, p, WPART_RELEASING, why);
-    if (reason == BATON_RELEASE_LEAVE && !w->sink_fatal)
-        flush_due(w, 1); /* a leave releases them all: write every batch in one transaction */
+    /* A leave releases them all, and a rebalance's revokes come together
+     * (the member deletes their claims in one multi after the last of
+     * them): write every batch in one transaction, at the first. */
+    if ((reason == BATON_RELEASE_LEAVE || reason == BATON_RELEASE_REVOKED) && !w->sink_fatal)
+        flush_due(w, 1);
     if (reason != BATON_RELEASE_LOST) {
         /* Hand over cleanly: what we read is written before the claim goes,
          * so the next owner starts exactly where we stopped. A failure here
@@ -1596,9 +1636,9 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
         return 1;
     }
-    /* A new SQLite file is created by the first fence, so a worker that
-     * fails before it (ZooKeeper unreachable, group not initialised, bad
-     * topic) leaves none behind. */
+    /* A new SQLite file is created by the binding check once the run loop
+     * starts (bind_early), so a worker that fails before (ZooKeeper
+     * unreachable, group not initialised, bad topic) leaves none behind. */
     err = baton_sink_open_lazy(conf->sink_uri, conf->group, &w.sink, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         baton_incarnation_close(&lock);
@@ -1669,14 +1709,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             goto out;
         }
         ensure_parts(&w);
-        /* Once, at the start: open the sink and check its binding while
-         * nothing waits on them. A restarted worker's first fence paid for
-         * both, 20-60 ms of a rolling restart's stall. A failure is left
-         * to the first fence, which tries again. */
-        if (!w.bind_tried) {
-            w.bind_tried = 1;
-            bind_ready(&w);
-        }
+        bind_early(&w);
         prefetch_check(&w);
         standby_sync(&w);
         kafka_unassign_pending(&w);

@@ -114,8 +114,10 @@ typedef struct {
      * resource already saw a higher epoch); any other error to be asked
      * again a little later. */
     int (*on_acquired)(void *opaque, const baton_resource_t *r, int64_t epoch);
-    /* We stop owning r. For REVOKED and LEAVE the claim is deleted right
-     * after this returns, so flush first; for LOST it is already gone. */
+    /* We stop owning r. For REVOKED and LEAVE the claim is deleted after
+     * this returns (together with those of the other resources let go of
+     * in the same poll, once each one's on_released has returned), so
+     * flush first; for LOST it is already gone. */
     void (*on_released)(void *opaque, const baton_resource_t *r, baton_release_reason_t reason);
     void *opaque;
     /* Optional (NULL: none). The assignment just read gives us rs[0..n-1],
