@@ -978,7 +978,8 @@ static int bind_ready(worker_t *w) {
 
 /* As the run loop starts: opens the sink and checks its binding while
  * nothing waits on them (a restarted worker's first fence paid for both:
- * 3-47 ms, median 8, of a rolling restart's handoff), and refuses a wrong
+ * acquired to fenced 3-47 ms, median 8, in a rolling restart; 1-11,
+ * median 6, now), and refuses a wrong
  * sink before anything is assigned. A passing error is tried again each
  * second until one check passes. It does not stand for the check before
  * the first fence (bind_ready), which reads the binding again: a `batonctl
