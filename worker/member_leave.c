@@ -82,7 +82,8 @@ void mb_leave(baton_membership_t *m) {
         mpart_t *mp = &m->st[row];
         if (mstate_owned(mp->state)) {
             mb_cb_released(m, row, BATON_RELEASE_LEAVE);
-            mb_st_phase(m, row, MPHASE_CLAIMED, "leaving");
+            if (mstate_owned(mp->state)) /* unless the callback dropped it */
+                mb_st_phase(m, row, MPHASE_CLAIMED, "leaving");
             owned_any = 1;
         }
     }

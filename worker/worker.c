@@ -997,8 +997,14 @@ static void bind_early(worker_t *w) {
         w->bind_early_done = 1;
         return;
     }
-    BLOG_DEBUG("event=sink_bind_check_failed when=start error=%s detail=\"%s\" action=retry",
-               baton_err_name(err), errstr);
+    /* The first failure at warn (a worker with nothing assigned would show
+     * nothing else), the retries at debug. */
+    if (!w->bind_early_at)
+        BLOG_WARN("event=sink_bind_check_failed when=start error=%s detail=\"%s\" action=retry",
+                  baton_err_name(err), errstr);
+    else
+        BLOG_DEBUG("event=sink_bind_check_failed when=start error=%s detail=\"%s\" action=retry",
+                   baton_err_name(err), errstr);
     w->bind_early_at = baton_now_ms() + 1000;
 }
 
@@ -1135,6 +1141,23 @@ static void fence_pending(worker_t *w) {
     free(parts);
 }
 
+/* Writes, in one transaction, the buffered batches of the partitions we
+ * still hold that the assignment no longer gives us (a rebalance's revokes,
+ * from the first one's on_released): the ones kept are not written early. */
+static void flush_unassigned(worker_t *w) {
+    int32_t *parts = xmalloc(sizeof(int32_t) * ((size_t)w->nparts + 1));
+    size_t n = 0;
+    for (int32_t q = 0; q < w->nparts; q++) {
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = q};
+        if (wpart_consuming(w->parts[q].state) && w->parts[q].nrecs > 0 &&
+            !baton_membership_assigned(w->m, &r))
+            parts[n++] = q;
+    }
+    if (n > 0)
+        parts_flush(w, parts, n);
+    free(parts);
+}
+
 static void flush_due(worker_t *w, int force);
 
 static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t reason) {
@@ -1152,11 +1175,18 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     if (!wpart_owned(st))
         return;
     wpart_set_state(w, p, WPART_RELEASING, why);
-    /* A leave releases them all, and a rebalance's revokes come together
-     * (the member deletes their claims in one multi after the last of
-     * them): write every batch in one transaction, at the first. */
-    if ((reason == BATON_RELEASE_LEAVE || reason == BATON_RELEASE_REVOKED) && !w->sink_fatal)
+    /* A refused sink serves another group: nothing more goes to it (a
+     * refusal by a later fence finds earlier partitions active). */
+    if (w->refused)
+        reason = BATON_RELEASE_LOST;
+    /* A leave releases them all: write every batch in one transaction. A
+     * rebalance's revokes come together (the member deletes their claims
+     * in one multi after the last of them): at the first, the batches of
+     * every partition we are letting go of, in one transaction. */
+    if (reason == BATON_RELEASE_LEAVE && !w->sink_fatal)
         flush_due(w, 1);
+    if (reason == BATON_RELEASE_REVOKED && !w->sink_fatal)
+        flush_unassigned(w);
     if (reason != BATON_RELEASE_LOST) {
         /* Hand over cleanly: what we read is written before the claim goes,
          * so the next owner starts exactly where we stopped. A failure here
@@ -1716,8 +1746,9 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         kafka_unassign_pending(&w);
         fence_pending(&w);
         if (w.refused) {
-            /* Nothing was fenced or written: leave, so our partitions go to
-             * workers whose sink is the group's, and exit 1. */
+            /* Leave (writing nothing more: on_released skips the flush),
+             * so our partitions go to workers whose sink is the group's,
+             * and exit 1. */
             baton_membership_leave(w.m);
             goto out;
         }

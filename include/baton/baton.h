@@ -115,9 +115,10 @@ typedef struct {
      * again a little later. */
     int (*on_acquired)(void *opaque, const baton_resource_t *r, int64_t epoch);
     /* We stop owning r. For REVOKED and LEAVE the claim is deleted after
-     * this returns (together with those of the other resources let go of
-     * in the same poll, once each one's on_released has returned), so
-     * flush first; for LOST it is already gone. */
+     * this returns (together with the claims of the other resources let
+     * go of in the same poll, or in the leave), so flush first; for LOST
+     * it is already gone. It may call baton_membership_drop (a flush found
+     * a newer epoch). */
     void (*on_released)(void *opaque, const baton_resource_t *r, baton_release_reason_t reason);
     void *opaque;
     /* Optional (NULL: none). The assignment just read gives us rs[0..n-1],
