@@ -61,29 +61,24 @@ void baton_membership__standby_partitions(const baton_membership_t *m, unsigned 
         }
 }
 
-static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
-    for (size_t i = 0; i < m->nstandby; i++)
-        if (strcmp(m->standby[i].owner, owner) == 0)
-            return &m->standby[i];
-    return NULL;
+static int standby_cmp(const void *a, const void *b) {
+    return strcmp(((const mstandby_t *)a)->owner, ((const mstandby_t *)b)->owner);
 }
 
-static int standby_cmp(const void *a, const void *b) {
-    return strcmp((*(const mstandby_t *const *)a)->owner, (*(const mstandby_t *const *)b)->owner);
+/* Our entry for owner, or NULL. The list is sorted by owner (it keeps the
+ * decoded assignment's order, baton_codec.c sorts it): a member can stand
+ * by for every other member (999 at 1,000 workers, docs/benchmarks.md), and
+ * a scan per owner made each assignment read a million comparisons. */
+static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
+    mstandby_t key = {.owner = (char *)owner};
+    return m->nstandby ? bsearch(&key, m->standby, m->nstandby, sizeof(key), standby_cmp) : NULL;
 }
 
 /* Replaces our standby list with the assignment's, keeping what we know of
- * owners still in it (their watch, news not yet acted on). The old list is
- * looked up sorted: a member can stand by for every other member (999 at
- * 1,000 workers, docs/benchmarks.md), and a scan per owner made each
- * assignment read a million comparisons. */
+ * owners still in it (their watch, news not yet acted on). */
 void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa) {
     mstandby_t *next = xcalloc(wa->nstandby + 1, sizeof(*next));
     size_t n = 0;
-    mstandby_t **sorted = xmalloc(sizeof(*sorted) * (m->nstandby + 1));
-    for (size_t i = 0; i < m->nstandby; i++)
-        sorted[i] = &m->standby[i];
-    qsort(sorted, m->nstandby, sizeof(*sorted), standby_cmp);
     for (size_t i = 0; i < wa->nstandby; i++) {
         const baton_standby_t *s = &wa->standby[i];
         if (strcmp(s->owner, m->conf.id) == 0)
@@ -96,10 +91,7 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
                 e->rows[e->n++] = (size_t)s->partitions[j];
         for (size_t j = 0; j < s->nkeys; j++)
             e->rows[e->n++] = mb_key_row(m, s->keys[j]);
-        mstandby_t key = {.owner = (char *)s->owner}, *kp = &key;
-        mstandby_t **found =
-            m->nstandby ? bsearch(&kp, sorted, m->nstandby, sizeof(*sorted), standby_cmp) : NULL;
-        const mstandby_t *old = found ? *found : NULL;
+        const mstandby_t *old = standby_find(m, s->owner);
         if (old) {
             e->armed = old->armed;
             e->fired = old->fired;
@@ -108,7 +100,6 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
         }
         n++;
     }
-    free(sorted);
     mb_standby_clear(m);
     m->standby = next;
     m->nstandby = n;

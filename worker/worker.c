@@ -939,10 +939,6 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
 
 static void part_append(worker_t *w, rd_kafka_message_t *msg);
 
-/* Before the first fence: is our sink the group's, and is the group the
- * one our sink serves (sink_bind.h)? Binds them if the group has no sink
- * yet. Returns 1 when fencing may go on; 0 to wait (a ZooKeeper or sink
- * error: retried) or, with w->refused set, never. */
 /* One binding check (sink_bind.h). The failpoint worker.before_bind_check
  * fires before the first one only (bind_early's, usually). */
 static int bind_check(worker_t *w, char *errstr, size_t n) {
@@ -956,6 +952,10 @@ static int bind_check(worker_t *w, char *errstr, size_t n) {
               : baton_seterr(errstr, n, BATON_CONNECTION, "no ZooKeeper session");
 }
 
+/* Before the first fence: is our sink the group's, and is the group the
+ * one our sink serves (sink_bind.h)? Binds them if the group has no sink
+ * yet. Returns 1 when fencing may go on; 0 to wait (a ZooKeeper or sink
+ * error: retried) or, with w->refused set, never. */
 static int bind_ready(worker_t *w) {
     if (w->bind_checked)
         return 1;
@@ -979,11 +979,9 @@ static int bind_ready(worker_t *w) {
 /* As the run loop starts: opens the sink and checks its binding while
  * nothing waits on them (a restarted worker's first fence paid for both:
  * acquired to fenced 3-47 ms, median 8, in a rolling restart; 1-11,
- * median 6, now), and refuses a wrong
- * sink before anything is assigned. A passing error is tried again each
- * second until one check passes. It does not stand for the check before
- * the first fence (bind_ready), which reads the binding again: a `batonctl
- * sink rebind` may land in between. */
+ * median 6, now), and refuses a wrong sink before anything is assigned. A passing error is tried
+ * again each second until one check passes. It does not stand for the check before the first fence
+ * (bind_ready), which reads the binding again: a `batonctl sink rebind` may land in between. */
 static void bind_early(worker_t *w) {
     if (w->bind_early_done || w->bind_checked || w->refused || baton_now_ms() < w->bind_early_at)
         return;
