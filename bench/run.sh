@@ -504,7 +504,8 @@ bench_scale() {
     cpu0=$(sc_cpu_ms "$cpid")
 
     # Cold start: the coordinator is up; all W workers start at once.
-    local t0
+    local t0 ck0
+    ck0=$(sc_mntr zk_packets_received)
     t0=$(bench_now_us)
     # One thread joins its members one after another, polling those it
     # has joined between joins: 4 threads up to 200 workers. Beyond, that
@@ -532,7 +533,12 @@ bench_scale() {
     local tr joined_ms
     tr=$(awk '$1 == "ready" { print $2; exit }' "$H_DIR/members.log")
     joined_ms=$(((${tr:-$tc} - t0) / 1000))
-    h_log "cold start: $P partitions owned after $cold_ms ms ($gens assignment generations); every member joined after $joined_ms ms"
+    # ZooKeeper's requests over the cold start (the members' joins and
+    # pings included), per partition.
+    local ck1 cold_req
+    ck1=$(sc_mntr zk_packets_received)
+    cold_req=$(awk -v d="$((ck1 - ck0))" -v p="$P" 'BEGIN { printf "%.2f", d / p }')
+    h_log "cold start: $P partitions owned after $cold_ms ms ($gens assignment generations); every member joined after $joined_ms ms; $((ck1 - ck0)) ZooKeeper requests ($cold_req per partition)"
     cpu1=$(sc_cpu_ms "$cpid")
     local cold_cpu_ms=$((cpu1 - cpu0))
 
@@ -596,6 +602,7 @@ bench_scale() {
     echo "$((W - 1)) in one process on $threads threads, 1 in another), one coordinator, standalone ZooKeeper"
     printf '%-60s %s\n' "cold start: all started at once -> every partition owned" "$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f s", m / 1000 }') ($gens generations)"
     printf '%-60s %s\n' "  of which: until the last member had joined" "$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f s", m / 1000 }')"
+    printf '%-60s %s\n' "  ZooKeeper requests per partition (joins and pings included)" "$cold_req"
     printf '%-60s %s\n' "failover: worker's session expired -> its $moved partitions owned" "$fo_ms ms"
     printf '%-60s %s\n' "ZooKeeper requests per moved partition (all clients, pings removed)" "$ops"
     printf '%-60s %s\n' "ZooKeeper write transactions per moved partition" "$writes"
@@ -612,7 +619,7 @@ bench_scale() {
     # of 10 s of idle probes that the packet count has to subtract.
     echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$writes zk_requests_per_moved_partition=$ops" \
         "standby_coverage=$cov largest_znode_bytes=$big coord_cpu_ms_per_rebalance=$fo_cpu coord_rss_kb=$rss coord_peak_rss_kb=$hwm" \
-        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed cold_join_s=$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f", m / 1000 }')"
+        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed cold_zk_requests_per_partition=$cold_req cold_join_s=$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f", m / 1000 }')"
 }
 
 # --- rolling -------------------------------------------------------------------

@@ -53,6 +53,9 @@
  * bursts): the history read-modify-write (up to 512 KB) must not compete
  * with the claims the new owners are creating right then. */
 #define HISTORY_DELAY_MS 250
+/* Above this many (standby, owner) watches, standbys wait for the longer
+ * quiet period (standby_defer). */
+#define STANDBY_DEFER_PAIRS 10000
 /* How often a coordinator whose group is not initialised says so again. */
 #define GROUP_MISSING_LOG_MS 30000
 
@@ -167,6 +170,12 @@ typedef struct {
      * not its owner's was revoked. Either can leave a standby holding a
      * promotion that only a newer generation ends (membership.c). */
     int republish;
+    /* Standbys wait for a quiet membership (coord_plan): churn_last is the
+     * latest membership churn the loop saw (0: none); standby_deferred: this
+     * rebalance named none, and the loop asks for one more at
+     * standby_quiet_at, when the membership will have been quiet. */
+    int64_t churn_last, standby_quiet_at;
+    int standby_deferred;
     /* Every deadline of the loop, one set (coord_timers.h): T_* below. */
     coord_timers_t timers;
 } coord_t;
@@ -1593,6 +1602,34 @@ static void plan_release(coord_plan_t *cp) {
     free(cp->lrack);
 }
 
+/* Whether this rebalance leaves the standbys out because the membership is
+ * still churning; sets standby_deferred and standby_quiet_at. Each standby
+ * watches its owners' member nodes, one watch per (standby, owner), and a
+ * standby named in the middle of a burst of joins is replaced by the next
+ * rebalance's: at 1,000 workers and 100,000 partitions that was 100,000
+ * watches per publish, two thirds of a cold start's ZooKeeper requests
+ * (docs/benchmarks.md). Small groups wait out only the debounce's quiet
+ * period (rebalance_delay_ms: a restarted worker's rebalance names them,
+ * and the next restart's leave finds them armed); groups whose standbys may
+ * need more than STANDBY_DEFER_PAIRS watches wait for max_rebalance_delay_ms
+ * of quiet, which the lulls between a cold start's joins do not give. */
+static int standby_defer(coord_t *c, const coord_snap_t *rs) {
+    c->standby_deferred = 0;
+    if (!c->churn_last)
+        return 0;
+    /* At most one watch per (standby, owner) and per resource. */
+    int64_t nw = (int64_t)rs->nw, pairs = nw * (nw > 0 ? nw - 1 : 0);
+    if ((int64_t)rs->P + (int64_t)rs->nkeys < pairs)
+        pairs = (int64_t)rs->P + (int64_t)rs->nkeys;
+    int64_t quiet =
+        pairs > STANDBY_DEFER_PAIRS ? c->conf->max_rebalance_delay_ms : c->conf->rebalance_delay_ms;
+    if (quiet < c->conf->rebalance_delay_ms)
+        quiet = c->conf->rebalance_delay_ms;
+    c->standby_quiet_at = c->churn_last + quiet;
+    c->standby_deferred = baton_now_ms() < c->standby_quiet_at;
+    return c->standby_deferred;
+}
+
 /* The snapshot as the plan takes it, and its plan (assignment/plan.h). */
 static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
     size_t nw = rs->nw;
@@ -1623,20 +1660,21 @@ static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
         for (int32_t p = 0; p < rs->P; p++)
             cp->lrack[p] = coord_racks_of(c->racks, p);
     }
-    cp->snap = (baton_plan_snapshot_t){.strategy = rs->strategy,
-                                       .npartitions = rs->P,
-                                       .members = cp->members,
-                                       .nmembers = nw,
-                                       .pin_of = (const char *const *)rs->pin_of,
-                                       .keys = rs->keys,
-                                       .nkeys = rs->nkeys,
-                                       .published = cp->ppub,
-                                       .npublished = rs->npub,
-                                       .leader_rack = cp->lrack,
-                                       .rack_policy = (baton_rack_policy_t)c->conf->rack_policy,
-                                       .standbys = c->conf->leave_grace_ms <= 0,
-                                       .republish = c->republish,
-                                       .generation = rs->meta.generation};
+    cp->snap =
+        (baton_plan_snapshot_t){.strategy = rs->strategy,
+                                .npartitions = rs->P,
+                                .members = cp->members,
+                                .nmembers = nw,
+                                .pin_of = (const char *const *)rs->pin_of,
+                                .keys = rs->keys,
+                                .nkeys = rs->nkeys,
+                                .published = cp->ppub,
+                                .npublished = rs->npub,
+                                .leader_rack = cp->lrack,
+                                .rack_policy = (baton_rack_policy_t)c->conf->rack_policy,
+                                .standbys = c->conf->leave_grace_ms <= 0 && !standby_defer(c, rs),
+                                .republish = c->republish,
+                                .generation = rs->meta.generation};
     char errstr[256];
     cp->t0 = baton_now_ms();
     cp->planned = 1;
@@ -1760,11 +1798,15 @@ static void coord_report(coord_t *c, const coord_snap_t *rs, const coord_plan_t 
     const baton_assign_stats_t *st = &pl->stats;
     BLOG_INFO("event=published generation=%lld epoch=%lld workers=%zu partitions=%d moved=%d "
               "minimal=%d reserved=%d pinned=%d rack_local=%d keys=%zu keys_moved=%d ops=%zu "
-              "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld",
+              "multis=%zu read_ms=%lld compute_ms=%lld standby_ms=%lld publish_ms=%lld "
+              "standbys=%s",
               (long long)gen, (long long)c->el.epoch, rs->nw, rs->P, pl->moved, st->minimal,
               st->reserved, st->pinned, st->rack_local, rs->nkeys, pl->kmoved, nnodes, nmulti,
               (long long)(cp->t0 - rs->t_read), (long long)cp->compute_ms,
-              (long long)pl->standby_ms, (long long)(baton_now_ms() - t_publish));
+              (long long)pl->standby_ms, (long long)(baton_now_ms() - t_publish),
+              !cp->snap.standbys    ? (c->standby_deferred ? "deferred" : "off")
+              : pl->standby_skipped ? "skipped"
+                                    : "named");
     baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
     baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), pl->moved);
     baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
@@ -1783,6 +1825,17 @@ static int coord_rebalance(coord_t *c) {
     int err = snap_read(c, &rs);
     if (err == BATON_OK)
         err = coord_plan(c, &rs, &cp);
+    if (err == BATON_OK && c->standby_deferred && cp.pl.moved == 0 && cp.pl.kmoved == 0) {
+        /* Nothing moves (a late event of churn already rebalanced):
+         * deferring would only take back the standbys published. */
+        plan_release(&cp);
+        cp = (coord_plan_t){0};
+        c->churn_last = 0;
+        err = coord_plan(c, &rs, &cp);
+    }
+    if (err == BATON_OK && c->standby_deferred)
+        BLOG_INFO("event=standby_deferred reason=churn workers=%zu quiet_in_ms=%lld", rs.nw,
+                  (long long)(c->standby_quiet_at - baton_now_ms()));
     if (err == BATON_OK && cp.pl.nops == 0) {
         c->republish = 0; /* nothing changed (or no worker): publish nothing */
         handoffs_record(c, rs.P, rs.keys, rs.nkeys, cp.pl.next, rs.w);
@@ -1878,6 +1931,7 @@ typedef struct {
     const char *wdir;     /* <base>/workers */
     int dirty;            /* run the rebalance phase (election, then publish) */
     int64_t first_change; /* debounce: the first churn of this burst; 0: none */
+    int64_t last_change;  /* and its latest */
     int64_t wait_ms;      /* the poll's timeout, at most */
     int probe_ms;         /* the silence clock's next tick, at most */
     int churn, crash;     /* this iteration's events: membership churn, a crash */
@@ -2007,6 +2061,7 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
     }
     if (!l->first_change)
         l->first_change = now;
+    l->last_change = now;
     int64_t due = now + conf->rebalance_delay_ms;
     if (due > l->first_change + conf->max_rebalance_delay_ms)
         due = l->first_change + conf->max_rebalance_delay_ms;
@@ -2088,10 +2143,17 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
     if (!l->dirty || !coord_can_call(c) || baton_silence_silent(c->sil))
         return;
     l->dirty = 0;
+    c->churn_last = l->last_change;
+    c->standby_deferred = 0;
     int err = coord_step(c);
     if (err == BATON_OK && c->el.leader) {
         l->first_change = 0; /* this rebalance read everything */
         coord_timers_disarm(&c->timers, T_DEBOUNCE);
+        /* Standbys left out: one more rebalance once the membership has
+         * been quiet names them (more churn first moves it later, as any
+         * churn does). */
+        if (c->standby_deferred)
+            coord_timers_arm(&c->timers, T_DEBOUNCE, c->standby_quiet_at);
     }
     if (err != BATON_OK) {
         /* Retry soon: connection loss, a vanished predecessor, a refused

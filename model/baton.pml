@@ -849,6 +849,7 @@ proctype Coord(byte c) {
     bit  write2[NW];            /* nodes of the last chunk */
     bit  del[NW];               /* nodes to delete (last chunk) */
     bit  republish;
+    bit  sb_owed;               /* standbys deferred: plan again (standby_defer) */
     bit  pending[NP];           /* the watchdog times these */
     bit  fresh_leader;
 
@@ -867,7 +868,7 @@ end_loop:
 
     /* leading: read the group, plan, publish if it differs */
     :: atomic {
-        cand[c] == me && (cwake[c] || republish || fresh_leader) &&
+        cand[c] == me && (cwake[c] || republish || fresh_leader || sb_owed) &&
         LEADS(c, me) ->
         cwake[c] = 0;
         if
@@ -972,6 +973,26 @@ end_loop:
                 fi
             }
         }
+        /* standby_defer (coordinator.c): a plan that moves partitions may
+         * run while churn goes on, and then names no standbys; the loop
+         * plans again once quiet (its timer: sb_owed). A plan that moves
+         * nothing names them. */
+        zx = 0;
+        for (zv : 0 .. NW - 1) {
+            if
+            :: newp[zv] != (node[zv] -> node_parts[zv] : 0) -> zx = 1
+            :: else
+            fi
+        }
+        sb_owed = 0;
+        if
+        :: zx ->
+            sb_owed = 1;
+            for (zv : 0 .. NW - 1) {
+                for (zo : 0 .. NW - 1) { nsb[WO(zv, zo)] = 0 }
+            }
+        :: true
+        fi;
         /* the diff: losers first (chunk 1), the rest with /assignment last */
         zk = 0;
         for (zv : 0 .. NW - 1) {

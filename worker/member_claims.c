@@ -427,7 +427,7 @@ static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32
  * server that stops answering) the batch is left to them and every
  * resource here counts as a lost reply. */
 static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_t n,
-                               const int *create, int *errs) {
+                               const int *create, const int *first, int *errs) {
     int timeout = baton_zk_session_timeout(m->zk) + 1000;
     char **watch = xcalloc((size_t)n, sizeof(char *));
     int *waiting = xcalloc((size_t)n, sizeof(int));
@@ -440,7 +440,8 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
             claim_create_send(m, rows[i], &how);
             claim_send_release(&how);
         }
-        baton_zkbatch_add_children(b, (size_t)i, dir, 0);
+        if (!first[i])
+            baton_zkbatch_add_children(b, (size_t)i, dir, 0);
         if (!create[i]) {
             char *path = baton_layout_child(dir, m->st[rows[i]].claim);
             baton_zkbatch_add_exists(b, (size_t)(n + i), path, 1);
@@ -465,6 +466,15 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         if (create[i] && (errs[i] = claim_created(m, rows[i], own->err, own->created, &own->stat,
                                                   0)) != BATON_OK)
             continue;
+        if (first[i]) {
+            /* Lowest without a listing (mb_claims_reconcile): the watch's
+             * stat brings the epoch; a claim already gone (NOTFOUND) is
+             * looked at again. */
+            BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=first_in_directory",
+                       mb_row_label(m, rows[i]), m->st[rows[i]].claim);
+            errs[i] = queue_settle(m, rows[i], own->err, &own->stat, 0);
+            continue;
+        }
         int adopted = 0;
         if ((errs[i] = list->err) == BATON_OK)
             watch[i] = queue_decide(m, rows[i], list->names, list->count, &waiting[i], &adopted);
@@ -520,12 +530,19 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     size_t *r = xmalloc(sizeof(size_t) * ((size_t)n + 1));
     int *suberr = xcalloc((size_t)n + 1, sizeof(int));
     int *create = xcalloc((size_t)n + 1, sizeof(int));
+    int *first = xcalloc((size_t)n + 1, sizeof(int));
+    unsigned char *made = xcalloc((size_t)n + 1, 1);
     int32_t nsub = 0;
-    /* Lost replies first, one by one (rare): find before creating. */
+    /* Lost replies first, one by one (rare): find before creating. A row
+     * that was uncertain never takes the first-claim shortcut below: a
+     * create of ours still in flight could land behind the new claim, and
+     * only a listing shows it (queue_decide deletes it). */
     for (int32_t i = 0; i < n; i++) {
         mpart_t *mp = &m->st[rows[i]];
-        if (mstate_uncertain(mp->state))
+        if (mstate_uncertain(mp->state)) {
             errs[i] = find_own_claim(m, rows[i]);
+            made[i] = 2;
+        }
     }
     for (int32_t i = 0; i < n; i++)
         if (errs[i] == BATON_OK && !m->st[rows[i]].claim[0])
@@ -534,19 +551,29 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         for (int32_t j = 0; j < nsub; j++)
             r[j] = rows[sub[j]];
         claims_create_multi(m, r, nsub, suberr);
-        for (int32_t j = 0; j < nsub; j++)
+        for (int32_t j = 0; j < nsub; j++) {
             errs[sub[j]] = suberr[j];
+            made[sub[j]] = made[sub[j]] == 0 && suberr[j] == BATON_OK && m->st[r[j]].claim[0];
+        }
     }
     nsub = 0;
     for (int32_t i = 0; i < n; i++) {
         if (errs[i] != BATON_OK)
             continue;
         create[nsub] = !m->st[rows[i]].claim[0];
+        /* A claim the multi just made with sequence 0 is the first node
+         * ever created in its directory: ZooKeeper numbers a sequential
+         * node with its parent's child version, which every create below
+         * it raises (it_claims_first). Nothing was before it, whatever
+         * comes after sorts after it: it is lowest, and the queue check
+         * needs no listing, only the watch on our claim (a cold start on
+         * fresh directories: one read per claim instead of two). */
+        first[nsub] = made[i] == 1 && baton_claim_seq(m->st[rows[i]].claim) == 0;
         r[nsub] = rows[i];
         sub[nsub++] = i;
     }
     if (nsub > 0) {
-        claims_queue_batch(m, r, nsub, create, suberr);
+        claims_queue_batch(m, r, nsub, create, first, suberr);
         for (int32_t j = 0; j < nsub; j++)
             errs[sub[j]] = suberr[j];
     }
@@ -560,6 +587,8 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         mp->retry_at = now + RETRY_MS;
         expired |= errs[i] == BATON_EXPIRED;
     }
+    free(made);
+    free(first);
     free(create);
     free(suberr);
     free(r);
