@@ -75,6 +75,9 @@ rb_parts_of() {
     fi
 }
 
+# rb_owns SYS NAME: NAME owns (baton) or writes (Kafka) some partition.
+rb_owns() { [[ -n $(rb_parts_of "$1" "$2" | tr -d ' ') ]]; }
+
 # rb_min_ms SYS EVENT: how long an event takes at least before we look for
 # a steady flow again (a Kafka member's rebalance starts at its next
 # heartbeat; a crash is detected after the session timeout).
@@ -93,8 +96,13 @@ rb_min_ms() {
 # each of its partitions has a new owner writing to RB_<EVENT>_<SYS>.
 rb_loss() {
     local sys=$1 name=$2 sig=$3 ev=$4 w=$H_DIR/watch-$1.log parts t0 tend v
+    # A Kafka group's cooperative rebalance after the previous join can
+    # still be handing partitions over when the flow looks steady (once,
+    # 2026-12-02: "coop: m2 owns no partition before crash"): wait for
+    # NAME to be writing some.
+    h_wait_for 15 "$sys: $name writes partitions before $ev" rb_owns "$sys" "$name" ||
+        h_fail "$sys: $name owns no partition before $ev"
     parts=$(rb_parts_of "$sys" "$name")
-    [[ -n ${parts// /} ]] || h_fail "$sys: $name owns no partition before $ev"
     # The clock starts right at the kill: no subshell or liveness check
     # (a few ms of bash on these machines) in between.
     local pid=${H_PIDS[$name]}
