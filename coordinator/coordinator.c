@@ -56,6 +56,8 @@
 /* Above this many (standby, owner) watches, standbys wait for the longer
  * quiet period (standby_defer). */
 #define STANDBY_DEFER_PAIRS 10000
+/* The longest quiet period standbys wait for. */
+#define STANDBY_QUIET_MAX_MS 5000
 /* How often a coordinator whose group is not initialised says so again. */
 #define GROUP_MISSING_LOG_MS 30000
 
@@ -191,6 +193,7 @@ enum {
     T_SWEEP,    /* the watchdog's sweep of settled resources */
     T_HISTORY,  /* the pending history entries' write */
     T_VERIFY,   /* the re-read of members whose leave mark came by event */
+    T_STANDBY,  /* the rebalance that names the standbys a churning one left out */
     T_COUNT
 };
 enum {
@@ -388,6 +391,11 @@ static void coord_step_down(coord_t *c, const char *why) {
     c->el.leader = 0;
     c->el.epoch = 0;
     handoffs_clear(c);
+    /* A leader's rebalance timers: left armed, a due one would make the
+     * loop call the election without pause for as long as we follow. The
+     * next leader reads everything (and names the standbys) anyway. */
+    coord_timers_disarm(&c->timers, T_DEBOUNCE);
+    coord_timers_disarm(&c->timers, T_STANDBY);
 }
 
 /* Evaluates the election; sets c->el.leader. Leaves a watch on the predecessor
@@ -1602,21 +1610,29 @@ static void plan_release(coord_plan_t *cp) {
     free(cp->lrack);
 }
 
-/* Whether this rebalance leaves the standbys out because the membership is
- * still churning; sets standby_deferred and standby_quiet_at. Each standby
- * watches its owners' member nodes, one watch per (standby, owner), and a
- * standby named in the middle of a burst of joins is replaced by the next
- * rebalance's: at 1,000 workers and 100,000 partitions that was 100,000
- * watches per publish, two thirds of a cold start's ZooKeeper requests
- * (docs/benchmarks.md). Small groups wait out only the debounce's quiet
- * period (rebalance_delay_ms: a restarted worker's rebalance names them,
- * and the next restart's leave finds them armed); groups whose standbys may
- * need more than STANDBY_DEFER_PAIRS watches wait for max_rebalance_delay_ms
- * of quiet, which the lulls between a cold start's joins do not give. */
+/* Whether this rebalance leaves the standbys out: none is named yet (the
+ * group is forming: a cold start, or a deferral before this one) and the
+ * membership is still churning. Sets standby_deferred and standby_quiet_at.
+ * Each standby watches its owners' member nodes, one watch per (standby,
+ * owner), and standbys named in the middle of a cold start's joins are
+ * replaced by the next rebalance's: at 1,000 workers and 100,000
+ * partitions that was 100,000 watches per publish, two thirds of the cold
+ * start's ZooKeeper requests (docs/benchmarks.md). Once a publish names
+ * them every later one does, as before. Quiet is the debounce's
+ * rebalance_delay_ms for small groups; where the standbys may need more
+ * than STANDBY_DEFER_PAIRS watches it is max_rebalance_delay_ms (at most
+ * STANDBY_QUIET_MAX_MS), which the lulls between a cold start's joins do
+ * not reach. */
 static int standby_defer(coord_t *c, const coord_snap_t *rs) {
     c->standby_deferred = 0;
     if (!c->churn_last)
         return 0;
+    /* Once named, standbys are kept named: a later rebalance in the middle
+     * of churn (a restart's leave and join, at scale) names them as it
+     * always did, rather than take every list back for a while. */
+    for (size_t i = 0; i < rs->npub; i++)
+        if (rs->pub[i].nstandby)
+            return 0;
     /* At most one watch per (standby, owner) and per resource. */
     int64_t nw = (int64_t)rs->nw, pairs = nw * (nw > 0 ? nw - 1 : 0);
     if ((int64_t)rs->P + (int64_t)rs->nkeys < pairs)
@@ -1625,6 +1641,8 @@ static int standby_defer(coord_t *c, const coord_snap_t *rs) {
         pairs > STANDBY_DEFER_PAIRS ? c->conf->max_rebalance_delay_ms : c->conf->rebalance_delay_ms;
     if (quiet < c->conf->rebalance_delay_ms)
         quiet = c->conf->rebalance_delay_ms;
+    if (quiet > STANDBY_QUIET_MAX_MS)
+        quiet = STANDBY_QUIET_MAX_MS; /* a debounce of an hour must not hold them that long */
     c->standby_quiet_at = c->churn_last + quiet;
     c->standby_deferred = baton_now_ms() < c->standby_quiet_at;
     return c->standby_deferred;
@@ -1950,6 +1968,7 @@ static void timers_setup(coord_timers_t *ts) {
         [T_SWEEP] = {"handoff_sweep", G_LEADER},
         [T_HISTORY] = {"history", G_ALWAYS | G_AFTER},
         [T_VERIFY] = {"verify", G_ALWAYS | G_AFTER},
+        [T_STANDBY] = {"standby_quiet", G_LEADER | G_BEFORE},
     };
     coord_timers_init(ts);
     for (int i = 0; i < T_COUNT; i++)
@@ -2085,10 +2104,13 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
     int ids[COORD_TIMERS_MAX], resync = 0;
     int n = coord_timers_due(&c->timers, now, G_BEFORE, ids);
     for (int i = 0; i < n; i++) {
-        if (ids[i] == T_RESYNC)
+        if (ids[i] == T_RESYNC) {
             resync = 1;
-        else
-            l->dirty = 1; /* T_DEBOUNCE, T_GRACE */
+        } else {
+            l->dirty = 1; /* T_DEBOUNCE, T_GRACE, T_STANDBY */
+            if (ids[i] == T_STANDBY)
+                coord_timers_disarm(&c->timers, T_STANDBY); /* one rebalance asked */
+        }
     }
     if (resync) {
         /* after the others: it defers to a rebalance they asked for */
@@ -2150,10 +2172,10 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
         l->first_change = 0; /* this rebalance read everything */
         coord_timers_disarm(&c->timers, T_DEBOUNCE);
         /* Standbys left out: one more rebalance once the membership has
-         * been quiet names them (more churn first moves it later, as any
-         * churn does). */
-        if (c->standby_deferred)
-            coord_timers_arm(&c->timers, T_DEBOUNCE, c->standby_quiet_at);
+         * been quiet names them (churn before then rebalances, and defers,
+         * as it would; T_DEBOUNCE stays the churn's own, so a lone crash
+         * meanwhile is still acted on at once). */
+        coord_timers_arm(&c->timers, T_STANDBY, c->standby_deferred ? c->standby_quiet_at : 0);
     }
     if (err != BATON_OK) {
         /* Retry soon: connection loss, a vanished predecessor, a refused

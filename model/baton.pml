@@ -973,16 +973,24 @@ end_loop:
                 fi
             }
         }
-        /* standby_defer (coordinator.c): a plan that moves partitions may
-         * run while churn goes on, and then names no standbys; the loop
-         * plans again once quiet (its timer: sb_owed). A plan that moves
-         * nothing names them. */
+        /* standby_defer (coordinator.c): while no published node names a
+         * standby, a plan that moves partitions may run while churn goes
+         * on, and then names none either; the loop plans again once quiet
+         * (its timer: sb_owed). A plan that moves nothing names them. */
         zx = 0;
         for (zv : 0 .. NW - 1) {
             if
             :: newp[zv] != (node[zv] -> node_parts[zv] : 0) -> zx = 1
             :: else
             fi
+        }
+        for (zv : 0 .. NW - 1) {
+            for (zo : 0 .. NW - 1) {
+                if
+                :: node[zv] && node_sb[WO(zv, zo)] != 0 -> zx = 0
+                :: else
+                fi
+            }
         }
         sb_owed = 0;
         if

@@ -553,7 +553,8 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         claims_create_multi(m, r, nsub, suberr);
         for (int32_t j = 0; j < nsub; j++) {
             errs[sub[j]] = suberr[j];
-            made[sub[j]] = made[sub[j]] == 0 && suberr[j] == BATON_OK && m->st[r[j]].claim[0];
+            if (made[sub[j]] == 0)
+                made[sub[j]] = suberr[j] == BATON_OK && m->st[r[j]].claim[0];
         }
     }
     nsub = 0;

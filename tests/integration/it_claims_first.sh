@@ -26,7 +26,7 @@ claims() { echo "/baton/$B_GROUP/partitions/$1/claims"; }
 h_zk create "$(claims 0)/claim-00000000deadbeef-0000000000" '{"worker":"ghost","generation":0}'
 h_zk create "$(claims 1)/junk" ''
 h_zk delete "$(claims 1)/junk"
-b_coord c1
+b_coord c1 --handoff-timeout-ms 0
 b_worker p1 --log-level debug
 acquired() { (($(grep -c 'event=acquired partition=' "$H_DIR/p1.log" || true) >= 39)); }
 h_wait_for 30 "p1 owns the 39 partitions without a foreign claim" acquired
