@@ -196,7 +196,8 @@ static int plan_standbys(const baton_plan_snapshot_t *s, baton_plan_t *p,
     int *sb = xmalloc(sizeof(int) * (p->nrows + 1));
     int64_t t0 = baton_now_ms();
     int rc = 0;
-    if (!s->standbys) {
+    p->standby_deferred = s->standbys && s->standbys_unless_moved && (p->moved || p->kmoved);
+    if (!s->standbys || p->standby_deferred) {
         for (size_t r = 0; r < p->nrows; r++)
             sb[r] = -1;
     } else {
@@ -321,11 +322,11 @@ int baton_plan_compute(const baton_plan_snapshot_t *s, baton_plan_t *out, char *
         out->failed = "keys";
     if (!err) {
         plan_layout(s, out);
+        plan_moves(s, out); /* before the standbys: standbys_unless_moved */
         if ((err = plan_standbys(s, out, &in, kw, errstr, n)) != 0)
             out->failed = "standby";
     }
     if (!err) {
-        plan_moves(s, out);
         int64_t t0 = baton_now_ms();
         plan_diff(s, out);
         out->diff_ms = baton_now_ms() - t0;

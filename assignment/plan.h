@@ -58,8 +58,11 @@ typedef struct {
     const char *const *leader_rack;  /* [npartitions] each partition's leader rack, or NULL */
     baton_rack_policy_t rack_policy; /* what racks may cost (tiebreak: 0) */
     int standbys;                    /* name standbys (not with a leave grace) */
-    int republish;                   /* write every member's node with the new generation */
-    int64_t generation;              /* /assignment's generation */
+    /* With standbys: name none if any row moves (the group still forms:
+     * coordinator.c, standby_defer); baton_plan_t.standby_deferred says so. */
+    int standbys_unless_moved;
+    int republish;      /* write every member's node with the new generation */
+    int64_t generation; /* /assignment's generation */
 } baton_plan_snapshot_t;
 
 typedef enum { BATON_PLAN_CREATE, BATON_PLAN_SET, BATON_PLAN_DELETE } baton_plan_op_kind_t;
@@ -94,10 +97,11 @@ typedef struct {
     int moved;  /* partition rows whose owner changed */
     int kmoved; /* key rows whose owner changed */
     baton_assign_stats_t stats;
-    int standby_skipped; /* over COORD_STANDBY_BUDGET: no standbys named */
-    const char *failed;  /* on an error: "partitions", "keys" or "standby" */
-    int64_t standby_ms;  /* what naming the standbys took */
-    int64_t diff_ms;     /* the node diff, encoding the nodes to write included */
+    int standby_skipped;  /* over COORD_STANDBY_BUDGET: no standbys named */
+    int standby_deferred; /* standbys_unless_moved and rows moved: none named */
+    const char *failed;   /* on an error: "partitions", "keys" or "standby" */
+    int64_t standby_ms;   /* what naming the standbys took */
+    int64_t diff_ms;      /* the node diff, encoding the nodes to write included */
 } baton_plan_t;
 
 /* The row of the snapshot's key k, and whether a row is a key's. */

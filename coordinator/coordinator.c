@@ -1610,9 +1610,11 @@ static void plan_release(coord_plan_t *cp) {
     free(cp->lrack);
 }
 
-/* Whether this rebalance leaves the standbys out: none is named yet (the
+/* Whether this rebalance may leave the standbys out: none is named yet (the
  * group is forming: a cold start, or a deferral before this one) and the
- * membership is still churning. Sets standby_deferred and standby_quiet_at.
+ * membership is still churning. The plan then names none if anything moves
+ * (standbys_unless_moved: a plan that moves nothing names them, rather than
+ * take back the ones published). Sets standby_quiet_at.
  * Each standby watches its owners' member nodes, one watch per (standby,
  * owner), and standbys named in the middle of a cold start's joins are
  * replaced by the next rebalance's: at 1,000 workers and 100,000
@@ -1624,7 +1626,6 @@ static void plan_release(coord_plan_t *cp) {
  * STANDBY_QUIET_MAX_MS), which the lulls between a cold start's joins do
  * not reach. */
 static int standby_defer(coord_t *c, const coord_snap_t *rs) {
-    c->standby_deferred = 0;
     if (!c->churn_last)
         return 0;
     /* Once named, standbys are kept named: a later rebalance in the middle
@@ -1644,8 +1645,7 @@ static int standby_defer(coord_t *c, const coord_snap_t *rs) {
     if (quiet > STANDBY_QUIET_MAX_MS)
         quiet = STANDBY_QUIET_MAX_MS; /* a debounce of an hour must not hold them that long */
     c->standby_quiet_at = c->churn_last + quiet;
-    c->standby_deferred = baton_now_ms() < c->standby_quiet_at;
-    return c->standby_deferred;
+    return baton_now_ms() < c->standby_quiet_at;
 }
 
 /* The snapshot as the plan takes it, and its plan (assignment/plan.h). */
@@ -1678,21 +1678,22 @@ static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
         for (int32_t p = 0; p < rs->P; p++)
             cp->lrack[p] = coord_racks_of(c->racks, p);
     }
-    cp->snap =
-        (baton_plan_snapshot_t){.strategy = rs->strategy,
-                                .npartitions = rs->P,
-                                .members = cp->members,
-                                .nmembers = nw,
-                                .pin_of = (const char *const *)rs->pin_of,
-                                .keys = rs->keys,
-                                .nkeys = rs->nkeys,
-                                .published = cp->ppub,
-                                .npublished = rs->npub,
-                                .leader_rack = cp->lrack,
-                                .rack_policy = (baton_rack_policy_t)c->conf->rack_policy,
-                                .standbys = c->conf->leave_grace_ms <= 0 && !standby_defer(c, rs),
-                                .republish = c->republish,
-                                .generation = rs->meta.generation};
+    int standbys = c->conf->leave_grace_ms <= 0;
+    cp->snap = (baton_plan_snapshot_t){.strategy = rs->strategy,
+                                       .npartitions = rs->P,
+                                       .members = cp->members,
+                                       .nmembers = nw,
+                                       .pin_of = (const char *const *)rs->pin_of,
+                                       .keys = rs->keys,
+                                       .nkeys = rs->nkeys,
+                                       .published = cp->ppub,
+                                       .npublished = rs->npub,
+                                       .leader_rack = cp->lrack,
+                                       .rack_policy = (baton_rack_policy_t)c->conf->rack_policy,
+                                       .standbys = standbys,
+                                       .standbys_unless_moved = standbys && standby_defer(c, rs),
+                                       .republish = c->republish,
+                                       .generation = rs->meta.generation};
     char errstr[256];
     cp->t0 = baton_now_ms();
     cp->planned = 1;
@@ -1707,6 +1708,7 @@ static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
         return err;
     }
     cp->compute_ms = baton_now_ms() - cp->t0 - pl->standby_ms;
+    c->standby_deferred = pl->standby_deferred;
     if (pl->standby_skipped && !c->standby_skip_logged) {
         BLOG_INFO("event=standby_skipped workers=%zu partitions=%d keys=%zu budget=%d", nw, rs->P,
                   rs->nkeys, COORD_STANDBY_BUDGET);
@@ -1822,9 +1824,10 @@ static void coord_report(coord_t *c, const coord_snap_t *rs, const coord_plan_t 
               st->reserved, st->pinned, st->rack_local, rs->nkeys, pl->kmoved, nnodes, nmulti,
               (long long)(cp->t0 - rs->t_read), (long long)cp->compute_ms,
               (long long)pl->standby_ms, (long long)(baton_now_ms() - t_publish),
-              !cp->snap.standbys    ? (c->standby_deferred ? "deferred" : "off")
-              : pl->standby_skipped ? "skipped"
-                                    : "named");
+              !cp->snap.standbys     ? "off"
+              : pl->standby_deferred ? "deferred"
+              : pl->standby_skipped  ? "skipped"
+                                     : "named");
     baton_metric_inc(baton_metric_counter(BATON_M_C_REBALANCES));
     baton_metric_add(baton_metric_counter(BATON_M_C_MOVES), pl->moved);
     baton_metric_set(baton_metric_gauge(BATON_M_C_GENERATION), (double)gen);
@@ -1843,14 +1846,6 @@ static int coord_rebalance(coord_t *c) {
     int err = snap_read(c, &rs);
     if (err == BATON_OK)
         err = coord_plan(c, &rs, &cp);
-    if (err == BATON_OK && c->standby_deferred && cp.pl.moved == 0 && cp.pl.kmoved == 0) {
-        /* Nothing moves (a late event of churn already rebalanced):
-         * deferring would only take back the standbys published. */
-        plan_release(&cp);
-        cp = (coord_plan_t){0};
-        c->churn_last = 0;
-        err = coord_plan(c, &rs, &cp);
-    }
     if (err == BATON_OK && c->standby_deferred)
         BLOG_INFO("event=standby_deferred reason=churn workers=%zu quiet_in_ms=%lld", rs.nw,
                   (long long)(c->standby_quiet_at - baton_now_ms()));

@@ -3,8 +3,9 @@
  * <root>/<group>/sink (baton_group.h: the sink id, who bound it, when);
  * the sink's side its baton_groups row (sink.h: the group id it serves).
  * A worker checks both as its run loop starts and again before its first
- * fence, and binds them if the group has no sink yet, so a worker with another sink, or a group of
- * the same name from another deployment, writes nothing. */
+ * fence, and binds them if the group has no sink yet, so a worker with
+ * another sink, or a group of the same name from another deployment,
+ * writes nothing. */
 #ifndef BATON_SINK_BIND_H
 #define BATON_SINK_BIND_H
 

@@ -939,17 +939,23 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
 
 static void part_append(worker_t *w, rd_kafka_message_t *msg);
 
-/* One binding check (sink_bind.h). The failpoint worker.before_bind_check
- * fires before the first one only (bind_early's, usually). */
+/* One binding check (sink_bind.h); a refusal (BATON_CONFLICT) is logged
+ * and sets w->refused. The failpoint worker.before_bind_check fires before
+ * the first one only (bind_early's, usually). */
 static int bind_check(worker_t *w, char *errstr, size_t n) {
     if (!w->bind_fp_done) {
         w->bind_fp_done = 1;
         BATON_FAILPOINT("worker.before_bind_check");
     }
     baton_zk_t *zk = baton_membership__zk(w->m);
-    return zk ? baton_sink_bind_check(zk, w->conf->root ? w->conf->root : BATON_DEFAULT_ROOT,
-                                      w->conf->group, w->sink, w->conf->id, errstr, n)
-              : baton_seterr(errstr, n, BATON_CONNECTION, "no ZooKeeper session");
+    int err = zk ? baton_sink_bind_check(zk, w->conf->root ? w->conf->root : BATON_DEFAULT_ROOT,
+                                         w->conf->group, w->sink, w->conf->id, errstr, n)
+                 : baton_seterr(errstr, n, BATON_CONNECTION, "no ZooKeeper session");
+    if (err == BATON_CONFLICT) {
+        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit", errstr);
+        w->refused = 1;
+    }
+    return err;
 }
 
 /* Before the first fence: is our sink the group's, and is the group the
@@ -965,11 +971,8 @@ static int bind_ready(worker_t *w) {
         w->bind_checked = 1;
         return 1;
     }
-    if (err == BATON_CONFLICT) {
-        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit", errstr);
-        w->refused = 1;
+    if (err == BATON_CONFLICT)
         return 0;
-    }
     BLOG_WARN("event=sink_bind_check_failed error=%s detail=\"%s\" action=retry",
               baton_err_name(err), errstr);
     w->fence_retry_at = baton_now_ms() + 200;
@@ -979,18 +982,15 @@ static int bind_ready(worker_t *w) {
 /* As the run loop starts: opens the sink and checks its binding while
  * nothing waits on them (a restarted worker's first fence paid for both:
  * acquired to fenced 3-47 ms, median 8, in a rolling restart; 1-11,
- * median 6, now), and refuses a wrong sink before anything is assigned. A passing error is tried
- * again each second until one check passes. It does not stand for the check before the first fence
- * (bind_ready), which reads the binding again: a `batonctl sink rebind` may land in between. */
+ * median 6, now), and refuses a wrong sink before anything is assigned.
+ * A passing error is tried again each second until one check passes. It
+ * does not stand for the check before the first fence (bind_ready), which
+ * reads the binding again: a `batonctl sink rebind` may land in between. */
 static void bind_early(worker_t *w) {
     if (w->bind_early_done || w->bind_checked || w->refused || baton_now_ms() < w->bind_early_at)
         return;
     char errstr[1024];
     int err = bind_check(w, errstr, sizeof(errstr));
-    if (err == BATON_CONFLICT) {
-        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit", errstr);
-        w->refused = 1;
-    }
     if (err == BATON_OK || err == BATON_CONFLICT) {
         w->bind_early_done = 1;
         return;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # it_guard_sink_late: two workers of a new group start on one SQLite file
 # that does not exist yet (each defers creating it to its binding check,
-# once its run loop starts). w1 stops just before that check; w2 creates the file and binds the
-# group to it; w1 resumes: the sink it was given now exists and is the
-# group's, so it must open it and go on, not be refused as "a new sink".
+# once its run loop starts). w1 stops just before that check; w2 creates
+# the file and binds the group to it; w1 resumes: the sink it was given now
+# exists and is the group's, so it must open it and go on, not be refused
+# as "a new sink".
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"

@@ -14,7 +14,6 @@ source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_keys
 h_zk_start
-PROBE=$BATON_TESTS_BIN/member_probe
 
 # --- batonctl: init --keys, keys add|remove|list, validation -------------
 b_ctl init --keys nightly,compaction-a,report.x | grep -q "keys only" || h_fail "init --keys"
@@ -45,9 +44,8 @@ b_ctl init --topic in --partitions 2 | grep -q "now consumes topic in" || h_fail
 
 # --- ownership -------------------------------------------------------------
 b_coord c1
-probe() { h_spawn "$1" "$PROBE" --zk "$ZK" --group "$B_GROUP" --id "$1" --session-timeout-ms "$B_SESSION_MS" "${@:2}"; }
-probe p1 --keys-only
-probe p2 --keys-only --key nightly
+b_probe p1 --keys-only
+b_probe p2 --keys-only --key nightly
 keys_json() { b_ctl keys list --json | jq '.keys'; }
 settled() { keys_json | jq -e 'length == 3 and all(.[]; .state == "active")'; }
 h_wait_for 20 "every key active" settled
@@ -98,7 +96,7 @@ b_ctl history --json | jq -e '.entries | any(.key == "nightly" and .partition ==
     h_fail "history has no key entry: $(b_ctl history --json)"
 
 # --- restart the dead one; removing a key takes it from its owner ---------
-probe "$n_owner" --keys-only $([[ $n_owner == p2 ]] && echo --key nightly)
+b_probe "$n_owner" --keys-only $([[ $n_owner == p2 ]] && echo --key nightly)
 h_wait_for 20 "every key active again" settled
 r_owner=$(keys_json | jq -r '.[] | select(.key == "report.x") | .owner')
 b_ctl keys remove report.x >/dev/null

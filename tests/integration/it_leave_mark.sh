@@ -15,10 +15,8 @@ h_init it_leave_mark
 h_zk_start
 b_init 4
 b_coord c1
-PROBE=$BATON_TESTS_BIN/member_probe
-probe() { h_spawn "$1" "$PROBE" --zk "$ZK" --group "$B_GROUP" --id "$1" --session-timeout-ms "$B_SESSION_MS"; }
-probe p1
-probe p2
+b_probe p1
+b_probe p2
 h_wait_for 20 "p1 and p2 share the partitions" b_all_active 2
 
 has_parts() { [[ -n $(b_partitions_of "$1") ]]; }

@@ -21,11 +21,9 @@ source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_member_rejoin
 h_zk_start
 b_init 4
-PROBE=$BATON_TESTS_BIN/member_probe
-probe() { h_spawn "$1" "$PROBE" --zk "$ZK" --group "$B_GROUP" --id "$1" --session-timeout-ms "$B_SESSION_MS"; }
 node() { echo "/baton/$B_GROUP/workers/$1"; }
-probe p1
-probe p2
+b_probe p1
+b_probe p2
 has_node() { h_zk exists "$(node "$1")"; }
 has_parts() { [[ -n $(b_partitions_of "$1") ]]; }
 both_joined() { has_node p1 && has_node p2; }
@@ -45,7 +43,7 @@ h_wait_exit p1 20 || h_fail "p1 did not leave (exit $?)"
 h_kill c1 CONT
 h_wait_for 20 "c1 found p1's node gone" b_log_has c1 "event=leave_verified worker=p1 node=gone"
 
-probe p1
+b_probe p1
 new_node() { local st; st=$(h_zk stat "$(node p1)") && [[ $st != *"$old_owner "* && $st == *ephemeralOwner=* ]]; }
 h_wait_for 20 "p1 is back with a new node" new_node
 verified=$(grep -n "event=leave_verified worker=p1 node=gone" "$H_DIR/c1.log" | tail -1 | cut -d: -f1)

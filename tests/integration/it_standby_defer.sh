@@ -17,15 +17,13 @@ source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_standby_defer
 h_zk_start
 b_init 24
-PROBE=$BATON_TESTS_BIN/member_probe
-probe() { h_spawn "$1" "$PROBE" --zk "$ZK" --group "$B_GROUP" --id "$1" --session-timeout-ms "$B_SESSION_MS"; }
 # Quiet period and bound both 1 s: the first rebalance runs 1 s after the
 # first join, and sixteen joins 150 ms apart (2.25 s) put several joins in
 # that second however slowly each probe starts: it runs mid-churn.
 b_coord c1 --rebalance-delay-ms 1000 --max-rebalance-delay-ms 1000 --handoff-timeout-ms 0
 h_wait_for 30 "c1 elected" b_log_has c1 "event=elected"
 for i in $(seq -w 1 16); do
-    probe "p$i"
+    b_probe "p$i"
     sleep 0.15
 done
 h_wait_for 30 "c1 deferred the standbys during the joins" b_log_has c1 "event=standby_deferred reason=churn"
@@ -43,9 +41,9 @@ last=$(tail -n 1 "$H_DIR/published.txt")
 n0=$(wc -l <"$H_DIR/published.txt")
 
 # Named once: two more joins in a burst are rebalanced with standbys named.
-probe p17
+b_probe p17
 sleep 0.15
-probe p18
+b_probe p18
 h_wait_for 30 "p17 and p18 joined, standbys named" all_named 18
 # A crash (SIGKILL, its session expires) is rebalanced at once; its events
 # may bring a second, debounced rebalance: neither may take them back.

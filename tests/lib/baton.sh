@@ -21,6 +21,15 @@ b_coord() {
         --session-timeout-ms "$B_SESSION_MS" "$@"
 }
 
+# b_probe NAME [EXTRA...]: starts tests/integration/member_probe (a
+# member-library client printing its callbacks) with id NAME.
+b_probe() {
+    local name=${1:?b_probe NAME}
+    shift
+    h_spawn "$name" "${BATON_TESTS_BIN:?}/member_probe" --zk "$ZK" --group "$B_GROUP" --id "$name" \
+        --session-timeout-ms "$B_SESSION_MS" "$@"
+}
+
 # b_worker NAME [EXTRA...]: starts a worker with id NAME writing to $B_SINK.
 b_worker() { b_worker_as "${1:?b_worker NAME}" "$@"; }
 

@@ -343,6 +343,44 @@ static void test_plan_generation_past_partial(void **state) {
     free(g);
 }
 
+/* standbys_unless_moved (the coordinator's deferral while a group forms):
+ * a plan that moves rows names no standby and says so; planned again from
+ * its result, nothing moves and the standbys are the ones a plan without
+ * the flag names. */
+static void test_plan_standbys_unless_moved(void **state) {
+    (void)state;
+    int deferred = 0;
+    for (uint32_t seed = 1; seed <= 200; seed++) {
+        group_t *g = xcalloc(1, sizeof(*g));
+        group_random(g, seed);
+        baton_plan_t pl, plain;
+        baton_plan_snapshot_t s = snapshot(g, 0);
+        s.standbys_unless_moved = 1;
+        plan_ok(&s, &pl);
+        int moved = pl.moved || pl.kmoved;
+        assert_int_equal(pl.standby_deferred, moved);
+        for (size_t k = 0; moved && k < s.nmembers; k++)
+            assert_int_equal(pl.nstandby[k], 0);
+        deferred += moved;
+        check_and_apply(g, &s, &pl);
+        baton_plan_release(&pl, s.nmembers);
+        s = snapshot(g, 0);
+        s.standbys_unless_moved = 1;
+        plan_ok(&s, &pl);
+        assert_int_equal(pl.moved + pl.kmoved, 0);
+        assert_int_equal(pl.standby_deferred, 0);
+        s.standbys_unless_moved = 0;
+        plan_ok(&s, &plain);
+        for (size_t k = 0; k < s.nmembers; k++)
+            assert_int_equal(pl.nstandby[k], plain.nstandby[k]);
+        baton_plan_release(&plain, s.nmembers);
+        baton_plan_release(&pl, s.nmembers);
+        group_free(g);
+        free(g);
+    }
+    assert_true(deferred > 0); /* the seeds include first plans that move rows */
+}
+
 /* Refused: members out of order (the coordinator sorts them). */
 /* Who may take a row: one rule for partitions and keys. */
 static void test_plan_member_takes(void **state) {
@@ -384,6 +422,7 @@ int main(void) {
         cmocka_unit_test(test_plan_properties),
         cmocka_unit_test(test_plan_departure),
         cmocka_unit_test(test_plan_generation_past_partial),
+        cmocka_unit_test(test_plan_standbys_unless_moved),
         cmocka_unit_test(test_plan_refuses_unsorted),
         cmocka_unit_test(test_plan_member_takes),
     };
