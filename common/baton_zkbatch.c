@@ -240,6 +240,10 @@ void baton_zkbatch_watch_exists(baton_zk_t *zk, char *const *paths, size_t n, ba
     batch_run(zk, paths, n, out, OP_EXISTS, 1);
 }
 
+void baton_zkbatch_watch_get(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out) {
+    batch_run(zk, paths, n, out, OP_GET, 1);
+}
+
 /* ---- a batch of mixed requests ------------------------------------------ */
 
 baton_zkbatch_t *baton_zkbatch_new(baton_zk_t *zk, size_t n) { return batch_alloc(zk, n, NULL); }

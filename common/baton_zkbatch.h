@@ -50,6 +50,9 @@ void baton_zkbatch_children(baton_zk_t *zk, char *const *paths, size_t n, baton_
 void baton_zkbatch_watch_children(baton_zk_t *zk, char *const *paths, size_t n,
                                   baton_zkread_t *out);
 void baton_zkbatch_watch_exists(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out);
+/* baton_zkbatch_get, each read leaving a data watch (data changes,
+ * deletion) where it found the node; BATON_NOTFOUND leaves none. */
+void baton_zkbatch_watch_get(baton_zk_t *zk, char *const *paths, size_t n, baton_zkread_t *out);
 /* Frees what a read holds and zeroes it; safe on a zeroed slot. */
 void baton_zkread_release(baton_zkread_t *r);
 

@@ -1426,9 +1426,10 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
     int *watched = xcalloc(rs->nlive + 1, sizeof(int)); /* w[i]'s node has a watch armed */
     size_t nw = 0;
     /* The members not cached are read pipelined (issue 16: one at a time,
-     * 500 joiners cost a loaded cold start tens of seconds): an exists
-     * watch each (what the get's data watch was: a leave mark or the
-     * deletion fires it), then their data. */
+     * 500 joiners cost a loaded cold start tens of seconds), each read
+     * leaving a data watch that a leave mark or the deletion fires. A
+     * member gone by its read leaves none: the listing's watch has fired
+     * or will. */
     char **paths = xcalloc(rs->nlive + 1, sizeof(char *));
     size_t nread = 0;
     for (size_t i = 0; i < rs->nlive; i++) {
@@ -1437,19 +1438,15 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
             paths[nread++] = baton_layout_child(rs->wdir, rs->live[i]);
     }
     baton_zkread_t *reads = xcalloc(nread + 1, sizeof(*reads));
-    baton_zkread_t *watches = xcalloc(nread + 1, sizeof(*watches));
-    if (nread) {
-        baton_zkbatch_watch_exists(c->zk, paths, nread, watches);
-        baton_zkbatch_get(c->zk, paths, nread, reads);
-    }
+    if (nread)
+        baton_zkbatch_watch_get(c->zk, paths, nread, reads);
     int err = BATON_OK;
     for (size_t i = 0, j = 0; i < rs->nlive; i++) {
         w[nw].id = rs->live[i];
         mcache_t *hit = rs->full ? NULL : mc_find(c, rs->live[i]);
         if (!(hit && hit->valid)) {
             baton_zkread_t *r = &reads[j];
-            int rc = watches[j].err != BATON_OK && watches[j].err != BATON_NOTFOUND ? watches[j].err
-                                                                                    : r->err;
+            int rc = r->err;
             member_apply(c, paths[j], rs->live[i], rc, r->data, r->len, &r->stat, &w[nw]);
             j++;
             if (rc == BATON_NOTFOUND)
@@ -1474,11 +1471,9 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
     }
     for (size_t j = 0; j < nread; j++) {
         baton_zkread_release(&reads[j]);
-        baton_zkread_release(&watches[j]);
         free(paths[j]);
     }
     free(reads);
-    free(watches);
     free(paths);
     rs->nw = nw; /* what snap_release frees */
     if (err != BATON_OK) {

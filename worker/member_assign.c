@@ -92,7 +92,23 @@ int mb_read_assignment(baton_membership_t *m) {
             listed[wa.partitions[i]] = 1;
     for (size_t i = 0; i < wa.nkeys; i++)
         listed[baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i]))] = 1;
-    for (size_t row = 0; row < m->res.n; row++) {
+    /* The rows to look at: those listed, then those we hold (an idle row
+     * not listed stays as it is). A row seen twice is unchanged the second
+     * time. */
+    mb_busy_compact(m);
+    size_t nbusy = m->nbusy; /* rows listed below are looked at already */
+    size_t nlook = wa.npartitions + wa.nkeys + nbusy;
+    size_t *look = xmalloc(sizeof(size_t) * (nlook + 1));
+    size_t k = 0;
+    for (size_t i = 0; i < wa.npartitions; i++)
+        if (wa.partitions[i] >= 0 && wa.partitions[i] < m->res.npartitions)
+            look[k++] = (size_t)wa.partitions[i];
+    for (size_t i = 0; i < wa.nkeys; i++)
+        look[k++] = (size_t)baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i]));
+    memcpy(look + k, m->busy_rows, sizeof(size_t) * nbusy);
+    k += nbusy;
+    for (size_t i = 0; i < k; i++) {
+        size_t row = look[i];
         mpart_t *mp = &m->st[row];
         int want = promoted_keep(mp, listed[row], wa.generation);
         if (want != mstate_assigned(mp->state)) {
@@ -102,6 +118,7 @@ int mb_read_assignment(baton_membership_t *m) {
                 mb_assigned_note(m, row);
         }
     }
+    free(look);
     free(listed);
     for (size_t i = 0; i < wa.npartitions; i++)
         if (wa.partitions[i] >= m->res.npartitions)

@@ -37,6 +37,8 @@ typedef struct {
     char claim[64];     /* our claim's node name: "" unless mstate_claimed(state) */
     int64_t czxid;      /* our claim's creation zxid: the epoch once it owns */
     int dirty;          /* re-examine this resource */
+    int listed;         /* its row is in m->dirty_rows */
+    int inbusy;         /* its row is in m->busy_rows */
     int64_t retry_at;   /* don't re-examine before this (backoff after errors) */
     int64_t claimed_ms; /* when we created the claim (handoff metric); 0: unknown */
     /* Taken as a standby (mb_standby_promote) before the coordinator named us:
@@ -78,10 +80,19 @@ struct baton_membership_s {
     int assignment_dirty;
     int64_t generation;
     int all_dirty;
-    /* Some row may be dirty (mb_mark_dirty): 0 lets a poll skip its scans
-     * of every row (100,000 partitions: three passes per poll per member).
-     * Cleared by soon_of's scan when it finds none. */
-    int rows_dirty;
+    /* The rows marked dirty (mb_mark_dirty), each listed once: a poll
+     * visits these, not every row (at 100,000 partitions, three passes
+     * over 12 MB per poll per member were a third of a cold start's CPU).
+     * A row looked at and no longer dirty stays listed until soon_of
+     * drops it. */
+    size_t *dirty_rows;
+    size_t ndirty, dirtycap;
+    /* Every row not MSTATE_IDLE (mb_st_set lists it), each listed once: a
+     * member holds ~100 of 100,000 partitions, and what looks at every
+     * resource we hold (an assignment read, a reconnection) looks here.
+     * A row gone idle stays listed until mb_busy_compact drops it. */
+    size_t *busy_rows;
+    size_t nbusy, busycap;
     int disconnected;    /* we saw the connection drop and have not heard back */
     int member_dirty;    /* look at workers/<id> again (and re-arm its watch) */
     int evicted;         /* our member node went while our session lived: fatal */
@@ -110,10 +121,13 @@ typedef struct {
 /* A probe answered while we were silent (baton_silence.h). */
 #define PROBE_EVENT BATON_SILENCE_EVENT
 
+void mb_dirty_list(baton_membership_t *m, size_t row);
+
 /* Marks a row to be looked at again by the next poll. */
 static inline void mb_mark_dirty(baton_membership_t *m, mpart_t *mp) {
     mp->dirty = 1;
-    m->rows_dirty = 1;
+    if (!mp->listed)
+        mb_dirty_list(m, (size_t)(mp - m->st));
 }
 
 /* membership.c */
@@ -122,6 +136,7 @@ char *mb_member_body(const baton_membership_t *m, int leaving);
 /* member_resources.c */
 const char *mb_row_label(baton_membership_t *m, size_t row);
 void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why);
+void mb_busy_compact(baton_membership_t *m);
 void mb_st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *why);
 void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *why);
 size_t mb_key_row(baton_membership_t *m, const char *name);

@@ -32,6 +32,27 @@ void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) 
     BLOG_DEBUG("event=member_state %s from=%s to=%s reason=%s", mb_row_label(m, row),
                mstate_name(from), mstate_name(to), why);
     mp->state = to;
+    if (to != MSTATE_IDLE && !mp->inbusy) {
+        if (m->nbusy == m->busycap) {
+            m->busycap = m->busycap ? 2 * m->busycap : 64;
+            m->busy_rows = xrealloc(m->busy_rows, sizeof(size_t) * m->busycap);
+        }
+        m->busy_rows[m->nbusy++] = row;
+        mp->inbusy = 1;
+    }
+}
+
+/* Drops the rows gone idle from the busy list. */
+void mb_busy_compact(baton_membership_t *m) {
+    size_t k = 0;
+    for (size_t i = 0; i < m->nbusy; i++) {
+        size_t row = m->busy_rows[i];
+        if (m->st[row].state == MSTATE_IDLE)
+            m->st[row].inbusy = 0;
+        else
+            m->busy_rows[k++] = row;
+    }
+    m->nbusy = k;
 }
 /* The claim's phase changes, the assignment stays; and the reverse. */
 void mb_st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *why) {
@@ -60,6 +81,16 @@ static void st_fit(baton_membership_t *m) {
         memset(m->st + m->stcap, 0, sizeof(mpart_t) * (cap - m->stcap));
     }
     m->stcap = cap;
+}
+
+/* Adds row to the dirty list (mb_mark_dirty). */
+void mb_dirty_list(baton_membership_t *m, size_t row) {
+    if (m->ndirty == m->dirtycap) {
+        m->dirtycap = m->dirtycap ? 2 * m->dirtycap : 64;
+        m->dirty_rows = xrealloc(m->dirty_rows, sizeof(size_t) * m->dirtycap);
+    }
+    m->dirty_rows[m->ndirty++] = row;
+    m->st[row].listed = 1;
 }
 
 /* The row of key name (added, with a zeroed state, if it is new). */
@@ -107,6 +138,10 @@ int mb_grow_parts(baton_membership_t *m, int32_t nparts) {
     memset(m->st + old_np, 0, sizeof(mpart_t) * (stale < delta ? stale : delta));
     for (size_t i = 0; i < m->nadded; i++)
         m->added[i] = row_moved(m->added[i], old_np, delta);
+    for (size_t i = 0; i < m->ndirty; i++)
+        m->dirty_rows[i] = row_moved(m->dirty_rows[i], old_np, delta);
+    for (size_t i = 0; i < m->nbusy; i++)
+        m->busy_rows[i] = row_moved(m->busy_rows[i], old_np, delta);
     for (size_t i = 0; i < m->nstandby; i++)
         for (size_t j = 0; j < m->standby[i].n; j++)
             m->standby[i].rows[j] = row_moved(m->standby[i].rows[j], old_np, delta);

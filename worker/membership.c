@@ -388,6 +388,8 @@ void baton_membership_destroy(baton_membership_t *m) {
     free(m->added);
     mb_standby_clear(m);
     free(m->st);
+    free(m->dirty_rows);
+    free(m->busy_rows);
     baton_res_table_free(&m->res);
     free(m->member_path);
     free(m->base);
@@ -466,6 +468,8 @@ static void lose_all(baton_membership_t *m, const char *why) {
         mb_st_set(m, row, MSTATE_IDLE, why);
         memset(mp, 0, sizeof(*mp)); /* MSTATE_IDLE is 0 */
     }
+    m->ndirty = 0; /* every listed row was cleared above */
+    m->nbusy = 0;
     /* A new session has none of our watches, and what we stood by for is
      * decided anew by the assignment we read then. */
     mb_standby_clear(m);
@@ -534,20 +538,29 @@ static int check_member(baton_membership_t *m) {
     return BATON_EVICTED;
 }
 
+static int cmp_row(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* How soon the owner should poll again: a dirty resource's retry time, a
  * pending re-read, or the liveness probe. */
 static int soon_of(baton_membership_t *m, int err, int probe_ms) {
-    int soon = 1000, any = 0;
+    int soon = 1000;
     int64_t t = baton_now_ms();
-    for (size_t row = 0; m->rows_dirty && row < m->res.n; row++) {
-        const mpart_t *mp = &m->st[row];
-        if (mp->dirty) {
-            int64_t d = mp->retry_at - t;
-            soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
-            any = 1;
+    size_t k = 0; /* the rows still dirty stay listed */
+    for (size_t i = 0; i < m->ndirty; i++) {
+        size_t row = m->dirty_rows[i];
+        mpart_t *mp = &m->st[row];
+        if (!mp->dirty) {
+            mp->listed = 0;
+            continue;
         }
+        int64_t d = mp->retry_at - t;
+        soon = d < soon ? (d < 0 ? 0 : (int)d) : soon;
+        m->dirty_rows[k++] = row;
     }
-    m->rows_dirty = any;
+    m->ndirty = k;
     if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
         soon = soon < RETRY_MS ? soon : RETRY_MS;
     return soon < probe_ms ? soon : probe_ms;
@@ -674,9 +687,10 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             for (size_t j = 0; j < e->n && !e->verify; j++)
                 e->verify = m->st[e->rows[j]].promoted;
         }
-        for (size_t row = 0; row < m->res.n; row++)
-            if (m->st[row].state != MSTATE_IDLE) /* an idle row has nothing to look at */
-                mb_mark_dirty(m, &m->st[row]);
+        /* An idle row has nothing to look at. */
+        mb_busy_compact(m);
+        for (size_t i = 0; i < m->nbusy; i++)
+            mb_mark_dirty(m, &m->st[m->busy_rows[i]]);
     }
     if (m->assignment_dirty) {
         m->assignment_dirty = 0;
@@ -697,7 +711,10 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
          * claim let go of in one round trip (mb_claims_delete). */
         size_t *gone = NULL, ngone = 0, cap = 0;
         int expired = 0;
-        for (size_t row = 0; m->rows_dirty && row < m->res.n && !expired; row++) {
+        /* In row order, as the claims' multis were before the list. */
+        qsort(m->dirty_rows, m->ndirty, sizeof(size_t), cmp_row);
+        for (size_t i = 0; i < m->ndirty && !expired; i++) {
+            size_t row = m->dirty_rows[i];
             mpart_t *mp = &m->st[row];
             if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
                 continue;
@@ -734,16 +751,17 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     {
         size_t *batch = xmalloc(sizeof(size_t) * CLAIM_MULTI_MAX);
         int32_t nb = 0;
-        size_t total = m->rows_dirty ? m->res.n : 0;
-        for (size_t row = 0; row <= total; row++) {
-            if (row < total) {
+        size_t total = m->ndirty; /* rows listed during the claims wait for the next poll */
+        for (size_t i = 0; i <= total; i++) {
+            if (i < total) {
+                size_t row = m->dirty_rows[i];
                 mpart_t *mp = &m->st[row];
                 if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state))
                     continue;
                 mp->dirty = 0;
                 batch[nb++] = row;
             }
-            if (nb > 0 && (nb == CLAIM_MULTI_MAX || row == total)) {
+            if (nb > 0 && (nb == CLAIM_MULTI_MAX || i == total)) {
                 int e = mb_claims_reconcile(m, batch, nb);
                 nb = 0;
                 if (e == BATON_EXPIRED) {
