@@ -105,8 +105,8 @@ int mb_read_assignment(baton_membership_t *m) {
             look[k++] = (size_t)wa.partitions[i];
     for (size_t i = 0; i < wa.nkeys; i++)
         look[k++] = (size_t)baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i]));
-    memcpy(look + k, m->busy_rows, sizeof(size_t) * nbusy);
-    k += nbusy;
+    for (size_t i = 0; i < nbusy; i++)
+        look[k++] = m->busy_rows[i];
     for (size_t i = 0; i < k; i++) {
         size_t row = look[i];
         mpart_t *mp = &m->st[row];

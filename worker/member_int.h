@@ -136,6 +136,7 @@ char *mb_member_body(const baton_membership_t *m, int leaving);
 /* member_resources.c */
 const char *mb_row_label(baton_membership_t *m, size_t row);
 void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why);
+void mb_busy_list(baton_membership_t *m, size_t row);
 void mb_busy_compact(baton_membership_t *m);
 void mb_st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *why);
 void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *why);

@@ -32,14 +32,18 @@ void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) 
     BLOG_DEBUG("event=member_state %s from=%s to=%s reason=%s", mb_row_label(m, row),
                mstate_name(from), mstate_name(to), why);
     mp->state = to;
-    if (to != MSTATE_IDLE && !mp->inbusy) {
-        if (m->nbusy == m->busycap) {
-            m->busycap = m->busycap ? 2 * m->busycap : 64;
-            m->busy_rows = xrealloc(m->busy_rows, sizeof(size_t) * m->busycap);
-        }
-        m->busy_rows[m->nbusy++] = row;
-        mp->inbusy = 1;
+    if (to != MSTATE_IDLE && !mp->inbusy)
+        mb_busy_list(m, row);
+}
+
+/* Adds row to the busy list (mb_st_set). */
+void mb_busy_list(baton_membership_t *m, size_t row) {
+    if (m->nbusy == m->busycap) {
+        m->busycap = m->busycap ? 2 * m->busycap : 64;
+        m->busy_rows = xrealloc(m->busy_rows, sizeof(size_t) * m->busycap);
     }
+    m->busy_rows[m->nbusy++] = row;
+    m->st[row].inbusy = 1;
 }
 
 /* Drops the rows gone idle from the busy list. */

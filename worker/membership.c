@@ -468,8 +468,19 @@ static void lose_all(baton_membership_t *m, const char *why) {
         mb_st_set(m, row, MSTATE_IDLE, why);
         memset(mp, 0, sizeof(*mp)); /* MSTATE_IDLE is 0 */
     }
-    m->ndirty = 0; /* every listed row was cleared above */
-    m->nbusy = 0;
+    /* The lists, afresh: an on_released above may have dropped (marked) a
+     * row the loop had cleared already. */
+    m->ndirty = m->nbusy = 0;
+    for (size_t row = 0; row < m->res.n; row++) {
+        mpart_t *mp = &m->st[row];
+        if (!mp->listed && !mp->inbusy)
+            continue;
+        mp->listed = mp->inbusy = 0;
+        if (mp->dirty)
+            mb_dirty_list(m, row);
+        if (mp->state != MSTATE_IDLE)
+            mb_busy_list(m, row);
+    }
     /* A new session has none of our watches, and what we stood by for is
      * decided anew by the assignment we read then. */
     mb_standby_clear(m);
@@ -711,8 +722,6 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
          * claim let go of in one round trip (mb_claims_delete). */
         size_t *gone = NULL, ngone = 0, cap = 0;
         int expired = 0;
-        /* In row order, as the claims' multis were before the list. */
-        qsort(m->dirty_rows, m->ndirty, sizeof(size_t), cmp_row);
         for (size_t i = 0; i < m->ndirty && !expired; i++) {
             size_t row = m->dirty_rows[i];
             mpart_t *mp = &m->st[row];
@@ -751,6 +760,9 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     {
         size_t *batch = xmalloc(sizeof(size_t) * CLAIM_MULTI_MAX);
         int32_t nb = 0;
+        /* In row order, as the claims' multis were before the list. */
+        if (m->ndirty > 1)
+            qsort(m->dirty_rows, m->ndirty, sizeof(size_t), cmp_row);
         size_t total = m->ndirty; /* rows listed during the claims wait for the next poll */
         for (size_t i = 0; i <= total; i++) {
             if (i < total) {
