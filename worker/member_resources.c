@@ -36,13 +36,18 @@ void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) 
         mb_busy_list(m, row);
 }
 
+/* Appends row to a list of rows (*v, *n, room for *cap). */
+static void rows_push(size_t **v, size_t *n, size_t *cap, size_t row) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *v = xrealloc(*v, sizeof(size_t) * *cap);
+    }
+    (*v)[(*n)++] = row;
+}
+
 /* Adds row to the busy list (mb_st_set). */
 void mb_busy_list(baton_membership_t *m, size_t row) {
-    if (m->nbusy == m->busycap) {
-        m->busycap = m->busycap ? 2 * m->busycap : 64;
-        m->busy_rows = xrealloc(m->busy_rows, sizeof(size_t) * m->busycap);
-    }
-    m->busy_rows[m->nbusy++] = row;
+    rows_push(&m->busy_rows, &m->nbusy, &m->busycap, row);
     m->st[row].inbusy = 1;
 }
 
@@ -89,11 +94,7 @@ static void st_fit(baton_membership_t *m) {
 
 /* Adds row to the dirty list (mb_mark_dirty). */
 void mb_dirty_list(baton_membership_t *m, size_t row) {
-    if (m->ndirty == m->dirtycap) {
-        m->dirtycap = m->dirtycap ? 2 * m->dirtycap : 64;
-        m->dirty_rows = xrealloc(m->dirty_rows, sizeof(size_t) * m->dirtycap);
-    }
-    m->dirty_rows[m->ndirty++] = row;
+    rows_push(&m->dirty_rows, &m->ndirty, &m->dirtycap, row);
     m->st[row].listed = 1;
 }
 
