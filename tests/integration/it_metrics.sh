@@ -146,6 +146,9 @@ check_owned() {
         metric_is "127.0.0.1:$p2" baton_worker_partitions_owned "$o2" && ((o1 + o2 == 4))
 }
 h_wait_for 10 "partitions owned match the status" check_owned
+# The partitions w2 gave back to w1 take their lag series with them.
+lag_matches_owned() { lag_series_are "$(metric "127.0.0.1:$p2" baton_worker_partitions_owned)"; }
+h_wait_for 10 "w2 exports lag only for the partitions it still owns" lag_matches_owned
 (($(metric "127.0.0.1:$cport" baton_coordinator_rebalances_total) >= 3)) ||
     h_fail "the coordinator published at least 3 assignments (w1, w2, w1 again)"
 gen=$(b_status | jq -r .generation)
