@@ -6,6 +6,8 @@
 #                             (BENCH_SINK=redis: baton-worker into SQLite vs into Redis)
 #   bench/run.sh scale        10,000 partitions over 100 simulated workers on a real ZooKeeper
 #   bench/run.sh rolling      rolling restart of every worker: baton vs cooperative-sticky and static
+#   bench/run.sh bigworker    idle CPU of a baton-worker holding 1% of a 100,000-partition group
+#                             vs a plain consumer assigned as many partitions of the same topic
 #
 # Each starts what it needs on loopback (tests/lib/harness.sh: ZooKeeper,
 # the embedded Kafka, processes stopped by pid), prints a table and a final
@@ -21,7 +23,7 @@ source "$BATON_SRC/tests/lib/baton.sh"
 source "$BATON_SRC/bench/lib.sh"
 
 usage() {
-    sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     echo
     echo "environment: BENCH_RUNS (rebalance repetitions, default 5), BENCH_RATE (records/s"
     echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
@@ -35,6 +37,8 @@ usage() {
     echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
     echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5), BENCH_ROLL_SINK (baton's"
     echo "  sink: sqlite, the default, or postgresql: a throwaway server with fsync on)"
+    echo "  bigworker: BENCH_BIG_PARTITIONS (default 100000), BENCH_BIG_MEMBERS (simulated members"
+    echo "  beside the worker, default 99), BENCH_BIG_WINDOW_S (the idle window, default 10)"
 }
 
 # --- rebalance -----------------------------------------------------------------
@@ -840,11 +844,61 @@ bench_rolling() {
         "baton_sink=${BENCH_ROLL_SINK:-sqlite}"
 }
 
+# --- bigworker ------------------------------------------------------------------
+
+# bw_cpu PID: the process's user + system CPU, in clock ticks.
+bw_cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# One baton-worker among BENCH_BIG_MEMBERS simulated members (baton-bench-scale)
+# of a BENCH_BIG_PARTITIONS-partition group on the embedded Kafka, nothing
+# produced: its CPU over an idle window, side by side with a plain
+# librdkafka consumer (baton-bench-plain) assigned as many partitions of the
+# same topic in the same window. What the worker spends beyond the plain
+# consumer is its own per-turn work; the rest is librdkafka's with a topic
+# that large. (Producing to 100,000 partitions overwhelms the embedded
+# Kafka's one thread, so the window is idle.)
+bench_bigworker() {
+    local P=${BENCH_BIG_PARTITIONS:-100000} S=${BENCH_BIG_MEMBERS:-99} win=${BENCH_BIG_WINDOW_S:-10}
+    h_init bench_bigworker
+    H_ZK_JAVA_OPTS="-Xmx$((256 + P / 64))m ${H_ZK_JAVA_OPTS:-}" h_zk_start
+    h_kafka_start "$B_TOPIC" "$P"
+    B_SESSION_MS=10000
+    b_init "$P"
+    b_coord c1
+    h_wait_for 30 "coordinator elected" b_log_has c1 "event=elected"
+    h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members "$S" \
+        --threads 4 --session-timeout-ms "$B_SESSION_MS"
+    B_SINK=$H_DIR/sink.db b_worker w1
+    h_wait_for 120 "w1 fenced its partitions" b_log_has w1 "event=fenced"
+    local owned
+    owned=$(grep -m1 'event=assignment ' "$H_DIR/w1.log" | sed -n 's/.* partitions=\([0-9]*\).*/\1/p')
+    [[ -n $owned && $owned -gt 0 ]] || h_fail "w1 was assigned nothing"
+    h_spawn plain "$BATON_BIN/baton-bench-plain" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+        --partitions "$owned" --sink "$H_DIR/plain.db" --count 1000000000
+    sleep 5 # the fences, the first fetches, the group's publishes settle
+    local wp pp w0 w1c p0 p1 tck
+    wp=$(h_pid w1)
+    pp=$(h_pid plain)
+    tck=$(getconf CLK_TCK)
+    w0=$(bw_cpu "$wp")
+    p0=$(bw_cpu "$pp")
+    sleep "$win"
+    w1c=$(bw_cpu "$wp")
+    p1=$(bw_cpu "$pp")
+    local wms=$(((w1c - w0) * 1000 / tck / win)) pms=$(((p1 - p0) * 1000 / tck / win))
+    echo "baton-worker holding $owned of $P partitions ($((S + 1)) members), idle ${win} s: $wms ms CPU/s;" \
+        "plain consumer assigned $owned partitions: $pms ms CPU/s"
+    echo "RESULT bigworker_partitions=$P bigworker_owned=$owned worker_idle_cpu_ms_per_s=$wms" \
+        "plain_idle_cpu_ms_per_s=$pms idle_cpu_ratio=$(awk -v a="$wms" -v b="$pms" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }')"
+    h_pass
+}
+
 case ${1:-} in
 rebalance) bench_rebalance ;;
 throughput) bench_throughput ;;
 scale) bench_scale ;;
 rolling) bench_rolling ;;
+bigworker) bench_bigworker ;;
 -h | --help | help) usage ;;
 *)
     usage >&2

@@ -135,6 +135,7 @@ typedef struct {
      * not exist). */
     int32_t *live;
     size_t nlive, livecap;
+    int live_unsorted; /* live_add appended below the last entry */
     int64_t records_written;
     /* Records received from Kafka, and those of them fetched ahead as a
      * standby (the cost of standby.prefetch: logged at exit). */
@@ -237,6 +238,8 @@ static void live_add(worker_t *w, int32_t p) {
         w->livecap = w->livecap ? 2 * w->livecap : 64;
         w->live = xrealloc(w->live, sizeof(*w->live) * w->livecap);
     }
+    if (w->nlive > 0 && p < w->live[w->nlive - 1])
+        w->live_unsorted = 1;
     w->live[w->nlive++] = p;
     w->parts[p].inlive = 1;
 }
@@ -263,8 +266,9 @@ static void live_compact(worker_t *w) {
         baton_metric_vec_remove(baton_metric_gauge_vec(BATON_M_W_LAG), label);
     }
     w->nlive = k;
-    if (k > 1)
+    if (w->live_unsorted && k > 1)
         qsort(w->live, k, sizeof(*w->live), cmp_i32);
+    w->live_unsorted = 0;
 }
 
 /* Moves partition p to state `to` for reason why (one word, logged). Every
