@@ -52,6 +52,19 @@ static int promoted_keep(mpart_t *mp, int listed, int64_t generation) {
     return 1;
 }
 
+/* Row's assignment as the node says (listed), a standby's promotion
+ * kept (promoted_keep). */
+static void assign_row(baton_membership_t *m, size_t row, int listed, int64_t generation) {
+    mpart_t *mp = &m->st[row];
+    int want = promoted_keep(mp, listed, generation);
+    if (want != mstate_assigned(mp->state)) {
+        mb_st_assign(m, row, want, "assignment");
+        mb_mark_dirty(m, mp);
+        if (want && !mstate_owned(mp->state))
+            mb_assigned_note(m, row);
+    }
+}
+
 /* Reads assignment/<id> (leaving a watch) and marks changed partitions;
  * notes the newly assigned ones for on_assigned. */
 int mb_read_assignment(baton_membership_t *m) {
@@ -92,33 +105,17 @@ int mb_read_assignment(baton_membership_t *m) {
             listed[wa.partitions[i]] = 1;
     for (size_t i = 0; i < wa.nkeys; i++)
         listed[baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i]))] = 1;
-    /* The rows to look at: those listed, then those we hold (an idle row
-     * not listed stays as it is). A row seen twice is unchanged the second
-     * time. */
-    mb_busy_compact(m);
-    size_t nbusy = m->nbusy; /* rows listed below are looked at already */
-    size_t nlook = wa.npartitions + wa.nkeys + nbusy;
-    size_t *look = xmalloc(sizeof(size_t) * (nlook + 1));
-    size_t k = 0;
+    /* The rows listed, then those we hold (an idle row not listed stays as
+     * it is; a row seen twice is unchanged the second time). */
     for (size_t i = 0; i < wa.npartitions; i++)
         if (wa.partitions[i] >= 0 && wa.partitions[i] < m->res.npartitions)
-            look[k++] = (size_t)wa.partitions[i];
+            assign_row(m, (size_t)wa.partitions[i], 1, wa.generation);
     for (size_t i = 0; i < wa.nkeys; i++)
-        look[k++] = (size_t)baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i]));
-    for (size_t i = 0; i < nbusy; i++)
-        look[k++] = m->busy_rows[i];
-    for (size_t i = 0; i < k; i++) {
-        size_t row = look[i];
-        mpart_t *mp = &m->st[row];
-        int want = promoted_keep(mp, listed[row], wa.generation);
-        if (want != mstate_assigned(mp->state)) {
-            mb_st_assign(m, row, want, "assignment");
-            mb_mark_dirty(m, mp);
-            if (want && !mstate_owned(mp->state))
-                mb_assigned_note(m, row);
-        }
-    }
-    free(look);
+        assign_row(m, (size_t)baton_res_table_find_key(&m->res, wa.keys[i], strlen(wa.keys[i])), 1,
+                   wa.generation);
+    mb_busy_compact(m);
+    for (size_t i = 0, n = m->nbusy; i < n; i++) /* rows added meanwhile were listed */
+        assign_row(m, m->busy_rows[i], listed[m->busy_rows[i]], wa.generation);
     free(listed);
     for (size_t i = 0; i < wa.npartitions; i++)
         if (wa.partitions[i] >= m->res.npartitions)

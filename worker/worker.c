@@ -127,15 +127,16 @@ typedef struct {
     wpart_t *parts;
     int32_t nparts;
     /* The partitions not WPART_NONE, still to be unassigned in Kafka or
-     * holding records, each listed once (wpart_t.inlive; live_compact drops
-     * the rest and sorts): the loop's passes look at these, not at every
+     * holding records, each listed once (wpart_t.inlive), ascending
+     * (live_add inserts in order; live_compact drops the rest), so what a
+     * pass builds from it is in the order the sinks require: the loop's
+     * passes look at these, not at every
      * partition of the topic (in a 100,000-partition group each pass read
      * a cache line per partition, seven or more passes per loop, and the
      * lag metric looked up and removed ~99,000 series a second that did
      * not exist). */
     int32_t *live;
     size_t nlive, livecap;
-    int live_unsorted; /* live_add appended below the last entry */
     int64_t records_written;
     /* Records received from Kafka, and those of them fetched ahead as a
      * standby (the cost of standby.prefetch: logged at exit). */
@@ -230,7 +231,8 @@ static void ensure_parts(worker_t *w) {
     w->nparts = n;
 }
 
-/* Lists p as live (worker_t.live). */
+/* Lists p as live (worker_t.live), in order. Only a partition leaving
+ * none is added: no pass over live adds one, so none is shifted under it. */
 static void live_add(worker_t *w, int32_t p) {
     if (w->parts[p].inlive)
         return;
@@ -238,19 +240,22 @@ static void live_add(worker_t *w, int32_t p) {
         w->livecap = w->livecap ? 2 * w->livecap : 64;
         w->live = xrealloc(w->live, sizeof(*w->live) * w->livecap);
     }
-    if (w->nlive > 0 && p < w->live[w->nlive - 1])
-        w->live_unsorted = 1;
-    w->live[w->nlive++] = p;
+    size_t lo = 0, hi = w->nlive;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->live[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(w->live + lo + 1, w->live + lo, sizeof(*w->live) * (w->nlive - lo));
+    w->live[lo] = p;
+    w->nlive++;
     w->parts[p].inlive = 1;
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Drops from the live list what has nothing left (its lag series goes
- * with it: it is not ours), and sorts the rest. */
+ * with it: it is not ours). */
 static void live_compact(worker_t *w) {
     size_t k = 0;
     for (size_t i = 0; i < w->nlive; i++) {
@@ -266,9 +271,6 @@ static void live_compact(worker_t *w) {
         baton_metric_vec_remove(baton_metric_gauge_vec(BATON_M_W_LAG), label);
     }
     w->nlive = k;
-    if (w->live_unsorted && k > 1)
-        qsort(w->live, k, sizeof(*w->live), cmp_i32);
-    w->live_unsorted = 0;
 }
 
 /* Moves partition p to state `to` for reason why (one word, logged). Every
@@ -882,7 +884,6 @@ static void standby_trim(worker_t *w) {
     }
     if (!nheld)
         return;
-    qsort(held, nheld, sizeof(*held), cmp_i32); /* ascending, as the sinks require */
     baton_fence_row_t *rows = NULL;
     size_t nrows = 0;
     int err = baton_sink_fences_of(w->sink, held, nheld, &rows, &nrows);
@@ -1093,14 +1094,11 @@ static void fence_pending(worker_t *w) {
         int32_t p = w->live[i];
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
         if (wpart_fencing(w->parts[p].state) &&
-            baton_epoch_valid(w->m, &r, w->parts[p].fence_epoch))
-            parts[k++] = p;
+            baton_epoch_valid(w->m, &r, w->parts[p].fence_epoch)) {
+            parts[k] = p;
+            epochs[k++] = w->parts[p].fence_epoch;
+        }
     }
-    /* Ascending, as the sinks require (live is sorted only as of the last
-     * turn: what was acquired in this one comes after). */
-    qsort(parts, (size_t)k, sizeof(*parts), cmp_i32);
-    for (int32_t i = 0; i < k; i++)
-        epochs[i] = w->parts[parts[i]].fence_epoch;
     if (k > 0) {
         BATON_FAILPOINT("worker.before_fence");
         int err = baton_sink_fence_many(w->sink, (size_t)k, parts, epochs, next, res);
@@ -1219,7 +1217,6 @@ static void flush_unassigned(worker_t *w) {
             !baton_membership_assigned(w->m, &r))
             parts[n++] = q;
     }
-    qsort(parts, n, sizeof(*parts), cmp_i32); /* ascending, as the sinks require */
     if (n > 0)
         parts_flush(w, parts, n);
     free(parts);
@@ -1556,9 +1553,7 @@ static void flush_due(worker_t *w, int force) {
             now - wp->first_ms >= w->conf->linger_ms)
             due[ndue++] = p;
     }
-    /* Every partition that is due, in one transaction, ascending (as the
-     * sinks require; live is sorted only as of the last turn). */
-    qsort(due, ndue, sizeof(*due), cmp_i32);
+    /* Every partition that is due, in one transaction. */
     if (ndue)
         parts_flush(w, due, ndue);
     free(due);
