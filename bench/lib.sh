@@ -117,6 +117,9 @@ bench_stats() {
         }'
 }
 
+# bench_cpu PID: the process's user + system CPU, in clock ticks.
+bench_cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 # bench_stall FILE T0_US T_END_US: each partition's stall in [T0, T_END]:
 # the longest gap between two consecutive writes (next_offset advances)
 # that ends after T0 and starts before T_END; a partition silent at T_END
@@ -124,8 +127,10 @@ bench_stats() {
 # MEDIAN PARTITION HANDOFF HANDOFF_MEDIAN" (ms; PARTITION is the one with
 # MAX; HANDOFF and HANDOFF_MEDIAN are the longest and the median of the
 # gaps that end in a write under another epoch than the write before, i.e.
-# across a change of writer, 0 if none), "-1 -1 - 0 0" if no partition was
-# written.
+# across a change of writer, 0 if none), then SAME: the longest gap between
+# two writes under the same epoch (no change of writer: what the flow's own
+# cadence, the sink and the broker made), 0 if none; "-1 -1 - 0 0 0" if no
+# partition was written.
 bench_stall() {
     awk -v t0="$2" -v tend="$3" '
         $1 != "w" { next }
@@ -136,6 +141,7 @@ bench_stall() {
             if (t > t0 && (p in last)) {
                 g = t - last[p]; if (g > gap[p]) gap[p] = g
                 if (e != ep[p]) { hv[++nh] = g; if (g > hand) hand = g }
+                else if (g > same) same = g
             }
             last[p] = t; nx[p] = o; ep[p] = e
         }
@@ -146,8 +152,9 @@ bench_stall() {
                 v[++n] = g
                 if (g > worst) { worst = g; wp = p }
             }
-            if (n == 0) { print "-1 -1 - 0 0"; exit }
-            printf "%d %d %s %d %d\n", worst / 1000, median(v, n) / 1000, wp, hand / 1000, median(hv, nh) / 1000
+            if (n == 0) { print "-1 -1 - 0 0 0"; exit }
+            printf "%d %d %s %d %d %d\n", worst / 1000, median(v, n) / 1000, wp, hand / 1000, median(hv, nh) / 1000,
+                same / 1000
         }
         function median(a, n,    i, j, x) {
             if (n == 0) return 0

@@ -697,6 +697,8 @@ ro_system() {
     # The steady window the roll is compared with: a measuring window, not a wait for an event.
     sleep "$steady_s"
     local t0 t1 t2 ts td rc
+    local kcpu0
+    kcpu0=$(bench_cpu "$(h_pid kafka)")
     t0=$(bench_now_us)
     h_log "== $sys, $P partitions, $W members: rolling restart"
     for ((i = 1; i <= W; i++)); do
@@ -720,21 +722,28 @@ ro_system() {
         h_log "$sys $name: exited $(((td - ts) / 1000)) ms after SIGTERM, owns partitions again $((($(bench_now_us) - ts) / 1000)) ms after"
     done
     t1=$(bench_now_us)
+    # The embedded Kafka's CPU during the roll, in % of one core: its fetch
+    # walks a partition's log from the oldest batch, so it grows with the
+    # log (docs/benchmarks.md, "The embedded Kafka's log walk").
+    RO_RES[kcpu:$k]=$(awk -v c="$(($(bench_cpu "$(h_pid kafka)") - kcpu0))" -v hz="$(getconf CLK_TCK)" -v d=$((t1 - t0)) \
+        'BEGIN { printf "%d", 100 * c / hz / (d / 1e6) }')
     bench_settle "$w" "$P" 1000 90 || h_fail "$sys ($P partitions): no steady flow after the roll"
     t2=$(bench_now_us)
-    local max med wp hand hmed bmax x ts0=$((t0 - steady_s * 1000000))
-    read -r max med wp hand hmed < <(bench_stall "$w" "$t0" "$t2")
-    read -r bmax x x x x < <(bench_stall "$w" "$ts0" "$t0")
+    local max med wp hand hmed same bmax x ts0=$((t0 - steady_s * 1000000))
+    read -r max med wp hand hmed same < <(bench_stall "$w" "$t0" "$t2")
+    read -r bmax x x x x x < <(bench_stall "$w" "$ts0" "$t0")
     RO_RES[max:$k]=$max
     RO_RES[med:$k]=$med
     RO_RES[hand:$k]=$hand
     RO_RES[hmed:$k]=$hmed
+    RO_RES[same:$k]=$same
     RO_RES[steadygap:$k]=$bmax
     RO_RES[roll_s:$k]=$(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e6 }')
     RO_RES[rps:$k]=$(bench_rps "$w" "$t0" "$t1")
     RO_RES[steady_rps:$k]=$(bench_rps "$w" "$ts0" "$t0")
     RO_RES[ratio:$k]=$(awk -v a="${RO_RES[rps:$k]}" -v b="${RO_RES[steady_rps:$k]}" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-    h_log "$sys $P partitions: max stall $max ms (partition $wp), median $med, across a change of writer $hand (median $hmed), steady max gap $bmax;" \
+    h_log "$sys $P partitions: max stall $max ms (partition $wp), median $med, across a change of writer $hand (median $hmed)," \
+        "without one $same, steady max gap $bmax; embedded Kafka ${RO_RES[kcpu:$k]}% of a core during the roll;" \
         "roll ${RO_RES[roll_s:$k]} s, ${RO_RES[rps:$k]} records/s against ${RO_RES[steady_rps:$k]} steady"
     for ((i = 1; i <= W; i++)); do h_stop "p$P-$sys-m$i"; done
     h_stop "p$P-$sys-producer"
@@ -802,17 +811,18 @@ bench_rolling() {
     echo "it owns partitions again; ${BENCH_ROLL_RATE:-100} records/s per partition throughout; failure detection"
     echo "${RO_SESSION_MS} ms for all. stall: a partition's longest gap between two writes to the sink, from the"
     echo "first SIGTERM until the flow is steady again (max and median over partitions; 'handoff': the"
-    echo "longest gap ending in a write by another writer, and the median of those); steady: the longest gap of the"
-    echo "${BENCH_ROLL_STEADY_S:-5} s before. coop: cooperative-sticky; static: the same with group.instance.id."
+    echo "longest gap ending in a write by another writer, and the median of those; 'same': the longest gap between"
+    echo "two writes of one writer); steady: the longest gap of the ${BENCH_ROLL_STEADY_S:-5} s before; kafka%: the"
+    echo "embedded Kafka's CPU during the roll. coop: cooperative-sticky; static: the same with group.instance.id."
     echo "baton's sink: ${BENCH_ROLL_SINK:-sqlite}."
-    printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' setup system "max stall" median handoff "ho med" steady "roll s" \
-        "roll r/s" "stdy r/s" ratio
+    printf '%-6s %-7s %10s %8s %8s %8s %6s %8s %7s %7s %9s %9s %6s\n' setup system "max stall" median handoff "ho med" same \
+        steady kafka% "roll s" "roll r/s" "stdy r/s" ratio
     for s in $setups; do
         for sys in $RO_SYSTEMS; do
             k=$s:$sys
-            printf '%-6s %-7s %10s %8s %8s %8s %8s %7s %9s %9s %6s\n' "$s" "$sys" "${RO_RES[max:$k]}" \
-                "${RO_RES[med:$k]}" "${RO_RES[hand:$k]}" "${RO_RES[hmed:$k]}" "${RO_RES[steadygap:$k]}" "${RO_RES[roll_s:$k]}" \
-                "${RO_RES[rps:$k]}" "${RO_RES[steady_rps:$k]}" "${RO_RES[ratio:$k]}"
+            printf '%-6s %-7s %10s %8s %8s %8s %6s %8s %7s %7s %9s %9s %6s\n' "$s" "$sys" "${RO_RES[max:$k]}" \
+                "${RO_RES[med:$k]}" "${RO_RES[hand:$k]}" "${RO_RES[hmed:$k]}" "${RO_RES[same:$k]}" "${RO_RES[steadygap:$k]}" \
+                "${RO_RES[kcpu:$k]}" "${RO_RES[roll_s:$k]}" "${RO_RES[rps:$k]}" "${RO_RES[steady_rps:$k]}" "${RO_RES[ratio:$k]}"
             ((${RO_RES[max:$k]} > ${worst[$sys]:--1})) && worst[$sys]=${RO_RES[max:$k]}
             if [[ -z ${low[$sys]:-} ]] || awk -v a="${RO_RES[ratio:$k]}" -v b="${low[$sys]}" 'BEGIN { exit !(a < b) }'; then
                 low[$sys]=${RO_RES[ratio:$k]}
@@ -828,6 +838,7 @@ bench_rolling() {
             keys+=" ${sys}_${s}_max_stall_ms=${RO_RES[max:$k]} ${sys}_${s}_handoff_stall_ms=${RO_RES[hand:$k]}"
             keys+=" ${sys}_${s}_handoff_median_ms=${RO_RES[hmed:$k]}"
             keys+=" ${sys}_${s}_steady_gap_ms=${RO_RES[steadygap:$k]} ${sys}_${s}_roll_rps_ratio=${RO_RES[ratio:$k]}"
+            keys+=" ${sys}_${s}_same_writer_stall_ms=${RO_RES[same:$k]} ${sys}_${s}_kafka_cpu_pct=${RO_RES[kcpu:$k]}"
             [[ -z ${RO_RES[bad:$k]:-} ]] || keys+=" ${sys}_${s}_bad_exits=${RO_RES[bad:$k]}"
         done
     done
@@ -845,9 +856,6 @@ bench_rolling() {
 }
 
 # --- bigworker ------------------------------------------------------------------
-
-# bw_cpu PID: the process's user + system CPU, in clock ticks.
-bw_cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # One baton-worker among BENCH_BIG_MEMBERS simulated members (baton-bench-scale)
 # of a BENCH_BIG_PARTITIONS-partition group on the embedded Kafka, nothing
@@ -880,11 +888,11 @@ bench_bigworker() {
     wp=$(h_pid w1)
     pp=$(h_pid plain)
     tck=$(getconf CLK_TCK)
-    w0=$(bw_cpu "$wp")
-    p0=$(bw_cpu "$pp")
+    w0=$(bench_cpu "$wp")
+    p0=$(bench_cpu "$pp")
     sleep "$win"
-    w1c=$(bw_cpu "$wp")
-    p1=$(bw_cpu "$pp")
+    w1c=$(bench_cpu "$wp")
+    p1=$(bench_cpu "$pp")
     local wms=$(((w1c - w0) * 1000 / tck / win)) pms=$(((p1 - p0) * 1000 / tck / win))
     echo "baton-worker holding $owned of $P partitions ($((S + 1)) members), idle ${win} s: $wms ms CPU/s;" \
         "plain consumer assigned $owned partitions: $pms ms CPU/s"
