@@ -240,6 +240,38 @@ static void test_open_wrong_shape(void **state) {
     assert_no_lock_held(fx);
 }
 
+/* Opening a file whose schema is complete takes no write lock: it opens
+ * while another connection holds the lock (a worker starting beside
+ * others writing the same file must not stall them). A file that lacks
+ * something still needs the lock to create it, and waits for it. */
+static void test_open_beside_writer(void **state) {
+    sink_fx_t *fx = *state;
+    baton_sink_destroy(sink_fx_open(fx, "g"));
+    sqlite3 *db = raw_open(fx);
+    assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    char err[512];
+    baton_sink_t *s = NULL;
+    int64_t t0 = baton_now_ms();
+    assert_int_equal(baton_sink_open(fx->uri, "g", &s, err, sizeof(err)), BATON_OK);
+    assert_true(baton_now_ms() - t0 < 1000); /* no wait for the lock (it waits 5 s) */
+    baton_sink_meta_t m;
+    assert_int_equal(baton_sink_meta(s, &m), BATON_OK);
+    assert_int_equal(baton_uuid_valid(m.sink_id), 0);
+    baton_sink_destroy(s);
+    /* Without its sink id the file needs the lock: BUSY once it waited. */
+    assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    raw_exec(fx, "DELETE FROM baton_meta WHERE name = 'sink_id'");
+    assert_int_equal(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(open_err(fx->uri, "g", err, sizeof(err)), BATON_BUSY);
+    assert_int_equal(sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    s = sink_fx_open(fx, "g");
+    assert_int_equal(baton_sink_meta(s, &m), BATON_OK);
+    assert_int_equal(baton_uuid_valid(m.sink_id), 0);
+    baton_sink_destroy(s);
+    assert_no_lock_held(fx);
+}
+
 /* ---- values baton did not write ------------------------------------------- */
 
 static void test_corrupt_rows(void **state) {
@@ -317,14 +349,9 @@ int main(void) {
      * expected warnings out of the output. */
     baton_log_level = BATON_LOG_ERROR;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rules),
-        T(test_open_bad_uri),
-        T(test_open_relative_path),
-        T(test_open_not_a_database),
-        T(test_open_lazy),
-        T(test_open_wrong_shape),
-        T(test_corrupt_rows),
-        T(test_old_file_outputs_more),
+        cmocka_unit_test(test_rules), T(test_open_bad_uri), T(test_open_relative_path),
+        T(test_open_not_a_database),  T(test_open_lazy),    T(test_open_wrong_shape),
+        T(test_open_beside_writer),   T(test_corrupt_rows), T(test_old_file_outputs_more),
         T(test_old_file_sink_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
