@@ -254,6 +254,13 @@ static void live_add(worker_t *w, int32_t p) {
     w->parts[p].inlive = 1;
 }
 
+/* Marks p to be unassigned in Kafka by the next kafka_unassign_pending,
+ * which looks only at the live list. */
+static void unassign_later(worker_t *w, int32_t p) {
+    w->parts[p].unassign = 1;
+    live_add(w, p);
+}
+
 /* Drops from the live list what has nothing left (its lag series goes
  * with it: it is not ours). */
 static void live_compact(worker_t *w) {
@@ -362,8 +369,7 @@ static void part_deactivate(worker_t *w, int32_t p, const char *why) {
      * in it: each rd_kafka_incremental_unassign is a round trip to
      * librdkafka's main thread, and the partitions we keep wait for them.
      * Meanwhile part_append drops what still arrives (not owned). */
-    wp->unassign = 1;
-    live_add(w, p);
+    unassign_later(w, p);
     batch_clear(wp);
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
@@ -594,8 +600,7 @@ static void prefetch_stop(worker_t *w, int32_t p, const char *why) {
         kafka_pause(w, p, 0);
     wp->standby = 0;
     wp->pre_full = 0;
-    wp->unassign = 1; /* kafka_unassign_pending */
-    live_add(w, p);
+    unassign_later(w, p);
 }
 
 static void standby_trim(worker_t *w);
