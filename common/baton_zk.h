@@ -86,7 +86,9 @@ int baton_zk_get(baton_zk_t *zk, const char *path, int watch, char **data, size_
 int baton_zk_children(baton_zk_t *zk, const char *path, int watch, char ***names, size_t *count);
 void baton_zk_strings_free(char **names, size_t count);
 
-/* zoo_multi, except on a handle whose session is gone (expired, auth
+/* A synchronous multi: zoo_amulti, waited on (zoo_multi leaks its ops'
+ * bookkeeping when the connection drops with it in flight; see
+ * baton_zk.c). Except on a handle whose session is gone (expired, auth
  * failed): then ZINVALIDSTATE without calling it. The 3.8 C client's
  * zoo_amulti frees an uninitialised pointer when an op after the first
  * fails its path check, which an unrecoverable handle makes every op do

@@ -1,7 +1,7 @@
 /* test_lost_create.c: a member whose claim creates "lose their reply".
  *
  * A real server cannot drop one reply on demand, so this program is linked
- * with -Wl,--wrap=zoo_create2, zoo_acreate2 and zoo_multi (as the ZooKeeper
+ * with -Wl,--wrap=zoo_create2, zoo_acreate2 and zoo_amulti (as the ZooKeeper
  * C client's own tests wrap calls): the first --lose claim creates really
  * happen on the server, then report ZCONNECTIONLOSS, as if the connection
  * had dropped before the reply.
@@ -41,6 +41,7 @@
 #include "membership.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,14 +250,54 @@ int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int 
     return rc;
 }
 
-/* The member batches the claim creates of one poll into a zoo_multi
+/* The member batches the claim creates of one poll into a multi
  * (worker/member_claims.c, claims_create_multi), so that is wrapped too: the
  * multi really commits, then reports ZCONNECTIONLOSS; every claim in it
- * counts as a lost reply. */
-int __real_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
-int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
+ * counts as a lost reply. baton_zk_multi sends it with zoo_amulti and waits
+ * for the completion; the wrapper does the real multi and waits for it
+ * itself, then calls the caller's completion before returning. */
+int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
 
-int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+} multi_wait_t;
+
+static void multi_wait_done(int rc, const void *data) {
+    multi_wait_t *w = (multi_wait_t *)data;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static int real_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
+    multi_wait_t w = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    int rc = __real_zoo_amulti(zh, count, ops, results, multi_wait_done, &w);
+    if (rc == ZOK) {
+        pthread_mutex_lock(&w.lock);
+        while (!w.done)
+            pthread_cond_wait(&w.cond, &w.lock);
+        rc = w.rc;
+        pthread_mutex_unlock(&w.lock);
+    }
+    return rc;
+}
+
+static int lossy_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results);
+
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data) {
+    completion(lossy_multi(zh, count, ops, results), data);
+    return ZOK;
+}
+
+static int lossy_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results) {
     if (late_create && lose_left > 0 && count >= 1 && ops[0].type == 1 /* ZOO_CREATE_OP */ &&
         strstr(ops[0].create_op.path, "/claims/claim-")) {
         for (int i = 0; i < count; i++)
@@ -265,7 +306,7 @@ int __wrap_zoo_multi(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resul
         lose_left = lose_left > count ? lose_left - count : 0;
         return ZCONNECTIONLOSS;
     }
-    int rc = __real_zoo_multi(zh, count, ops, results);
+    int rc = real_multi(zh, count, ops, results);
     if (rc != ZOK || lose_left <= 0 || count < 1 || ops[0].type != 1 /* ZOO_CREATE_OP */ ||
         !strstr(ops[0].create_op.path, "/claims/claim-"))
         return rc;
