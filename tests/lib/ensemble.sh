@@ -105,7 +105,7 @@ ens_node_start() {
     local n=${1:?ens_node_start N} d=$H_DIR/ens/${1}
     # cnxTimeout: a dead peer's election port is noticed in 1 s, not 5.
     _h_spawn_io "zk$n" "$H_DIR/zk$n.log" "$H_DIR/zk$n.log" \
-        java -Xmx192m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+        $(h_zk_java) -Xmx192m \
         -Dzookeeper.log.dir="$d" -Dzookeeper.root.logger=INFO,CONSOLE \
         -Dlog4j.configuration="file:$d/log4j.properties" \
         -Dzookeeper.jmx.log4j.disable=true -Dzookeeper.cnxTimeout=1000 \
