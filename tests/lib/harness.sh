@@ -450,16 +450,20 @@ h_zk_classpath() {
 # h_zk_java: the java command line every ZooKeeper server of the tests
 # starts with (its class path and main class follow). A server's start is
 # mostly the JVM loading and checking classes; with a class-data sharing
-# archive of the server's classes (JDK 17's -XX:SharedArchiveFile) it is
-# about a third faster, in CPU and until it serves (docs/testing.md). The
+# archive of the server's classes (JDK 17's -XX:SharedArchiveFile) it
+# serves about a fifth sooner (docs/testing.md). The
 # archive lives in the build directory ($BATON_BIN/../zk-classes.jsa) and
 # the first server start of a build makes it, under a lock
 # (_h_zk_cds_dump); if that fails, zk-classes.jsa.failed says why and the
 # servers start without it. H_ZK_CDS=0 turns it off.
 h_zk_java() {
     # shellcheck disable=SC2046 # an option, or none
-    echo java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 $(_h_zk_cds)
+    echo "${_H_ZK_JVM[@]}" $(_h_zk_cds)
 }
+
+# The JVM and flags of every server, and of the run that makes the archive
+# (an archive is used only by a JVM started the way it was made).
+_H_ZK_JVM=(java -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
 
 _h_zk_cds() {
     [[ ${H_ZK_CDS:-1} == 1 && -n ${BATON_BIN:-} && -d $BATON_BIN/.. ]] || return 0
@@ -485,7 +489,7 @@ _h_zk_cds_dump() {
     printf 'tickTime=200\ndataDir=%s/data\nclientPortAddress=127.0.0.1\nclientPort=%s\nadmin.enableServer=false\n4lw.commands.whitelist=*\n' \
         "$d" "$port" >"$d/zoo.cfg"
     rm -f "$jsa.tmp"
-    java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit="$jsa.tmp" -Xmx256m \
+    "${_H_ZK_JVM[@]}" -XX:ArchiveClassesAtExit="$jsa.tmp" -Xmx256m \
         -Dzookeeper.jmx.log4j.disable=true -cp "$(h_zk_classpath)" \
         org.apache.zookeeper.server.ZooKeeperServerMain "$d/zoo.cfg" >"$d/zk.log" 2>&1 &
     pid=$!
