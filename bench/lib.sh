@@ -44,11 +44,14 @@ bench_owned_by() {
     awk -v e="$2" '$1 == "w" { ep[$3] = $4 } END { for (p in ep) if (ep[p] == e) printf "%s ", p }' "$1"
 }
 
-# bench_handoff_ms FILE T0_US T_END_US "P..." : the longest time, over the
-# listed partitions, from T0 until a new owner (another epoch) has advanced
-# next_offset. Prints -1 if one of them never got there.
+# bench_handoff_ms FILE T0_US T_END_US "P..." [fenced]: the longest time,
+# over the listed partitions, from T0 until a new owner (another epoch) has
+# advanced next_offset; with "fenced", until the sink's fence row carries
+# another epoch, written or not (a baton successor's fence: the part of a
+# handoff that is coordination, before it waits for records to write).
+# Prints -1 if one of them never got there.
 bench_handoff_ms() {
-    awk -v t0="$2" -v tend="$3" -v plist="$4" '
+    awk -v t0="$2" -v tend="$3" -v plist="$4" -v fenced="${5:-}" '
         BEGIN { n = split(plist, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
         $1 != "w" || !($3 in want) { next }
         {
@@ -57,7 +60,7 @@ bench_handoff_ms() {
             if (t > tend || (p in done)) next
             if (e != e0[p]) {
                 if (!(p in base)) base[p] = last[p]
-                if (o > base[p]) done[p] = t
+                if (o > base[p] || fenced != "") done[p] = t
             }
             last[p] = o
         }

@@ -117,9 +117,18 @@ rb_loss() {
     tend=$(bench_now_us)
     v=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts")
     ((v >= 0)) || h_fail "$sys: a partition of $name ($parts) never got a new writer after $ev"
+    # baton's successors fence the sink before their first write: the time
+    # until every moved partition is fenced is the coordination's part, the
+    # rest is waiting for records to write (the producer's next record and
+    # the embedded Kafka's delivery of it). A Kafka group has no fence.
+    local f=""
+    if [[ $sys == baton ]]; then
+        f=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts" fenced)
+        eval "RB_${ev}fenced_${sys}+=(\"\$f\")"
+    fi
     local rc=0
     h_wait_exit "$name" 15 || rc=$?
-    h_log "$sys $ev $name (partitions $parts): ${v} ms (exit $rc)"
+    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)} (exit $rc)"
     eval "RB_${ev}_${sys}+=(\"\$v\")"
 }
 
@@ -162,6 +171,7 @@ rb_restart() {
 rb_system() {
     local sys=$1 runs=$2 i
     eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
+    eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=()"
     for ((i = 1; i <= runs; i++)); do
         h_log "== $sys run $i/$runs"
         rb_env_up "$sys" "$i"
@@ -260,7 +270,7 @@ bench_rebalance() {
     local -A med=() p99=() n=()
     local ev key
     for sys in baton range coop static; do
-        for ev in leave crash join restart; do
+        for ev in leave crash join restart leavefenced crashfenced; do
             key=${ev}_${sys}
             eval "set -- \"\${RB_${key}[@]}\""
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
@@ -273,6 +283,7 @@ bench_rebalance() {
         printf '%-44s %16s %16s %16s\n' "" "baton" "kafka coop-sticky" "kafka eager range"
         printf '%-44s %16s %16s %16s\n' "graceful leave: leaver's partitions written" \
             "${med[leave_baton]} / ${p99[leave_baton]}" "${med[leave_coop]} / ${p99[leave_coop]}" "${med[leave_range]} / ${p99[leave_range]}"
+        printf '%-44s %16s\n' "  of which until every one is fenced" "${med[leavefenced_baton]} / ${p99[leavefenced_baton]}"
         printf '%-44s %16s %16s %16s\n' "crash (SIGKILL): dead member's partitions" \
             "${med[crash_baton]} / ${p99[crash_baton]}" "${med[crash_coop]} / ${p99[crash_coop]}" "${med[crash_range]} / ${p99[crash_range]}"
         printf '%-44s %16s %16s %16s\n' "join: pause of partitions that did not move" \
@@ -292,7 +303,9 @@ bench_rebalance() {
             "restart_ms=${med[restart_baton]} kafka_static_restart_ms=${med[restart_static]}" \
             "restart_ratio=$(awk -v a="${med[restart_static]}" -v b="${med[restart_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')" \
             "mock_static_membership=0 handoff_p99_ms=${p99[leave_baton]}" \
-            "worker_rss_kb=${RB_RSS_KB:--} kafka_read_ratio=${RB_READ_RATIO:--}"
+            "worker_rss_kb=${RB_RSS_KB:--} kafka_read_ratio=${RB_READ_RATIO:--}" \
+            "handoff_fenced_ms=${med[leavefenced_baton]} handoff_fenced_p99_ms=${p99[leavefenced_baton]}" \
+            "failover_fenced_ms=${med[crashfenced_baton]}"
     }
 }
 
