@@ -12,8 +12,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How often the client may resolve the connect string's host names while
@@ -41,6 +43,11 @@ struct baton_zk_s {
     /* The send time of the latest request the server answered (the
      * owner's calls and batches): baton_zk_answered_ms. */
     _Atomic int64_t answered_ms;
+    /* The owner's wait hook (baton_zk_set_wait_hook); in_hook while it
+     * runs, so a wait inside it does not run it again. */
+    baton_zk_wait_hook_fn hook;
+    void *hook_arg;
+    int in_hook;
 };
 
 /* A return code the server sent (not the client giving up). */
@@ -393,38 +400,148 @@ int baton_zk_expired(const baton_zk_t *zk) {
     return e;
 }
 
-int baton_zk_get(baton_zk_t *zk, const char *path, int watch, char **data, size_t *len,
-                 struct Stat *stat) {
+/* An asynchronous request waited on (zk_wait), and what a get or an
+ * exists answered: the client calls every completion, with
+ * ZCONNECTIONLOSS, ZOPERATIONTIMEOUT or ZCLOSING at worst, so the wait
+ * ends. The calls the member library makes in its poll (get, exists,
+ * delete, sync, multi) wait this way, through baton_zk__wait, so the
+ * owner's wait hook runs meanwhile. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+    char *data; /* a get's copy of the node's data */
+    int len;
     struct Stat st;
-    int cap = 4096;
-    for (int attempt = 0; attempt < 4; attempt++) {
-        char *buf = xmalloc((size_t)cap + 1);
-        int blen = cap;
-        int64_t t = baton_now_ms();
-        int rc = zoo_wget(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, buf,
-                          &blen, &st);
-        baton_zk_note_answer(zk, t, rc);
-        if (rc != ZOK) {
-            free(buf);
-            return baton_zk_err(rc);
-        }
-        if (st.dataLength > cap) {
-            /* Grew past the buffer: retry with the size the server reported. */
-            free(buf);
-            cap = st.dataLength;
+} zk_sync_wait_t;
+
+#define ZK_SYNC_WAIT_INIT                                                         \
+    {                                                                             \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, { 0 } \
+    }
+
+static void zk_wait_done(int rc, const void *data) {
+    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void zk_sync_done(int rc, const char *value, const void *data) {
+    (void)value;
+    zk_wait_done(rc, data);
+}
+
+/* @locality the completion thread: copies the reply only */
+static void zk_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
+                         const void *data) {
+    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
+    if (rc == ZOK) {
+        int len = value && value_len > 0 ? value_len : 0;
+        w->data = xmalloc((size_t)len + 1);
+        if (len)
+            memcpy(w->data, value, (size_t)len);
+        w->data[len] = 0;
+        w->len = len;
+        if (stat)
+            w->st = *stat;
+    }
+    zk_wait_done(rc, data);
+}
+
+/* @locality the completion thread */
+static void zk_stat_done(int rc, const struct Stat *stat, const void *data) {
+    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
+    if (rc == ZOK && stat)
+        w->st = *stat;
+    zk_wait_done(rc, data);
+}
+
+static int zk_wait_ready(const void *arg) { return ((const zk_sync_wait_t *)arg)->done; }
+
+/* sent: what the request's send returned; waits for its completion if it
+ * went out, notes the answer and returns the ZooKeeper code. */
+static int zk_wait(baton_zk_t *zk, zk_sync_wait_t *w, int64_t t, int sent) {
+    int rc = sent;
+    if (sent == ZOK) {
+        pthread_mutex_lock(&w->lock);
+        baton_zk__wait(zk, &w->lock, &w->cond, zk_wait_ready, w, -1);
+        rc = w->rc;
+        pthread_mutex_unlock(&w->lock);
+    }
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    return baton_zk_note_answer(zk, t, rc);
+}
+
+void baton_zk_set_wait_hook(baton_zk_t *zk, baton_zk_wait_hook_fn fn, void *arg) {
+    zk->hook = fn;
+    zk->hook_arg = arg;
+}
+
+/* The CLOCK_REALTIME instant ms from now (pthread_cond_timedwait's clock). */
+static struct timespec realtime_in(int64_t ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int baton_zk__wait(baton_zk_t *zk, pthread_mutex_t *lock, pthread_cond_t *cond,
+                   int (*ready)(const void *), const void *arg, int timeout_ms) {
+    int64_t now = baton_now_ms();
+    int64_t end = timeout_ms >= 0 ? now + timeout_ms : INT64_MAX;
+    int64_t hook_at = now + BATON_ZK_HOOK_GRACE_MS;
+    while (!ready(arg)) {
+        int hooked = zk && zk->hook && !zk->in_hook;
+        now = baton_now_ms();
+        if (now >= end)
+            return 0;
+        if (hooked && now >= hook_at) {
+            /* Unlocked: the completion thread goes on filling in answers. */
+            pthread_mutex_unlock(lock);
+            zk->in_hook = 1;
+            int again = zk->hook(zk->hook_arg);
+            zk->in_hook = 0;
+            pthread_mutex_lock(lock);
+            hook_at = baton_now_ms() + (again < 1 ? 1 : again > 50 ? 50 : again);
             continue;
         }
-        if (blen < 0)
-            blen = 0;
-        buf[blen] = 0;
-        *data = buf;
-        if (len)
-            *len = (size_t)blen;
-        if (stat)
-            *stat = st;
-        return BATON_OK;
+        int64_t until = hooked && hook_at < end ? hook_at : end;
+        if (until == INT64_MAX) {
+            pthread_cond_wait(cond, lock);
+        } else {
+            struct timespec ts = realtime_in(until - now);
+            pthread_cond_timedwait(cond, lock, &ts);
+        }
     }
-    return BATON_CONFLICT;
+    return 1;
+}
+
+int baton_zk_get(baton_zk_t *zk, const char *path, int watch, char **data, size_t *len,
+                 struct Stat *stat) {
+    zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
+    int64_t t = baton_now_ms();
+    int rc = zk_wait(zk, &w, t,
+                     zoo_awget(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL,
+                               zk_data_done, &w));
+    if (rc != ZOK) {
+        free(w.data);
+        return baton_zk_err(rc);
+    }
+    *data = w.data;
+    if (len)
+        *len = (size_t)w.len;
+    if (stat)
+        *stat = w.st;
+    return BATON_OK;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -456,12 +573,13 @@ void baton_zk_strings_free(char **names, size_t count) {
 }
 
 int baton_zk_exists(baton_zk_t *zk, const char *path, int watch, struct Stat *stat) {
-    struct Stat st;
+    zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
     int64_t t = baton_now_ms();
-    int rc = zoo_wexists(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, &st);
-    baton_zk_note_answer(zk, t, rc);
+    int rc = zk_wait(zk, &w, t,
+                     zoo_awexists(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL,
+                                  zk_stat_done, &w));
     if (rc == ZOK && stat)
-        *stat = st;
+        *stat = w.st;
     return baton_zk_err(rc);
 }
 
@@ -516,50 +634,9 @@ int baton_zk_set(baton_zk_t *zk, const char *path, const char *data, size_t len,
 }
 
 int baton_zk_delete(baton_zk_t *zk, const char *path, int version) {
+    zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
     int64_t t = baton_now_ms();
-    return baton_zk_err(baton_zk_note_answer(zk, t, zoo_delete(zk->zh, path, version)));
-}
-
-/* An asynchronous request waited on: the client calls every completion,
- * with ZCONNECTIONLOSS, ZOPERATIONTIMEOUT or ZCLOSING at worst, so the
- * wait ends. */
-typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, rc;
-} zk_sync_wait_t;
-
-#define ZK_SYNC_WAIT_INIT \
-    { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 }
-
-static void zk_wait_done(int rc, const void *data) {
-    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
-    pthread_mutex_lock(&w->lock);
-    w->rc = rc;
-    w->done = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
-static void zk_sync_done(int rc, const char *value, const void *data) {
-    (void)value;
-    zk_wait_done(rc, data);
-}
-
-/* sent: what the request's send returned; waits for its completion if it
- * went out, notes the answer and returns the ZooKeeper code. */
-static int zk_wait(baton_zk_t *zk, zk_sync_wait_t *w, int64_t t, int sent) {
-    int rc = sent;
-    if (sent == ZOK) {
-        pthread_mutex_lock(&w->lock);
-        while (!w->done)
-            pthread_cond_wait(&w->cond, &w->lock);
-        rc = w->rc;
-        pthread_mutex_unlock(&w->lock);
-    }
-    pthread_cond_destroy(&w->cond);
-    pthread_mutex_destroy(&w->lock);
-    return baton_zk_note_answer(zk, t, rc);
+    return baton_zk_err(zk_wait(zk, &w, t, zoo_adelete(zk->zh, path, version, zk_wait_done, &w)));
 }
 
 int baton_zk_sync(baton_zk_t *zk, const char *path) {

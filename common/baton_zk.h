@@ -15,6 +15,7 @@
 #ifndef BATON_ZK_H
 #define BATON_ZK_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <zookeeper.h>
@@ -66,6 +67,26 @@ int baton_zk_expired(const baton_zk_t *zk);
  * theirs with baton_zk_note_answer(zk, sent, rc), which returns rc. */
 int64_t baton_zk_answered_ms(const baton_zk_t *zk);
 int baton_zk_note_answer(baton_zk_t *zk, int64_t sent, int rc);
+
+/* A wait hook: while the owner's thread waits for a ZooKeeper answer (any
+ * call below that waits, and baton_zkbatch_wait), it runs
+ * fn(arg) once the wait has lasted BATON_ZK_HOOK_GRACE_MS, then again
+ * every time the ms fn returned have passed (at least 1, at most 50),
+ * until the answer is in. A hook call in progress is never interrupted,
+ * and a ZooKeeper call the hook itself makes waits without running it
+ * again. So a worker goes on writing what it holds while its membership
+ * waits for a round trip (a claim, a release, an assignment read): the
+ * writes do not stop for the coordination of other partitions. fn runs on
+ * the waiting thread; set it only on a handle one thread calls (NULL
+ * removes it). */
+typedef int (*baton_zk_wait_hook_fn)(void *arg);
+#define BATON_ZK_HOOK_GRACE_MS 2
+void baton_zk_set_wait_hook(baton_zk_t *zk, baton_zk_wait_hook_fn fn, void *arg);
+/* For baton_zkbatch: waits on cond (lock held, as on return) until
+ * ready(arg) holds or timeout_ms have passed (-1: no limit), running zk's
+ * hook as above. Returns 1 once ready, 0 on the timeout. */
+int baton_zk__wait(baton_zk_t *zk, pthread_mutex_t *lock, pthread_cond_t *cond,
+                   int (*ready)(const void *), const void *arg, int timeout_ms);
 
 /* Maps a ZooKeeper return code onto baton_err_t. */
 int baton_zk_err(int rc);

@@ -174,24 +174,12 @@ static void send_read(baton_zkbatch_t *b, size_t i, op_t op, int watch, const ch
     batch_sent(b, i, rc);
 }
 
+static int batch_ready(const void *arg) { return ((const baton_zkbatch_t *)arg)->pending == 0; }
+
 int baton_zkbatch_wait(baton_zkbatch_t *b, int timeout_ms) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    if (timeout_ms >= 0) {
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
     pthread_mutex_lock(&b->lock);
-    while (b->pending > 0) {
-        if (timeout_ms < 0)
-            pthread_cond_wait(&b->cond, &b->lock);
-        else if (pthread_cond_timedwait(&b->cond, &b->lock, &until) != 0)
-            break;
-    }
+    /* The owner's wait hook runs meanwhile (baton_zk_set_wait_hook). */
+    baton_zk__wait(b->zk, &b->lock, &b->cond, batch_ready, b, timeout_ms);
     int done = b->pending == 0;
     if (!done)
         b->abandoned = 1;

@@ -109,6 +109,8 @@ struct baton_membership_s {
     baton_membership_ext_t keep; /* its keep and keep_free only */
     baton_incarnation_t inc;     /* the member lock; inc.fd < 0: none */
     int member_wait_ms;          /* ext->member_wait_ms */
+    baton_zk_wait_hook_fn hook;  /* baton_membership__set_wait_hook, set on every session */
+    void *hook_arg;
 };
 
 /* A watch's path and handle, for its completion (own_watch_done,

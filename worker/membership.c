@@ -250,6 +250,7 @@ static int connect_and_join(baton_membership_t *m, char *errstr, size_t n) {
                                m->conf.connect_timeout_ms, m->auth, &m->zk, errstr, n);
     if (err != BATON_OK)
         return err;
+    baton_zk_set_wait_hook(m->zk, m->hook, m->hook_arg);
     mb_probe_reset(m, t0);
     session_hex(m);
     BLOG_INFO("event=zk_connected session=0x%s timeout_ms=%d", m->session_hex,
@@ -397,6 +398,13 @@ void baton_membership_destroy(baton_membership_t *m) {
     if (m->keep.keep_free)
         m->keep.keep_free(m->keep.keep);
     free(m);
+}
+
+void baton_membership__set_wait_hook(baton_membership_t *m, baton_zk_wait_hook_fn fn, void *arg) {
+    m->hook = fn;
+    m->hook_arg = arg;
+    if (m->zk)
+        baton_zk_set_wait_hook(m->zk, fn, arg);
 }
 
 const char *baton_membership_topic(const baton_membership_t *m) { return m->config.topic; }

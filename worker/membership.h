@@ -21,4 +21,9 @@ baton_zk_t *baton_membership__zk(const baton_membership_t *m);
 uint64_t baton_membership__standby_version(const baton_membership_t *m);
 void baton_membership__standby_partitions(const baton_membership_t *m, unsigned char *flags,
                                           int32_t n);
+
+/* In-tree only: a hook run while the membership waits for ZooKeeper
+ * (baton_zk_set_wait_hook), on every session it makes from now on. The
+ * Kafka worker writes what it holds meanwhile (worker.c, poll_hook). */
+void baton_membership__set_wait_hook(baton_membership_t *m, baton_zk_wait_hook_fn fn, void *arg);
 #endif

@@ -175,6 +175,14 @@ typedef struct {
      * batch_size >> withheld, so a sink too slow for the self-suspension
      * margin still makes progress; 0 after any write commits. */
     int withheld;
+    /* Writing while the membership waits (poll_hook): hook_on while the
+     * loop's membership poll runs, outside the worker's own callbacks;
+     * in_hook while the hook runs. A write refused STALE in the hook
+     * drops its claim after the poll (drops), not inside it. */
+    int hook_on, in_hook;
+    int32_t *drops;
+    size_t ndrops, dropcap;
+    int64_t hook_batches; /* batches written by the hook (logged at exit) */
 } worker_t;
 
 /* Monotonic microseconds, for latencies. */
@@ -462,6 +470,7 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
                       w->withheld, count);
         w->withheld = 0;
         baton_metric_inc(baton_metric_counter(BATON_M_W_BATCHES));
+        w->hook_batches += w->in_hook;
         baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS), (double)us / 1e6);
         baton_metric_add(baton_metric_counter(BATON_M_W_RECORDS), (double)applied);
         BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu next_offset=%lld",
@@ -484,6 +493,15 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
                   (long long)wp->epoch, wp->nrecs, baton_err_name(err));
         baton_metric_inc(baton_metric_counter(BATON_M_W_STALE));
         part_deactivate(w, p, "write_rejected");
+        if (w->in_hook) {
+            /* Inside the membership's poll: its rows are not ours to
+             * change there (drops_apply, once it returns). */
+            if (w->ndrops == w->dropcap)
+                w->drops = xrealloc(w->drops, sizeof(int32_t) *
+                                                  (w->dropcap = w->dropcap ? 2 * w->dropcap : 8));
+            w->drops[w->ndrops++] = p;
+            return BATON_STALE;
+        }
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
         baton_membership_drop(w->m, &r);
         return BATON_STALE;
@@ -1708,6 +1726,91 @@ static int source_topic_check(worker_t *w, const baton_worker_conf_t *conf) {
     return 0;
 }
 
+/* Takes up to max messages from Kafka into the partitions' buffers (or
+ * their held fetches). Returns 1 if there may be more. */
+static int kafka_drain(worker_t *w, int max) {
+    for (int i = 0; i < max; i++) {
+        rd_kafka_message_t *msg = rd_kafka_consumer_poll(w->rk, 0);
+        if (!msg)
+            return 0;
+        if (msg->err) {
+            if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                BLOG_WARN("event=kafka_error partition=%d error=\"%s\"", msg->partition,
+                          rd_kafka_message_errstr(msg));
+            rd_kafka_message_destroy(msg);
+        } else {
+            w->records_fetched++;
+            part_append(w, msg);
+        }
+    }
+    return 1;
+}
+
+/* ---- writing while the membership waits --------------------------------------
+ * The loop runs the membership's poll, the fences, Kafka and the sink on
+ * one thread, and the poll waits for ZooKeeper: a claim (create and queue
+ * check), a release (the claims' delete), a read of the assignment. Each
+ * is a round trip with a ZooKeeper fsync in it, and every partition this
+ * worker writes used to wait through it: in a rolling restart each
+ * worker stopped writing for 25-50 ms per restart of another worker
+ * (docs/benchmarks.md). poll_hook runs while such a wait lasts past
+ * BATON_ZK_HOOK_GRACE_MS (baton_zk_set_wait_hook): it takes what Kafka
+ * has and writes what is due, exactly as the loop does between polls, so
+ * the partitions that are not moving keep being written. It never fences
+ * and never touches the membership's rows: a write refused STALE drops
+ * its claim once the poll is over (drops_apply). The writes are the loop's
+ * own, with the same checks (can_write, the commit gate, the epoch fence
+ * at the sink), so what a write may do does not change, only when. */
+static int poll_hook(void *opaque) {
+    worker_t *w = opaque;
+    if (!w->hook_on || w->in_hook || w->sink_fatal || w->refused || w->kafka_fatal)
+        return 50;
+    w->in_hook = 1;
+    ensure_parts(w);
+    kafka_drain(w, 1000);
+    flush_due(w, 0);
+    w->in_hook = 0;
+    return flush_due_in(w, 10);
+}
+
+/* The partitions whose write the hook saw refused: their claims go now. */
+static void drops_apply(worker_t *w) {
+    for (size_t i = 0; i < w->ndrops; i++) {
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = w->drops[i]};
+        baton_membership_drop(w->m, &r);
+    }
+    w->ndrops = 0;
+}
+
+/* The membership's callbacks run inside its poll, in the worker's own
+ * code: no hook while they run (a wait in them, none today, would
+ * otherwise re-enter the loop's writes mid-callback). */
+static int hooked_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
+    worker_t *w = opaque;
+    int on = w->hook_on;
+    w->hook_on = 0;
+    int err = on_acquired(opaque, r, epoch);
+    w->hook_on = on;
+    return err;
+}
+
+static void hooked_released(void *opaque, const baton_resource_t *r,
+                            baton_release_reason_t reason) {
+    worker_t *w = opaque;
+    int on = w->hook_on;
+    w->hook_on = 0;
+    on_released(opaque, r, reason);
+    w->hook_on = on;
+}
+
+static void hooked_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
+    worker_t *w = opaque;
+    int on = w->hook_on;
+    w->hook_on = 0;
+    on_assigned(opaque, rs, n);
+    w->hook_on = on;
+}
+
 int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     char errstr[512];
     worker_t w = {.conf = conf};
@@ -1762,10 +1865,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         .keys = no_keys,
         .nkeys = 0,
     };
-    baton_membership_cbs_t cbs = {.on_acquired = on_acquired,
-                                  .on_released = on_released,
+    baton_membership_cbs_t cbs = {.on_acquired = hooked_acquired,
+                                  .on_released = hooked_released,
                                   .opaque = &w,
-                                  .on_assigned = on_assigned};
+                                  .on_assigned = hooked_assigned};
     if (!(w.rk = kafka_new(&w, conf, errstr, sizeof(errstr)))) {
         BLOG_ERROR("event=kafka_config_error error=\"%s\"", errstr);
         goto out;
@@ -1784,6 +1887,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
      * it again just before the commit, so a transaction that outlasts
      * the self-suspension limit rolls back instead of committing late. */
     baton_sink_set_commit_gate(w.sink, worker_may_commit, &w);
+    baton_membership__set_wait_hook(w.m, poll_hook, &w);
     if (pipe2(kpipe, O_NONBLOCK | O_CLOEXEC) != 0) {
         BLOG_ERROR("event=pipe_failed");
         goto out;
@@ -1806,7 +1910,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     while (!baton_signal_stop_requested()) {
         if (w.kafka_fatal)
             goto out; /* logged by kafka_error_cb */
+        w.hook_on = 1;
         err = baton_membership_poll(w.m, &next_ms, errstr, sizeof(errstr));
+        w.hook_on = 0;
+        drops_apply(&w);
         if (err != BATON_OK) {
             BLOG_ERROR("event=membership_failed error=\"%s\"", errstr);
             goto out;
@@ -1827,22 +1934,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         if (w.sink_fatal)
             break;
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
-        int more = 0;
-        for (int i = 0; i < 10000; i++) {
-            rd_kafka_message_t *msg = rd_kafka_consumer_poll(w.rk, 0);
-            if (!msg)
-                break;
-            more = i == 9999;
-            if (msg->err) {
-                if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                    BLOG_WARN("event=kafka_error partition=%d error=\"%s\"", msg->partition,
-                              rd_kafka_message_errstr(msg));
-                rd_kafka_message_destroy(msg);
-            } else {
-                w.records_fetched++;
-                part_append(&w, msg);
-            }
-        }
+        int more = kafka_drain(&w, 10000);
         flush_due(&w, 0);
         metrics_lag(&w);
         live_compact(&w);
@@ -1895,6 +1987,7 @@ out:
     }
     free(w.live);
     free(w.sb);
+    free(w.drops);
     baton_processor_destroy(own_proc);
     baton_sink_destroy(w.sink);
     if (kpipe[0] >= 0) {
@@ -1902,7 +1995,9 @@ out:
         close(kpipe[1]);
     }
     BLOG_INFO(
-        "event=stopped records_written=%lld records_fetched=%lld standby_records_fetched=%lld",
-        (long long)w.records_written, (long long)w.records_fetched, (long long)w.standby_fetched);
+        "event=stopped records_written=%lld records_fetched=%lld standby_records_fetched=%lld "
+        "batches_in_zk_waits=%lld",
+        (long long)w.records_written, (long long)w.records_fetched, (long long)w.standby_fetched,
+        (long long)w.hook_batches);
     return rc;
 }

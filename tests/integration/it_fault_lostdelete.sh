@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # it_fault_lostdelete: a claim delete that fails on a lost connection does
 # not make the member forget the claim (issue 21, part 4; docs/model.md,
-# "Findings"). test_lost_create --lose-delete (zoo_delete wrapped at link
+# "Findings"). test_lost_create --lose-delete (zoo_adelete wrapped at link
 # time: the first claim delete is never sent and reports ZCONNECTIONLOSS)
 # owns two partitions, then the second is taken out of its assignment. The
 # claim stays in ZooKeeper under the member's live session; no coordinator

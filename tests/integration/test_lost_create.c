@@ -27,13 +27,12 @@
  * creates a second claim, behind its own first: it must keep the lowest
  * claim of its session and delete the other, or wait behind itself.
  *
- * With --lose-delete 1 (no lost creates: --lose 0, no coordinator) zoo_delete
- * is wrapped: once every partition is acquired, the last one is taken out of
- * our assignment, and the member's first claim delete is not sent at all but
- * reports ZCONNECTIONLOSS, as when the connection drops before the request
- * reaches the server. The member must not forget that claim (it is still in
- * ZooKeeper, with our live session): the partition must end with no claim
- * of ours, with no watchdog and no session expiry to delete it. */
+ * With --lose-delete 1 (no lost creates: --lose 0, no coordinator) zoo_adelete
+ * is wrapped (baton_zk_delete's send): once every partition is acquired, the last one is taken out
+ * of our assignment, and the member's first claim delete is not sent at all but reports
+ * ZCONNECTIONLOSS, as when the connection drops before the request reaches the server. The member
+ * must not forget that claim (it is still in ZooKeeper, with our live session): the partition must
+ * end with no claim of ours, with no watchdog and no session expiry to delete it. */
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
@@ -113,11 +112,15 @@ int __wrap_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher
     return rc;
 }
 
-int __real_zoo_delete(zhandle_t *zh, const char *path, int version);
-int __wrap_zoo_delete(zhandle_t *zh, const char *path, int version);
+int __real_zoo_adelete(zhandle_t *zh, const char *path, int version, void_completion_t completion,
+                       const void *data);
+int __wrap_zoo_adelete(zhandle_t *zh, const char *path, int version, void_completion_t completion,
+                       const void *data);
 
-/* --lose-delete: the delete is never sent; the member hears ZCONNECTIONLOSS. */
-int __wrap_zoo_delete(zhandle_t *zh, const char *path, int version) {
+/* --lose-delete: the delete is never sent; the member hears ZCONNECTIONLOSS
+ * (a request the client did not queue gets no completion). */
+int __wrap_zoo_adelete(zhandle_t *zh, const char *path, int version, void_completion_t completion,
+                       const void *data) {
     if (lose_delete > 0 && strstr(path, "/claims/claim-")) {
         lose_delete--;
         deletes_lost++;
@@ -126,7 +129,7 @@ int __wrap_zoo_delete(zhandle_t *zh, const char *path, int version) {
                 path);
         return ZCONNECTIONLOSS;
     }
-    return __real_zoo_delete(zh, path, version);
+    return __real_zoo_adelete(zh, path, version, completion, data);
 }
 
 static void assignment_set_done(int rc, const struct Stat *st, const void *data) {
