@@ -100,6 +100,12 @@ extern const size_t baton_metrics_seconds_nbuckets;
         "resources taken as a standby when their owner marked its leave or disappeared, " \
         "before the coordinator's publish"
 
+#define BATON_M_W_STANDBY_CLAIM_YIELDS                                                      \
+    "baton_worker_standby_claim_yields_total",                                              \
+        "claims made ahead of time (standby.claim=ahead) deleted because they were lowest " \
+        "without the resource being ours: its owner let go without leaving, or had not "    \
+        "claimed yet"
+
 #define BATON_M_C_LEADER "baton_coordinator_leader", "1 while this coordinator is the leader"
 #define BATON_M_C_SUSPENDED                                                                    \
     "baton_coordinator_leader_suspended",                                                      \

@@ -35,6 +35,11 @@ typedef struct {
      * A program takes it before anything a duplicate of itself must not
      * touch: baton-worker before it opens its sink. */
     baton_incarnation_t *lock;
+    /* standby.claim=ahead (docs/design.md, "Claims made ahead of time"):
+     * claim each resource we are named standby for all along, queued
+     * behind its owner's claim, so its owner's leave or death finds us in
+     * the queue already. 0: claim only once we take it (the default). */
+    int claim_ahead;
 } baton_membership_ext_t;
 
 /* Takes the member lock of (group, id) in state_dir as baton_membership__new

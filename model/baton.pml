@@ -20,6 +20,10 @@
  *   -DNODEDUP     the sink's offset rule removed: a write applies every
  *                 input, also one below next_offset (a retry after a lost
  *                 COMMIT reply applies it twice)
+ *   -DNOYIELD     (with -DAHEAD) a standby's claim made ahead of time stays
+ *                 when it finds itself lowest without a promotion: the
+ *                 owner let go without leaving, and the next owner waits
+ *                 behind it (for good with -DWATCHDOG=0)
  *   -DOLDDELETE   a claim delete that fails (a lost connection) forgets the
  *                 claim all the same (delete_claim before issue 21's fix):
  *                 the claim stays with our live session and blocks the
@@ -27,7 +31,10 @@
  *                 -DWATCHDOG=0, --handoff-timeout-ms 0: for good)
  *
  * Configuration: -DWATCHDOG=0 is a coordinator with --handoff-timeout-ms 0
- * (no handoff watchdog), a configuration the product allows.
+ * (no handoff watchdog), a configuration the product allows. -DAHEAD is a
+ * group of workers with standby.claim=ahead: a standby keeps a claim of
+ * each partition it stands by for queued behind the owner's, all along,
+ * so a leave or a crash finds it in the queue already (docs/model.md).
  */
 
 #ifndef NW
@@ -79,6 +86,12 @@
 #define NOFENCE_ 1
 #else
 #define NOFENCE_ 0
+#endif
+
+#ifdef AHEAD
+#define AHEAD_ 1
+#else
+#define AHEAD_ 0
 #endif
 
 #ifdef OLDSTANDBY
@@ -209,6 +222,11 @@ bit  sb_verify[NW * NW];
 bit  sb_alive[NW * NW];
 bit  sb_armed[NW * NW];
 bit  revoked[NW * NP];  /* ghost: our claim was deleted by the watchdog while we own */
+bit  ahead_off[NW * NP]; /* AHEAD: our claim ahead of time found itself lowest, not
+                          * assigned: deleted, made again after a back-off (once
+                          * here, AHEAD_TRIES_MAX times in the code) or on the
+                          * next assignment read */
+bit  ahead_tried[NW * NP]; /* AHEAD: that retry was made */
 
 byte faults = FAULTS;   /* what the nemesis may still do */
 bit  gen_seen;          /* ghost: some publish happened */
@@ -230,6 +248,13 @@ HIDDEN byte zload[NW];
 HIDDEN byte zlive[NW];
 
 /* ------------------------------------------------------------ helpers */
+
+/* bits of the partitions worker w stands by for (any owner) */
+#if NW > 2
+#define SBALL(w) (sbl[WO(w, 0)] | sbl[WO(w, 1)] | sbl[WO(w, 2)])
+#else
+#define SBALL(w) (sbl[WO(w, 0)] | sbl[WO(w, 1)])
+#endif
 
 inline notify_node(zx) {
     if
@@ -331,6 +356,7 @@ inline worker_forget() {
         owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; uncertain[WP(w, zp)] = 0;
         dirty[WP(w, zp)] = 0; claim[WP(w, zp)] = 0; pos[WP(w, zp)] = 0;
         revoked[WP(w, zp)] = 0; ev_cl[WP(w, zp)] = 0; arm_cl[WP(w, zp)] = 0;
+        ahead_off[WP(w, zp)] = 0; ahead_tried[WP(w, zp)] = 0;
         if
         :: pend[WP(w, zp)] == 0 ->
             wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0;
@@ -434,7 +460,46 @@ inline queue_check() {
         /* claim_lost: removed by someone else; claim again if assigned */
         claim[WP(w, zp)] = 0; owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0;
         dirty[WP(w, zp)] = 1
-    :: zk == 0 && zk < cl[zp].zn ->
+    :: zk == 0 && zk < cl[zp].zn && !assigned[WP(w, zp)] ->
+        /* AHEAD (mb_ahead_lowest): a standby's claim ahead of time is
+         * lowest, and we were not promoted. If the owner we stand by for
+         * is gone (its member node's event not drained yet), promote as
+         * its deletion would, and own. Otherwise the owner let go without
+         * leaving (a move, a drop) or has not claimed yet, and whoever
+         * comes next would wait behind us. Yield: delete it (the release
+         * step), and try again after a back-off (AHEAD_RETRY) or on the
+         * next assignment. */
+        zo = NW;
+        for (zhi : 0 .. NW - 1) {
+            if
+            :: (sbl[WO(w, zhi)] & BIT(zp)) && mem[zhi] == 0 -> zo = zhi
+            :: else
+            fi
+        }
+        if
+        :: zo < NW ->
+            for (zhq : 0 .. NP - 1) {
+                if
+                :: (sbl[WO(w, zo)] & BIT(zhq)) && !assigned[WP(w, zhq)] ->
+                    assigned[WP(w, zhq)] = 1; promoted[WP(w, zhq)] = 1;
+                    promoted_gen[WP(w, zhq)] = w_gen[w]; dirty[WP(w, zhq)] = 1
+                :: else
+                fi
+            }
+            sb_fired[WO(w, zo)] = 0; sb_verify[WO(w, zo)] = 1; sb_armed[WO(w, zo)] = 0;
+            arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0;
+            if
+            :: MAYW(w) -> owned[WP(w, zp)] = 1; fenced[WP(w, zp)] = 0; dirty[WP(w, zp)] = 0
+            :: else -> dirty[WP(w, zp)] = 1
+            fi
+        :: else ->
+#ifdef NOYIELD
+            arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0; dirty[WP(w, zp)] = 0
+#else
+            ahead_off[WP(w, zp)] = 1; dirty[WP(w, zp)] = 1
+#endif
+        fi
+    :: zk == 0 && zk < cl[zp].zn && assigned[WP(w, zp)] ->
         /* lowest: ours (if we may write), and watch our own claim */
         arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0;
         if
@@ -541,6 +606,20 @@ inline poll_read_assignment() {
             :: else
             fi
         }
+        /* AHEAD (ahead_update): every unassigned partition we stand by for,
+         * or hold a claim of, is looked at again: a claim made or kept
+         * ahead of time, or deleted */
+        for (zp : 0 .. NP - 1) {
+            if
+            :: AHEAD_ && !assigned[WP(w, zp)] ->
+                ahead_off[WP(w, zp)] = 0; ahead_tried[WP(w, zp)] = 0;
+                if
+                :: claim[WP(w, zp)] != 0 || (SBALL(w) & BIT(zp)) -> dirty[WP(w, zp)] = 1
+                :: else
+                fi
+            :: else
+            fi
+        }
 }
 
 /* standby_promote: only on a current assignment (after the read) */
@@ -604,10 +683,16 @@ inline poll_arm() {
         }
 }
 
-/* per-partition conditions of worker w's steps */
-#define REL_READY(q) (dirty[WP(w, q)] && !assigned[WP(w, q)] && pend[WP(w, q)] == 0 && \
-                      wres[WP(w, q)] == 0)
-#define CLAIM_READY(q) (dirty[WP(w, q)] && assigned[WP(w, q)])
+/* per-partition conditions of worker w's steps. WANT_AHEAD: AHEAD, a
+ * partition we stand by for and do not own: its claim is made, or kept,
+ * ahead of time (queued behind the owner's) unless it yielded. */
+#define WANT_AHEAD(q) (AHEAD_ && !assigned[WP(w, q)] && !owned[WP(w, q)] && \
+                       (SBALL(w) & BIT(q)) != 0 && !ahead_off[WP(w, q)])
+#define AHEAD_RETRY(q) (ahead_off[WP(w, q)] && !ahead_tried[WP(w, q)] && claim[WP(w, q)] == 0 && \
+                        !uncertain[WP(w, q)] && cl[q].zn > 0)
+#define REL_READY(q) (dirty[WP(w, q)] && !assigned[WP(w, q)] && !WANT_AHEAD(q) && \
+                      pend[WP(w, q)] == 0 && wres[WP(w, q)] == 0)
+#define CLAIM_READY(q) (dirty[WP(w, q)] && (assigned[WP(w, q)] || WANT_AHEAD(q)))
 #define FENCE_READY(q) (owned[WP(w, q)] && !fenced[WP(w, q)] && \
                         (fence_ep[q] <= claim[WP(w, q)] || ZK_OK))
 #define WRITE_READY(q) (owned[WP(w, q)] && fenced[WP(w, q)] && pos[WP(w, q)] < NIN && \
@@ -690,7 +775,14 @@ end_loop:
         :: else
         fi;
         uncertain[WP(w, zp)] = 0;
-        drop_claim_req()
+        drop_claim_req();
+        /* AHEAD (ahead_after_release): let go of a partition we now stand
+         * by for, its claim ahead of time comes after a back-off, once the
+         * new owner's claim is there to queue behind (AHEAD_RETRY) */
+        if
+        :: AHEAD_ && zk && (SBALL(w) & BIT(zp)) && !assigned[WP(w, zp)] -> ahead_off[WP(w, zp)] = 1
+        :: else
+        fi
        }
 
     /* claims_reconcile: a create goes with its queue check (one flight) */
@@ -727,6 +819,18 @@ end_loop:
             fi
         :: claim[WP(w, zp)] != 0 -> queue_check()
         fi
+       }
+
+    /* AHEAD (ahead_retry): the yield's back-off has passed, try again, a
+     * bounded number of times between assignment reads (two standbys
+     * named by nodes of different generations would otherwise yield to
+     * each other until the coordinator's next publish). Only once another
+     * claim is in the queue: a try that finds none yields again at once,
+     * a step that changes nothing but the epoch counter */
+    :: atomic {
+        ANYP(AHEAD_RETRY) ->
+        PICKP(zp, AHEAD_RETRY);
+        ahead_off[WP(w, zp)] = 0; ahead_tried[WP(w, zp)] = 1; dirty[WP(w, zp)] = 1
        }
 
     /* fence (worker.c, after on_acquired): a sink transaction */

@@ -44,7 +44,8 @@ fails=0
 # run NAME EXPECT MODE "spin -D flags" [pan flags...]
 #   EXPECT: pass (no error allowed) or fail (a trail is required)
 #   MODE:   safety (assertions, the one-owner monitor, quiet states;
-#           safety-deep: the same, a must-fail one whose trail is deep, -O2),
+#           safety-deep: the same, a must-fail one whose trail is deep, -O2;
+#           safety-big: the same with 4 GB of memory),
 #           safety-bitstate, or liveness (the LTL formula under weak fairness)
 run() {
     local name=$1 expect=$2 mode=$3 defs=$4
@@ -57,6 +58,8 @@ run() {
     [[ $expect == fail && $mode != safety-deep ]] && opt=-O0
     case $mode in
     safety | safety-deep) cflags="$opt -DSAFETY -DNOCLAIM -DCOLLAPSE -DMEMLIM=${BATON_MODEL_MEMLIM:-2048}"; search=exhaustive ;;
+    # the same with 4 GB: -DAHEAD's small group takes 2.8 GB (30 M states)
+    safety-big) cflags="$opt -DSAFETY -DNOCLAIM -DCOLLAPSE -DMEMLIM=${BATON_MODEL_MEMLIM_BIG:-4096}"; search=exhaustive ;;
     safety-bitstate) cflags="$opt -DSAFETY -DNOCLAIM -DBITSTATE"; search=bitstate ;;
     liveness) cflags="$opt -DCOLLAPSE -DNFAIR=3 -DMEMLIM=${BATON_MODEL_MEMLIM:-2048}"; search="exhaustive, weak fairness" ;;
     liveness-bitstate) cflags="$opt -DBITSTATE -DNFAIR=3"; search="bitstate, weak fairness" ;;
@@ -140,6 +143,9 @@ spawn oldstandby fail safety "$small -DOLDSTANDBY" -E -m200000
 # faults are a crash and the lost delete
 lostdel="-DNW=2 -DNP=1 -DNC=1 -DNIN=1 -DFAULTS=2 -DF_CUT=0 -DF_STOP=0 -DF_CKILL=0 -DF_LOSTREPLY=0 -DF_LOSTWRITE=0 -DWATCHDOG=0"
 spawn olddelete fail safety "$lostdel -DOLDDELETE" -E -m200000
+# standby.claim=ahead without its yield: the next owner waits behind a
+# standby's claim made ahead of time, for good without the watchdog
+spawn ahead.noyield fail safety "$small -DAHEAD -DNOYIELD -DWATCHDOG=0" -E -m200000
 # a publish's chunk 1, then the coordinator's death, then a new plan with
 # the same generation: a stop and a coordinator's death only, the safety
 # assertions only (NOQUIET); millions of states deep (docs/model.md)
@@ -163,6 +169,17 @@ if ((quick == 0)); then
     spawn model.ltl.lostwrite pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTDEL=0" -a -f -E -m1000000
     spawn model.ltl.lostreply pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0" -a -f -E -m1000000
     spawn model.ltl.lostdel pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTWRITE=0" -a -f -E -m1000000
+    # standby.claim=ahead (-DAHEAD): the same properties, safety with one
+    # fault of any kind, then the LTL formula per fault kind (exhaustive
+    # where it finishes in minutes, bitstate for a crash, a stop, a cut)
+    spawn model.ahead pass safety-big "$small -DAHEAD" -E -m200000
+    spawn model.ahead.ltl.ckill pass liveness "$ltl1 -DF_CRASH=0 -DF_STOP=0 -DAHEAD" -a -f -E -m1000000
+    spawn model.ahead.ltl.lostdel pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000
+    spawn model.ahead.ltl.lostreply pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000
+    spawn model.ahead.ltl.crash pass liveness-bitstate "$ltl1 -DF_STOP=0 -DF_CKILL=0 -DAHEAD" -a -f -E -m1000000 -w26
+    spawn model.ahead.ltl.stop pass liveness-bitstate "$ltl1 -DF_CRASH=0 -DF_CKILL=0 -DAHEAD" -a -f -E -m1000000 -w26
+    spawn model.ahead.ltl.cut pass liveness-bitstate "$ltl2 -DF_LOSTREPLY=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000 -w26
+    spawn model.ahead.full pass safety-bitstate "-DNW=3 -DNP=2 -DNC=2 -DFAULTS=2 -DAHEAD" -E -m400000 -w24
     # the oldgen faults on the correct model (found the leave deadlock)
     spawn model.stopkill pass safety-bitstate "-DNW=2 -DNP=1 -DNC=1 -DNIN=1 -DFAULTS=2 -DF_CRASH=0 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0" -E -m400000 -w26
     spawn model.twocoord pass safety-bitstate "-DNW=2 -DNP=1 -DNC=2 -DFAULTS=2" -E -m400000 -w24

@@ -40,6 +40,8 @@ static const char *state_dir;
 static int64_t member_wait_ms;
 /* --standby-prefetch on|off and its memory bounds (docs/configuration.md). */
 static const char *standby_prefetch = "off";
+/* --standby-claim ahead|takeover (docs/configuration.md). */
+static const char *standby_claim = "takeover";
 static int64_t standby_prefetch_bytes = 1 << 20, standby_prefetch_total_bytes = 64 << 20;
 /* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
  * heap, lives until exit). */
@@ -88,6 +90,11 @@ static baton_conf_opt_t opts[] = {
      &standby_prefetch, "on|off",
      "fetch ahead the partitions we are named standby for, so a handoff to us writes at once "
      "(default off)",
+     0},
+    {"standby-claim", "standby.claim", "BATON_STANDBY_CLAIM", BATON_CONF_STR, 0, 0, &standby_claim,
+     "ahead|takeover",
+     "ahead: keep a claim of the partitions we are named standby for queued behind the owner's, "
+     "so a handoff to us needs no create; takeover: claim them when we take them (default)",
      0},
     {"standby-prefetch-bytes", "standby.prefetch.bytes", "BATON_STANDBY_PREFETCH_BYTES",
      BATON_CONF_INT, 1024, INT64_C(1) << 40, &standby_prefetch_bytes, "BYTES",
@@ -194,6 +201,11 @@ int main(int argc, char **argv) {
         prefetch_on = 0;
     else
         baton_usage_error(prog, "--standby-prefetch: '%s' is not on or off", standby_prefetch);
+    int claim_ahead = 0;
+    if (strcmp(standby_claim, "ahead") == 0)
+        claim_ahead = 1;
+    else if (strcmp(standby_claim, "takeover") != 0)
+        baton_usage_error(prog, "--standby-claim: '%s' is not ahead or takeover", standby_claim);
     baton_daemon_opts_t daemon = {log_level, log_format, metrics_addr};
     baton_daemon_check(prog, &daemon);
     /* The processor is loaded and its configuration checked before joining
@@ -223,6 +235,7 @@ int main(int argc, char **argv) {
         .state_dir = state_dir,
         .member_wait_ms = (int)member_wait_ms,
         .standby_prefetch = prefetch_on,
+        .standby_claim_ahead = claim_ahead,
         .standby_prefetch_bytes = standby_prefetch_bytes,
         .standby_prefetch_total_bytes = standby_prefetch_total_bytes,
     };

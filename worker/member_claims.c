@@ -250,8 +250,15 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
         mb_mark_dirty(m, mp); /* it went meanwhile: look again */
         return BATON_OK;
     }
+    if (err == BATON_OK && waiting)
+        mp->ahead_tries = 0; /* queued: a yield's back-off starts over */
     if (err != BATON_OK || waiting)
         return err;
+    if (!mstate_assigned(mp->state)) {
+        mb_ahead_lowest(m, row); /* a claim made ahead of time, lowest */
+        if (!mstate_assigned(mp->state))
+            return BATON_OK; /* it yielded */
+    }
     /* Our own claim's stat: its czxid is the epoch (a batched create, see
      * claims_create_multi, learns it only here). */
     if (st && st->czxid)

@@ -45,6 +45,14 @@ typedef struct {
      * assigned until an assignment newer than promoted_gen decides. */
     int promoted;
     int64_t promoted_gen;
+    /* standby.claim=ahead: we stand by for this resource (mb_standby_update),
+     * so while not assigned it keeps a claim queued behind its owner's. A
+     * claim of ours that found itself lowest without a promotion yielded
+     * (deleted; ahead_yield): none is made again before ahead_at, or the
+     * next assignment read. ahead_tries doubles the back-off. */
+    int ahead;
+    int ahead_tries;
+    int64_t ahead_at;
 } mpart_t;
 
 /* What we stand by for (assignment "standby"): owner's resources, which we
@@ -111,6 +119,7 @@ struct baton_membership_s {
     int member_wait_ms;          /* ext->member_wait_ms */
     baton_zk_wait_hook_fn hook;  /* baton_membership__set_wait_hook, set on every session */
     void *hook_arg;
+    int claim_ahead; /* ext->claim_ahead: standby.claim=ahead */
 };
 
 /* A watch's path and handle, for its completion (own_watch_done,
@@ -130,6 +139,13 @@ static inline void mb_mark_dirty(baton_membership_t *m, mpart_t *mp) {
     mp->dirty = 1;
     if (!mp->listed)
         mb_dirty_list(m, (size_t)(mp - m->st));
+}
+
+/* standby.claim=ahead: whether row, not assigned, keeps (or makes) a claim
+ * queued behind its owner's now (member_standby.c, "claims ahead"). */
+static inline int mb_want_ahead(const baton_membership_t *m, const mpart_t *mp, int64_t now) {
+    return m->claim_ahead && mp->ahead && !mstate_assigned(mp->state) && !mstate_owned(mp->state) &&
+           now >= mp->ahead_at;
 }
 
 /* membership.c */
@@ -171,6 +187,8 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
 void mb_standby_arm(baton_membership_t *m);
 void mb_standby_note(baton_membership_t *m, const char *id, int type);
 void mb_standby_promote(baton_membership_t *m);
+void mb_ahead_lowest(baton_membership_t *m, size_t row);
+void mb_ahead_after_release(baton_membership_t *m, size_t row);
 
 /* member_leave.c */
 void mb_leave(baton_membership_t *m);

@@ -26,7 +26,7 @@ void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) 
     mstate_t from = mp->state;
     if (from == to)
         return;
-    if (!mstate_transition_ok(from, to))
+    if (!(m->claim_ahead ? mstate_transition_ok_ahead(from, to) : mstate_transition_ok(from, to)))
         BLOG_WARN("event=member_state_unexpected %s from=%s to=%s reason=%s", mb_row_label(m, row),
                   mstate_name(from), mstate_name(to), why);
     BLOG_DEBUG("event=member_state %s from=%s to=%s reason=%s", mb_row_label(m, row),
@@ -68,7 +68,12 @@ void mb_st_phase(baton_membership_t *m, size_t row, mphase_t phase, const char *
     mb_st_set(m, row, mstate_make(mstate_assigned(m->st[row].state), phase), why);
 }
 void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *why) {
-    mb_st_set(m, row, mstate_make(assigned, mstate_phase(m->st[row].state)), why);
+    mpart_t *mp = &m->st[row];
+    /* A claim we hold already (made ahead of time, standby.claim=ahead):
+     * the handoff metric counts from now, not from its creation. */
+    if (assigned && !mstate_assigned(mp->state) && mstate_claimed(mp->state))
+        mp->claimed_ms = baton_now_ms();
+    mb_st_set(m, row, mstate_make(assigned, mstate_phase(mp->state)), why);
 }
 
 /* Room in m->st for every row of the table, the new ones zeroed. A big

@@ -74,6 +74,101 @@ static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
     return m->nstandby ? bsearch(&key, m->standby, m->nstandby, sizeof(key), standby_cmp) : NULL;
 }
 
+/* ---- claims ahead of time (standby.claim=ahead) ---------------------------
+ * With claim_ahead, a standby keeps a claim of each resource it stands by
+ * for, queued behind the owner's claim, all along. When the owner leaves
+ * (its mark, then its claims' delete) or dies (its session's ephemerals
+ * go), the promotion finds our claim in the queue already and the
+ * predecessor's deletion makes it lowest: no create, no round trip, on the
+ * handoff's path. A claim made ahead of time never owns without the
+ * assignment or a promotion: lowest while not assigned (the owner let go
+ * without leaving, a move, a drop; or has not claimed yet), it yields
+ * (mb_ahead_yield) so whoever is next does not wait behind it. The claim's
+ * epoch is its czxid, as for any claim: queued behind the owner's, it is
+ * past the owner's epoch, and the queue's order is the epochs' order.
+ * model/baton.pml checks this with -DAHEAD. */
+
+/* Back-off of a yield: AHEAD_RETRY_MS, doubled per yield, at most
+ * AHEAD_TRIES_MAX tries between assignment reads (two standbys named by
+ * nodes of different generations would yield to each other until the
+ * coordinator's next publish). */
+#define AHEAD_RETRY_MS 200
+#define AHEAD_TRIES_MAX 4
+
+/* Our claim of row, made ahead of time, is lowest while row is not
+ * assigned to us: deletes it, and makes none again before the back-off
+ * (or, past AHEAD_TRIES_MAX, the next assignment read). */
+static void ahead_yield(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    int64_t now = baton_now_ms();
+    mp->ahead_tries++;
+    int64_t wait = mp->ahead_tries > AHEAD_TRIES_MAX
+                       ? INT64_MAX / 2
+                       : (int64_t)AHEAD_RETRY_MS << (mp->ahead_tries - 1);
+    mp->ahead_at = now + wait;
+    BLOG_INFO("event=standby_claim_yield %s claim=%s tries=%d retry_ms=%lld", mb_row_label(m, row),
+              mp->claim, mp->ahead_tries,
+              (long long)(mp->ahead_tries > AHEAD_TRIES_MAX ? -1 : wait));
+    baton_metric_inc(baton_metric_counter(BATON_M_W_STANDBY_CLAIM_YIELDS));
+    mb_delete_claim(m, row, "ahead_yield"); /* a failure is retried: released */
+    mb_mark_dirty(m, mp);
+    if (mp->ahead_tries <= AHEAD_TRIES_MAX && mp->retry_at < mp->ahead_at)
+        mp->retry_at = mp->ahead_at;
+}
+
+/* Row was let go of (its claim deleted) while we stand by for it: the
+ * assignment moved it from us to an owner we are now the standby of. Its
+ * claim ahead of time is made after AHEAD_RETRY_MS, behind the new
+ * owner's claim (made now, one would be lowest and yield). */
+void mb_ahead_after_release(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    if (!m->claim_ahead || !mp->ahead || mp->claim[0] || mstate_assigned(mp->state) ||
+        mp->ahead_tries > AHEAD_TRIES_MAX)
+        return;
+    mp->ahead_at = baton_now_ms() + AHEAD_RETRY_MS;
+    mb_mark_dirty(m, mp);
+    if (mp->retry_at < mp->ahead_at)
+        mp->retry_at = mp->ahead_at;
+}
+
+/* The standby list becomes next[0..n-1]: every row's ahead flag follows it;
+ * a row whose flag changed, or one without a claim that should have one,
+ * is looked at again (not assigned: the claims loop makes or keeps its
+ * claim, the release loop deletes one no longer wanted), and a yield's
+ * back-off starts over. */
+static void ahead_update(baton_membership_t *m, const mstandby_t *next, size_t n) {
+    if (!m->claim_ahead)
+        return;
+    for (size_t i = 0; i < m->nstandby; i++)
+        for (size_t j = 0; j < m->standby[i].n; j++)
+            m->st[m->standby[i].rows[j]].ahead = -1; /* was */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < next[i].n; j++) {
+            mpart_t *mp = &m->st[next[i].rows[j]];
+            mp->ahead = mp->ahead == -1 ? 1 : 2; /* kept : new */
+        }
+    for (int pass = 0; pass < 2; pass++) {
+        const mstandby_t *list = pass ? next : m->standby;
+        size_t nl = pass ? n : m->nstandby;
+        for (size_t i = 0; i < nl; i++)
+            for (size_t j = 0; j < list[i].n; j++) {
+                mpart_t *mp = &m->st[list[i].rows[j]];
+                int changed = mp->ahead != 1;
+                if (mp->ahead == 2 || mp->ahead == -1)
+                    mp->ahead = mp->ahead == 2;
+                if (mstate_assigned(mp->state))
+                    continue;
+                if (changed || mp->ahead_tries || (mp->ahead && !mp->claim[0])) {
+                    if (mp->ahead_tries && mp->retry_at == mp->ahead_at)
+                        mp->retry_at = 0; /* the yield's, not an error's */
+                    mp->ahead_tries = 0;
+                    mp->ahead_at = 0;
+                    mb_mark_dirty(m, mp);
+                }
+            }
+    }
+}
+
 /* Replaces our standby list with the assignment's, keeping what we know of
  * owners still in it (their watch, news not yet acted on). */
 void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa) {
@@ -100,6 +195,7 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
         }
         n++;
     }
+    ahead_update(m, next, n);
     mb_standby_clear(m);
     m->standby = next;
     m->nstandby = n;
@@ -279,4 +375,33 @@ void mb_standby_promote(baton_membership_t *m) {
         }
         e->fired = 0;
     }
+}
+
+/* The entry of the owner we stand by for row for, or NULL. */
+static mstandby_t *standby_of_row(baton_membership_t *m, size_t row) {
+    for (size_t i = 0; i < m->nstandby; i++)
+        for (size_t j = 0; j < m->standby[i].n; j++)
+            if (m->standby[i].rows[j] == row)
+                return &m->standby[i];
+    return NULL;
+}
+
+/* Our claim of row, made ahead of time, is lowest and row is not assigned
+ * to us. If the owner we stand by for is gone (a crash: its session took
+ * its claims and its member node in one transaction, whose events can
+ * reach us in two polls, the claim's first), this is the departure the
+ * member node's event will report: promote now, and the claim made ahead
+ * is ours (row is then assigned; the caller acquires it). Otherwise the
+ * owner let go without leaving, or has not claimed yet: yield. */
+void mb_ahead_lowest(baton_membership_t *m, size_t row) {
+    mstandby_t *e = standby_of_row(m, row);
+    if (e && !standby_owner_exists(m, e->owner)) {
+        BLOG_INFO("event=standby_claim_lowest %s owner=%s action=promote", mb_row_label(m, row),
+                  e->owner);
+        e->fired = ZOO_DELETED_EVENT;
+        mb_standby_promote(m);
+        if (mstate_assigned(m->st[row].state))
+            return;
+    }
+    ahead_yield(m, row);
 }

@@ -42,3 +42,9 @@ int mstate_transition_ok(mstate_t from, mstate_t to) {
         return 0; /* creating and acquiring only while assigned */
     return (phase_ok[pf] & TO(pt)) != 0;
 }
+
+int mstate_transition_ok_ahead(mstate_t from, mstate_t to) {
+    if (mstate_transition_ok(from, to))
+        return 1;
+    return from == MSTATE_IDLE && (to == MSTATE_RELEASING || to == MSTATE_ORPHAN_CHECK);
+}

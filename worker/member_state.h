@@ -66,6 +66,12 @@ const char *mstate_name(mstate_t s);
  * Values out of range are never ok. */
 int mstate_transition_ok(mstate_t from, mstate_t to);
 
+/* The same for a member with standby.claim=ahead, which also creates a
+ * claim while not assigned (idle -> releasing, or -> orphan_check when the
+ * create's reply is lost): a standby's claim made ahead of time, queued
+ * behind the owner's. Acquiring still needs the assignment. */
+int mstate_transition_ok_ahead(mstate_t from, mstate_t to);
+
 static inline mstate_t mstate_make(int assigned, mphase_t phase) {
     return (mstate_t)((assigned ? MSTATE_WANTED : MSTATE_IDLE) + (int)phase);
 }

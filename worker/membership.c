@@ -357,6 +357,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     m->log = baton_log_sink_dup(ext ? ext->log : NULL);
     baton_log_enter(m->log); /* restored on return */
     m->member_wait_ms = ext ? ext->member_wait_ms : 0;
+    m->claim_ahead = ext ? ext->claim_ahead : 0;
     int err = BATON_OK;
     if (ext && ext->lock) {
         m->inc = *ext->lock; /* adopted: the caller's is left closed */
@@ -441,6 +442,12 @@ int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, in
     long row;
     const mpart_t *mp = st_of(m, r, &row);
     return mp && mstate_owned(mp->state) && mp->czxid == epoch && baton_membership_can_write(m);
+}
+
+int baton_membership__holds(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
+    long row;
+    const mpart_t *mp = st_of(m, r, &row);
+    return mp && mstate_owned(mp->state) && mp->czxid == epoch;
 }
 
 int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r) {
@@ -733,7 +740,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         for (size_t i = 0; i < m->ndirty && !expired; i++) {
             size_t row = m->dirty_rows[i];
             mpart_t *mp = &m->st[row];
-            if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state))
+            if (!mp->dirty || mp->retry_at > now || mstate_assigned(mp->state) ||
+                mb_want_ahead(m, mp, now))
                 continue;
             mp->dirty = 0;
             int e = mb_claim_let_go(m, row);
@@ -750,6 +758,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         if (ngone > 0 && !expired) {
             BATON_FAILPOINT("worker.before_release");
             mb_claims_delete(m, gone, ngone, "released");
+            for (size_t i = 0; i < ngone; i++)
+                mb_ahead_after_release(m, gone[i]);
         }
         for (size_t i = 0; expired && i < ngone; i++) {
             /* Not deleted: look again (an expiry drops them all anyway;
@@ -776,7 +786,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
             if (i < total) {
                 size_t row = m->dirty_rows[i];
                 mpart_t *mp = &m->st[row];
-                if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state))
+                if (!mp->dirty || mp->retry_at > now ||
+                    (!mstate_assigned(mp->state) && !mb_want_ahead(m, mp, now)))
                     continue;
                 mp->dirty = 0;
                 batch[nb++] = row;

@@ -26,4 +26,8 @@ void baton_membership__standby_partitions(const baton_membership_t *m, unsigned 
  * (baton_zk_set_wait_hook), on every session it makes from now on. The
  * Kafka worker writes what it holds meanwhile (worker.c, poll_hook). */
 void baton_membership__set_wait_hook(baton_membership_t *m, baton_zk_wait_hook_fn fn, void *arg);
+
+/* In-tree only: 1 if r is ours (acquired) with the claim of this epoch,
+ * whether or not we may write now (baton_epoch_valid also asks that). */
+int baton_membership__holds(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch);
 #endif

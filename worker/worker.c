@@ -118,6 +118,13 @@ typedef struct {
     int inlive; /* p is in worker_t.live */
 } wpart_t;
 
+/* A partition whose write the wait hook saw refused STALE, and the epoch
+ * that write carried (drops_apply). */
+typedef struct {
+    int32_t p;
+    int64_t epoch;
+} drop_t;
+
 typedef struct {
     const baton_worker_conf_t *conf;
     baton_membership_t *m;
@@ -180,7 +187,7 @@ typedef struct {
      * in_hook while the hook runs. A write refused STALE in the hook
      * drops its claim after the poll (drops), not inside it. */
     int hook_on, in_hook;
-    int32_t *drops;
+    drop_t *drops;
     size_t ndrops, dropcap;
     int64_t hook_batches; /* batches written by the hook (logged at exit) */
 } worker_t;
@@ -497,9 +504,10 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
             /* Inside the membership's poll: its rows are not ours to
              * change there (drops_apply, once it returns). */
             if (w->ndrops == w->dropcap)
-                w->drops = xrealloc(w->drops, sizeof(int32_t) *
+                w->drops = xrealloc(w->drops, sizeof(*w->drops) *
                                                   (w->dropcap = w->dropcap ? 2 * w->dropcap : 8));
-            w->drops[w->ndrops++] = p;
+            w->drops[w->ndrops].p = p;
+            w->drops[w->ndrops++].epoch = wp->epoch;
             return BATON_STALE;
         }
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
@@ -648,7 +656,8 @@ static void pre_hold(worker_t *w, int32_t p, rd_kafka_message_t *msg) {
          * resumes seek in Kafka, see handoff_busy), then, if there is still
          * no room, pause and drop from here on (fetching restarts at
          * pre_expect once there is room: standby_trim). */
-        if (baton_now_ms() >= w->trim_forced_at + STANDBY_TRIM_MIN_MS && !handoff_busy(w)) {
+        if (baton_now_ms() >= w->trim_forced_at + STANDBY_TRIM_MIN_MS && !handoff_busy(w) &&
+            !w->in_hook) { /* the trim reads the sink and may seek: not inside a wait */
             w->trim_forced_at = baton_now_ms();
             standby_trim(w);
         }
@@ -1767,17 +1776,20 @@ static int poll_hook(void *opaque) {
         return 50;
     w->in_hook = 1;
     ensure_parts(w);
-    kafka_drain(w, 1000);
+    int more = kafka_drain(w, 1000);
     flush_due(w, 0);
     w->in_hook = 0;
-    return flush_due_in(w, 10);
+    return more ? 1 : flush_due_in(w, 10); /* Kafka has more: soon again */
 }
 
-/* The partitions whose write the hook saw refused: their claims go now. */
+/* The partitions whose write the hook saw refused: their claims go now,
+ * each only if it is still the claim the refused write's epoch came from
+ * (the poll may have let it go, or lost it, meanwhile). */
 static void drops_apply(worker_t *w) {
     for (size_t i = 0; i < w->ndrops; i++) {
-        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = w->drops[i]};
-        baton_membership_drop(w->m, &r);
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = w->drops[i].p};
+        if (baton_membership__holds(w->m, &r, w->drops[i].epoch))
+            baton_membership_drop(w->m, &r);
     }
     w->ndrops = 0;
 }
@@ -1876,8 +1888,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     if (source_topic_check(&w, conf) != 0)
         goto out;
     rd_kafka_poll_set_consumer(w.rk);
-    baton_membership_ext_t ext = {
-        .zk_auth = conf->zk_auth, .member_wait_ms = conf->member_wait_ms, .lock = &lock};
+    baton_membership_ext_t ext = {.zk_auth = conf->zk_auth,
+                                  .member_wait_ms = conf->member_wait_ms,
+                                  .lock = &lock,
+                                  .claim_ahead = conf->standby_claim_ahead};
     err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
@@ -1964,6 +1978,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     baton_membership_leave(w.m);
     rc = w.sink_fatal ? 1 : 0;
 out:
+    if (w.m) /* no hook from here: what it writes with is going */
+        baton_membership__set_wait_hook(w.m, NULL, NULL);
     parts_clear(&w);
     if (kq) {
         rd_kafka_queue_io_event_enable(kq, -1, NULL, 0);

@@ -35,6 +35,9 @@ typedef struct {
      * standby_prefetch_bytes of keys and values per partition and
      * standby_prefetch_total_bytes over all of them (worker.c). */
     int standby_prefetch;
+    /* standby.claim=ahead (--standby-claim ahead): keep a claim of every
+     * partition we stand by for queued behind its owner's (membership). */
+    int standby_claim_ahead;
     long long standby_prefetch_bytes;
     long long standby_prefetch_total_bytes;
 } baton_worker_conf_t;

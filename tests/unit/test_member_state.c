@@ -125,6 +125,23 @@ static void test_detours_and_refusals(void **state) {
         assert_int_equal(mstate_transition_ok(cases[i].from, cases[i].to), cases[i].ok);
 }
 
+/* standby.claim=ahead: creating while unassigned is expected too (a claim
+ * made ahead of time, or its lost reply); acquiring still is not, and
+ * everything the plain table allows stays allowed. */
+static void test_ahead(void **state) {
+    (void)state;
+    assert_int_equal(mstate_transition_ok_ahead(MSTATE_IDLE, MSTATE_RELEASING), 1);
+    assert_int_equal(mstate_transition_ok_ahead(MSTATE_IDLE, MSTATE_ORPHAN_CHECK), 1);
+    assert_int_equal(mstate_transition_ok_ahead(MSTATE_IDLE, MSTATE_OWNED), 0);
+    assert_int_equal(mstate_transition_ok_ahead(MSTATE_IDLE, MSTATE_QUEUED), 0);
+    assert_int_equal(mstate_transition_ok_ahead(MSTATE_RELEASING, MSTATE_REVOKING), 0);
+    assert_int_equal(mstate_transition_ok_ahead(MSTATE_IDLE, MSTATE_IDLE), 0);
+    for (int f = 0; f < MSTATE_NSTATES; f++)
+        for (int t = 0; t < MSTATE_NSTATES; t++)
+            if (mstate_transition_ok((mstate_t)f, (mstate_t)t))
+                assert_int_equal(mstate_transition_ok_ahead((mstate_t)f, (mstate_t)t), 1);
+}
+
 /* A state set to itself is not a transition; values out of range never
  * are. */
 static void test_refused_values(void **state) {
@@ -141,7 +158,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),          cmocka_unit_test(test_make_and_predicates),
         cmocka_unit_test(test_lives),          cmocka_unit_test(test_detours_and_refusals),
-        cmocka_unit_test(test_refused_values),
+        cmocka_unit_test(test_refused_values), cmocka_unit_test(test_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# it_standby_claim_ahead: with --standby-claim ahead (standby.claim=ahead)
+# every named standby keeps a claim of the partitions it stands by for,
+# queued behind the owner's, all along (docs/design.md, "Claims made ahead
+# of time"):
+#   1. Settled, every partition's claims queue is the owner's claim, then
+#      its standby's (status's "standby"; the claims' bodies name them).
+#   2. A leave (SIGTERM) and a crash (SIGKILL), the coordinator frozen
+#      (SIGSTOP) so only the standbys can move anything: each standby takes
+#      its partitions with the claim it made ahead of time -- the new epoch
+#      is that claim's czxid, read before -- and creates none for them.
+#   3. The owner lets go without leaving (its claim deleted by hand; the
+#      coordinator's handoff watchdog off, so nothing but the yield can
+#      clear the way): the standby's claim, lowest without a promotion,
+#      yields (event=standby_claim_yield,
+#      baton_worker_standby_claim_yields_total) and the owner owns again.
+#      Then a move (batonctl pin): the queues follow the new assignment.
+#   4. Continuous input throughout: every record once, epochs never fall.
+# A bad value of --standby-claim is a usage error naming the flag.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_standby_claim_ahead
+h_zk_start
+B_PARTITIONS=6
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+
+rc=0
+"$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id wbad --brokers "$BOOTSTRAP" \
+    --sink "sqlite:$B_SINK" --standby-claim early >"$H_DIR/bad.out" 2>&1 || rc=$?
+((rc == 2)) || h_fail "--standby-claim early should exit 2, got $rc: $(cat "$H_DIR/bad.out")"
+grep -q -- "--standby-claim: 'early'" "$H_DIR/bad.out" || h_fail "unclear error: $(cat "$H_DIR/bad.out")"
+
+# The coordinator's session outlives its freeze; no handoff watchdog (3.).
+B_SESSION_MS=20000 b_coord c1 --handoff-timeout-ms 0
+B_SESSION_MS=3000
+declare -A MPORT=()
+# start W: a worker with claims ahead, serving /metrics on a port of its own.
+start() {
+    MPORT[$1]=$(h_free_port)
+    b_worker "$1" --standby-claim ahead --log-level debug --metrics-addr "127.0.0.1:${MPORT[$1]}"
+}
+# metric W NAME: W's value of counter NAME (0 before the first).
+metric() {
+    local v
+    v=$(curl -sS --max-time 5 "http://127.0.0.1:${MPORT[$1]}/metrics" | awk -v n="$2" '$1 == n { print $2 }')
+    echo "${v:-0}"
+}
+start w1
+start w2
+start w3
+claims_dir() { echo "/baton/$B_GROUP/partitions/$1/claims"; }
+# claims P: P's claims, lowest first (claim-SESSION-SEQUENCE: by sequence).
+claims() { h_zk ls "$(claims_dir "$1")" | sort -t- -k3,3; }
+# queue P: the workers of P's claims, lowest first, space separated.
+queue() {
+    local c out=""
+    for c in $(claims "$1"); do
+        out+="$(h_zk get "$(claims_dir "$1")/$c" | jq -r .worker) "
+    done
+    echo "${out% }"
+}
+# queued_ahead: every partition active, and its queue is "owner standby".
+queued_ahead() {
+    local s p owner sb
+    b_all_active "$@" || return 1
+    s=$(b_status) || return 1
+    for ((p = 0; p < B_PARTITIONS; p++)); do
+        owner=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .owner' <<<"$s")
+        sb=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .standby' <<<"$s")
+        [[ $sb != null && $(queue $p) == "$owner $sb" ]] || return 1
+    done
+}
+h_wait_for 30 "three workers share the partitions, each standby's claim queued behind its owner's" \
+    queued_ahead 3
+
+h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+    --partitions $B_PARTITIONS --count 9000 --rate 500
+h_wait_for 10 "records flowing" b_sink_has 300
+
+# takeover VICTIM SIGNAL WHAT: freezes c1, stops VICTIM with SIGNAL; each of
+# VICTIM's partitions goes to the standby whose claim was queued behind
+# VICTIM's, at that claim's czxid.
+takeover() {
+    local victim=$1 sig=$2 what=$3 parts p s c
+    local -A sb=() cz=() lines=()
+    parts=$(b_partitions_of "$victim")
+    [[ -n $parts ]] || h_fail "$victim owns nothing"
+    for p in $parts; do
+        read -r _ sb[$p] <<<"$(queue "$p")"
+        [[ -n ${sb[$p]} ]] || h_fail "$what: partition $p has no claim queued behind $victim's"
+        c=$(claims "$p" | sed -n 2p)
+        cz[$p]=$(h_zk stat "$(claims_dir "$p")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')
+        lines[$p]=$(wc -l <"$H_DIR/${sb[$p]}.log")
+    done
+    h_log "$what: $victim's partitions ($parts) queued ahead on (${sb[*]})"
+    h_kill c1 STOP
+    h_kill "$victim" "$sig"
+    for p in $parts; do
+        h_wait_for 15 "$what: partition $p owned by ${sb[$p]}, coordinator frozen" \
+            bash -c "[[ \$(b_owner $p) == ${sb[$p]} ]]"
+        [[ $(b_epoch "$p") == "${cz[$p]}" ]] ||
+            h_fail "$what: partition $p's epoch is $(b_epoch "$p"), not ${cz[$p]}, the czxid of ${sb[$p]}'s claim made ahead"
+        # No claim made for it since the takeover began: the one queued ahead was used.
+        if tail -n +"${lines[$p]}" "$H_DIR/${sb[$p]}.log" | grep -Eq "event=claimed partition=$p "; then
+            h_fail "$what: ${sb[$p]} created a claim of partition $p in the takeover"
+        fi
+        h_wait_for 10 "$what: ${sb[$p]} acquired partition $p" \
+            b_log_has "${sb[$p]}" "event=acquired partition=$p epoch=${cz[$p]} "
+    done
+    h_kill c1 CONT
+    h_wait_for 30 "$what: the coordinator's rebalance agrees, standbys queued again" queued_ahead 2
+}
+export -f b_owner b_epoch b_status b_ctl
+export ZK B_GROUP BATON_BIN
+
+takeover w1 TERM "leave"
+rc=0; h_wait_exit w1 10 || rc=$?
+((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+start w1
+h_wait_for 30 "w1 back: three share the partitions, standbys queued" queued_ahead 3
+takeover w2 KILL "crash"
+start w2
+h_wait_for 30 "w2 back: three share the partitions, standbys queued" queued_ahead 3
+
+# --- 3. the owner lets go without leaving: the standby's claim yields ------
+# The owner's claim deleted by hand (as an operator could): the standby's
+# claim is lowest without a promotion (the owner's member node lives). It
+# must yield, or the owner, claiming again, would wait behind it for good
+# (no watchdog here). The owner then owns again, at a new epoch; the
+# standby queues again behind it after its back-off.
+p=0
+owner=$(b_owner $p)
+read -r _ sbw <<<"$(queue $p)"
+y0=$(metric "$sbw" baton_worker_standby_claim_yields_total)
+e0=$(b_epoch $p)
+h_log "yield: deleting $owner's claim of partition $p; $sbw's is queued behind it"
+h_zk delete "$(claims_dir $p)/$(claims $p | sed -n 1p)"
+h_wait_for 10 "$sbw yields partition $p" b_log_has "$sbw" "event=standby_claim_yield partition=$p "
+h_wait_for 20 "partition $p owned by $owner again, $sbw queued behind" \
+    bash -c "[[ \$(b_owner $p) == $owner && \$(b_epoch $p) != $e0 ]]"
+y1=$(metric "$sbw" baton_worker_standby_claim_yields_total)
+((y1 > y0)) || h_fail "$sbw yielded, but standby_claim_yields_total stayed $y0"
+h_wait_for 20 "after the yield: all active, standbys queued" queued_ahead 3
+
+# --- a move: the queues follow the new assignment ---------------------------
+owner=$(b_owner $p)
+for t in w1 w2 w3; do [[ $t != "$owner" ]] && target=$t; done
+h_log "move: partition $p from $owner to $target"
+b_ctl pin $p "$target" >/dev/null
+h_wait_for 20 "partition $p owned by $target" bash -c "[[ \$(b_owner $p) == $target ]]"
+h_wait_for 30 "after the move: all active, standbys queued" queued_ahead 3
+b_ctl unpin $p >/dev/null
+
+rc=0; h_wait_exit producer 40 || rc=$?
+((rc == 0)) || h_fail "producer failed ($rc)"
+h_wait_for 30 "all 9000 records in the sink" b_sink_has 9000
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass "standbys held claims ahead, took a leave and a crash with them, and yielded to a live owner"
