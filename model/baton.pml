@@ -463,8 +463,8 @@ inline queue_check() {
     :: zk == 0 && zk < cl[zp].zn && !assigned[WP(w, zp)] ->
         /* AHEAD (mb_ahead_lowest): a standby's claim ahead of time is
          * lowest, and we were not promoted. If the owner we stand by for
-         * is gone (its member node's event not drained yet), promote as
-         * its deletion would, and own. Otherwise the owner let go without
+         * is gone or marked leaving (its member node's event not drained
+         * yet), promote as that event would, and own. Otherwise the owner let go without
          * leaving (a move, a drop) or has not claimed yet, and whoever
          * comes next would wait behind us. Yield: delete it (the release
          * step), and try again after a back-off (AHEAD_RETRY) or on the
@@ -472,7 +472,7 @@ inline queue_check() {
         zo = NW;
         for (zhi : 0 .. NW - 1) {
             if
-            :: (sbl[WO(w, zhi)] & BIT(zp)) && mem[zhi] == 0 -> zo = zhi
+            :: (sbl[WO(w, zhi)] & BIT(zp)) && (mem[zhi] == 0 || leaving[zhi]) -> zo = zhi
             :: else
             fi
         }

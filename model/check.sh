@@ -170,16 +170,13 @@ if ((quick == 0)); then
     spawn model.ltl.lostreply pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0" -a -f -E -m1000000
     spawn model.ltl.lostdel pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTWRITE=0" -a -f -E -m1000000
     # standby.claim=ahead (-DAHEAD): the same properties, safety with one
-    # fault of any kind, then the LTL formula per fault kind (exhaustive
-    # where it finishes in minutes, bitstate for a crash, a stop, a cut)
+    # fault of any kind, then the LTL formula for the fault kinds whose
+    # search ends in minutes (a crash's, a stop's and a cut's do not yet:
+    # docs/model.md)
     spawn model.ahead pass safety-big "$small -DAHEAD" -E -m200000
     spawn model.ahead.ltl.ckill pass liveness "$ltl1 -DF_CRASH=0 -DF_STOP=0 -DAHEAD" -a -f -E -m1000000
     spawn model.ahead.ltl.lostdel pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000
     spawn model.ahead.ltl.lostreply pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000
-    spawn model.ahead.ltl.crash pass liveness-bitstate "$ltl1 -DF_STOP=0 -DF_CKILL=0 -DAHEAD" -a -f -E -m1000000 -w26
-    spawn model.ahead.ltl.stop pass liveness-bitstate "$ltl1 -DF_CRASH=0 -DF_CKILL=0 -DAHEAD" -a -f -E -m1000000 -w26
-    spawn model.ahead.ltl.cut pass liveness-bitstate "$ltl2 -DF_LOSTREPLY=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000 -w26
-    spawn model.ahead.full pass safety-bitstate "-DNW=3 -DNP=2 -DNC=2 -DFAULTS=2 -DAHEAD" -E -m400000 -w24
     # the oldgen faults on the correct model (found the leave deadlock)
     spawn model.stopkill pass safety-bitstate "-DNW=2 -DNP=1 -DNC=1 -DNIN=1 -DFAULTS=2 -DF_CRASH=0 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0" -E -m400000 -w26
     spawn model.twocoord pass safety-bitstate "-DNW=2 -DNP=1 -DNC=2 -DFAULTS=2" -E -m400000 -w24

@@ -250,8 +250,6 @@ static int queue_settle(baton_membership_t *m, size_t row, int err, const struct
         mb_mark_dirty(m, mp); /* it went meanwhile: look again */
         return BATON_OK;
     }
-    if (err == BATON_OK && waiting)
-        mp->ahead_tries = 0; /* queued: a yield's back-off starts over */
     if (err != BATON_OK || waiting)
         return err;
     if (!mstate_assigned(mp->state)) {
@@ -491,7 +489,7 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
             /* Lowest: our own claim's stat (the create's or the watch's)
              * settles it; a claim created here still needs its watch. */
             errs[i] = queue_settle(m, rows[i], create[i] ? BATON_OK : own->err, &own->stat, 0);
-            if (create[i])
+            if (create[i] && m->st[rows[i]].claim[0]) /* not if it yielded */
                 own_watch_send(m, watch[i]);
             free(watch[i]);
             watch[i] = NULL;

@@ -141,11 +141,12 @@ static inline void mb_mark_dirty(baton_membership_t *m, mpart_t *mp) {
         mb_dirty_list(m, (size_t)(mp - m->st));
 }
 
-/* standby.claim=ahead: whether row, not assigned, keeps (or makes) a claim
- * queued behind its owner's now (member_standby.c, "claims ahead"). */
+/* standby.claim=ahead: whether row, not assigned, keeps a claim queued
+ * behind its owner's (one it holds), or makes one now (not before ahead_at;
+ * member_standby.c, "claims ahead"). */
 static inline int mb_want_ahead(const baton_membership_t *m, const mpart_t *mp, int64_t now) {
     return m->claim_ahead && mp->ahead && !mstate_assigned(mp->state) && !mstate_owned(mp->state) &&
-           now >= mp->ahead_at;
+           (mp->claim[0] || now >= mp->ahead_at);
 }
 
 /* membership.c */

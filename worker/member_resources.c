@@ -71,7 +71,7 @@ void mb_st_assign(baton_membership_t *m, size_t row, int assigned, const char *w
     mpart_t *mp = &m->st[row];
     /* A claim we hold already (made ahead of time, standby.claim=ahead):
      * the handoff metric counts from now, not from its creation. */
-    if (assigned && !mstate_assigned(mp->state) && mstate_claimed(mp->state))
+    if (m->claim_ahead && assigned && !mstate_assigned(mp->state) && mstate_claimed(mp->state))
         mp->claimed_ms = baton_now_ms();
     mb_st_set(m, row, mstate_make(assigned, mstate_phase(mp->state)), why);
 }

@@ -159,10 +159,14 @@ static void ahead_update(baton_membership_t *m, const mstandby_t *next, size_t n
                 if (mstate_assigned(mp->state))
                     continue;
                 if (changed || mp->ahead_tries || (mp->ahead && !mp->claim[0])) {
-                    if (mp->ahead_tries && mp->retry_at == mp->ahead_at)
-                        mp->retry_at = 0; /* the yield's, not an error's */
+                    /* Not at once: the owner claims on this same news,
+                     * and a claim of ours made first would be lowest and
+                     * yield (a cold start's first claims). */
+                    int64_t at = baton_now_ms() + AHEAD_RETRY_MS;
+                    if (!mp->claim[0] && (mp->retry_at == mp->ahead_at || mp->retry_at < at))
+                        mp->retry_at = at;
                     mp->ahead_tries = 0;
-                    mp->ahead_at = 0;
+                    mp->ahead_at = at;
                     mb_mark_dirty(m, mp);
                 }
             }
@@ -377,6 +381,29 @@ void mb_standby_promote(baton_membership_t *m) {
     }
 }
 
+/* Whether owner has departed, as its member node says now: ZOO_DELETED_EVENT
+ * (no node), ZOO_CHANGED_EVENT (marked leaving: its mark's event may still
+ * be on its way to us), else 0 -- live and not leaving, or an error (then
+ * nothing is promoted on a guess: the caller yields). */
+static int owner_departed(baton_membership_t *m, const char *owner) {
+    char *path = baton_layout_worker(m->base, owner);
+    char *data = NULL;
+    size_t len = 0;
+    int err = baton_zk_get(m->zk, path, 0, &data, &len, NULL);
+    free(path);
+    int fired = 0;
+    if (err == BATON_NOTFOUND) {
+        fired = ZOO_DELETED_EVENT;
+    } else if (err == BATON_OK) {
+        baton_member_t mb;
+        char why[128];
+        if (baton_member_decode(data, len, &mb, why, sizeof(why)) == BATON_OK && mb.leaving)
+            fired = ZOO_CHANGED_EVENT;
+    }
+    free(data);
+    return fired;
+}
+
 /* The entry of the owner we stand by for row for, or NULL. */
 static mstandby_t *standby_of_row(baton_membership_t *m, size_t row) {
     for (size_t i = 0; i < m->nstandby; i++)
@@ -395,10 +422,11 @@ static mstandby_t *standby_of_row(baton_membership_t *m, size_t row) {
  * owner let go without leaving, or has not claimed yet: yield. */
 void mb_ahead_lowest(baton_membership_t *m, size_t row) {
     mstandby_t *e = standby_of_row(m, row);
-    if (e && !standby_owner_exists(m, e->owner)) {
-        BLOG_INFO("event=standby_claim_lowest %s owner=%s action=promote", mb_row_label(m, row),
-                  e->owner);
-        e->fired = ZOO_DELETED_EVENT;
+    int fired = e ? owner_departed(m, e->owner) : 0;
+    if (fired) {
+        BLOG_INFO("event=standby_claim_lowest %s owner=%s owner_state=%s action=promote",
+                  mb_row_label(m, row), e->owner, fired == ZOO_DELETED_EVENT ? "gone" : "leaving");
+        e->fired = fired;
         mb_standby_promote(m);
         if (mstate_assigned(m->st[row].state))
             return;

@@ -35,7 +35,7 @@ rc=0
 grep -q -- "--standby-claim: 'early'" "$H_DIR/bad.out" || h_fail "unclear error: $(cat "$H_DIR/bad.out")"
 
 # The coordinator's session outlives its freeze; no handoff watchdog (3.).
-B_SESSION_MS=20000 b_coord c1 --handoff-timeout-ms 0
+B_SESSION_MS=30000 b_coord c1 --handoff-timeout-ms 0
 B_SESSION_MS=3000
 declare -A MPORT=()
 # start W: a worker with claims ahead, serving /metrics on a port of its own.
@@ -135,11 +135,15 @@ h_wait_for 30 "w2 back: three share the partitions, standbys queued" queued_ahea
 p=0
 owner=$(b_owner $p)
 read -r _ sbw <<<"$(queue $p)"
+[[ -n $sbw ]] || h_fail "yield: partition $p has no claim queued behind $owner's: $(claims $p)"
 y0=$(metric "$sbw" baton_worker_standby_claim_yields_total)
 e0=$(b_epoch $p)
+from=$(wc -l <"$H_DIR/$sbw.log")
+# yielded_since W P L: W logged a yield of partition P after its line L.
+yielded_since() { tail -n +"$3" "$H_DIR/$1.log" | grep -Eq "event=standby_claim_yield partition=$2 "; }
 h_log "yield: deleting $owner's claim of partition $p; $sbw's is queued behind it"
 h_zk delete "$(claims_dir $p)/$(claims $p | sed -n 1p)"
-h_wait_for 10 "$sbw yields partition $p" b_log_has "$sbw" "event=standby_claim_yield partition=$p "
+h_wait_for 10 "$sbw yields partition $p" yielded_since "$sbw" $p "$from"
 h_wait_for 20 "partition $p owned by $owner again, $sbw queued behind" \
     bash -c "[[ \$(b_owner $p) == $owner && \$(b_epoch $p) != $e0 ]]"
 y1=$(metric "$sbw" baton_worker_standby_claim_yields_total)
