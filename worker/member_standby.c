@@ -83,7 +83,7 @@ static mstandby_t *standby_find(baton_membership_t *m, const char *owner) {
  * handoff's path. A claim made ahead of time never owns without the
  * assignment or a promotion: lowest while not assigned (the owner let go
  * without leaving, a move, a drop; or has not claimed yet), it yields
- * (mb_ahead_yield) so whoever is next does not wait behind it. The claim's
+ * (ahead_yield, via mb_ahead_lowest) so whoever is next does not wait behind it. The claim's
  * epoch is its czxid, as for any claim: queued behind the owner's, it is
  * past the owner's epoch, and the queue's order is the epochs' order.
  * model/baton.pml checks this with -DAHEAD. */

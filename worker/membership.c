@@ -438,16 +438,14 @@ void baton_membership_drop(baton_membership_t *m, const baton_resource_t *r) {
         mb_drop_row(m, (size_t)row);
 }
 
-int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
-    long row;
-    const mpart_t *mp = st_of(m, r, &row);
-    return mp && mstate_owned(mp->state) && mp->czxid == epoch && baton_membership_can_write(m);
-}
-
 int baton_membership__holds(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
     long row;
     const mpart_t *mp = st_of(m, r, &row);
     return mp && mstate_owned(mp->state) && mp->czxid == epoch;
+}
+
+int baton_epoch_valid(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch) {
+    return baton_membership__holds(m, r, epoch) && baton_membership_can_write(m);
 }
 
 int baton_membership_assigned(const baton_membership_t *m, const baton_resource_t *r) {
