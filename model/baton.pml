@@ -221,12 +221,16 @@ byte sb_fired[NW * NW]; /* 0, 1 leaving, 2 gone */
 bit  sb_verify[NW * NW];
 bit  sb_alive[NW * NW];
 bit  sb_armed[NW * NW];
-bit  revoked[NW * NP];  /* ghost: our claim was deleted by the watchdog while we own */
+bit  revoked[NW * NP];  /* ghost: our claim was deleted by the watchdog while we own,
+                         * or would own on its predecessor's deletion (pred1) */
 bit  ahead_off[NW * NP]; /* AHEAD: our claim ahead of time found itself lowest, not
                           * assigned: deleted, made again after a back-off (once
                           * here, AHEAD_TRIES_MAX times in the code) or on the
                           * next assignment read */
 bit  ahead_tried[NW * NP]; /* AHEAD: that retry was made */
+byte pred1[NW * NP];    /* waiting behind exactly one claim, watched: our claim's
+                         * epoch then (pred_for: it speaks for that claim only) */
+bit  pred_gone[NW * NP]; /* that one claim's deletion was seen */
 
 byte faults = FAULTS;   /* what the nemesis may still do */
 bit  gen_seen;          /* ghost: some publish happened */
@@ -244,6 +248,7 @@ byte gen_max;           /* ghost: the highest generation any publish wrote */
  * that never blocks after its first statement, so they carry nothing from
  * one state to the next and are kept out of the state vector. */
 HIDDEN byte zp, zo, zk, zn, ze, zt, zv, zcc, zi, zx, zbest, zoff, zep, zhi, zhc, zhq, zhk, zhe;
+HIDDEN byte zlow;
 HIDDEN byte zload[NW];
 HIDDEN byte zlive[NW];
 
@@ -357,6 +362,7 @@ inline worker_forget() {
         dirty[WP(w, zp)] = 0; claim[WP(w, zp)] = 0; pos[WP(w, zp)] = 0;
         revoked[WP(w, zp)] = 0; ev_cl[WP(w, zp)] = 0; arm_cl[WP(w, zp)] = 0;
         ahead_off[WP(w, zp)] = 0; ahead_tried[WP(w, zp)] = 0;
+        pred1[WP(w, zp)] = 0; pred_gone[WP(w, zp)] = 0;
         if
         :: pend[WP(w, zp)] == 0 ->
             wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0;
@@ -413,54 +419,90 @@ inline drop_claim_req() {
     fi
 }
 
-/* queue_decide + queue_settle on a listing of p's claims, with its watch */
-inline queue_check() {
-    /* our session's claims: a create that landed after the lookup leaves two */
-    zk = 0; zn = 0; ze = 0;
-    do
-    :: zk < cl[zp].zn ->
-        if
-        :: cl[zp].cw[zk] == w && cl[zp].ci[zk] == cur[w] ->
-            zn++;
-            if
-            :: ze == 0 -> ze = cl[zp].ce[zk]
-            :: else
-            fi
-        :: else
-        fi;
-        zk++
-    :: else -> break
-    od;
+/* own_watch_send after a queue settled without a read: an exists on our
+ * claim; gone already (deleted while we waited, its event not drained),
+ * its NONODE answer is queued as the claim's deletion */
+inline arm_own() {
+    arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0;
     if
-    :: zn > 1 ->
-        /* keep the lowest, or the one an owner's epoch came from */
-        if
-        :: owned[WP(w, zp)] -> ze = claim[WP(w, zp)]
-        :: else
-        fi;
-        zk = 0;
+    :: zlow ->
+        zhk = 0;
         do
-        :: zk < cl[zp].zn && cl[zp].cw[zk] == w && cl[zp].ci[zk] == cur[w] && cl[zp].ce[zk] != ze ->
-            claim_del(zp, zk)
-        :: zk < cl[zp].zn && !(cl[zp].cw[zk] == w && cl[zp].ci[zk] == cur[w] && cl[zp].ce[zk] != ze) ->
+        :: zhk < cl[zp].zn && cl[zp].ce[zhk] != claim[WP(w, zp)] -> zhk++
+        :: else -> break
+        od;
+        if
+        :: zhk == cl[zp].zn -> ev_cl[WP(w, zp)] = 1; arm_cl[WP(w, zp)] = 0
+        :: else
+        fi
+    :: else
+    fi
+}
+
+/* queue_decide + queue_settle on a listing of p's claims, with its watch.
+ * Waiting behind exactly one claim (pred1), nothing is read while it
+ * stays: its deletion's event (pred_gone) makes ours lowest without a
+ * read, as mb_claims_reconcile does (no claim below ours is ever made
+ * again). */
+inline queue_check() {
+    zlow = 0;
+    if
+    :: pred1[WP(w, zp)] != 0 && pred1[WP(w, zp)] == claim[WP(w, zp)] && !uncertain[WP(w, zp)] &&
+       !pred_gone[WP(w, zp)] ->
+        dirty[WP(w, zp)] = 0 /* nothing to ask: the watch tells */
+    :: else ->
+    if
+    :: pred1[WP(w, zp)] != 0 && pred1[WP(w, zp)] == claim[WP(w, zp)] && !uncertain[WP(w, zp)] ->
+        zlow = 1; zk = 0
+    :: else ->
+        /* our session's claims: a create that landed after the lookup leaves two */
+        zk = 0; zn = 0; ze = 0;
+        do
+        :: zk < cl[zp].zn ->
+            if
+            :: cl[zp].cw[zk] == w && cl[zp].ci[zk] == cur[w] ->
+                zn++;
+                if
+                :: ze == 0 -> ze = cl[zp].ce[zk]
+                :: else
+                fi
+            :: else
+            fi;
             zk++
         :: else -> break
         od;
-        claim[WP(w, zp)] = ze
-    :: else
+        if
+        :: zn > 1 ->
+            /* keep the lowest, or the one an owner's epoch came from */
+            if
+            :: owned[WP(w, zp)] -> ze = claim[WP(w, zp)]
+            :: else
+            fi;
+            zk = 0;
+            do
+            :: zk < cl[zp].zn && cl[zp].cw[zk] == w && cl[zp].ci[zk] == cur[w] && cl[zp].ce[zk] != ze ->
+                claim_del(zp, zk)
+            :: zk < cl[zp].zn && !(cl[zp].cw[zk] == w && cl[zp].ci[zk] == cur[w] && cl[zp].ce[zk] != ze) ->
+                zk++
+            :: else -> break
+            od;
+            claim[WP(w, zp)] = ze
+        :: else
+        fi;
+        /* where is ours */
+        zk = 0;
+        do
+        :: zk < cl[zp].zn && cl[zp].ce[zk] != claim[WP(w, zp)] -> zk++
+        :: else -> break
+        od
     fi;
-    /* where is ours */
-    zk = 0;
-    do
-    :: zk < cl[zp].zn && cl[zp].ce[zk] != claim[WP(w, zp)] -> zk++
-    :: else -> break
-    od;
+    pred1[WP(w, zp)] = 0; pred_gone[WP(w, zp)] = 0;
     if
-    :: zk == cl[zp].zn ->
+    :: zk == cl[zp].zn && !zlow ->
         /* claim_lost: removed by someone else; claim again if assigned */
         claim[WP(w, zp)] = 0; owned[WP(w, zp)] = 0; fenced[WP(w, zp)] = 0; revoked[WP(w, zp)] = 0;
         dirty[WP(w, zp)] = 1
-    :: zk == 0 && zk < cl[zp].zn && !assigned[WP(w, zp)] ->
+    :: zk == 0 && (zlow || zk < cl[zp].zn) && !assigned[WP(w, zp)] ->
         /* AHEAD (mb_ahead_lowest): a standby's claim ahead of time is
          * lowest, and we were not promoted. If the owner we stand by for
          * is gone or marked leaving (its member node's event not drained
@@ -487,7 +529,7 @@ inline queue_check() {
                 fi
             }
             sb_fired[WO(w, zo)] = 0; sb_verify[WO(w, zo)] = 1; sb_armed[WO(w, zo)] = 0;
-            arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0;
+            arm_own();
             if
             :: MAYW(w) -> owned[WP(w, zp)] = 1; fenced[WP(w, zp)] = 0; dirty[WP(w, zp)] = 0
             :: else -> dirty[WP(w, zp)] = 1
@@ -499,9 +541,9 @@ inline queue_check() {
             ahead_off[WP(w, zp)] = 1; dirty[WP(w, zp)] = 1
 #endif
         fi
-    :: zk == 0 && zk < cl[zp].zn && assigned[WP(w, zp)] ->
+    :: zk == 0 && (zlow || zk < cl[zp].zn) && assigned[WP(w, zp)] ->
         /* lowest: ours (if we may write), and watch our own claim */
-        arm_cl[WP(w, zp)] = claim[WP(w, zp)]; ev_cl[WP(w, zp)] = 0;
+        arm_own();
         if
         :: owned[WP(w, zp)] -> dirty[WP(w, zp)] = 0
         :: !owned[WP(w, zp)] && MAYW(w) ->
@@ -510,7 +552,12 @@ inline queue_check() {
         fi
     :: else ->
         /* waiting: watch the predecessor only */
-        arm_cl[WP(w, zp)] = cl[zp].ce[zk - 1]; ev_cl[WP(w, zp)] = 0; dirty[WP(w, zp)] = 0
+        arm_cl[WP(w, zp)] = cl[zp].ce[zk - 1]; ev_cl[WP(w, zp)] = 0; dirty[WP(w, zp)] = 0;
+        if
+        :: zk == 1 -> pred1[WP(w, zp)] = claim[WP(w, zp)] /* the only one below */
+        :: else
+        fi
+    fi
     fi
 }
 
@@ -526,7 +573,15 @@ inline poll_drain() {
         fi;
         for (zp : 0 .. NP - 1) {
             if
-            :: ev_cl[WP(w, zp)] -> ev_cl[WP(w, zp)] = 0; dirty[WP(w, zp)] = 1
+            :: ev_cl[WP(w, zp)] ->
+                ev_cl[WP(w, zp)] = 0; dirty[WP(w, zp)] = 1;
+                /* mb_claim_news: waiting, the one watch is on the one
+                 * claim below ours, and this is its deletion */
+                if
+                :: pred1[WP(w, zp)] != 0 && pred1[WP(w, zp)] == claim[WP(w, zp)] ->
+                    pred_gone[WP(w, zp)] = 1
+                :: else
+                fi
             :: else
             fi
         };
@@ -569,7 +624,7 @@ inline poll_reconnected() {
             }
 #endif
         }
-        for (zp : 0 .. NP - 1) { dirty[WP(w, zp)] = 1 }
+        for (zp : 0 .. NP - 1) { dirty[WP(w, zp)] = 1; pred1[WP(w, zp)] = 0 }
 }
 
 /* read_assignment (re-arms the watch), standby_update */
@@ -1231,7 +1286,11 @@ end_loop:
         /* event=forced_revoke */
         zo = cl[zp].cw[0];
         if
-        :: cl[zp].ci[0] == cur[zo] && claim[WP(zo, zp)] == cl[zp].ce[0] && owned[WP(zo, zp)] ->
+        :: cl[zp].ci[0] == cur[zo] && claim[WP(zo, zp)] == cl[zp].ce[0] &&
+           (owned[WP(zo, zp)] || pred1[WP(zo, zp)] == claim[WP(zo, zp)]) ->
+            /* a live owner, or one about to own on its predecessor's
+             * deletion without a read (pred1: that deletion happened, as
+             * ours is lowest): it writes until it sees its claim gone */
             revoked[WP(zo, zp)] = 1
         :: else
         fi;
@@ -1411,8 +1470,9 @@ active proctype Nemesis() {
 
 /* Safety 3: at most one worker may write a partition (it owns it, and its
  * self-suspension lets it write) at any time. The one window the design
- * accepts is the watchdog's forced revoke of a live owner: it writes until
- * it sees its claim gone, and the sink's fence refuses it (Safety 1). */
+ * accepts is the watchdog's forced revoke of a live owner (or of one about
+ * to own on its predecessor's deletion, pred1): it writes until it sees
+ * its claim gone, and the sink's fence refuses it (Safety 1). */
 #define MAYOWN(w, zp) (owned[WP(w, zp)] && MAYW(w) && !revoked[WP(w, zp)] && !w_dead[w])
 #if NW > 2
 #define ONE_OWNER(zp) (MAYOWN(0, zp) + MAYOWN(1, zp) + MAYOWN(2, zp) <= 1)

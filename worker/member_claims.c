@@ -234,11 +234,57 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
     *waiting = pred != NULL;
     if (pred)
         BLOG_DEBUG("event=waiting %s behind=%s", mb_row_label(m, row), pred);
+    /* Behind exactly one claim: remembered, so that its deletion settles
+     * the queue without a read (pred_watched, once its watch is set). */
+    mp->pred_for = 0;
+    mp->pred_gone = 0;
+    if (pred) {
+        int64_t mine = baton_claim_seq(mp->claim);
+        size_t below = 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t s = baton_claim_seq(names[i]);
+            below += s >= 0 && s < mine;
+        }
+        if (below == 1) {
+            mp->pred_seq = baton_claim_seq(pred);
+            mp->pred_for = mine + 1;
+        }
+    }
     const char *dir = baton_res_claims(&m->res, row);
     /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
      * the predecessor only, so a release wakes one claimant, not a herd. */
     char *watch_path = baton_layout_child(dir, pred ? pred : mp->claim);
     return watch_path;
+}
+
+/* Whether what row's pred_seq says is about the claim we hold now. */
+static int pred_known(const mpart_t *mp) {
+    return mp->pred_for && mp->claim[0] && !mstate_uncertain(mp->state) &&
+           baton_claim_seq(mp->claim) + 1 == mp->pred_for;
+}
+
+/* The answer to the watch on row's predecessor, err: set (OK), or the
+ * predecessor already gone (NOTFOUND: if it was the only claim below ours,
+ * ours is lowest), else nothing is known. */
+static void pred_watched(mpart_t *mp, int err) {
+    if (err == BATON_NOTFOUND && pred_known(mp))
+        mp->pred_gone = 1;
+    else if (err != BATON_OK)
+        mp->pred_for = 0;
+}
+
+/* A watch fired on path, in row's part of the layout. The deletion of the
+ * one claim ours waited behind makes ours lowest (pred_gone); any other
+ * news (our own claim's deletion, say) asks for a full queue check. */
+void mb_claim_news(baton_membership_t *m, size_t row, const char *path, int type) {
+    mpart_t *mp = &m->st[row];
+    const char *leaf = strrchr(path, '/');
+    int64_t seq = leaf ? baton_claim_seq(leaf + 1) : -1;
+    if (type == ZOO_DELETED_EVENT && seq >= 0 && pred_known(mp) && seq == mp->pred_seq)
+        mp->pred_gone = 1;
+    else
+        mp->pred_for = 0;
+    mb_mark_dirty(m, mp);
 }
 
 /* The second half: the watch was set (err, and st the watched node's
@@ -310,6 +356,41 @@ static void own_watch_send(baton_membership_t *m, const char *path) {
     int rc = mb_watch_send(m, path, own_watch_done);
     if (rc != ZOK && rc != ZCLOSING)
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
+}
+
+/* The one claim row's claim waited behind is gone (pred_gone): ours is
+ * lowest, settled without a read; our claim's watch is sent without
+ * waiting (gone already, its NONODE answer is queued as its deletion, and
+ * the next poll's full check finds it lost). */
+static void settle_known(baton_membership_t *m, size_t row) {
+    mpart_t *mp = &m->st[row];
+    mp->pred_for = 0;
+    BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=predecessor_deleted",
+               mb_row_label(m, row), mp->claim);
+    char *path = baton_layout_child(baton_res_claims(&m->res, row), mp->claim);
+    queue_settle(m, row, BATON_OK, NULL, 0); /* marks the row again on a failure */
+    if (mp->claim[0])                        /* not if it yielded */
+        own_watch_send(m, path);
+    free(path);
+}
+
+/* Before the poll reads its assignment (a read, which a single ZooKeeper
+ * server answers only after the writes it has not synced yet: on a leave,
+ * the coordinator's publish): acquires every assigned resource whose
+ * claim the predecessor's deletion made lowest. The handoff's successor
+ * fences on the deletion's event alone. */
+void mb_claims_settle_known(baton_membership_t *m) {
+    int64_t now = baton_now_ms();
+    size_t total = m->ndirty; /* settle_known may list rows: they wait */
+    for (size_t i = 0; i < total; i++) {
+        size_t row = m->dirty_rows[i];
+        mpart_t *mp = &m->st[row];
+        if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state) || !mp->pred_gone ||
+            !mp->czxid || !pred_known(mp))
+            continue;
+        mp->dirty = 0;
+        settle_known(m, row);
+    }
 }
 
 /* ---- creating claims -------------------------------------------------------
@@ -503,15 +584,20 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
             baton_zkbatch_add_exists(b, (size_t)i, watch[i], 1);
     if (nwait > 0 && !baton_zkbatch_wait(b, timeout)) {
         for (int32_t i = 0; i < n; i++)
-            if (watch[i])
+            if (watch[i]) {
+                m->st[rows[i]].pred_for = 0;
                 errs[i] = BATON_CONNECTION;
+            }
         b = NULL; /* its last completion frees it */
         goto out;
     }
     for (int32_t i = 0; i < n; i++) {
         const baton_zkread_t *w = baton_zkbatch_slot(b, (size_t)i);
-        if (watch[i])
-            errs[i] = queue_settle(m, rows[i], w->err, &w->stat, waiting[i]);
+        if (!watch[i])
+            continue;
+        if (waiting[i])
+            pred_watched(&m->st[rows[i]], w->err);
+        errs[i] = queue_settle(m, rows[i], w->err, &w->stat, waiting[i]);
     }
 out:
     baton_zkbatch_free(b); /* every request completed (NULL: left to them) */
@@ -538,6 +624,18 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     int *first = xcalloc((size_t)n + 1, sizeof(int));
     unsigned char *made = xcalloc((size_t)n + 1, 1);
     int32_t nsub = 0;
+    /* A claim waiting behind one watched claim: nothing to ask while that
+     * stays; once it is gone ours is lowest, settled without a read (a
+     * handoff's successor fences on the predecessor's deletion event, not
+     * on a read queued behind whatever ZooKeeper commits next). */
+    for (int32_t i = 0; i < n; i++) {
+        mpart_t *mp = &m->st[rows[i]];
+        if (!pred_known(mp) || (mp->pred_gone && !mp->czxid))
+            continue;
+        made[i] = 3; /* settled here */
+        if (mp->pred_gone)
+            settle_known(m, rows[i]);
+    }
     /* Lost replies first, one by one (rare): find before creating. A row
      * that was uncertain never takes the first-claim shortcut below: a
      * create of ours still in flight could land behind the new claim, and
@@ -550,7 +648,7 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         }
     }
     for (int32_t i = 0; i < n; i++)
-        if (errs[i] == BATON_OK && !m->st[rows[i]].claim[0])
+        if (errs[i] == BATON_OK && made[i] != 3 && !m->st[rows[i]].claim[0])
             sub[nsub++] = i;
     if (nsub > CLAIM_PIPELINE_MAX) {
         for (int32_t j = 0; j < nsub; j++)
@@ -564,7 +662,7 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     }
     nsub = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (errs[i] != BATON_OK)
+        if (errs[i] != BATON_OK || made[i] == 3)
             continue;
         create[nsub] = !m->st[rows[i]].claim[0];
         /* A claim the multi just made with sequence 0 is the first node

@@ -53,6 +53,14 @@ typedef struct {
     int ahead;
     int ahead_tries;
     int64_t ahead_at;
+    /* Waiting behind exactly one claim, whose watch is set: pred_seq is
+     * its sequence, pred_for our claim's sequence + 1 when that was seen
+     * (0: nothing known; it speaks for that claim of ours only). No claim
+     * below ours is ever made again (ZooKeeper's sequence only grows), so
+     * that claim's deletion (pred_gone) makes ours lowest: the queue check
+     * needs no read then, and none while it stays (mb_claim_news). */
+    int64_t pred_seq, pred_for;
+    int pred_gone;
 } mpart_t;
 
 /* What we stand by for (assignment "standby"): owner's resources, which we
@@ -180,6 +188,8 @@ void mb_drop_row(baton_membership_t *m, size_t row);
 int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n);
 void mb_claims_delete(baton_membership_t *m, const size_t *rows, size_t n, const char *why);
 int mb_claim_let_go(baton_membership_t *m, size_t row);
+void mb_claim_news(baton_membership_t *m, size_t row, const char *path, int type);
+void mb_claims_settle_known(baton_membership_t *m);
 
 /* member_standby.c */
 int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done);

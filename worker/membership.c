@@ -523,7 +523,7 @@ static void note_event(baton_membership_t *m, const char *path, int type) {
     case BATON_PATH_OTHER: break;
     }
     if (row >= 0)
-        mb_mark_dirty(m, &m->st[row]);
+        mb_claim_news(m, (size_t)row, path, type);
     else
         m->all_dirty = 1; /* the config, or nothing we know: look at everything */
 }
@@ -713,9 +713,13 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         }
         /* An idle row has nothing to look at. */
         mb_busy_compact(m);
-        for (size_t i = 0; i < m->nbusy; i++)
-            mb_mark_dirty(m, &m->st[m->busy_rows[i]]);
+        for (size_t i = 0; i < m->nbusy; i++) {
+            mpart_t *mp = &m->st[m->busy_rows[i]];
+            mp->pred_for = 0; /* events may have been missed: read the queue */
+            mb_mark_dirty(m, mp);
+        }
     }
+    mb_claims_settle_known(m); /* before the assignment's read: no wait on the handoff's path */
     if (m->assignment_dirty) {
         m->assignment_dirty = 0;
         if ((err = mb_read_assignment(m)) != BATON_OK) {

@@ -9,6 +9,13 @@
 #      (SIGSTOP) so only the standbys can move anything: each standby takes
 #      its partitions with the claim it made ahead of time -- the new epoch
 #      is that claim's czxid, read before -- and creates none for them.
+#      The standby settles each queue on the owner's claim's deletion
+#      event, with no read (event=queue_checked ...
+#      reason=predecessor_deleted).
+#   2b. A standby's claim deleted by hand while it waits (it holds no watch
+#      on it): the leave's event settles the queue anyway, the claim's own
+#      watch then finds it gone (event=claim_lost), and the standby claims
+#      again and owns at the new claim's czxid.
 #   3. The owner lets go without leaving (its claim deleted by hand; the
 #      coordinator's handoff watchdog off, so nothing but the yield can
 #      clear the way): the standby's claim, lowest without a promotion,
@@ -110,12 +117,16 @@ takeover() {
         fi
         h_wait_for 10 "$what: ${sb[$p]} acquired partition $p" \
             b_log_has "${sb[$p]}" "event=acquired partition=$p epoch=${cz[$p]} "
+        # ... on the owner's claim's deletion event, without reading the queue
+        tail -n +"${lines[$p]}" "$H_DIR/${sb[$p]}.log" |
+            grep -Eq "event=queue_checked partition=$p .*reason=predecessor_deleted" ||
+            h_fail "$what: ${sb[$p]} did not settle partition $p on its predecessor's deletion"
     done
     h_kill c1 CONT
     h_wait_for 30 "$what: the coordinator's rebalance agrees, standbys queued again" queued_ahead 2
 }
 export -f b_owner b_epoch b_status b_ctl
-export ZK B_GROUP BATON_BIN
+export ZK B_GROUP BATON_BIN H_DIR
 
 takeover w1 TERM "leave"
 rc=0; h_wait_exit w1 10 || rc=$?
@@ -125,6 +136,42 @@ h_wait_for 30 "w1 back: three share the partitions, standbys queued" queued_ahea
 takeover w2 KILL "crash"
 start w2
 h_wait_for 30 "w2 back: three share the partitions, standbys queued" queued_ahead 3
+
+# --- 2b. a standby's claim deleted while it waits ----------------------------
+# The standby watches only the owner's claim, so it does not see its own
+# go. The leave's deletion event settles its queue without a read: it
+# acquires at the deleted claim's epoch (still above the owner's, so the
+# fence holds), its own claim's watch answers that the claim is gone, and
+# it claims again: the partition ends owned at the czxid of the claim that
+# is there.
+# owned_at_lowest P W: W owns P at the czxid of P's lowest claim, W's.
+owned_at_lowest() {
+    local c
+    c=$(claims "$1" | sed -n 1p)
+    [[ -n $c && $(b_owner "$1") == "$2" ]] || return 1
+    [[ $(h_zk get "$(claims_dir "$1")/$c" | jq -r .worker) == "$2" ]] || return 1
+    [[ $(b_epoch "$1") == "$(h_zk stat "$(claims_dir "$1")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')" ]]
+}
+victim=w3
+p=$(b_partitions_of $victim | awk '{ print $1 }')
+[[ -n $p ]] || h_fail "orphan: $victim owns nothing"
+read -r _ sbw <<<"$(queue "$p")"
+[[ -n $sbw ]] || h_fail "orphan: partition $p has no claim queued behind $victim's"
+from=$(wc -l <"$H_DIR/$sbw.log")
+h_log "orphan: deleting $sbw's claim of partition $p, then $victim leaves"
+h_zk delete "$(claims_dir "$p")/$(claims "$p" | sed -n 2p)"
+h_kill c1 STOP
+h_kill $victim TERM
+h_wait_for 15 "orphan: $sbw finds the claim it took partition $p with gone" \
+    bash -c "tail -n +$from '$H_DIR/$sbw.log' | grep -Eq 'event=claim_lost partition=$p '"
+h_wait_for 15 "orphan: $sbw owns partition $p at its new claim's czxid" owned_at_lowest "$p" "$sbw"
+tail -n +"$from" "$H_DIR/$sbw.log" | grep -Eq "event=queue_checked partition=$p .*reason=predecessor_deleted" ||
+    h_fail "orphan: $sbw did not settle partition $p on its predecessor's deletion"
+h_kill c1 CONT
+rc=0; h_wait_exit $victim 10 || rc=$?
+((rc == 0)) || h_fail "$victim exited $rc on SIGTERM"
+start $victim
+h_wait_for 30 "$victim back: three share the partitions, standbys queued" queued_ahead 3
 
 # --- 3. the owner lets go without leaving: the standby's claim yields ------
 # The owner's claim deleted by hand (as an operator could): the standby's
