@@ -610,6 +610,20 @@ inline poll_drain() {
         }
 }
 
+/* mb_claims_settle_known: before the assignment's read (and the standby
+ * promotion and give-back), an assigned partition whose one predecessor's
+ * deletion was drained is acquired without a read */
+inline poll_settle() {
+        for (zp : 0 .. NP - 1) {
+            if
+            :: dirty[WP(w, zp)] && assigned[WP(w, zp)] && claim[WP(w, zp)] != 0 &&
+               pred1[WP(w, zp)] == claim[WP(w, zp)] && pred_gone[WP(w, zp)] &&
+               !uncertain[WP(w, zp)] -> queue_check()
+            :: else
+            fi
+        }
+}
+
 /* a reconnection: re-read everything, the watches were lost */
 inline poll_reconnected() {
         all_dirty[w] = 0; asg_dirty[w] = 1;
@@ -803,6 +817,7 @@ end_loop:
         :: all_dirty[w] -> poll_reconnected()
         :: else
         fi;
+        poll_settle();
         if
         :: asg_dirty[w] -> poll_read_assignment()
         :: else

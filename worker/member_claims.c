@@ -574,6 +574,17 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
                 own_watch_send(m, watch[i]);
             free(watch[i]);
             watch[i] = NULL;
+        } else if (watch[i] && create[i] && pred_known(&m->st[rows[i]])) {
+            /* Waiting behind one claim, to be settled on its deletion
+             * without a read: a claim created here has no watch of its
+             * own yet. Sent before the predecessor's watch, so that our
+             * claim's deletion, if it comes first (an operator's, batonctl
+             * keys remove), reaches us first (ZooKeeper's order) and the
+             * full check finds it lost. */
+            char *own_path =
+                baton_layout_child(baton_res_claims(&m->res, rows[i]), m->st[rows[i]].claim);
+            own_watch_send(m, own_path);
+            free(own_path);
         }
         nwait += watch[i] != NULL;
     }
@@ -678,8 +689,14 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     }
     if (nsub > 0) {
         claims_queue_batch(m, r, nsub, create, first, suberr);
-        for (int32_t j = 0; j < nsub; j++)
+        for (int32_t j = 0; j < nsub; j++) {
             errs[sub[j]] = suberr[j];
+            /* Uncertain before: a create of ours still in flight could land
+             * behind the claim just listed; only a listing shows it (and
+             * deletes it), so its queue is never settled without one. */
+            if (made[sub[j]] == 2)
+                m->st[r[j]].pred_for = 0;
+        }
     }
     int expired = 0;
     int64_t now = baton_now_ms();

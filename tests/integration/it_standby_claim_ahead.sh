@@ -12,10 +12,12 @@
 #      The standby settles each queue on the owner's claim's deletion
 #      event, with no read (event=queue_checked ...
 #      reason=predecessor_deleted).
-#   2b. A standby's claim deleted by hand while it waits (it holds no watch
-#      on it): the leave's event settles the queue anyway, the claim's own
-#      watch then finds it gone (event=claim_lost), and the standby claims
-#      again and owns at the new claim's czxid.
+#   2b. A standby's claim deleted by hand while it waits, then the owner
+#      leaves: the standby hears of its own claim's deletion first (it
+#      watches it too, ZooKeeper keeps the order), finds it lost
+#      (event=claim_lost) instead of acquiring on the owner's deletion with
+#      a claim that is gone, and owns at the czxid of a claim that is
+#      there.
 #   3. The owner lets go without leaving (its claim deleted by hand; the
 #      coordinator's handoff watchdog off, so nothing but the yield can
 #      clear the way): the standby's claim, lowest without a promotion,
@@ -138,12 +140,11 @@ start w2
 h_wait_for 30 "w2 back: three share the partitions, standbys queued" queued_ahead 3
 
 # --- 2b. a standby's claim deleted while it waits ----------------------------
-# The standby watches only the owner's claim, so it does not see its own
-# go. The leave's deletion event settles its queue without a read: it
-# acquires at the deleted claim's epoch (still above the owner's, so the
-# fence holds), its own claim's watch answers that the claim is gone, and
-# it claims again: the partition ends owned at the czxid of the claim that
-# is there.
+# The standby would settle its queue on the owner's claim's deletion
+# without a read; its own claim's deletion came first, and reaches it
+# first, so it never acquires with the claim that is gone: it finds it
+# lost, claims again, and ends owning at the czxid of a claim that is
+# there.
 # owned_at_lowest P W: W owns P at the czxid of P's lowest claim, W's.
 owned_at_lowest() {
     local c
@@ -158,15 +159,18 @@ p=$(b_partitions_of $victim | awk '{ print $1 }')
 read -r _ sbw <<<"$(queue "$p")"
 [[ -n $sbw ]] || h_fail "orphan: partition $p has no claim queued behind $victim's"
 from=$(wc -l <"$H_DIR/$sbw.log")
-h_log "orphan: deleting $sbw's claim of partition $p, then $victim leaves"
-h_zk delete "$(claims_dir "$p")/$(claims "$p" | sed -n 2p)"
+gone=$(claims "$p" | sed -n 2p)
+gone_cz=$(h_zk stat "$(claims_dir "$p")/$gone" | sed -E 's/.*czxid=([0-9]+).*/\1/')
+h_log "orphan: deleting $sbw's claim of partition $p ($gone), then $victim leaves"
+h_zk delete "$(claims_dir "$p")/$gone"
 h_kill c1 STOP
 h_kill $victim TERM
 h_wait_for 15 "orphan: $sbw finds the claim it took partition $p with gone" \
     bash -c "tail -n +$from '$H_DIR/$sbw.log' | grep -Eq 'event=claim_lost partition=$p '"
 h_wait_for 15 "orphan: $sbw owns partition $p at its new claim's czxid" owned_at_lowest "$p" "$sbw"
-tail -n +"$from" "$H_DIR/$sbw.log" | grep -Eq "event=queue_checked partition=$p .*reason=predecessor_deleted" ||
-    h_fail "orphan: $sbw did not settle partition $p on its predecessor's deletion"
+if tail -n +"$from" "$H_DIR/$sbw.log" | grep -Eq "event=acquired partition=$p epoch=$gone_cz "; then
+    h_fail "orphan: $sbw acquired partition $p with its deleted claim $gone (epoch $gone_cz)"
+fi
 h_kill c1 CONT
 rc=0; h_wait_exit $victim 10 || rc=$?
 ((rc == 0)) || h_fail "$victim exited $rc on SIGTERM"
