@@ -114,14 +114,16 @@ takeover() {
         [[ $(b_epoch "$p") == "${cz[$p]}" ]] ||
             h_fail "$what: partition $p's epoch is $(b_epoch "$p"), not ${cz[$p]}, the czxid of ${sb[$p]}'s claim made ahead"
         # No claim made for it since the takeover began: the one queued ahead was used.
-        if tail -n +"${lines[$p]}" "$H_DIR/${sb[$p]}.log" | grep -Eq "event=claimed partition=$p "; then
+        # (grep without -q reads to the end: under pipefail, one that quit
+        # at its first match would fail the pipeline with tail's SIGPIPE)
+        if tail -n +"${lines[$p]}" "$H_DIR/${sb[$p]}.log" | grep -E "event=claimed partition=$p " >/dev/null; then
             h_fail "$what: ${sb[$p]} created a claim of partition $p in the takeover"
         fi
         h_wait_for 10 "$what: ${sb[$p]} acquired partition $p" \
             b_log_has "${sb[$p]}" "event=acquired partition=$p epoch=${cz[$p]} "
         # ... on the owner's claim's deletion event, without reading the queue
         tail -n +"${lines[$p]}" "$H_DIR/${sb[$p]}.log" |
-            grep -Eq "event=queue_checked partition=$p .*reason=predecessor_deleted" ||
+            grep -E "event=queue_checked partition=$p .*reason=predecessor_deleted" >/dev/null ||
             h_fail "$what: ${sb[$p]} did not settle partition $p on its predecessor's deletion"
     done
     h_kill c1 CONT
@@ -166,9 +168,9 @@ h_zk delete "$(claims_dir "$p")/$gone"
 h_kill c1 STOP
 h_kill $victim TERM
 h_wait_for 15 "orphan: $sbw finds the claim it took partition $p with gone" \
-    bash -c "tail -n +$from '$H_DIR/$sbw.log' | grep -Eq 'event=claim_lost partition=$p '"
+    bash -c "tail -n +$from '$H_DIR/$sbw.log' | grep -E 'event=claim_lost partition=$p ' >/dev/null"
 h_wait_for 15 "orphan: $sbw owns partition $p at its new claim's czxid" owned_at_lowest "$p" "$sbw"
-if tail -n +"$from" "$H_DIR/$sbw.log" | grep -Eq "event=acquired partition=$p epoch=$gone_cz "; then
+if tail -n +"$from" "$H_DIR/$sbw.log" | grep -E "event=acquired partition=$p epoch=$gone_cz " >/dev/null; then
     h_fail "orphan: $sbw acquired partition $p with its deleted claim $gone (epoch $gone_cz)"
 fi
 h_kill c1 CONT
@@ -191,7 +193,7 @@ y0=$(metric "$sbw" baton_worker_standby_claim_yields_total)
 e0=$(b_epoch $p)
 from=$(wc -l <"$H_DIR/$sbw.log")
 # yielded_since W P L: W logged a yield of partition P after its line L.
-yielded_since() { tail -n +"$3" "$H_DIR/$1.log" | grep -Eq "event=standby_claim_yield partition=$2 "; }
+yielded_since() { tail -n +"$3" "$H_DIR/$1.log" | grep -E "event=standby_claim_yield partition=$2 " >/dev/null; }
 h_log "yield: deleting $owner's claim of partition $p; $sbw's is queued behind it"
 h_zk delete "$(claims_dir $p)/$(claims $p | sed -n 1p)"
 h_wait_for 10 "$sbw yields partition $p" yielded_since "$sbw" $p "$from"
