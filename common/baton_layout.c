@@ -128,37 +128,45 @@ static const char *lowest(char *const *names, size_t n, seq_fn seq) {
 }
 
 static const char *predecessor(char *const *names, size_t n, const char *mine, int *found,
-                               seq_fn seq) {
+                               size_t *below, seq_fn seq) {
     int64_t my_seq = seq(mine), pred_seq = -1;
     const char *pred = NULL;
     int have = 0;
+    size_t lower = 0;
     for (size_t i = 0; i < n; i++) {
         int64_t s = seq(names[i]);
         if (s < 0)
             continue;
         if (strcmp(names[i], mine) == 0)
             have = 1;
-        else if (s < my_seq && s > pred_seq) {
-            pred_seq = s;
-            pred = names[i];
+        else if (s < my_seq) {
+            lower++;
+            if (s > pred_seq) {
+                pred_seq = s;
+                pred = names[i];
+            }
         }
     }
     if (found)
         *found = have && my_seq >= 0;
+    if (below)
+        *below = lower;
     return pred;
 }
 
 const char *baton_claim_lowest(char *const *names, size_t n) {
     return lowest(names, n, baton_claim_seq);
 }
-const char *baton_claim_predecessor(char *const *names, size_t n, const char *mine, int *found) {
-    return predecessor(names, n, mine, found, baton_claim_seq);
+const char *baton_claim_predecessor(char *const *names, size_t n, const char *mine, int *found,
+                                    size_t *below) {
+    return predecessor(names, n, mine, found, below, baton_claim_seq);
 }
 const char *baton_seq_lowest(char *const *names, size_t n) {
     return lowest(names, n, baton_seq_of);
 }
-const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found) {
-    return predecessor(names, n, mine, found, baton_seq_of);
+const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found,
+                                  size_t *below) {
+    return predecessor(names, n, mine, found, below, baton_seq_of);
 }
 
 /* ---- watch events ------------------------------------------------------- */

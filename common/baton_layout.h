@@ -100,11 +100,14 @@ int baton_claim_of_session(const char *name, int64_t session);
 /* The claim with the lowest sequence, or NULL if there is none. */
 const char *baton_claim_lowest(char *const *names, size_t n);
 /* The claim just before mine (the highest sequence below it), or NULL when
- * mine is the lowest. *found (may be NULL): whether mine is among names. */
-const char *baton_claim_predecessor(char *const *names, size_t n, const char *mine, int *found);
+ * mine is the lowest. *found (may be NULL): whether mine is among names;
+ * *below (may be NULL): how many claims sort before mine. */
+const char *baton_claim_predecessor(char *const *names, size_t n, const char *mine, int *found,
+                                    size_t *below);
 /* The same over any sequential names. */
 const char *baton_seq_lowest(char *const *names, size_t n);
-const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found);
+const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found,
+                                  size_t *below);
 
 /* ---- watch events: which part of the layout a path is ---------------------
  * What a watch event's path concerns, for the member's event loop. name

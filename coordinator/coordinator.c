@@ -413,7 +413,7 @@ static int coord_elect(coord_t *c) {
     const char *mine = strrchr(c->el.my_node, '/') + 1;
     /* Names without a sequence are not candidate nodes: ignored. */
     int found = 0;
-    const char *pred = baton_seq_predecessor(names, n, mine, &found);
+    const char *pred = baton_seq_predecessor(names, n, mine, &found, NULL);
     const char *lowest = baton_seq_lowest(names, n);
     if (!found) {
         /* Our node is gone though our session lives (an operator removed it):

@@ -16,6 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The path of the claim row holds (mp->claim, which must be set); freed by
+ * the caller. */
+static char *own_claim_path(baton_membership_t *m, size_t row) {
+    return baton_layout_child(baton_res_claims(&m->res, row), m->st[row].claim);
+}
+
 /* Deletes our claim on row (only our own node, by its exact name); why
  * names the transition. The claim is forgotten only once it is known gone:
  * deleted, not found, or gone with our session. A delete that failed (a
@@ -31,7 +37,7 @@ int mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
     mpart_t *mp = &m->st[row];
     if (!mp->claim[0])
         return BATON_OK;
-    char *path = baton_layout_child(baton_res_claims(&m->res, row), mp->claim);
+    char *path = own_claim_path(m, row);
     BATON_FAILPOINT("worker.before_claim_delete");
     int err = baton_zk_delete(m->zk, path, -1);
     free(path);
@@ -80,7 +86,7 @@ void mb_claims_delete(baton_membership_t *m, const size_t *rows, size_t n, const
         zoo_op_result_t *res = xcalloc((size_t)k, sizeof(*res));
         char **paths = xcalloc((size_t)k, sizeof(char *));
         for (int32_t i = 0; i < k; i++) {
-            paths[i] = baton_layout_child(baton_res_claims(&m->res, r[i]), m->st[r[i]].claim);
+            paths[i] = own_claim_path(m, r[i]);
             zoo_delete_op_init(&ops[i], paths[i], -1);
         }
         BATON_FAILPOINT("worker.before_claim_delete");
@@ -219,7 +225,8 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
         }
     }
     int found = 0;
-    const char *pred = baton_claim_predecessor(names, n, mp->claim, &found);
+    size_t below = 0;
+    const char *pred = baton_claim_predecessor(names, n, mp->claim, &found, &below);
     if (!found) {
         /* Removed by someone else (an operator, or the coordinator's stuck
          * handoff revoke): claim again if still assigned. */
@@ -238,17 +245,9 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
      * the queue without a read (pred_watched, once its watch is set). */
     mp->pred_for = 0;
     mp->pred_gone = 0;
-    if (pred) {
-        int64_t mine = baton_claim_seq(mp->claim);
-        size_t below = 0;
-        for (size_t i = 0; i < n; i++) {
-            int64_t s = baton_claim_seq(names[i]);
-            below += s >= 0 && s < mine;
-        }
-        if (below == 1) {
-            mp->pred_seq = baton_claim_seq(pred);
-            mp->pred_for = mine + 1;
-        }
+    if (pred && below == 1) {
+        mp->pred_seq = baton_claim_seq(pred);
+        mp->pred_for = baton_claim_seq(mp->claim) + 1;
     }
     const char *dir = baton_res_claims(&m->res, row);
     /* Leader: watch our own claim so its deletion reaches us. Waiter: watch
@@ -272,6 +271,16 @@ static void pred_watched(mpart_t *mp, int err) {
     else if (err != BATON_OK)
         mp->pred_for = 0;
 }
+
+/* Whether row waits behind one watched claim (nothing to ask while that
+ * stays), and if that one is gone, whether its queue settles without a
+ * read: the claim's epoch is known (a claim created in a multi, or
+ * adopted, learns it only from its own stat once lowest: the full check
+ * reads that). */
+static int pred_waiting(const mpart_t *mp) {
+    return pred_known(mp) && !(mp->pred_gone && !mp->czxid);
+}
+static int settle_ready(const mpart_t *mp) { return pred_waiting(mp) && mp->pred_gone; }
 
 /* A watch fired on path, in row's part of the layout. The deletion of the
  * one claim ours waited behind makes ours lowest (pred_gone); any other
@@ -367,7 +376,7 @@ static void settle_known(baton_membership_t *m, size_t row) {
     mp->pred_for = 0;
     BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=predecessor_deleted",
                mb_row_label(m, row), mp->claim);
-    char *path = baton_layout_child(baton_res_claims(&m->res, row), mp->claim);
+    char *path = own_claim_path(m, row);
     queue_settle(m, row, BATON_OK, NULL, 0); /* marks the row again on a failure */
     if (mp->claim[0])                        /* not if it yielded */
         own_watch_send(m, path);
@@ -385,8 +394,7 @@ void mb_claims_settle_known(baton_membership_t *m) {
     for (size_t i = 0; i < total; i++) {
         size_t row = m->dirty_rows[i];
         mpart_t *mp = &m->st[row];
-        if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state) || !mp->pred_gone ||
-            !mp->czxid || !pred_known(mp))
+        if (!mp->dirty || mp->retry_at > now || !mstate_assigned(mp->state) || !settle_ready(mp))
             continue;
         mp->dirty = 0;
         settle_known(m, row);
@@ -529,7 +537,7 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         if (!first[i])
             baton_zkbatch_add_children(b, (size_t)i, dir, 0);
         if (!create[i]) {
-            char *path = baton_layout_child(dir, m->st[rows[i]].claim);
+            char *path = own_claim_path(m, rows[i]);
             baton_zkbatch_add_exists(b, (size_t)(n + i), path, 1);
             free(path);
         }
@@ -581,8 +589,7 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
              * claim's deletion, if it comes first (an operator's, batonctl
              * keys remove), reaches us first (ZooKeeper's order) and the
              * full check finds it lost. */
-            char *own_path =
-                baton_layout_child(baton_res_claims(&m->res, rows[i]), m->st[rows[i]].claim);
+            char *own_path = own_claim_path(m, rows[i]);
             own_watch_send(m, own_path);
             free(own_path);
         }
@@ -633,6 +640,8 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
     int *suberr = xcalloc((size_t)n + 1, sizeof(int));
     int *create = xcalloc((size_t)n + 1, sizeof(int));
     int *first = xcalloc((size_t)n + 1, sizeof(int));
+    /* What this reconcile did to each row's claim so far. */
+    enum { KEPT, MADE_NOW, WAS_UNCERTAIN, SETTLED_BY_EVENT };
     unsigned char *made = xcalloc((size_t)n + 1, 1);
     int32_t nsub = 0;
     /* A claim waiting behind one watched claim: nothing to ask while that
@@ -641,10 +650,10 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
      * on a read queued behind whatever ZooKeeper commits next). */
     for (int32_t i = 0; i < n; i++) {
         mpart_t *mp = &m->st[rows[i]];
-        if (!pred_known(mp) || (mp->pred_gone && !mp->czxid))
+        if (!pred_waiting(mp))
             continue;
-        made[i] = 3; /* settled here */
-        if (mp->pred_gone)
+        made[i] = SETTLED_BY_EVENT;
+        if (settle_ready(mp))
             settle_known(m, rows[i]);
     }
     /* Lost replies first, one by one (rare): find before creating. A row
@@ -655,11 +664,11 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         mpart_t *mp = &m->st[rows[i]];
         if (mstate_uncertain(mp->state)) {
             errs[i] = find_own_claim(m, rows[i]);
-            made[i] = 2;
+            made[i] = WAS_UNCERTAIN;
         }
     }
     for (int32_t i = 0; i < n; i++)
-        if (errs[i] == BATON_OK && made[i] != 3 && !m->st[rows[i]].claim[0])
+        if (errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT && !m->st[rows[i]].claim[0])
             sub[nsub++] = i;
     if (nsub > CLAIM_PIPELINE_MAX) {
         for (int32_t j = 0; j < nsub; j++)
@@ -667,13 +676,13 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         claims_create_multi(m, r, nsub, suberr);
         for (int32_t j = 0; j < nsub; j++) {
             errs[sub[j]] = suberr[j];
-            if (made[sub[j]] == 0)
-                made[sub[j]] = suberr[j] == BATON_OK && m->st[r[j]].claim[0];
+            if (made[sub[j]] == KEPT && suberr[j] == BATON_OK && m->st[r[j]].claim[0])
+                made[sub[j]] = MADE_NOW;
         }
     }
     nsub = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (errs[i] != BATON_OK || made[i] == 3)
+        if (errs[i] != BATON_OK || made[i] == SETTLED_BY_EVENT)
             continue;
         create[nsub] = !m->st[rows[i]].claim[0];
         /* A claim the multi just made with sequence 0 is the first node
@@ -683,7 +692,7 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
          * comes after sorts after it: it is lowest, and the queue check
          * needs no listing, only the watch on our claim (a cold start on
          * fresh directories: one read per claim instead of two). */
-        first[nsub] = made[i] == 1 && baton_claim_seq(m->st[rows[i]].claim) == 0;
+        first[nsub] = made[i] == MADE_NOW && baton_claim_seq(m->st[rows[i]].claim) == 0;
         r[nsub] = rows[i];
         sub[nsub++] = i;
     }
@@ -694,7 +703,7 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
             /* Uncertain before: a create of ours still in flight could land
              * behind the claim just listed; only a listing shows it (and
              * deletes it), so its queue is never settled without one. */
-            if (made[sub[j]] == 2)
+            if (made[sub[j]] == WAS_UNCERTAIN)
                 m->st[r[j]].pred_for = 0;
         }
     }

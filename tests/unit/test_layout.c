@@ -152,25 +152,36 @@ static void test_claim_predecessor(void **state) {
         "claim-0000000000000003-0000000009", "claim-0000000000000004-0000000007",
     };
     int found = -1;
+    size_t below = 99;
     /* The lowest has none: it owns and watches itself. */
-    assert_null(baton_claim_predecessor(names, N(names), names[1], &found));
+    assert_null(baton_claim_predecessor(names, N(names), names[1], &found, &below));
     assert_int_equal(found, 1);
-    /* Each other watches the next lower claim, not the lowest. */
-    assert_string_equal(baton_claim_predecessor(names, N(names), names[0], &found), names[1]);
-    assert_string_equal(baton_claim_predecessor(names, N(names), names[4], &found), names[0]);
-    assert_string_equal(baton_claim_predecessor(names, N(names), names[3], &found), names[4]);
+    assert_int_equal(below, 0);
+    /* Each other watches the next lower claim, not the lowest; below counts
+     * every claim before it (junk is not one). */
+    assert_string_equal(baton_claim_predecessor(names, N(names), names[0], &found, &below),
+                        names[1]);
+    assert_int_equal(below, 1);
+    assert_string_equal(baton_claim_predecessor(names, N(names), names[4], &found, NULL), names[0]);
+    assert_string_equal(baton_claim_predecessor(names, N(names), names[3], &found, &below),
+                        names[4]);
     assert_int_equal(found, 1);
+    assert_int_equal(below, 3);
     /* Mine gone: not found (the claim was lost). */
-    assert_string_equal(
-        baton_claim_predecessor(names, N(names) - 1, "claim-0000000000000004-0000000007", &found),
-        names[0]);
+    assert_string_equal(baton_claim_predecessor(names, N(names) - 1,
+                                                "claim-0000000000000004-0000000007", &found,
+                                                &below),
+                        names[0]);
     assert_int_equal(found, 0);
+    assert_int_equal(below, 2);
     /* Mine malformed: never found, no predecessor. */
-    assert_null(baton_claim_predecessor(names, N(names), "junk-0000000004", &found));
+    assert_null(baton_claim_predecessor(names, N(names), "junk-0000000004", &found, &below));
     assert_int_equal(found, 0);
-    assert_null(baton_claim_predecessor(names, N(names), "", NULL));
-    assert_null(baton_claim_predecessor(names, 0, names[0], &found));
+    assert_int_equal(below, 0);
+    assert_null(baton_claim_predecessor(names, N(names), "", NULL, NULL));
+    assert_null(baton_claim_predecessor(names, 0, names[0], &found, &below));
     assert_int_equal(found, 0);
+    assert_int_equal(below, 0);
 }
 
 /* The election's candidates (c-<seq>): any sequential name counts. */
@@ -179,12 +190,12 @@ static void test_seq_queue(void **state) {
     char *names[] = {"c-0000000004", "c-0000000001", "stray", "c-0000000002", "x-000000009"};
     assert_string_equal(baton_seq_lowest(names, N(names)), "c-0000000001");
     int found = 0;
-    assert_string_equal(baton_seq_predecessor(names, N(names), "c-0000000004", &found),
+    assert_string_equal(baton_seq_predecessor(names, N(names), "c-0000000004", &found, NULL),
                         "c-0000000002");
     assert_int_equal(found, 1);
-    assert_null(baton_seq_predecessor(names, N(names), "c-0000000001", &found));
+    assert_null(baton_seq_predecessor(names, N(names), "c-0000000001", &found, NULL));
     assert_int_equal(found, 1);
-    assert_null(baton_seq_predecessor(names, N(names), "stray", &found));
+    assert_null(baton_seq_predecessor(names, N(names), "stray", &found, NULL));
     assert_int_equal(found, 0);
     assert_null(baton_seq_lowest(names + 2, 1));
 }
