@@ -396,18 +396,10 @@ static int child_paths(baton_zk_t *zk, const char *dir, char ***paths, size_t *n
     return BATON_OK;
 }
 
-/* Claims paths, highest sequence first (qsort). */
-static int claim_path_desc(const void *a, const void *b) {
-    const char *x = strrchr(*(char *const *)a, '/'), *y = strrchr(*(char *const *)b, '/');
-    int64_t sx = x ? baton_claim_seq(x + 1) : -1, sy = y ? baton_claim_seq(y + 1) : -1;
-    return sx < sy ? 1 : sx > sy ? -1 : 0;
-}
-
 /* One attempt at deleting a key with its claims and its --once run records
- * (runs/), children first, in one multi. The claims go highest first: a
- * member waiting behind exactly one claim acquires on that claim's
- * deletion event without a read (docs/design.md, "A claim behind exactly
- * one other"), so its own claim's deletion must reach it first. */
+ * (runs/), children first, in one multi. The claims go highest first
+ * (baton_claim_sort_for_delete: a waiting member must see its own claim's
+ * deletion before its predecessor's). */
 static int key_remove_once(baton_zk_t *zk, const char *base, const char *name) {
     char *key = baton_layout_key(base, name);
     char *claims = baton_layout_key_claims(base, name);
@@ -416,8 +408,8 @@ static int key_remove_once(baton_zk_t *zk, const char *base, const char *name) {
     size_t np = 0;
     int have_claims = 0, have_runs = 0;
     int err = child_paths(zk, claims, &paths, &np, &have_claims);
-    if (err == BATON_OK && np > 1)
-        qsort(paths, np, sizeof(char *), claim_path_desc);
+    if (err == BATON_OK)
+        baton_claim_sort_for_delete(paths, np);
     if (err == BATON_OK)
         err = child_paths(zk, runs, &paths, &np, &have_runs);
     if (err == BATON_OK) {

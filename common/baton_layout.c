@@ -161,6 +161,19 @@ const char *baton_claim_predecessor(char *const *names, size_t n, const char *mi
                                     size_t *below) {
     return predecessor(names, n, mine, found, below, baton_claim_seq);
 }
+/* The claim sequence of a path's last component (qsort, highest first). */
+static int64_t path_claim_seq(const char *path) {
+    const char *leaf = strrchr(path, '/');
+    return baton_claim_seq(leaf ? leaf + 1 : path);
+}
+static int claim_path_desc(const void *a, const void *b) {
+    int64_t sx = path_claim_seq(*(char *const *)a), sy = path_claim_seq(*(char *const *)b);
+    return sx < sy ? 1 : sx > sy ? -1 : 0;
+}
+void baton_claim_sort_for_delete(char **paths, size_t n) {
+    if (n > 1)
+        qsort(paths, n, sizeof(char *), claim_path_desc);
+}
 const char *baton_seq_lowest(char *const *names, size_t n) {
     return lowest(names, n, baton_seq_of);
 }

@@ -104,6 +104,14 @@ const char *baton_claim_lowest(char *const *names, size_t n);
  * *below (may be NULL): how many claims sort before mine. */
 const char *baton_claim_predecessor(char *const *names, size_t n, const char *mine, int *found,
                                     size_t *below);
+/* Sorts paths[0..n) (one queue's claims, full paths or bare names) for a
+ * multi that deletes them together: highest sequence first, names that are
+ * no claim last. A member waiting behind exactly one claim acquires on that
+ * claim's deletion event without a read (docs/design.md, "A claim behind
+ * exactly one other"), so the deletion of its own claim, if it is in the
+ * same multi, must reach it first. Every multi that deletes claims of
+ * other sessions from one queue sorts them with this. */
+void baton_claim_sort_for_delete(char **paths, size_t n);
 /* The same over any sequential names. */
 const char *baton_seq_lowest(char *const *names, size_t n);
 const char *baton_seq_predecessor(char *const *names, size_t n, const char *mine, int *found,

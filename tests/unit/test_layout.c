@@ -184,6 +184,27 @@ static void test_claim_predecessor(void **state) {
     assert_int_equal(below, 0);
 }
 
+/* A multi deleting one queue's claims: highest sequence first, so a member
+ * waiting behind exactly one of them sees its own claim's deletion before
+ * its predecessor's; what is no claim goes last. */
+static void test_claim_sort_for_delete(void **state) {
+    (void)state;
+    char *paths[] = {
+        "/b/keys/k/claims/claim-0000000000000002-0000000005", "/b/keys/k/claims/junk",
+        "/b/keys/k/claims/claim-0000000000000001-0000000010", "claim-0000000000000003-0000000007",
+        "/b/keys/k/claims/claim-0000000000000004-0000000002",
+    };
+    baton_claim_sort_for_delete(paths, N(paths));
+    assert_string_equal(paths[0], "/b/keys/k/claims/claim-0000000000000001-0000000010");
+    assert_string_equal(paths[1], "claim-0000000000000003-0000000007");
+    assert_string_equal(paths[2], "/b/keys/k/claims/claim-0000000000000002-0000000005");
+    assert_string_equal(paths[3], "/b/keys/k/claims/claim-0000000000000004-0000000002");
+    assert_string_equal(paths[4], "/b/keys/k/claims/junk");
+    baton_claim_sort_for_delete(paths, 0); /* nothing to do */
+    baton_claim_sort_for_delete(paths, 1);
+    assert_string_equal(paths[0], "/b/keys/k/claims/claim-0000000000000001-0000000010");
+}
+
 /* The election's candidates (c-<seq>): any sequential name counts. */
 static void test_seq_queue(void **state) {
     (void)state;
@@ -259,10 +280,15 @@ static void test_classify(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),        cmocka_unit_test(test_claim_prefix),
-        cmocka_unit_test(test_claim_parse),  cmocka_unit_test(test_claim_seq),
-        cmocka_unit_test(test_claim_lowest), cmocka_unit_test(test_claim_predecessor),
-        cmocka_unit_test(test_seq_queue),    cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_claim_prefix),
+        cmocka_unit_test(test_claim_parse),
+        cmocka_unit_test(test_claim_seq),
+        cmocka_unit_test(test_claim_lowest),
+        cmocka_unit_test(test_claim_predecessor),
+        cmocka_unit_test(test_seq_queue),
+        cmocka_unit_test(test_classify),
+        cmocka_unit_test(test_claim_sort_for_delete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
