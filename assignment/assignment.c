@@ -149,7 +149,8 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
         int limit;
     } arrays[] = {{"prev", in->prev, in->nworkers},
                   {"pins", in->pins, in->nworkers},
-                  {"leader_rack", in->leader_rack, nracks}};
+                  {"leader_rack", in->leader_rack, nracks},
+                  {"hint", in->hint, in->nworkers}};
     for (size_t k = 0; k < BATON_ARRAY_SIZE(arrays); k++) {
         if (!arrays[k].a)
             continue;
@@ -329,8 +330,12 @@ static int rack_match(const baton_assign_input_t *in, int p, int w) {
 /* Hands the unset free partitions (next[p] == -2, ascending) to workers with
  * free slots left (deficit d). First, per rack, partitions go to workers in
  * their leader's rack: racks are disjoint, so filling each rack greedily
- * places the most partitions locally. The rest go to workers in ascending
- * index order. */
+ * places the most partitions locally. Then a partition whose previous owner
+ * is gone or drained goes to its hint (its named standby) if that worker is
+ * eligible and has room: a departure moves its partitions where the
+ * standbys were told, and the standbys named after it stay where they were
+ * (coord_standby.c follows the same order; not with rack realignment). The
+ * rest go to workers in ascending index order. */
 static void pool_distribute(const plan_t *pl, int *d, int *next) {
     const baton_assign_input_t *in = pl->in;
     int nw = pl->nw;
@@ -367,6 +372,17 @@ static void pool_distribute(const plan_t *pl, int *d, int *next) {
         free(rcur);
         free(rlist);
         free(rstart);
+    }
+    /* Not under realignment: its exchanges after this pass would move a
+     * hinted partition again, so a standby named from a hint would not be
+     * where the next rebalance puts it. */
+    int hints = in->hint && !(in->rack_policy == BATON_RACK_REALIGN && in->leader_rack);
+    for (int p = 0; hints && p < pl->np; p++) {
+        int prev = in->prev ? in->prev[p] : -1, h = in->hint[p];
+        if (next[p] != -2 || (prev >= 0 && pl->elig[prev]) || h < 0 || !pl->elig[h] || d[h] == 0)
+            continue;
+        next[p] = h;
+        d[h]--;
     }
     int w = 0;
     for (int p = 0; p < pl->np; p++) {

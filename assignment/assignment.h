@@ -93,6 +93,13 @@ typedef struct {
                                       * They never cost balance; movement only as
                                       * rack_policy allows. */
     baton_rack_policy_t rack_policy; /* BATON_RACK_TIEBREAK (0) or BATON_RACK_REALIGN */
+    const int *hint; /* hint[p]: the worker index to hand p to if p must move because
+                      * its previous owner is gone or drained (sticky only: the
+                      * standby the coordinator named for p), or -1; NULL: none.
+                      * Taken when that worker is eligible and has room after the
+                      * rack-local placements; it never costs balance or moves.
+                      * Ignored under BATON_RACK_REALIGN with leader racks.
+                      * Keeps standbys stable (coord_standby.h). */
 } baton_assign_input_t;
 
 typedef struct {

@@ -17,7 +17,8 @@
  *   and the candidate the extra o gave up goes to);
  * - sticky: the pool is o's partitions plus what a worker over its new
  *   target lets go (rack-matching kept first, then the lowest), handed to
- *   workers with room, first within the leader's rack, then by index;
+ *   workers with room, first within the leader's rack, then o's partitions
+ *   to their hint (the standby named before) if it has room, then by index;
  *   range: o's partitions keep their rank among the free partitions, and
  *   the blocks are the new targets in worker order.
  *
@@ -426,6 +427,17 @@ static void sticky_owner(direct_t *x, int o, int *sb) {
             x->dwork[w]--;
             touch(x, w);
         }
+    }
+    /* o's partitions to their hint (the standby named before) if it has
+     * room, as assignment.c's pool_distribute does between its rack and
+     * index passes: a standby named once stays named. */
+    for (int i = 0; in->hint && i < npool; i++) {
+        int p = x->pool[i], h = in->hint[p];
+        if (x->got[i] >= 0 || x->N[p] != o || h < 0 || !x->elig[h] || x->dwork[h] == 0)
+            continue;
+        x->got[i] = h;
+        x->dwork[h]--;
+        touch(x, h);
     }
     for (int i = 0, j = 0; i < npool; i++) {
         if (x->got[i] >= 0)

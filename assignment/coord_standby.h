@@ -8,7 +8,10 @@
  * coordinator's own rebalance after that departure names the same worker
  * (it runs the same computation), so nothing moves twice. The claims and
  * the sink's fence stay the only gates: a standby that acts on news the
- * coordinator later contradicts is revoked like any owner. */
+ * coordinator later contradicts is revoked like any owner. With in->hint
+ * (the standbys published before) a standby stays named while it has room:
+ * the departure's rebalance takes the same hint, so it still names the
+ * published standby. */
 #ifndef COORD_STANDBY_H
 #define COORD_STANDBY_H
 

@@ -66,15 +66,23 @@ int baton_plan_member_takes(const baton_plan_member_t *m, const baton_resource_t
 /* Every row's previous owner: the first published node that lists it
  * (prev_pub) and that node's member index (prev; -1 once it is gone).
  * Rows outside the snapshot (a partition out of range, a removed key)
- * are skipped; a row listed twice keeps the first. */
+ * are skipped; a row listed twice keeps the first. A partition's hint is
+ * the live member whose published node names it standby for it (the
+ * first such node). */
 static void plan_previous(const baton_plan_snapshot_t *s, baton_plan_t *p) {
     for (size_t r = 0; r < p->nrows; r++)
-        p->prev[r] = p->prev_pub[r] = p->pins[r] = -1;
+        p->prev[r] = p->prev_pub[r] = p->pins[r] = p->hint[r] = -1;
     for (int32_t q = 0; q < s->npartitions; q++)
         p->pins[q] = s->pin_of && s->pin_of[q] ? member_find(s, s->pin_of[q]) : -1;
     for (size_t i = 0; i < s->npublished; i++) {
         const baton_plan_published_t *pub = &s->published[i];
         int k = member_find(s, pub->id); /* a departed worker's rows are up for grabs */
+        for (size_t e = 0; k >= 0 && e < pub->nstandby; e++)
+            for (size_t j = 0; j < pub->standby[e].npartitions; j++) {
+                int32_t q = pub->standby[e].partitions[j];
+                if (q >= 0 && q < s->npartitions && p->hint[q] == -1)
+                    p->hint[q] = k;
+            }
         size_t n = pub->npartitions + pub->nkeys;
         for (size_t j = 0; j < n; j++) {
             long r = -1;
@@ -145,6 +153,7 @@ static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
         .pins = p->pins,
         .leader_rack = lrack,
         .rack_policy = s->rack_policy,
+        .hint = p->hint,
     };
     int rc = baton_assign_compute(in, p->next, &p->stats, errstr, n);
     free(rack_names);
@@ -312,6 +321,7 @@ int baton_plan_compute(const baton_plan_snapshot_t *s, baton_plan_t *out, char *
     out->prev = xmalloc(sizeof(int) * (out->nrows + 1));
     out->prev_pub = xmalloc(sizeof(int) * (out->nrows + 1));
     out->pins = xmalloc(sizeof(int) * (out->nrows + 1));
+    out->hint = xmalloc(sizeof(int) * (out->nrows + 1));
     for (size_t r = 0; r < out->nrows; r++)
         out->next[r] = -1;
     plan_previous(s, out);
@@ -349,6 +359,7 @@ void baton_plan_release(baton_plan_t *p, size_t nmembers) {
     free(p->prev);
     free(p->prev_pub);
     free(p->pins);
+    free(p->hint);
     free(p->start);
     free(p->order);
     memset(p, 0, sizeof(*p));

@@ -84,6 +84,8 @@ typedef struct {
     int *prev;     /* the published owner's member index, or -1 (gone or none) */
     int *prev_pub; /* the published node that lists the row, or -1 */
     int *pins;     /* the member index the row is pinned to, or -1 (keys: always) */
+    int *hint;     /* partitions: the member index the published nodes name standby for
+                    * it, or -1 (the assignor's hint: standbys stay where they are) */
     /* Member k's partitions are order[start[k]..start[k+1]), ascending. */
     int *start, *order;
     /* What member k stands by for: standby[k][0..nstandby[k]). */

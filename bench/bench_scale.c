@@ -20,6 +20,7 @@
  * assignment, workers, coordinators, history, drains and pins, and the
  * claims of partition 0 (every partition's claims look alike: small). */
 #include "membership.h"
+#include "baton_member_int.h"
 
 #include "baton_err.h"
 #include "baton_log.h"
@@ -42,9 +43,11 @@
 typedef struct {
     const char *zk, *group, *root;
     int first, count, session_ms;
-    int join_first; /* join every member of a thread before polling any */
+    int join_first;  /* join every member of a thread before polling any */
+    int claim_ahead; /* --standby-claim ahead: standby.claim=ahead */
     const char *prefix;
     const char *watch_member;
+    const char *standby_map; /* --report: write "partition owner standby" lines here */
 } scale_conf_t;
 
 typedef struct {
@@ -94,7 +97,8 @@ static void *scale_thread(void *arg) {
                                       .capacity = 1,
                                       .session_timeout_ms = c->session_ms,
                                       .connect_timeout_ms = 15000};
-        if (baton_membership_new(&mc, &cbs, &ms[n], errstr, sizeof(errstr)) != BATON_OK) {
+        baton_membership_ext_t ext = {.claim_ahead = c->claim_ahead};
+        if (baton_membership__new(&mc, &cbs, &ext, &ms[n], errstr, sizeof(errstr)) != BATON_OK) {
             fprintf(stderr, "baton-bench-scale: member %s: %s\n", ids[n], errstr);
             atomic_store(&scale_failed, 1);
             break;
@@ -233,6 +237,12 @@ static int scale_report(const scale_conf_t *c) {
         goto out;
     }
     unsigned char *named = xcalloc((size_t)gc.partitions + 1, 1);
+    /* --standby-map: each partition's owner and standby, as indices into
+     * ids (-1: none). */
+    int *owner = xmalloc(sizeof(int) * ((size_t)gc.partitions + 1));
+    int *standby = xmalloc(sizeof(int) * ((size_t)gc.partitions + 1));
+    for (int32_t q = 0; q < gc.partitions; q++)
+        owner[q] = standby[q] = -1;
     char *adir = baton_layout_assignment(base);
     char **ids = NULL;
     size_t nids = 0, nnamed = 0;
@@ -249,21 +259,35 @@ static int scale_report(const scale_conf_t *c) {
                         if (q >= 0 && q < gc.partitions && !named[q]) {
                             named[q] = 1;
                             nnamed++;
+                            standby[q] = (int)i;
                         }
                     }
+                for (size_t j = 0; j < wa.npartitions; j++)
+                    if (wa.partitions[j] >= 0 && wa.partitions[j] < gc.partitions)
+                        owner[wa.partitions[j]] = (int)i;
                 baton_worker_assignment_release(&wa);
             }
             free(data);
             free(path);
         }
-        baton_zk_strings_free(ids, nids);
     }
+    FILE *mf = c->standby_map ? fopen(c->standby_map, "w") : NULL;
+    if (c->standby_map && !mf)
+        fprintf(stderr, "baton-bench-scale: report: cannot write %s\n", c->standby_map);
+    for (int32_t q = 0; mf && q < gc.partitions; q++)
+        fprintf(mf, "%d %s %s\n", q, owner[q] >= 0 ? ids[owner[q]] : "-",
+                standby[q] >= 0 ? ids[standby[q]] : "-");
+    if (mf)
+        fclose(mf);
+    baton_zk_strings_free(ids, nids);
     printf("report standby_coverage=%.4f standby_named=%zu partitions=%d largest_znode_bytes=%zu "
            "largest_znode=%s znodes_read=%zu\n",
            gc.partitions ? (double)nnamed / gc.partitions : 0.0, nnamed, (int)gc.partitions,
            m.bytes, m.path ? m.path : "-", m.nread);
     free(adir);
     free(named);
+    free(owner);
+    free(standby);
     rc = 0;
 out:
     free(m.path);
@@ -277,7 +301,9 @@ static void usage(FILE *f) {
             "usage: baton-bench-scale --zk HOSTS --group G --members N [--first K] [--prefix w]\n"
             "                         [--threads 4] [--session-timeout-ms 10000] [--root /baton]\n"
             "                         [--watch-member ID] [--join-first]\n"
-            "       baton-bench-scale --zk HOSTS --group G --report [--root /baton]\n");
+            "                         [--standby-claim ahead|takeover]\n"
+            "       baton-bench-scale --zk HOSTS --group G --report [--root /baton]\n"
+            "                         [--standby-map FILE]\n");
 }
 
 int main(int argc, char **argv) {
@@ -314,6 +340,12 @@ int main(int argc, char **argv) {
             c.prefix = v;
         else if (!strcmp(a, "--watch-member"))
             c.watch_member = v;
+        else if (!strcmp(a, "--standby-map"))
+            c.standby_map = v;
+        else if (!strcmp(a, "--standby-claim") && (!strcmp(v, "ahead") || !strcmp(v, "takeover")))
+            c.claim_ahead = !strcmp(v, "ahead");
+        else if (!strcmp(a, "--standby-claim"))
+            bad = 1;
         else if (!strcmp(a, "--members"))
             bad = baton_parse_i64(v, 1, 10000, &members);
         else if (!strcmp(a, "--first"))

@@ -28,7 +28,8 @@ usage() {
     echo "environment: BENCH_RUNS (rebalance repetitions, default 5), BENCH_RATE (records/s"
     echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
     echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
-    echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100), BENCH_SYSTEMS"
+    echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100; BENCH_STANDBY_CLAIM: the"
+    echo "  members' standby.claim, takeover (the default) or ahead), BENCH_SYSTEMS"
     echo "  (rebalance, default \"baton range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
@@ -499,13 +500,27 @@ sc_watches() {
     sc_4lw wchc | awk '/^0x/ { s = $1; n[s] = 0; next } /^\t/ { n[s]++ } END { for (s in n) print n[s] }' |
         sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print 0, 0; else print v[int((NR + 1) / 2)], v[NR] }'
 }
-# sc_report: baton-bench-scale --report's line (standby coverage, the largest znode).
-sc_report() { "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --report; }
+# sc_report [MAP]: baton-bench-scale --report's line (standby coverage, the
+# largest znode); with MAP, every partition's owner and standby into MAP.
+sc_report() { "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --report ${1:+--standby-map "$1"}; }
+
+# sc_churn BEFORE AFTER VICTIM: of the partitions whose owner is the same in
+# both standby maps and whose standby before was named and not VICTIM, the
+# fraction whose standby changed (a standby change costs a watch, with
+# standby.prefetch a fetch restarted, with standby.claim=ahead a claim
+# deleted and made again).
+sc_churn() {
+    awk -v v="$3" 'NR == FNR { o[$1] = $2; s[$1] = $3; next }
+        $2 == o[$1] && $2 != "-" && s[$1] != "-" && s[$1] != v { n++; c += $3 != s[$1] }
+        END { printf "%.4f", n ? c / n : 0 }' "$1" "$2"
+}
 # sc_field LINE KEY: the value of KEY=... in LINE.
 sc_field() { sed -n "s/.*[ ]$2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 bench_scale() {
     local P=${BENCH_PARTITIONS:-10000} W=${BENCH_WORKERS:-100} session=${BENCH_SCALE_SESSION_MS:-10000}
+    [[ ${BENCH_STANDBY_CLAIM:-takeover} =~ ^(ahead|takeover)$ ]] ||
+        { echo "bench/run.sh: BENCH_STANDBY_CLAIM: '$BENCH_STANDBY_CLAIM' is not ahead or takeover" >&2; return 2; }
     h_init bench_scale
     # The harness's ZooKeeper has a 256 MB heap (enough for every test). At
     # 100,000 partitions (partition, claims directory and claim nodes, a
@@ -542,10 +557,13 @@ bench_scale() {
     # sets it). cold_join_s reports when the last member had joined.
     local threads=${BENCH_SCALE_THREADS:-$((W > 200 ? W / 10 : 4))} join_first=()
     ((W > 200)) && join_first=(--join-first)
+    # BENCH_STANDBY_CLAIM=ahead: every member with standby.claim=ahead.
+    local claim=(--standby-claim "${BENCH_STANDBY_CLAIM:-takeover}")
     h_spawn members "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members $((W - 1)) \
-        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim" "${join_first[@]}"
+        --threads "$threads" --session-timeout-ms "$session" --watch-member "$victim" "${join_first[@]}" \
+        "${claim[@]}"
     h_spawn victim "$BATON_BIN/baton-bench-scale" --zk "$ZK" --group "$B_GROUP" --members 1 \
-        --first $((W - 1)) --threads 1 --session-timeout-ms "$session"
+        --first $((W - 1)) --threads 1 --session-timeout-ms "$session" "${claim[@]}"
     h_wait_for 300 "all $P partitions owned by $W workers" sc_cold_converged "$P" "$H_DIR/members.log" "$H_DIR/victim.log" ||
         h_fail "cold start did not converge"
     local tc s
@@ -576,6 +594,8 @@ bench_scale() {
     local idle_rate
     idle_rate=$(awk -v d="$((p1 - p0))" -v t="$((tb - ta))" 'BEGIN { printf "%.3f", d / (t / 1e6) }')
 
+    # The standbys named before the failover, to count how many change.
+    sc_report "$H_DIR/standby-before.map" >/dev/null || h_fail "baton-bench-scale --report failed"
     # Failover: SIGKILL the process holding the last worker; its session
     # expires after $session ms; the others take its partitions.
     local moved
@@ -614,7 +634,9 @@ bench_scale() {
     hwm=$(sc_mem_kb "$cpid" VmHWM)
     publine=$(grep 'event=published' "$H_DIR/c1.log" | tail -n 1)
     read -r wmed wmax < <(sc_watches)
-    rep=$(sc_report) || h_fail "baton-bench-scale --report failed"
+    rep=$(sc_report "$H_DIR/standby-after.map") || h_fail "baton-bench-scale --report failed"
+    local churn
+    churn=$(sc_churn "$H_DIR/standby-before.map" "$H_DIR/standby-after.map" "$victim")
     h_log "coordinator: $nreb rebalances in the failover, $((cpu2 - cpu1)) ms CPU (idle: $((ic1 - ic0)) ms in $(((tb - ta) / 1000)) ms); cold start $cold_cpu_ms ms CPU over $gens; RSS $rss kB, peak $hwm kB"
     h_log "last publish: compute_ms=$(sc_field "$publine" compute_ms) standby_ms=$(sc_field "$publine" standby_ms); $rep"
     local cov big bigpath
@@ -632,6 +654,7 @@ bench_scale() {
     printf '%-60s %s\n' "ZooKeeper requests per moved partition (all clients, pings removed)" "$ops"
     printf '%-60s %s\n' "ZooKeeper write transactions per moved partition" "$writes"
     printf '%-60s %s\n' "partitions with a standby named, at the end" "$cov ($(sc_field "$rep" standby_named) of $P)"
+    printf '%-60s %s\n' "standbys changed by the failover (owner kept, standby not the victim)" "$churn"
     printf '%-60s %s\n' "largest znode (ZooKeeper's jute.maxbuffer: 1 MB)" "$big bytes ($bigpath)"
     printf '%-60s %s\n' "coordinator CPU per rebalance (idle removed) / cold start" "$fo_cpu ms ($nreb) / $((cold_cpu_ms / (gens > 0 ? gens : 1))) ms ($gens)"
     printf '%-60s %s\n' "coordinator memory: resident / peak" "$rss / $hwm kB"
@@ -644,7 +667,8 @@ bench_scale() {
     # of 10 s of idle probes that the packet count has to subtract.
     echo "RESULT cold_start_s=$(awk -v m="$cold_ms" 'BEGIN { printf "%.2f", m / 1000 }') failover_after_expiry_ms=$fo_ms zk_ops_per_moved_partition=$writes zk_requests_per_moved_partition=$ops" \
         "standby_coverage=$cov largest_znode_bytes=$big coord_cpu_ms_per_rebalance=$fo_cpu coord_rss_kb=$rss coord_peak_rss_kb=$hwm" \
-        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed cold_zk_requests_per_partition=$cold_req cold_join_s=$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f", m / 1000 }')"
+        "coord_standby_ms=$(sc_field "$publine" standby_ms) worker_watches=$wmed cold_zk_requests_per_partition=$cold_req cold_join_s=$(awk -v m="$joined_ms" 'BEGIN { printf "%.2f", m / 1000 }')" \
+        "standby_claim=${BENCH_STANDBY_CLAIM:-takeover} standby_churn=$churn"
 }
 
 # --- rolling -------------------------------------------------------------------
