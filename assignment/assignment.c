@@ -143,6 +143,9 @@ static int input_check(const baton_assign_input_t *in, const int *next, char *er
             return baton_seterr(errstr, n, BATON_INVALID, "workers[%d].flags 0x%x is unknown", w,
                                 (unsigned)wk->flags);
     }
+    if (in->rotate < 0 || (in->rotate > 0 && in->rotate >= in->nworkers))
+        return baton_seterr(errstr, n, BATON_INVALID, "rotate %d is not a worker index or 0",
+                            in->rotate);
     const struct {
         const char *name;
         const int *a;
@@ -252,10 +255,11 @@ static void shares_compute(plan_t *pl) {
 typedef struct {
     int gain; /* 1 if one more slot lets the worker keep one more partition */
     long long frac;
+    int order; /* the index, or without gain its place counted from rotate */
     int index;
 } extra_t;
 
-/* Gain first, then the share closest to its ceiling, then lower index: a
+/* Gain first, then the share closest to its ceiling, then lower order: a
  * total order, so qsort's instability cannot leak into the result. */
 static int extra_cmp(const void *a, const void *b) {
     const extra_t *x = a, *y = b;
@@ -263,7 +267,7 @@ static int extra_cmp(const void *a, const void *b) {
         return x->gain > y->gain ? -1 : 1;
     if (x->frac != y->frac)
         return x->frac > y->frac ? -1 : 1;
-    return (x->index > y->index) - (x->index < y->index);
+    return (x->order > y->order) - (x->order < y->order);
 }
 
 /* Free slots per worker (target minus pins) into f. Each unfixed worker gets
@@ -273,6 +277,11 @@ static int extra_cmp(const void *a, const void *b) {
  * +1 keeps one more partition in place exactly for them, so this choice
  * maximises what stays, i.e. minimises moves over every balanced target. */
 static void targets_compute(const plan_t *pl, int prefer_gain, int *f) {
+    /* Sticky's extra slots without gain go round from in->rotate (the
+     * departed worker's place), so one departure's partitions land on the
+     * workers after it, not always on the lowest-indexed (standbys spread
+     * over the group, and stay put when another worker goes). */
+    int rot = prefer_gain && pl->nw > 0 ? pl->in->rotate % pl->nw : 0;
     extra_t *cand = xmalloc(((size_t)pl->nw + 1) * sizeof(*cand));
     int ncand = 0;
     long long base = 0;
@@ -292,6 +301,8 @@ static void targets_compute(const plan_t *pl, int prefer_gain, int *f) {
                 .frac = pl->sh[w].frac,
                 .index = w,
             };
+        if (pl->sh[w].frac > 0)
+            cand[ncand - 1].order = cand[ncand - 1].gain ? w : (w - rot + pl->nw) % pl->nw;
     }
     long long extra = pl->p_e - base;
     if (extra > 0) {

@@ -98,8 +98,15 @@ typedef struct {
                       * standby the coordinator named for p), or -1; NULL: none.
                       * Taken when that worker is eligible and has room after the
                       * rack-local placements; it never costs balance or moves.
-                      * Ignored under BATON_RACK_REALIGN with leader racks.
-                      * Keeps standbys stable (coord_standby.h). */
+                      * Ignored under BATON_RACK_REALIGN with leader racks. Keeps
+                      * standbys stable (coord_standby.h). */
+    int rotate;      /* sticky: the extra slots (one partition above a worker's floor
+                      * share) go, among workers without gain and alike in share,
+                      * first to index rotate, rotate + 1, ... wrapping round,
+                      * instead of from index 0: the coordinator passes a lone
+                      * departed worker's place, so its partitions go to the
+                      * workers after it (coord_standby.c names the standbys the
+                      * same way). 0 (the default): from index 0; 0..nworkers-1. */
 } baton_assign_input_t;
 
 typedef struct {

@@ -14,7 +14,10 @@
  *   among the first R candidates (gain, then the share's fraction, then the
  *   index, as assignment.c orders them) other than o: one sorted candidate
  *   list per class, and per owner at most two workers differ from it (o,
- *   and the candidate the extra o gave up goes to);
+ *   and the candidate the extra o gave up goes to) -- for range; sticky's
+ *   candidates without gain go round from o's place (assignment.c's
+ *   rotate), so per owner the zone of candidates alike in gain and
+ *   fraction around position R takes its extras anew (zone_extras, O(R));
  * - sticky: the pool is o's partitions plus what a worker over its new
  *   target lets go (rack-matching kept first, then the lowest), handed to
  *   workers with room, first within the leader's rack, then o's partitions
@@ -22,8 +25,8 @@
  *   range: o's partitions keep their rank among the free partitions, and
  *   the blocks are the new targets in worker order.
  *
- * That is O(P + workers x classes x log) per rebalance where the simulation
- * is O(owners x P). tests/unit/test_coord_standby.c checks the rule against
+ * That is O(P + workers x classes x log + owners x R) per rebalance where
+ * the simulation is O(owners x P). tests/unit/test_coord_standby.c checks the rule against
  * coord_standby_simulate (kept for that, and for the strategies and keys it
  * still serves) and against the coordinator's next rebalance. */
 #include "coord_standby.h"
@@ -73,6 +76,7 @@ static int simulate(const baton_assign_input_t *in, char *const *keys, size_t nk
         int ksim = (kinds & 2) && (owns[o] & 2) && !(kw2[o].flags & BATON_ASSIGN_ABSENT);
         if (psim) {
             aw[o].flags |= BATON_ASSIGN_DRAINED; /* what a leave mark does */
+            sim.rotate = o;                      /* the extra slots go round from o's place */
             err = baton_assign_compute(&sim, alt, NULL, errstr, errstr_size);
             aw[o].flags = saved;
         }
@@ -137,6 +141,12 @@ typedef struct {
     long long *pk; /* range: prefix sums of fk */
     /* sticky: workers that may have room (ascending), their deficits, racks */
     int *dlist, nd, *dk, *dwork, *rstart, *rlist, *rcur, *over, nover;
+    /* sticky: the zone L[zs..ze) of candidates whose extra slot depends on
+     * who departs (the groups alike in gain and fraction around position
+     * R); tb[w], a worker's target without a zone extra; zt[w], whether the
+     * departure now computed gives w a zone extra. */
+    int zs, ze, *tb;
+    unsigned char *zt;
     int *touched, ntouched, *pool, *got;
 } direct_t;
 
@@ -219,7 +229,9 @@ static int direct_init(direct_t *x, const baton_assign_input_t *in, const int *N
     x->rstart = xcalloc((size_t)x->nr + 2, sizeof(int));
     x->rcur = xcalloc((size_t)x->nr + 2, sizeof(int));
     x->rlist = xcalloc(nw1, sizeof(int));
-    x->touched = xcalloc(np1 + nw1 + 4, sizeof(int)); /* o, the bonus, each slot taken */
+    x->touched = xcalloc(np1 + 2 * nw1 + 4, sizeof(int)); /* o, the zone extras, each slot */
+    x->tb = xcalloc(nw1, sizeof(int));
+    x->zt = xcalloc(nw1, 1);
     x->pool = xmalloc(np1 * sizeof(int));
     x->got = xmalloc(np1 * sizeof(int));
     return 0;
@@ -229,7 +241,7 @@ static void direct_release(direct_t *x) {
     void *ps[] = {x->elig,  x->pinned,  x->pin_cnt, x->c,     x->ostart, x->olist,  x->freepre,
                   x->lo,    x->frac,    x->fixed,   x->f0,    x->fk,     x->rankL,  x->L,
                   x->pk,    x->dlist,   x->dk,      x->dwork, x->over,   x->rstart, x->rcur,
-                  x->rlist, x->touched, x->pool,    x->got,   x->keys};
+                  x->rlist, x->touched, x->pool,    x->got,   x->keys,   x->tb,     x->zt};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(ps); i++)
         free(ps[i]);
 }
@@ -322,18 +334,37 @@ static int class_targets(direct_t *x, int rep, int mate) {
         x->pk[w] = s += x->fk[w];
     if (!x->sticky)
         return 1;
-    /* Who may have room (any departure of the class): fk, or fk + 1 for the
-     * candidate just past the first R. Who may be over its target. */
+    /* The zone: the groups (alike in gain and fraction) at positions R - 1
+     * and R. A departure before it passes its extra on, so the first R of
+     * L without the departed end inside it; which of its members get the
+     * extras is decided per departure (zone_extras: without gain, round
+     * from the departed worker's place, as assignment.c's rotate). */
+    x->zs = x->ze = 0;
+    if (x->nL > 0) {
+        int a = x->R - 1 < 0 ? 0 : (int)(x->R - 1 < x->nL ? x->R - 1 : x->nL - 1);
+        int b = x->R < x->nL ? (int)x->R : x->nL - 1;
+        while (a > 0 && x->keys[a - 1].a == x->keys[a].a && x->keys[a - 1].b == x->keys[a].b)
+            a--;
+        while (b + 1 < x->nL && x->keys[b + 1].a == x->keys[b].a &&
+               x->keys[b + 1].b == x->keys[b].b)
+            b++;
+        x->zs = a;
+        x->ze = b + 1;
+    }
+    /* Who may have room (any departure of the class): tb, or tb + 1 in the
+     * zone. Who may be over its target. */
     x->nd = x->nover = 0;
     for (int w = 0; w < nw; w++) {
         if (!x->elig[w])
             continue;
-        int room = x->fk[w] + (x->rankL[w] == x->R) - x->c[w];
-        x->dk[w] = x->fk[w] > x->c[w] ? x->fk[w] - x->c[w] : 0;
+        int inzone = x->rankL[w] >= x->zs && x->rankL[w] < x->ze;
+        x->tb[w] = x->f0[w] + (x->rankL[w] < x->zs);
+        int room = x->tb[w] + inzone - x->c[w];
+        x->dk[w] = x->tb[w] > x->c[w] ? x->tb[w] - x->c[w] : 0;
         x->dwork[w] = x->dk[w];
         if (room > 0)
             x->dlist[x->nd++] = w;
-        if (x->c[w] > x->fk[w])
+        if (x->c[w] > x->tb[w])
             x->over[x->nover++] = w;
     }
     memset(x->rstart, 0, sizeof(int) * ((size_t)x->nr + 2));
@@ -351,16 +382,55 @@ static int class_targets(direct_t *x, int rep, int mate) {
     return 1;
 }
 
-/* Owner o's departure: its target slot's extra, if it had one, goes to the
- * candidate L[R]; -1 if none. */
+/* Owner o's departure (range): its target slot's extra, if it had one,
+ * goes to the candidate L[R]; -1 if none. */
 static int bonus_of(const direct_t *x, int o) {
     return x->rankL[o] < x->R && x->R < x->nL ? x->L[x->R] : -1;
 }
 
-static int target_of(const direct_t *x, int o, int bonus, int w) {
+static void touch(direct_t *x, int w);
+
+/* Sticky, owner o's departure: the zone's extras. The first R of L
+ * without o take every group before the zone and k of the zone: a group
+ * with gain in index order, one without from the first worker after o,
+ * wrapping round (assignment.c's rotate = o's place). Marks them in zt,
+ * their deficits in dwork (touched, so both are reset). */
+static void zone_extras(direct_t *x, int o) {
+    long long k = x->R - (x->zs - (x->rankL[o] < x->zs));
+    for (int gs = x->zs, ge; gs < x->ze && k > 0; gs = ge) {
+        for (ge = gs + 1;
+             ge < x->ze && x->keys[ge].a == x->keys[gs].a && x->keys[ge].b == x->keys[gs].b; ge++) {
+        }
+        int start = gs; /* L[gs..ge) ascending by index: the first past o */
+        if (x->keys[gs].a == 0) {
+            int lo = gs, hi = ge;
+            while (lo < hi) {
+                int mid = lo + (hi - lo) / 2;
+                if (x->L[mid] > o)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            start = lo;
+        }
+        for (int n = 0; n < ge - gs && k > 0; n++) {
+            int i = start + n < ge ? start + n : start + n - (ge - gs);
+            int w = x->L[i];
+            if (w == o)
+                continue;
+            x->zt[w] = 1;
+            int t = x->tb[w] + 1;
+            x->dwork[w] = t > x->c[w] ? t - x->c[w] : 0;
+            touch(x, w);
+            k--;
+        }
+    }
+}
+
+static int target_of(const direct_t *x, int o, int w) {
     if (w == o)
         return 0;
-    return x->fk[w] + (w == bonus);
+    return x->tb[w] + x->zt[w];
 }
 
 static int int_cmp(const void *a, const void *b) {
@@ -373,20 +443,16 @@ static void touch(direct_t *x, int w) { x->touched[x->ntouched++] = w; }
 /* Sticky: o's partitions, with what others let go, over the room left. */
 static void sticky_owner(direct_t *x, int o, int *sb) {
     const baton_assign_input_t *in = x->in;
-    int bonus = bonus_of(x, o), npool = 0;
+    int npool = 0;
     x->ntouched = 0;
     x->dwork[o] = 0;
     touch(x, o);
-    if (bonus >= 0) {
-        int t = x->fk[bonus] + 1;
-        x->dwork[bonus] = t > x->c[bonus] ? t - x->c[bonus] : 0;
-        touch(x, bonus);
-    }
+    zone_extras(x, o);
     for (int i = x->ostart[o]; i < x->ostart[o + 1]; i++)
         x->pool[npool++] = x->olist[i];
     int sorted = 1;
     for (int i = 0; i < x->nover; i++) {
-        int w = x->over[i], keep = target_of(x, o, bonus, w);
+        int w = x->over[i], keep = target_of(x, o, w);
         if (w == o || x->c[w] <= keep)
             continue;
         /* Keeps the rack-matching first, then the lowest; the rest go. */
@@ -455,8 +521,10 @@ static void sticky_owner(direct_t *x, int o, int *sb) {
     for (int i = 0; i < npool; i++)
         if (x->N[x->pool[i]] == o && x->got[i] >= 0 && x->got[i] != o)
             sb[x->pool[i]] = x->got[i];
-    for (int i = 0; i < x->ntouched; i++)
+    for (int i = 0; i < x->ntouched; i++) {
         x->dwork[x->touched[i]] = x->dk[x->touched[i]];
+        x->zt[x->touched[i]] = 0;
+    }
     for (int r = 0; r < x->nr; r++)
         x->rcur[r] = INT_MIN;
 }

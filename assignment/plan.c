@@ -121,6 +121,35 @@ void baton_plan_node(const baton_plan_snapshot_t *s, const baton_plan_t *p, size
                                       .nstandby = p->nstandby[k]};
 }
 
+/* The place of the one owner whose partitions are moving because it left
+ * (drained: its member index; gone: where its id would sort among the
+ * members, wrapping to 0 past the last), or 0 when no or several owners
+ * left: the assignor's rotate, as coord_standby.c's simulation of that
+ * departure used it (the standbys it named are the workers after it). */
+static int plan_rotate(const baton_plan_snapshot_t *s, const baton_plan_t *p,
+                       const baton_assign_worker_t *aw) {
+    int drained = -1, gone = -1, n = 0;
+    for (int32_t q = 0; q < s->npartitions && n < 2; q++) {
+        int k = p->prev[q], i = p->prev_pub[q];
+        if (k >= 0 && (aw[k].flags & BATON_ASSIGN_DRAINED) &&
+            !(aw[k].flags & BATON_ASSIGN_ABSENT) && k != drained) {
+            drained = k;
+            n++;
+        } else if (k < 0 && i >= 0 && i != gone) {
+            gone = i;
+            n++;
+        }
+    }
+    if (n != 1)
+        return 0;
+    if (drained >= 0)
+        return drained;
+    size_t at = 0;
+    while (at < s->nmembers && strcmp(s->members[at].id, s->published[gone].id) < 0)
+        at++;
+    return at < s->nmembers ? (int)at : 0;
+}
+
 /* Partitions: the assignor over the members that take partitions, from
  * what is published (rows [0, npartitions)). */
 static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
@@ -155,6 +184,7 @@ static int plan_partitions(const baton_plan_snapshot_t *s, baton_plan_t *p,
         .rack_policy = s->rack_policy,
         .hint = p->hint,
     };
+    in->rotate = plan_rotate(s, p, aw);
     int rc = baton_assign_compute(in, p->next, &p->stats, errstr, n);
     free(rack_names);
     /* in->leader_rack stays set for the standbys; freed by the caller. */

@@ -127,6 +127,7 @@ static void rebalance_without(group_t *g, const int *next, const int *knext, con
         kprev[k] = knext[k] >= 0 ? map[knext[k]] : -1;
     char err[256];
     baton_assign_input_t in = group_input(&h, prev, hints);
+    in.rotate = o < h.nw ? o : 0; /* o's place: the worker after it, as the plan passes */
     assert_true(baton_assign_compute(&in, res, NULL, err, sizeof(err)) >= 0);
     assert_true(coord_keys_assign(h.strategy, key_names, (size_t)h.nkeys, h.kw, (size_t)h.nw, kprev,
                                   kres, err, sizeof(err)) >= 0);
@@ -159,6 +160,7 @@ static void check_strategy(baton_strategy_t strategy, unsigned seed) {
             d.kw[o].flags |= BATON_ASSIGN_DRAINED;
             int alt[PMAX], kalt[KMAX + 1], cut[PMAX], kcut[KMAX + 1];
             baton_assign_input_t din = group_input(&d, next, sb);
+            din.rotate = o; /* a lone departure: the plan passes its place */
             assert_true(baton_assign_compute(&din, alt, NULL, err, sizeof(err)) >= 0);
             assert_true(coord_keys_assign(strategy, key_names, (size_t)d.nkeys, d.kw, (size_t)d.nw,
                                           knext, kalt, err, sizeof(err)) >= 0);
@@ -295,6 +297,7 @@ static int standby_churn(int use_hint) {
     aw[LEAVER].flags = BATON_ASSIGN_DRAINED;
     in.prev = next;
     in.hint = use_hint ? sb1 : NULL;
+    in.rotate = LEAVER; /* the plan passes a lone departure's place */
     assert_true(baton_assign_compute(&in, next2, NULL, err, sizeof(err)) >= 0);
     int changed = 0, kept = 0;
     for (int p = 0; p < SP; p++) {
