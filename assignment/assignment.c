@@ -346,7 +346,7 @@ static int rack_match(const baton_assign_input_t *in, int p, int w) {
  * eligible and has room: a departure moves its partitions where the
  * standbys were told, and the standbys named after it stay where they were
  * (coord_standby.c follows the same order; not with rack realignment). The
- * rest go to workers in ascending index order. */
+ * rest go to workers in index order from in->rotate, wrapping round. */
 static void pool_distribute(const plan_t *pl, int *d, int *next) {
     const baton_assign_input_t *in = pl->in;
     int nw = pl->nw;
@@ -395,15 +395,18 @@ static void pool_distribute(const plan_t *pl, int *d, int *next) {
         next[p] = h;
         d[h]--;
     }
-    int w = 0;
+    /* From in->rotate round, as the extra slots (targets_compute). */
+    int w = nw > 0 ? in->rotate % nw : 0, seen = 0;
     for (int p = 0; p < pl->np; p++) {
         if (next[p] != -2)
             continue;
         /* The free slots sum to the free partitions, so a worker with room
-         * remains while one is unset and w never runs past nw. */
-        while (w < nw && d[w] == 0)
-            w++;
-        if (w == nw) {
+         * remains while one is unset and w never goes round twice. */
+        while (seen < nw && d[w] == 0) {
+            w = w + 1 < nw ? w + 1 : 0;
+            seen++;
+        }
+        if (seen == nw) {
             next[p] = -1; /* unreachable by construction; stay defined */
             continue;
         }

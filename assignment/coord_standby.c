@@ -17,11 +17,12 @@
  *   and the candidate the extra o gave up goes to) -- for range; sticky's
  *   candidates without gain go round from o's place (assignment.c's
  *   rotate), so per owner the zone of candidates alike in gain and
- *   fraction around position R takes its extras anew (zone_extras, O(R));
+ *   fraction around position R takes its extras anew (zone_extras, O(k));
  * - sticky: the pool is o's partitions plus what a worker over its new
  *   target lets go (rack-matching kept first, then the lowest), handed to
  *   workers with room, first within the leader's rack, then o's partitions
- *   to their hint (the standby named before) if it has room, then by index;
+ *   to their hint (the standby named before) if it has room, then by index
+ *   from o's place round;
  *   range: o's partitions keep their rank among the free partitions, and
  *   the blocks are the new targets in worker order.
  *
@@ -145,7 +146,7 @@ typedef struct {
      * who departs (the groups alike in gain and fraction around position
      * R); tb[w], a worker's target without a zone extra; zt[w], whether the
      * departure now computed gives w a zone extra. */
-    int zs, ze, *tb;
+    int zs, ze, *tb, *gend; /* gend[i], i in the zone: where L[i]'s group ends */
     unsigned char *zt;
     int *touched, ntouched, *pool, *got;
 } direct_t;
@@ -231,6 +232,7 @@ static int direct_init(direct_t *x, const baton_assign_input_t *in, const int *N
     x->rlist = xcalloc(nw1, sizeof(int));
     x->touched = xcalloc(np1 + 2 * nw1 + 4, sizeof(int)); /* o, the zone extras, each slot */
     x->tb = xcalloc(nw1, sizeof(int));
+    x->gend = xcalloc(nw1, sizeof(int));
     x->zt = xcalloc(nw1, 1);
     x->pool = xmalloc(np1 * sizeof(int));
     x->got = xmalloc(np1 * sizeof(int));
@@ -238,10 +240,11 @@ static int direct_init(direct_t *x, const baton_assign_input_t *in, const int *N
 }
 
 static void direct_release(direct_t *x) {
-    void *ps[] = {x->elig,  x->pinned,  x->pin_cnt, x->c,     x->ostart, x->olist,  x->freepre,
-                  x->lo,    x->frac,    x->fixed,   x->f0,    x->fk,     x->rankL,  x->L,
-                  x->pk,    x->dlist,   x->dk,      x->dwork, x->over,   x->rstart, x->rcur,
-                  x->rlist, x->touched, x->pool,    x->got,   x->keys,   x->tb,     x->zt};
+    void *ps[] = {x->elig,    x->pinned, x->pin_cnt, x->c,     x->ostart,  x->olist,
+                  x->freepre, x->lo,     x->frac,    x->fixed, x->f0,      x->fk,
+                  x->rankL,   x->L,      x->pk,      x->dlist, x->dk,      x->dwork,
+                  x->over,    x->rstart, x->rcur,    x->rlist, x->touched, x->pool,
+                  x->got,     x->keys,   x->tb,      x->zt,    x->gend};
     for (size_t i = 0; i < BATON_ARRAY_SIZE(ps); i++)
         free(ps[i]);
 }
@@ -350,6 +353,11 @@ static int class_targets(direct_t *x, int rep, int mate) {
             b++;
         x->zs = a;
         x->ze = b + 1;
+        for (int i = x->ze - 1; i >= x->zs; i--)
+            x->gend[i] = i + 1 < x->ze && x->keys[i + 1].a == x->keys[i].a &&
+                                 x->keys[i + 1].b == x->keys[i].b
+                             ? x->gend[i + 1]
+                             : i + 1;
     }
     /* Who may have room (any departure of the class): tb, or tb + 1 in the
      * zone. Who may be over its target. */
@@ -398,9 +406,7 @@ static void touch(direct_t *x, int w);
 static void zone_extras(direct_t *x, int o) {
     long long k = x->R - (x->zs - (x->rankL[o] < x->zs));
     for (int gs = x->zs, ge; gs < x->ze && k > 0; gs = ge) {
-        for (ge = gs + 1;
-             ge < x->ze && x->keys[ge].a == x->keys[gs].a && x->keys[ge].b == x->keys[gs].b; ge++) {
-        }
+        ge = x->gend[gs];
         int start = gs; /* L[gs..ge) ascending by index: the first past o */
         if (x->keys[gs].a == 0) {
             int lo = gs, hi = ge;
@@ -505,12 +511,25 @@ static void sticky_owner(direct_t *x, int o, int *sb) {
         x->dwork[h]--;
         touch(x, h);
     }
-    for (int i = 0, j = 0; i < npool; i++) {
+    /* By index from o's place round (assignment.c's rotate = o): the
+     * first worker with room at or after o in dlist, wrapping. */
+    int j = 0, lo = 0, hi = x->nd, seen = 0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (x->dlist[mid] >= o)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    j = lo < x->nd ? lo : 0;
+    for (int i = 0; i < npool && x->nd > 0; i++) {
         if (x->got[i] >= 0)
             continue;
-        while (j < x->nd && x->dwork[x->dlist[j]] == 0)
-            j++;
-        if (j == x->nd)
+        while (seen < x->nd && x->dwork[x->dlist[j]] == 0) {
+            j = j + 1 < x->nd ? j + 1 : 0;
+            seen++;
+        }
+        if (seen == x->nd)
             break;
         x->got[i] = x->dlist[j];
         x->dwork[x->dlist[j]]--;
