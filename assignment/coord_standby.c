@@ -505,7 +505,8 @@ static void sticky_owner(direct_t *x, int o, int *sb) {
      * index passes: a standby named once stays named. */
     for (int i = 0; in->hint && i < npool; i++) {
         int p = x->pool[i], h = in->hint[p];
-        if (x->got[i] >= 0 || x->N[p] != o || h < 0 || !x->elig[h] || x->dwork[h] == 0)
+        if (x->got[i] >= 0 || x->N[p] != o || h < 0 || h >= x->nw || !x->elig[h] ||
+            x->dwork[h] == 0)
             continue;
         x->got[i] = h;
         x->dwork[h]--;
