@@ -156,6 +156,25 @@ static int rack_match(const direct_t *x, int p, int w) {
     return in->leader_rack && in->leader_rack[p] >= 0 && in->leader_rack[p] == in->workers[w].rack;
 }
 
+/* Whether candidates L[i] and L[j] are alike in gain and fraction (one
+ * group of the extra slots' order). */
+static int same_group(const direct_t *x, int i, int j) {
+    return x->keys[i].a == x->keys[j].a && x->keys[i].b == x->keys[j].b;
+}
+
+/* The first position in a[lo..hi) (ascending) whose value is at least v;
+ * hi if none. */
+static int lower_bound(const int *a, int lo, int hi, int v) {
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (a[mid] >= v)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 /* N is the assignor's output for in's workers and pins: pinned partitions at
  * their eligible pin, nothing at a drained worker, nothing unowned while a
  * worker is eligible. The rule relies on it; anything else is simulated. */
@@ -346,18 +365,14 @@ static int class_targets(direct_t *x, int rep, int mate) {
     if (x->nL > 0) {
         int a = x->R - 1 < 0 ? 0 : (int)(x->R - 1 < x->nL ? x->R - 1 : x->nL - 1);
         int b = x->R < x->nL ? (int)x->R : x->nL - 1;
-        while (a > 0 && x->keys[a - 1].a == x->keys[a].a && x->keys[a - 1].b == x->keys[a].b)
+        while (a > 0 && same_group(x, a - 1, a))
             a--;
-        while (b + 1 < x->nL && x->keys[b + 1].a == x->keys[b].a &&
-               x->keys[b + 1].b == x->keys[b].b)
+        while (b + 1 < x->nL && same_group(x, b + 1, b))
             b++;
         x->zs = a;
         x->ze = b + 1;
         for (int i = x->ze - 1; i >= x->zs; i--)
-            x->gend[i] = i + 1 < x->ze && x->keys[i + 1].a == x->keys[i].a &&
-                                 x->keys[i + 1].b == x->keys[i].b
-                             ? x->gend[i + 1]
-                             : i + 1;
+            x->gend[i] = i + 1 < x->ze && same_group(x, i + 1, i) ? x->gend[i + 1] : i + 1;
     }
     /* Who may have room (any departure of the class): tb, or tb + 1 in the
      * zone. Who may be over its target. */
@@ -407,18 +422,8 @@ static void zone_extras(direct_t *x, int o) {
     long long k = x->R - (x->zs - (x->rankL[o] < x->zs));
     for (int gs = x->zs, ge; gs < x->ze && k > 0; gs = ge) {
         ge = x->gend[gs];
-        int start = gs; /* L[gs..ge) ascending by index: the first past o */
-        if (x->keys[gs].a == 0) {
-            int lo = gs, hi = ge;
-            while (lo < hi) {
-                int mid = lo + (hi - lo) / 2;
-                if (x->L[mid] > o)
-                    hi = mid;
-                else
-                    lo = mid + 1;
-            }
-            start = lo;
-        }
+        /* L[gs..ge) ascending by index: without gain, from the first past o */
+        int start = x->keys[gs].a == 0 ? lower_bound(x->L, gs, ge, o + 1) : gs;
         for (int n = 0; n < ge - gs && k > 0; n++) {
             int i = start + n < ge ? start + n : start + n - (ge - gs);
             int w = x->L[i];
@@ -514,15 +519,9 @@ static void sticky_owner(direct_t *x, int o, int *sb) {
     }
     /* By index from o's place round (assignment.c's rotate = o): the
      * first worker with room at or after o in dlist, wrapping. */
-    int j = 0, lo = 0, hi = x->nd, seen = 0;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (x->dlist[mid] >= o)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    j = lo < x->nd ? lo : 0;
+    int j = lower_bound(x->dlist, 0, x->nd, o), seen = 0;
+    if (j == x->nd)
+        j = 0;
     for (int i = 0; i < npool && x->nd > 0; i++) {
         if (x->got[i] >= 0)
             continue;
