@@ -408,7 +408,8 @@ void mb_claims_settle_known(baton_membership_t *m) {
  * answered with its own result: one round trip when lowest. More go first
  * in multis of up to CLAIM_MULTI_MAX (one write transaction each, all or
  * nothing), then their queue checks (list the claims, set one watch),
- * pipelined: two round trips, not three per resource. A claim that waits
+ * pipelined: two round trips, not three per resource. Claims made ahead
+ * of time go in a multi whenever there are two or more. A claim that waits
  * costs one more (the watch on its predecessor). claim_create_send is the
  * only place a claim create is built and sent, in either mode;
  * claim_created the only place its result is read. */
@@ -572,6 +573,13 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         int adopted = 0;
         if ((errs[i] = list->err) == BATON_OK)
             watch[i] = queue_decide(m, rows[i], list->names, list->count, &waiting[i], &adopted);
+        /* A claim a multi made, waiting: the watch on it brought its
+         * czxid, which lets its predecessor's deletion settle it with no
+         * read (pred_waiting); claims made ahead of time go in multis. */
+        mpart_t *mp = &m->st[rows[i]];
+        if (watch[i] && waiting[i] && !adopted && !create[i] && !mp->czxid &&
+            own->err == BATON_OK && own->stat.czxid)
+            mp->czxid = own->stat.czxid;
         /* An adopted claim's stat is not the one in flight: its watch
          * (below) brings it. */
         if (watch[i] && !waiting[i] && !adopted) {
@@ -667,14 +675,26 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
             made[i] = WAS_UNCERTAIN;
         }
     }
+    int32_t nahead = 0;
     for (int32_t i = 0; i < n; i++)
-        if (errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT && !m->st[rows[i]].claim[0])
+        if (errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT && !m->st[rows[i]].claim[0]) {
             sub[nsub++] = i;
-    if (nsub > CLAIM_PIPELINE_MAX) {
+            nahead += !mstate_assigned(m->st[rows[i]].state);
+        }
+    /* Many creates go in multis; so do claims made ahead of time whenever
+     * there are two or more, however few: they are off every handoff's
+     * path, and a failover hands each member a few new standby duties,
+     * which would otherwise be a write transaction each. */
+    int multi_all = nsub > CLAIM_PIPELINE_MAX, multi_ahead = !multi_all && nahead > 1;
+    if (multi_all || multi_ahead) {
+        int32_t k = 0;
         for (int32_t j = 0; j < nsub; j++)
+            if (multi_all || !mstate_assigned(m->st[rows[sub[j]]].state))
+                sub[k++] = sub[j];
+        for (int32_t j = 0; j < k; j++)
             r[j] = rows[sub[j]];
-        claims_create_multi(m, r, nsub, suberr);
-        for (int32_t j = 0; j < nsub; j++) {
+        claims_create_multi(m, r, k, suberr);
+        for (int32_t j = 0; j < k; j++) {
             errs[sub[j]] = suberr[j];
             if (made[sub[j]] == KEPT && suberr[j] == BATON_OK && m->st[r[j]].claim[0])
                 made[sub[j]] = MADE_NOW;
