@@ -178,6 +178,10 @@ typedef struct {
      * standby_quiet_at, when the membership will have been quiet. */
     int64_t churn_last, standby_quiet_at;
     int standby_deferred;
+    /* Nothing is assigned to anyone, as last read or published: the group
+     * forms, and joins may hold its first rebalance up to
+     * initial_max_rebalance_delay_ms (loop_churn). 0 until known. */
+    int forming;
     /* Every deadline of the loop, one set (coord_timers.h): T_* below. */
     coord_timers_t timers;
 } coord_t;
@@ -1222,6 +1226,14 @@ static void handoffs_check(coord_t *c) {
                              : now + handoff_check_ms(c));
 }
 
+/* Whether any of the n published nodes v assigns a partition or a key. */
+static int pub_assigns(const published_t *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (v[i].npartitions > 0 || v[i].nkeys > 0)
+            return 1;
+    return 0;
+}
+
 /* Remembers the assignment now published: the plan's node of every
  * member (its partitions, keys and standbys). */
 static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw,
@@ -1248,6 +1260,7 @@ static void pc_store(coord_t *c, const coord_worker_t *w, size_t nw,
     c->pc.version = version;
     c->pc.gen = gen;
     c->pc.valid = 1;
+    c->forming = !pub_assigns(c->pc.v, nw);
 }
 
 /* ---- the rebalance: read a snapshot, plan, publish, report -------------- */
@@ -1574,6 +1587,7 @@ static int snap_read(coord_t *c, coord_snap_t *rs) {
     if ((err = snap_read_published(c, rs)) != BATON_OK ||
         (err = snap_read_settings(c, rs)) != BATON_OK)
         return err;
+    c->forming = !pub_assigns(rs->pub, rs->npub);
     /* The workers: every live one, plus every published one that vanished
      * less than --leave-grace-ms ago (absent: its partitions stay put). */
     int64_t now = baton_now_ms();
@@ -1640,7 +1654,11 @@ static int standby_defer(coord_t *c, const coord_snap_t *rs) {
     if (quiet > STANDBY_QUIET_MAX_MS)
         quiet = STANDBY_QUIET_MAX_MS; /* a debounce of an hour must not hold them that long */
     c->standby_quiet_at = c->churn_last + quiet;
-    return baton_now_ms() < c->standby_quiet_at;
+    /* The snapshot's start, not now: members that joined while it was
+     * read (seconds, on a server busy with a cold start's claims) are not
+     * in it, and their events are not seen yet; a snapshot begun within
+     * the quiet period may be one the next rebalance changes. */
+    return rs->t_read < c->standby_quiet_at;
 }
 
 /* The snapshot as the plan takes it, and its plan (assignment/plan.h). */
@@ -2059,7 +2077,12 @@ static int coord_can_call(const coord_t *c) {
 /* Membership churn: a crash with nothing else pending is rebalanced at
  * once (the session timeout has already been waited); other churn is
  * debounced: the rebalance runs at min(last change + delay, first change +
- * max delay). */
+ * max delay). While the group forms (nothing assigned yet) the bound is
+ * the initial one: a fleet started at once whose joins take longer than
+ * the bound (a thousand members on a busy server: seconds) would
+ * otherwise be assigned to its first few hundred, and most of what they
+ * claimed would move again moments later (docs/design.md, "The first
+ * assignment waits for the joins"). */
 static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
     const baton_coord_conf_t *conf = c->conf;
     coord_timers_t *ts = &c->timers;
@@ -2072,8 +2095,12 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
         l->first_change = now;
     l->last_change = now;
     int64_t due = now + conf->rebalance_delay_ms;
-    if (due > l->first_change + conf->max_rebalance_delay_ms)
-        due = l->first_change + conf->max_rebalance_delay_ms;
+    int64_t bound =
+        c->forming ? conf->initial_max_rebalance_delay_ms : conf->max_rebalance_delay_ms;
+    if (bound < conf->max_rebalance_delay_ms)
+        bound = conf->max_rebalance_delay_ms;
+    if (due > l->first_change + bound)
+        due = l->first_change + bound;
     coord_timers_arm(ts, T_DEBOUNCE, due);
     /* Re-arm the one-shot watch now, so further churn keeps extending the
      * quiet period (up to the bound). */
@@ -2082,7 +2109,8 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
     if (!coord_can_call(c) || baton_zk_children(c->zk, l->wdir, 1, &names, &n) != BATON_OK)
         l->dirty = 1;
     baton_zk_strings_free(names, n);
-    BLOG_DEBUG("event=rebalance_scheduled in_ms=%lld", (long long)(due - now));
+    BLOG_DEBUG("event=rebalance_scheduled in_ms=%lld forming=%d", (long long)(due - now),
+               c->forming);
 }
 
 /* The timers that ask for a rebalance, in deadline order. The debounce and

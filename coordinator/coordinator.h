@@ -30,6 +30,11 @@ typedef struct {
     int rebalance_delay_ms;
     /* No rebalance waits longer than this after the first change. */
     int max_rebalance_delay_ms;
+    /* ... except while nothing is assigned yet (the group forms): then
+     * joins that keep coming within rebalance_delay_ms of each other hold
+     * the first assignment up to this long (at least max_rebalance_delay_ms),
+     * as Kafka's group.initial.rebalance.delay.ms does. */
+    int initial_max_rebalance_delay_ms;
     /* Largest multi request a publish builds; bigger publishes are split. */
     int max_multi_bytes;
     /* Kafka bootstrap servers for the partition leaders' racks; NULL: rack

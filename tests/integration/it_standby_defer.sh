@@ -17,10 +17,12 @@ source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_standby_defer
 h_zk_start
 b_init 24
-# Quiet period and bound both 1 s: the first rebalance runs 1 s after the
-# first join, and sixteen joins 150 ms apart (2.25 s) put several joins in
+# Quiet period and bound both 1 s, the initial bound too (so the first
+# rebalance does not wait for the joins to end, it_assign_initial): the
+# first rebalance runs 1 s after the first join, and sixteen joins 150 ms apart (2.25 s) put several joins in
 # that second however slowly each probe starts: it runs mid-churn.
-b_coord c1 --rebalance-delay-ms 1000 --max-rebalance-delay-ms 1000 --handoff-timeout-ms 0
+b_coord c1 --rebalance-delay-ms 1000 --max-rebalance-delay-ms 1000 --initial-max-rebalance-delay-ms 1000 \
+    --handoff-timeout-ms 0
 h_wait_for 30 "c1 elected" b_log_has c1 "event=elected"
 for i in $(seq -w 1 16); do
     b_probe "p$i"
