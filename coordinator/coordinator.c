@@ -5,7 +5,8 @@
  * One loop in named phases (baton_coord_run) over one timer set
  * (coord_timers.h): among them the rebalance debounce (membership churn
  * within --rebalance-delay-ms coalesces, bounded by --max-rebalance-delay-ms
- * after the first change), the leave grace (a vanished worker's partitions
+ * after the first change, or by --initial-max-rebalance-delay-ms while
+ * nothing is assigned yet), the leave grace (a vanished worker's partitions
  * stay reserved until its --leave-grace-ms runs out) and the resync safety
  * net. A rebalance is snapshot (snap_read) -> plan (coord_plan, the pure
  * assignment/plan.h) -> publish (coord_publish) -> report (coord_report).
@@ -1861,7 +1862,9 @@ static int coord_rebalance(coord_t *c) {
         err = coord_plan(c, &rs, &cp);
     if (err == BATON_OK && c->standby_deferred)
         BLOG_INFO("event=standby_deferred reason=churn workers=%zu quiet_in_ms=%lld", rs.nw,
-                  (long long)(c->standby_quiet_at - baton_now_ms()));
+                  (long long)(c->standby_quiet_at > baton_now_ms()
+                                  ? c->standby_quiet_at - baton_now_ms()
+                                  : 0)); /* 0: quiet already, the snapshot was not */
     if (err == BATON_OK && cp.pl.nops == 0) {
         c->republish = 0; /* nothing changed (or no worker): publish nothing */
         handoffs_record(c, rs.P, rs.keys, rs.nkeys, cp.pl.next, rs.w);

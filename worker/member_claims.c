@@ -274,9 +274,9 @@ static void pred_watched(mpart_t *mp, int err) {
 
 /* Whether row waits behind one watched claim (nothing to ask while that
  * stays), and if that one is gone, whether its queue settles without a
- * read: the claim's epoch is known (a claim created in a multi, or
- * adopted, learns it only from its own stat once lowest: the full check
- * reads that). */
+ * read: the claim's epoch is known (a claim created in a multi learns it
+ * from the queue check's watch on it; an adopted one only from its own
+ * stat once lowest: the full check reads that). */
 static int pred_waiting(const mpart_t *mp) {
     return pred_known(mp) && !(mp->pred_gone && !mp->czxid);
 }
@@ -638,7 +638,9 @@ out:
  * CLAIM_PIPELINE_MAX new claims are created in the queue check's own round
  * trip, one create each (a handoff's few partitions: one round trip in
  * all); more go first in multis (a cold start's hundreds: one write
- * transaction per multi, not per claim), then the check. A resource that
+ * transaction per multi, not per claim), then the check. Two or more
+ * claims made ahead of time go in a multi of their own, after the
+ * assigned rows' claims and checks. A resource that
  * failed is marked to retry after RETRY_MS. Returns BATON_EXPIRED if the
  * session is gone (stop: the next poll rejoins), else BATON_OK. */
 int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
@@ -675,58 +677,79 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
             made[i] = WAS_UNCERTAIN;
         }
     }
+    /* Claims made ahead of time (rows not assigned to us). */
+    unsigned char *ahead = xcalloc((size_t)n + 1, 1);
     int32_t nahead = 0;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
+        ahead[i] = !mstate_assigned(m->st[rows[i]].state);
         if (errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT && !m->st[rows[i]].claim[0]) {
             sub[nsub++] = i;
-            nahead += !mstate_assigned(m->st[rows[i]].state);
-        }
-    /* Many creates go in multis; so do claims made ahead of time whenever
-     * there are two or more, however few: they are off every handoff's
-     * path, and a failover hands each member a few new standby duties,
-     * which would otherwise be a write transaction each. */
-    int multi_all = nsub > CLAIM_PIPELINE_MAX, multi_ahead = !multi_all && nahead > 1;
-    if (multi_all || multi_ahead) {
-        int32_t k = 0;
-        for (int32_t j = 0; j < nsub; j++)
-            if (multi_all || !mstate_assigned(m->st[rows[sub[j]]].state))
-                sub[k++] = sub[j];
-        for (int32_t j = 0; j < k; j++)
-            r[j] = rows[sub[j]];
-        claims_create_multi(m, r, k, suberr);
-        for (int32_t j = 0; j < k; j++) {
-            errs[sub[j]] = suberr[j];
-            if (made[sub[j]] == KEPT && suberr[j] == BATON_OK && m->st[r[j]].claim[0])
-                made[sub[j]] = MADE_NOW;
+            nahead += ahead[i];
         }
     }
-    nsub = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if (errs[i] != BATON_OK || made[i] == SETTLED_BY_EVENT)
-            continue;
-        create[nsub] = !m->st[rows[i]].claim[0];
-        /* A claim the multi just made with sequence 0 is the first node
-         * ever created in its directory: ZooKeeper numbers a sequential
-         * node with its parent's child version, which every create below
-         * it raises (it_claims_first). Nothing was before it, whatever
-         * comes after sorts after it: it is lowest, and the queue check
-         * needs no listing, only the watch on our claim (a cold start on
-         * fresh directories: one read per claim instead of two). */
-        first[nsub] = made[i] == MADE_NOW && baton_claim_seq(m->st[rows[i]].claim) == 0;
-        r[nsub] = rows[i];
-        sub[nsub++] = i;
-    }
-    if (nsub > 0) {
-        claims_queue_batch(m, r, nsub, create, first, suberr);
-        for (int32_t j = 0; j < nsub; j++) {
-            errs[sub[j]] = suberr[j];
-            /* Uncertain before: a create of ours still in flight could land
-             * behind the claim just listed; only a listing shows it (and
-             * deletes it), so its queue is never settled without one. */
-            if (made[sub[j]] == WAS_UNCERTAIN)
-                m->st[r[j]].pred_for = 0;
+    /* Many creates go in multis. So do claims made ahead of time whenever
+     * there are two or more, however few (a failover hands each member a
+     * few new standby duties, which would otherwise be a write
+     * transaction each), but after the assigned rows' own claims and
+     * checks (pass 0), which may be a handoff's and must not wait behind
+     * that multi's round trip. */
+    int multi_all = nsub > CLAIM_PIPELINE_MAX, split = !multi_all && nahead > 1;
+    int32_t nneed = nsub;
+    for (int pass = 0; pass <= split; pass++) {
+        if (multi_all || pass == 1) {
+            int32_t k = 0;
+            for (int32_t j = 0; j < nneed; j++)
+                if (multi_all || ahead[sub[j]])
+                    sub[k++] = sub[j];
+            for (int32_t j = 0; j < k; j++)
+                r[j] = rows[sub[j]];
+            claims_create_multi(m, r, k, suberr);
+            for (int32_t j = 0; j < k; j++) {
+                errs[sub[j]] = suberr[j];
+                if (made[sub[j]] == KEPT && suberr[j] == BATON_OK && m->st[r[j]].claim[0])
+                    made[sub[j]] = MADE_NOW;
+            }
+        }
+        nsub = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (errs[i] != BATON_OK || made[i] == SETTLED_BY_EVENT ||
+                (split && ahead[i] != (pass == 1)))
+                continue;
+            create[nsub] = !m->st[rows[i]].claim[0];
+            /* A claim the multi just made with sequence 0 is the first
+             * node ever created in its directory: ZooKeeper numbers a
+             * sequential node with its parent's child version, which
+             * every create below it raises (it_claims_first). Nothing was
+             * before it, whatever comes after sorts after it: it is
+             * lowest, and the queue check needs no listing, only the
+             * watch on our claim (a cold start on fresh directories: one
+             * read per claim instead of two). */
+            first[nsub] = made[i] == MADE_NOW && baton_claim_seq(m->st[rows[i]].claim) == 0;
+            r[nsub] = rows[i];
+            sub[nsub++] = i;
+        }
+        if (nsub > 0) {
+            claims_queue_batch(m, r, nsub, create, first, suberr);
+            for (int32_t j = 0; j < nsub; j++) {
+                errs[sub[j]] = suberr[j];
+                /* Uncertain before: a create of ours still in flight
+                 * could land behind the claim just listed; only a listing
+                 * shows it (and deletes it), so its queue is never
+                 * settled without one. */
+                if (made[sub[j]] == WAS_UNCERTAIN)
+                    m->st[r[j]].pred_for = 0;
+            }
+        }
+        if (pass == 0 && split) {
+            /* The multi's rows, again: pass 0 reused sub. */
+            nneed = 0;
+            for (int32_t i = 0; i < n; i++)
+                if (ahead[i] && errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT &&
+                    !m->st[rows[i]].claim[0])
+                    sub[nneed++] = i;
         }
     }
+    free(ahead);
     int expired = 0;
     int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {

@@ -6,17 +6,20 @@
 # and then moved. Once something is assigned, the usual bound applies.
 #
 # Twelve probes join 150 ms apart (1.65 s and more, past the 1 s bound),
-# each within the 800 ms quiet period of the one before: the first publish
-# names all twelve, and nothing moves after it. Twelve more joined the same
-# way after that are rebalanced at the 1 s bound, in the middle of the
-# burst: some publish names more than twelve workers and fewer than 24.
+# each well within the 1 s quiet period of the one before: the first
+# publish names all twelve, and nothing moves after it. Twelve more joined
+# the same way after that are rebalanced at the 1 s bound, in the middle
+# of the burst: some publish names more than twelve workers and fewer than
+# 24. The coordinator's debug log says which bound each scheduled
+# rebalance used (event=rebalance_scheduled ... forming=1|0).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_assign_initial
 h_zk_start
 b_init 48
-b_coord c1 --rebalance-delay-ms 800 --max-rebalance-delay-ms 1000 --handoff-timeout-ms 0
+b_coord c1 --rebalance-delay-ms 1000 --max-rebalance-delay-ms 1000 --handoff-timeout-ms 0 \
+    --log-level debug
 h_wait_for 30 "c1 elected" b_log_has c1 "event=elected"
 assigned_to() {
     b_jq --argjson n "$1" '(.partitions | length == 48) and all(.partitions[]; .assigned != null) and ([.partitions[].assigned] | unique | length == $n)'
@@ -38,7 +41,10 @@ first=$(head -n 1 "$H_DIR/first.txt")
 if tail -n +2 "$H_DIR/first.txt" | grep -v ' moved=0 ' | grep -q .; then
     h_fail "partitions moved after the first publish: $(tail -n +2 "$H_DIR/first.txt" | tr '\n' ';')"
 fi
+grep -q 'event=rebalance_scheduled .*forming=1' "$H_DIR/c1.log" ||
+    h_fail "no rebalance was scheduled with the initial bound (forming=1)"
 n0=$(wc -l <"$H_DIR/first.txt")
+s0=$(wc -l <"$H_DIR/c1.log")
 
 # Formed: the same burst is rebalanced at the usual bound, mid-burst.
 for i in $(seq 13 24); do
@@ -53,4 +59,7 @@ while read -r n; do
     ((n > 12 && n < 24)) && mid=1
 done < <(workers_of <"$H_DIR/second.txt")
 ((mid)) || h_fail "no publish during the second burst: the initial bound applied to a formed group"
+if tail -n +"$s0" "$H_DIR/c1.log" | grep -q 'event=rebalance_scheduled .*forming=1'; then
+    h_fail "a formed group's join was scheduled with the initial bound"
+fi
 h_pass "the first assignment waited for the joins; a formed group's joins kept the usual bound"

@@ -4,7 +4,8 @@
 # queued behind the owner's, all along (docs/design.md, "Claims made ahead
 # of time"):
 #   1. Settled, every partition's claims queue is the owner's claim, then
-#      its standby's (status's "standby"; the claims' bodies name them).
+#      its standby's (status's "standby"; the claims' bodies name them);
+#      a worker's claims made ahead in one poll went in one multi.
 #   2. A leave (SIGTERM) and a crash (SIGKILL), the coordinator frozen
 #      (SIGSTOP) so only the standbys can move anything: each standby takes
 #      its partitions with the claim it made ahead of time -- the new epoch
@@ -85,6 +86,12 @@ queued_ahead() {
 }
 h_wait_for 30 "three workers share the partitions, each standby's claim queued behind its owner's" \
     queued_ahead 3
+# Two or more claims made ahead in one poll go in one multi (its size is
+# logged as batch=N): the six standby duties over three workers give some
+# worker two, where the owners' own claims, two each, are made one by one.
+grep -hE 'event=claimed partition=[0-9]+ claim=[^ ]+ batch=([2-9]|[0-9]{2,})' \
+    "$H_DIR/w1.log" "$H_DIR/w2.log" "$H_DIR/w3.log" >/dev/null ||
+    h_fail "no worker made its claims ahead of time in one multi (event=claimed ... batch=N)"
 
 h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
     --partitions $B_PARTITIONS --count 9000 --rate 500
