@@ -59,6 +59,10 @@
 #define STANDBY_DEFER_PAIRS 10000
 /* The longest quiet period standbys wait for. */
 #define STANDBY_QUIET_MAX_MS 5000
+/* The longest an elected coordinator that finds a group forming waits for
+ * more joins before its first rebalance, whatever --rebalance-delay-ms
+ * says (joins during the wait extend it as any burst's do). */
+#define ELECTION_JOIN_WAIT_MS 1000
 /* How often a coordinator whose group is not initialised says so again. */
 #define GROUP_MISSING_LOG_MS 30000
 
@@ -183,6 +187,10 @@ typedef struct {
      * forms, and joins may hold its first rebalance up to
      * initial_max_rebalance_delay_ms (loop_churn). 0 until known. */
     int forming;
+    /* term_first: this term's first rebalance has not run yet. join_wait:
+     * it found the group forming with members, published nothing, and
+     * asks the loop to wait for more joins first (loop_rebalance). */
+    int term_first, join_wait;
     /* Every deadline of the loop, one set (coord_timers.h): T_* below. */
     coord_timers_t timers;
 } coord_t;
@@ -437,6 +445,7 @@ static int coord_elect(coord_t *c) {
             goto out;
         if (!c->el.leader) {
             c->el.leader = 1;
+            c->term_first = 1;
             c->el.epoch = st.czxid;
             BLOG_INFO("event=elected node=%s epoch=%lld", c->el.my_node, (long long)c->el.epoch);
         }
@@ -1858,6 +1867,18 @@ static int coord_rebalance(coord_t *c) {
     coord_snap_t rs = {0};
     coord_plan_t cp = {0};
     int err = snap_read(c, &rs);
+    int term_first = c->term_first;
+    c->term_first = 0;
+    if (err == BATON_OK && term_first && c->forming && rs.nlive > 0 &&
+        c->conf->rebalance_delay_ms > 0) {
+        /* Elected into a group that forms (a fleet and its coordinator
+         * started together): members may still be joining, as when the
+         * debounce holds a join burst; wait for them as it does. */
+        BLOG_INFO("event=rebalance_deferred reason=group_forming workers=%zu", rs.nlive);
+        c->join_wait = 1;
+        snap_release(&rs);
+        return BATON_OK;
+    }
     if (err == BATON_OK)
         err = coord_plan(c, &rs, &cp);
     if (err == BATON_OK && c->standby_deferred)
@@ -2189,7 +2210,21 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
     c->churn_last = l->last_change;
     c->standby_deferred = 0;
     int err = coord_step(c);
-    if (err == BATON_OK && c->el.leader) {
+    if (err == BATON_OK && c->el.leader && c->join_wait) {
+        /* Elected into a forming group: published nothing; the debounce
+         * runs as if the members had just joined (later joins extend it
+         * in loop_churn, up to the initial bound), but its first wait is
+         * at most ELECTION_JOIN_WAIT_MS: an hour-long debounce must not
+         * hold a group's first assignment for an hour. */
+        int64_t now = baton_now_ms(), wait = c->conf->rebalance_delay_ms;
+        c->join_wait = 0;
+        if (wait > ELECTION_JOIN_WAIT_MS)
+            wait = ELECTION_JOIN_WAIT_MS;
+        if (!l->first_change)
+            l->first_change = now;
+        l->last_change = now;
+        coord_timers_arm(&c->timers, T_DEBOUNCE, now + wait);
+    } else if (err == BATON_OK && c->el.leader) {
         l->first_change = 0; /* this rebalance read everything */
         coord_timers_disarm(&c->timers, T_DEBOUNCE);
         /* Standbys left out: one more rebalance once the membership has
