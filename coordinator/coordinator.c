@@ -1868,7 +1868,8 @@ static int coord_rebalance(coord_t *c) {
     coord_plan_t cp = {0};
     int err = snap_read(c, &rs);
     int term_first = c->term_first;
-    c->term_first = 0;
+    if (err == BATON_OK)
+        c->term_first = 0; /* a failed read keeps it for the retry */
     if (err == BATON_OK && term_first && c->forming && rs.nlive > 0 &&
         c->conf->rebalance_delay_ms > 0) {
         /* Elected into a group that forms (a fleet and its coordinator
@@ -2220,8 +2221,7 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
         c->join_wait = 0;
         if (wait > ELECTION_JOIN_WAIT_MS)
             wait = ELECTION_JOIN_WAIT_MS;
-        if (!l->first_change)
-            l->first_change = now;
+        l->first_change = now; /* not an earlier term's burst */
         l->last_change = now;
         coord_timers_arm(&c->timers, T_DEBOUNCE, now + wait);
     } else if (err == BATON_OK && c->el.leader) {
