@@ -505,6 +505,37 @@ static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32
     free(ops);
 }
 
+/* A claim made in a multi that is the first node of its directory: lowest
+ * without a listing (mb_claims_reconcile). lw is the answer to the watch
+ * on the multi's first such claim (is_lead: this one), whose stat brings
+ * the epoch of every claim of that multi (one transaction, one zxid). A
+ * claim other than the lead is then owned at once and its own watch sent
+ * without waiting, as a handoff's pipelined claim is (a claim deleted
+ * before the watch is set answers NONODE, queued as its deletion: the next
+ * poll checks its queue again). The lead gone meanwhile (NOTFOUND) says
+ * nothing of the others: each is looked at again, with a listing. Returns
+ * the row's error. */
+static int first_settle(baton_membership_t *m, size_t row, int is_lead, const baton_zkread_t *lw) {
+    mpart_t *mp = &m->st[row];
+    BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=first_in_directory%s",
+               mb_row_label(m, row), mp->claim, is_lead ? "" : " epoch_from=multi");
+    if (is_lead) /* its watch is set (OK), or the claim is gone: look again */
+        return queue_settle(m, row, lw->err, &lw->stat, 0);
+    if (lw->err == BATON_NOTFOUND || (lw->err == BATON_OK && !lw->stat.czxid)) {
+        mb_mark_dirty(m, mp);
+        return BATON_OK;
+    }
+    if (lw->err != BATON_OK)
+        return lw->err;
+    int err = queue_settle(m, row, BATON_OK, &lw->stat, 0);
+    if (mp->claim[0]) { /* not if it yielded */
+        char *path = own_claim_path(m, row);
+        own_watch_send(m, path);
+        free(path);
+    }
+    return err;
+}
+
 /* Claims and queue checks for rows[0..n-1], pipelined; create[i] says
  * row i has no claim yet. Round one sends, per resource, either a create
  * (its reply carries the claim's name and czxid, the epoch) and then a
@@ -528,6 +559,11 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
     int *waiting = xcalloc((size_t)n, sizeof(int));
     baton_zkbatch_t *b = baton_zkbatch_new(m->zk, (size_t)n * 2);
     int64_t t0 = baton_now_us();
+    /* The first claims of their directories all came from one multi (one
+     * per mb_claims_reconcile pass), one transaction, whose zxid is the
+     * czxid of every node it made: the watch on the first of them
+     * (lead) brings the epoch of all. */
+    int32_t lead = -1;
     for (int32_t i = 0; i < n; i++) {
         const char *dir = baton_res_claims(&m->res, rows[i]);
         if (create[i]) {
@@ -537,6 +573,10 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         }
         if (!first[i])
             baton_zkbatch_add_children(b, (size_t)i, dir, 0);
+        else if (lead < 0)
+            lead = i;
+        else
+            continue; /* its watch goes once it is owned (first_settle) */
         if (!create[i]) {
             char *path = own_claim_path(m, rows[i]);
             baton_zkbatch_add_exists(b, (size_t)(n + i), path, 1);
@@ -562,12 +602,7 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
                                                   0)) != BATON_OK)
             continue;
         if (first[i]) {
-            /* Lowest without a listing (mb_claims_reconcile): the watch's
-             * stat brings the epoch; a claim already gone (NOTFOUND) is
-             * looked at again. */
-            BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=first_in_directory",
-                       mb_row_label(m, rows[i]), m->st[rows[i]].claim);
-            errs[i] = queue_settle(m, rows[i], own->err, &own->stat, 0);
+            errs[i] = first_settle(m, rows[i], i == lead, baton_zkbatch_slot(b, (size_t)(n + lead)));
             continue;
         }
         int adopted = 0;

@@ -52,6 +52,20 @@ for p in $(seq 1 39); do
     z=$(jq -r --argjson p "$p" '.partitions[] | select(.partition == $p) | .epoch' <<<"$st")
     [[ -n $e && $e != 0 && $e == "$z" ]] || h_fail "partition $p: p1 was given epoch '$e', its claim's czxid is '$z'"
 done
+# One watch read brought the epoch of the whole multi (one transaction, one
+# zxid): the other 37 were owned on it, their own watches sent after.
+n=$(grep -c 'event=queue_checked partition=[0-9]* claim=claim-[0-9a-f-]* listed=0 reason=first_in_directory epoch_from=multi' "$H_DIR/p1.log" || true)
+((n == 37)) || h_fail "$n claims took the multi's epoch, not 37"
+# Those watches are set: a claim owned that way and deleted by someone
+# else is noticed, and claimed again.
+c20=$(h_zk ls "$(claims 20)" | grep '^claim-' | head -n 1)
+[[ -n $c20 ]] || h_fail "no claim of p1 in partition 20's directory"
+grep -q "event=queue_checked partition=20 claim=$c20 .*epoch_from=multi" "$H_DIR/p1.log" ||
+    h_fail "partition 20 was not owned on the multi's epoch"
+h_zk delete "$(claims 20)/$c20"
+h_wait_for 15 "p1 notices its claim of partition 20 deleted" b_log_has p1 "event=claim_lost partition=20 claim=$c20"
+h_wait_for 15 "p1 owns partition 20 again" \
+    bash -c "(( \$(grep -c 'event=acquired partition=20 ' '$H_DIR/p1.log') >= 2 ))"
 # The foreign claim goes: partition 0 is p1's.
 h_zk delete "$(claims 0)/claim-00000000deadbeef-0000000000"
 h_wait_for 15 "p1 owns partition 0 once the foreign claim is gone" grep -q 'event=acquired partition=0 ' "$H_DIR/p1.log"
