@@ -16,9 +16,10 @@
 
 /* One batch: the whole-batch reads below and baton_zkbatch_t alike. */
 struct baton_zkbatch_s {
-    pthread_mutex_t lock; /* protects pending and abandoned */
-    pthread_cond_t cond;  /* signalled whenever pending goes down */
+    pthread_mutex_t lock; /* protects pending, wake_below and abandoned */
+    pthread_cond_t cond;  /* signalled when pending reaches 0 or drops below wake_below */
     size_t pending;       /* requests queued, not completed yet */
+    size_t wake_below;    /* a sender waits for room (batch_enter): its window; else 0 */
     int abandoned;        /* the owner stopped waiting: the last completion frees */
     baton_zk_t *zk;
     size_t n;
@@ -67,7 +68,11 @@ void baton_zkbatch_free(baton_zkbatch_t *b) {
 static void batch_done(baton_zkbatch_t *b) {
     pthread_mutex_lock(&b->lock);
     int orphan = --b->pending == 0 && b->abandoned;
-    pthread_cond_signal(&b->cond);
+    /* Only a wait that can end is woken: the owner's for the whole batch
+     * (a cold start's batch of hundreds otherwise wakes it once per
+     * answer), or a sender's for room in its window. */
+    if (b->pending == 0 || b->pending < b->wake_below)
+        pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
     if (orphan)
         baton_zkbatch_free(b);
@@ -138,8 +143,11 @@ static void on_create(int rc, const char *path, const struct Stat *stat, const v
  * in flight. */
 static void batch_enter(baton_zkbatch_t *b, size_t window) {
     pthread_mutex_lock(&b->lock);
-    while (window && b->pending >= window)
+    while (window && b->pending >= window) {
+        b->wake_below = window;
         pthread_cond_wait(&b->cond, &b->lock);
+    }
+    b->wake_below = 0;
     b->pending++;
     pthread_mutex_unlock(&b->lock);
 }
