@@ -668,27 +668,94 @@ out:
     free(waiting);
 }
 
+/* What mb_claims_reconcile did to each row's claim so far. */
+enum { KEPT, MADE_NOW, WAS_UNCERTAIN, SETTLED_BY_EVENT };
+
+/* mb_claims_reconcile's state for one call: per row i of rows[0..n-1],
+ * errs[i] and made[i]; the rest is room for claims_make_check. */
+typedef struct {
+    const size_t *rows;
+    int *errs;
+    unsigned char *made;
+    size_t *r;
+    int32_t *sub;
+    int *suberr, *create, *first;
+} reconcile_t;
+
+/* Claims and queue checks for the rows rc->rows[idx[0..k-1]]: those
+ * without a claim are created, in one multi when `multi` (then the queue
+ * checks follow), else pipelined in the checks' own round trip. */
+static void claims_make_check(baton_membership_t *m, reconcile_t *rc, const int32_t *idx, int32_t k,
+                              int multi) {
+    int32_t nsub = 0;
+    if (multi) {
+        for (int32_t j = 0; j < k; j++)
+            if (!m->st[rc->rows[idx[j]]].claim[0]) {
+                rc->sub[nsub] = idx[j];
+                rc->r[nsub++] = rc->rows[idx[j]];
+            }
+        claims_create_multi(m, rc->r, nsub, rc->suberr);
+        for (int32_t j = 0; j < nsub; j++) {
+            int32_t i = rc->sub[j];
+            rc->errs[i] = rc->suberr[j];
+            if (rc->made[i] == KEPT && rc->suberr[j] == BATON_OK && m->st[rc->r[j]].claim[0])
+                rc->made[i] = MADE_NOW;
+        }
+        nsub = 0;
+    }
+    for (int32_t j = 0; j < k; j++) {
+        int32_t i = idx[j];
+        if (rc->errs[i] != BATON_OK)
+            continue;
+        rc->create[nsub] = !m->st[rc->rows[i]].claim[0];
+        /* A claim the multi just made with sequence 0 is the first node
+         * ever created in its directory: ZooKeeper numbers a sequential
+         * node with its parent's child version, which every create below
+         * it raises (it_claims_first). Nothing was before it, whatever
+         * comes after sorts after it: it is lowest, and the queue check
+         * needs no listing (first_settle: a cold start on fresh
+         * directories, one read for the whole multi). */
+        rc->first[nsub] =
+            rc->made[i] == MADE_NOW && baton_claim_seq(m->st[rc->rows[i]].claim) == 0;
+        rc->r[nsub] = rc->rows[i];
+        rc->sub[nsub++] = i;
+    }
+    if (nsub == 0)
+        return;
+    claims_queue_batch(m, rc->r, nsub, rc->create, rc->first, rc->suberr);
+    for (int32_t j = 0; j < nsub; j++) {
+        rc->errs[rc->sub[j]] = rc->suberr[j];
+        /* Uncertain before: a create of ours still in flight could land
+         * behind the claim just listed; only a listing shows it (and
+         * deletes it), so its queue is never settled without one. */
+        if (rc->made[rc->sub[j]] == WAS_UNCERTAIN)
+            m->st[rc->r[j]].pred_for = 0;
+    }
+}
+
 /* Brings the claims of assigned resources rows[0..n-1] in line: recover
  * uncertain creates, then claim and check the queues. Up to
  * CLAIM_PIPELINE_MAX new claims are created in the queue check's own round
  * trip, one create each (a handoff's few partitions: one round trip in
- * all); more go first in multis (a cold start's hundreds: one write
- * transaction per multi, not per claim), then the check. Two or more
- * claims made ahead of time go in a multi of their own, after the
- * assigned rows' claims and checks. A resource that
- * failed is marked to retry after RETRY_MS. Returns BATON_EXPIRED if the
- * session is gone (stop: the next poll rejoins), else BATON_OK. */
+ * all); more go first in a multi (a cold start's hundreds: one write
+ * transaction, not one per claim), then the check. Two or more claims
+ * made ahead of time go in a multi of their own (a failover hands each
+ * member a few new standby duties, which would otherwise be a write
+ * transaction each), after the assigned rows' claims and checks, which
+ * may be a handoff's and must not wait behind that multi's round trip. A
+ * resource that failed is marked to retry after RETRY_MS. Returns
+ * BATON_EXPIRED if the session is gone (stop: the next poll rejoins),
+ * else BATON_OK. */
 int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
-    int *errs = xcalloc((size_t)n + 1, sizeof(int));
-    int32_t *sub = xmalloc(sizeof(int32_t) * ((size_t)n + 1));
-    size_t *r = xmalloc(sizeof(size_t) * ((size_t)n + 1));
-    int *suberr = xcalloc((size_t)n + 1, sizeof(int));
-    int *create = xcalloc((size_t)n + 1, sizeof(int));
-    int *first = xcalloc((size_t)n + 1, sizeof(int));
-    /* What this reconcile did to each row's claim so far. */
-    enum { KEPT, MADE_NOW, WAS_UNCERTAIN, SETTLED_BY_EVENT };
-    unsigned char *made = xcalloc((size_t)n + 1, 1);
-    int32_t nsub = 0;
+    size_t n1 = (size_t)n + 1;
+    reconcile_t rc = {.rows = rows,
+                      .errs = xcalloc(n1, sizeof(int)),
+                      .made = xcalloc(n1, 1),
+                      .r = xmalloc(sizeof(size_t) * n1),
+                      .sub = xmalloc(sizeof(int32_t) * n1),
+                      .suberr = xcalloc(n1, sizeof(int)),
+                      .create = xcalloc(n1, sizeof(int)),
+                      .first = xcalloc(n1, sizeof(int))};
     /* A claim waiting behind one watched claim: nothing to ask while that
      * stays; once it is gone ours is lowest, settled without a read (a
      * handoff's successor fences on the predecessor's deletion event, not
@@ -697,111 +764,65 @@ int mb_claims_reconcile(baton_membership_t *m, const size_t *rows, int32_t n) {
         mpart_t *mp = &m->st[rows[i]];
         if (!pred_waiting(mp))
             continue;
-        made[i] = SETTLED_BY_EVENT;
+        rc.made[i] = SETTLED_BY_EVENT;
         if (settle_ready(mp))
             settle_known(m, rows[i]);
     }
     /* Lost replies first, one by one (rare): find before creating. A row
-     * that was uncertain never takes the first-claim shortcut below: a
-     * create of ours still in flight could land behind the new claim, and
-     * only a listing shows it (queue_decide deletes it). */
+     * that was uncertain never takes the first-claim shortcut: a create of
+     * ours still in flight could land behind the new claim, and only a
+     * listing shows it (queue_decide deletes it). */
     for (int32_t i = 0; i < n; i++) {
-        mpart_t *mp = &m->st[rows[i]];
-        if (mstate_uncertain(mp->state)) {
-            errs[i] = find_own_claim(m, rows[i]);
-            made[i] = WAS_UNCERTAIN;
+        if (mstate_uncertain(m->st[rows[i]].state)) {
+            rc.errs[i] = find_own_claim(m, rows[i]);
+            rc.made[i] = WAS_UNCERTAIN;
         }
     }
-    /* Claims made ahead of time (rows not assigned to us). */
-    unsigned char *ahead = xcalloc((size_t)n + 1, 1);
-    int32_t nahead = 0;
-    for (int32_t i = 0; i < n; i++) {
-        ahead[i] = !mstate_assigned(m->st[rows[i]].state);
-        if (errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT && !m->st[rows[i]].claim[0]) {
-            sub[nsub++] = i;
-            nahead += ahead[i];
-        }
-    }
-    /* Many creates go in multis. So do claims made ahead of time whenever
-     * there are two or more, however few (a failover hands each member a
-     * few new standby duties, which would otherwise be a write
-     * transaction each), but after the assigned rows' own claims and
-     * checks (pass 0), which may be a handoff's and must not wait behind
-     * that multi's round trip. */
-    int multi_all = nsub > CLAIM_PIPELINE_MAX, split = !multi_all && nahead > 1;
-    int32_t nneed = nsub;
-    for (int pass = 0; pass <= split; pass++) {
-        if (multi_all || pass == 1) {
-            int32_t k = 0;
-            for (int32_t j = 0; j < nneed; j++)
-                if (multi_all || ahead[sub[j]])
-                    sub[k++] = sub[j];
-            for (int32_t j = 0; j < k; j++)
-                r[j] = rows[sub[j]];
-            claims_create_multi(m, r, k, suberr);
-            for (int32_t j = 0; j < k; j++) {
-                errs[sub[j]] = suberr[j];
-                if (made[sub[j]] == KEPT && suberr[j] == BATON_OK && m->st[r[j]].claim[0])
-                    made[sub[j]] = MADE_NOW;
-            }
-        }
-        nsub = 0;
+    /* The rows to claim or check: the assigned ones, then those claimed
+     * ahead of time (rows not assigned to us), each list in row order. */
+    int32_t *idx = xmalloc(sizeof(int32_t) * n1);
+    int32_t nassigned = 0, nahead = 0, need = 0, need_ahead = 0;
+    for (int pass = 0; pass < 2; pass++)
         for (int32_t i = 0; i < n; i++) {
-            if (errs[i] != BATON_OK || made[i] == SETTLED_BY_EVENT ||
-                (split && ahead[i] != (pass == 1)))
+            int ahead = !mstate_assigned(m->st[rows[i]].state);
+            if (ahead != pass || rc.errs[i] != BATON_OK || rc.made[i] == SETTLED_BY_EVENT)
                 continue;
-            create[nsub] = !m->st[rows[i]].claim[0];
-            /* A claim the multi just made with sequence 0 is the first
-             * node ever created in its directory: ZooKeeper numbers a
-             * sequential node with its parent's child version, which
-             * every create below it raises (it_claims_first). Nothing was
-             * before it, whatever comes after sorts after it: it is
-             * lowest, and the queue check needs no listing, only the
-             * watch on our claim (a cold start on fresh directories: one
-             * read per claim instead of two). */
-            first[nsub] = made[i] == MADE_NOW && baton_claim_seq(m->st[rows[i]].claim) == 0;
-            r[nsub] = rows[i];
-            sub[nsub++] = i;
-        }
-        if (nsub > 0) {
-            claims_queue_batch(m, r, nsub, create, first, suberr);
-            for (int32_t j = 0; j < nsub; j++) {
-                errs[sub[j]] = suberr[j];
-                /* Uncertain before: a create of ours still in flight
-                 * could land behind the claim just listed; only a listing
-                 * shows it (and deletes it), so its queue is never
-                 * settled without one. */
-                if (made[sub[j]] == WAS_UNCERTAIN)
-                    m->st[r[j]].pred_for = 0;
+            idx[nassigned + nahead] = i;
+            if (ahead)
+                nahead++;
+            else
+                nassigned++;
+            if (!m->st[rows[i]].claim[0]) {
+                need++;
+                need_ahead += ahead;
             }
         }
-        if (pass == 0 && split) {
-            /* The multi's rows, again: pass 0 reused sub. */
-            nneed = 0;
-            for (int32_t i = 0; i < n; i++)
-                if (ahead[i] && errs[i] == BATON_OK && made[i] != SETTLED_BY_EVENT &&
-                    !m->st[rows[i]].claim[0])
-                    sub[nneed++] = i;
-        }
+    if (need > CLAIM_PIPELINE_MAX) {
+        claims_make_check(m, &rc, idx, nassigned + nahead, 1);
+    } else if (need_ahead > 1) {
+        claims_make_check(m, &rc, idx, nassigned, 0);
+        claims_make_check(m, &rc, idx + nassigned, nahead, 1);
+    } else {
+        claims_make_check(m, &rc, idx, nassigned + nahead, 0);
     }
-    free(ahead);
+    free(idx);
     int expired = 0;
     int64_t now = baton_now_ms();
     for (int32_t i = 0; i < n; i++) {
-        if (errs[i] == BATON_OK)
+        if (rc.errs[i] == BATON_OK)
             continue;
         mpart_t *mp = &m->st[rows[i]];
         mb_mark_dirty(m, mp);
         mp->retry_at = now + RETRY_MS;
-        expired |= errs[i] == BATON_EXPIRED;
+        expired |= rc.errs[i] == BATON_EXPIRED;
     }
-    free(made);
-    free(first);
-    free(create);
-    free(suberr);
-    free(r);
-    free(sub);
-    free(errs);
+    free(rc.first);
+    free(rc.create);
+    free(rc.suberr);
+    free(rc.sub);
+    free(rc.r);
+    free(rc.made);
+    free(rc.errs);
     return expired ? BATON_EXPIRED : BATON_OK;
 }
 
