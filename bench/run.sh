@@ -553,9 +553,14 @@ bench_scale() {
     # while the group rebalances at each join) made the joins take minutes
     # on this loaded machine, so there each thread joins all of its members
     # first (--join-first; their sessions live on the client's own
-    # threads meanwhile), one thread per 10 members (BENCH_SCALE_THREADS
-    # sets it). cold_join_s reports when the last member had joined.
-    local threads=${BENCH_SCALE_THREADS:-$((W > 200 ? W / 10 : 4))} join_first=()
+    # threads meanwhile), one thread per 5 members (BENCH_SCALE_THREADS
+    # sets it). A thread's members claim one after another, each waiting
+    # for its round trips, where real workers claim side by side: at
+    # 100,000 x 1,000, 10 members a thread gave a cold start of 12.0-14.1 s
+    # and 5 gave 8.1-9.5 s (2026-12-04); one thread per member (3,000
+    # threads) did not converge. cold_join_s reports when the last member
+    # had joined.
+    local threads=${BENCH_SCALE_THREADS:-$((W > 200 ? W / 5 : 4))} join_first=()
     ((W > 200)) && join_first=(--join-first)
     # BENCH_STANDBY_CLAIM=ahead: every member with standby.claim=ahead.
     local claim=(--standby-claim "${BENCH_STANDBY_CLAIM:-takeover}")
