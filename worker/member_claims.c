@@ -602,7 +602,8 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
                                                   0)) != BATON_OK)
             continue;
         if (first[i]) {
-            errs[i] = first_settle(m, rows[i], i == lead, baton_zkbatch_slot(b, (size_t)(n + lead)));
+            errs[i] =
+                first_settle(m, rows[i], i == lead, baton_zkbatch_slot(b, (size_t)(n + lead)));
             continue;
         }
         int adopted = 0;
@@ -715,8 +716,7 @@ static void claims_make_check(baton_membership_t *m, reconcile_t *rc, const int3
          * comes after sorts after it: it is lowest, and the queue check
          * needs no listing (first_settle: a cold start on fresh
          * directories, one read for the whole multi). */
-        rc->first[nsub] =
-            rc->made[i] == MADE_NOW && baton_claim_seq(m->st[rc->rows[i]].claim) == 0;
+        rc->first[nsub] = rc->made[i] == MADE_NOW && baton_claim_seq(m->st[rc->rows[i]].claim) == 0;
         rc->r[nsub] = rc->rows[i];
         rc->sub[nsub++] = i;
     }
