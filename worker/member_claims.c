@@ -367,20 +367,28 @@ static void own_watch_send(baton_membership_t *m, const char *path) {
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
 }
 
+/* Settles row's claim, known lowest without a read of it (st: a stat
+ * bringing its czxid, or NULL: known already), then sends its own watch
+ * without waiting (gone already, its NONODE answer is queued as its
+ * deletion, and the next poll's full check finds it lost). Returns
+ * queue_settle's error. */
+static int settle_then_watch(baton_membership_t *m, size_t row, const struct Stat *st) {
+    char *path = own_claim_path(m, row);
+    int err = queue_settle(m, row, BATON_OK, st, 0); /* marks the row again on a failure */
+    if (m->st[row].claim[0])                         /* not if it yielded */
+        own_watch_send(m, path);
+    free(path);
+    return err;
+}
+
 /* The one claim row's claim waited behind is gone (pred_gone): ours is
- * lowest, settled without a read; our claim's watch is sent without
- * waiting (gone already, its NONODE answer is queued as its deletion, and
- * the next poll's full check finds it lost). */
+ * lowest, settled without a read (settle_then_watch). */
 static void settle_known(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
     mp->pred_for = 0;
     BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=predecessor_deleted",
                mb_row_label(m, row), mp->claim);
-    char *path = own_claim_path(m, row);
-    queue_settle(m, row, BATON_OK, NULL, 0); /* marks the row again on a failure */
-    if (mp->claim[0])                        /* not if it yielded */
-        own_watch_send(m, path);
-    free(path);
+    settle_then_watch(m, row, NULL);
 }
 
 /* Before the poll reads its assignment (a read, which a single ZooKeeper
@@ -517,23 +525,17 @@ static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32
  * the row's error. */
 static int first_settle(baton_membership_t *m, size_t row, int is_lead, const baton_zkread_t *lw) {
     mpart_t *mp = &m->st[row];
+    if (!is_lead && (lw->err == BATON_NOTFOUND || (lw->err == BATON_OK && !lw->stat.czxid))) {
+        mb_mark_dirty(m, mp);
+        return BATON_OK;
+    }
+    if (!is_lead && lw->err != BATON_OK)
+        return lw->err;
     BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=first_in_directory%s",
                mb_row_label(m, row), mp->claim, is_lead ? "" : " epoch_from=multi");
     if (is_lead) /* its watch is set (OK), or the claim is gone: look again */
         return queue_settle(m, row, lw->err, &lw->stat, 0);
-    if (lw->err == BATON_NOTFOUND || (lw->err == BATON_OK && !lw->stat.czxid)) {
-        mb_mark_dirty(m, mp);
-        return BATON_OK;
-    }
-    if (lw->err != BATON_OK)
-        return lw->err;
-    int err = queue_settle(m, row, BATON_OK, &lw->stat, 0);
-    if (mp->claim[0]) { /* not if it yielded */
-        char *path = own_claim_path(m, row);
-        own_watch_send(m, path);
-        free(path);
-    }
-    return err;
+    return settle_then_watch(m, row, &lw->stat);
 }
 
 /* Claims and queue checks for rows[0..n-1], pipelined; create[i] says

@@ -780,7 +780,8 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     {
         size_t *batch = xmalloc(sizeof(size_t) * CLAIM_MULTI_MAX);
         int32_t nb = 0;
-        /* In row order, as the claims' multis were before the list. */
+        /* In row order (mb_claims_reconcile takes the assigned rows of a
+         * batch before those claimed ahead, each in this order). */
         if (m->ndirty > 1)
             qsort(m->dirty_rows, m->ndirty, sizeof(size_t), cmp_row);
         size_t total = m->ndirty; /* rows listed during the claims wait for the next poll */
