@@ -29,7 +29,8 @@ usage() {
     echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
     echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
     echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100; BENCH_STANDBY_CLAIM: the"
-    echo "  members' standby.claim, takeover (the default) or ahead), BENCH_SYSTEMS"
+    echo "  members' standby.claim, takeover (the default) or ahead; BENCH_COORD_ARGS: extra"
+    echo "  baton-coordinator flags), BENCH_SYSTEMS"
     echo "  (rebalance, default \"baton range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
@@ -535,7 +536,9 @@ bench_scale() {
     t=$(bench_now_us)
     b_ctl init --topic "$B_TOPIC" --partitions "$P" >/dev/null || h_fail "batonctl init $P partitions failed"
     h_log "batonctl init: $P partitions in $((($(bench_now_us) - t) / 1000)) ms"
-    B_SESSION_MS=$session b_coord c1
+    # BENCH_COORD_ARGS: extra baton-coordinator flags (word-split on purpose).
+    # shellcheck disable=SC2086
+    B_SESSION_MS=$session b_coord c1 ${BENCH_COORD_ARGS:-}
     h_wait_for 30 "coordinator elected" b_log_has c1 "event=elected"
     local victim cpid
     victim=$(printf 'w%03d' $((W - 1)))

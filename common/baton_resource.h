@@ -50,8 +50,13 @@ long baton_res_table_find_key(const baton_res_table_t *t, const char *key, size_
  * unknown kind. */
 long baton_res_table_find(const baton_res_table_t *t, const baton_resource_t *r);
 
-/* Row i's resource (i < t->n). */
+/* Row i's resource (i < t->n). A partition row's number is written here,
+ * when it is first looked at, not when the table is made
+ * (baton_res_table_init): so even a read writes the row, which is one
+ * more reason the table belongs to one thread. */
 static inline const baton_resource_t *baton_res_at(const baton_res_table_t *t, size_t i) {
+    if (i < (size_t)t->npartitions)
+        t->rows[i].res.partition = (int32_t)i;
     return &t->rows[i].res;
 }
 static inline int baton_res_is_key(const baton_res_table_t *t, size_t i) {

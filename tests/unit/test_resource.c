@@ -38,6 +38,28 @@ static void test_partitions(void **state) {
     baton_res_table_free(&t);
 }
 
+/* Partition rows are numbered when first looked at, not when the table is
+ * made: a row's claims directory, asked for first, and rows looked at only
+ * after keys moved the table are still the right partitions. */
+static void test_partitions_first_look(void **state) {
+    (void)state;
+    baton_res_table_t t;
+    baton_res_table_init(&t, "/baton/g", 1000);
+    assert_string_equal(baton_res_claims(&t, 999), "/baton/g/partitions/999/claims");
+    size_t row = baton_res_table_add_key(&t, "nightly");
+    assert_int_equal(row, 1000);
+    for (size_t i = 0; i < 10; i++)
+        (void)baton_res_table_add_key(&t, (char[]){(char)('a' + i), 0}); /* grows the rows */
+    assert_int_equal(baton_res_at(&t, 500)->partition, 500);
+    assert_int_equal(baton_res_at(&t, 500)->kind, BATON_RESOURCE_PARTITION);
+    assert_null(baton_res_at(&t, 500)->key);
+    assert_int_equal(baton_res_at(&t, 0)->partition, 0);
+    assert_int_equal(baton_res_at(&t, 1000)->partition, -1);
+    assert_string_equal(baton_res_at(&t, 1000)->key, "nightly");
+    assert_string_equal(baton_res_claims(&t, 1), "/baton/g/partitions/1/claims");
+    baton_res_table_free(&t);
+}
+
 static void test_keys(void **state) {
     (void)state;
     baton_res_table_t t;
@@ -104,9 +126,8 @@ static void test_labels(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_partitions),
-        cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_many_keys),
+        cmocka_unit_test(test_partitions), cmocka_unit_test(test_partitions_first_look),
+        cmocka_unit_test(test_keys),       cmocka_unit_test(test_many_keys),
         cmocka_unit_test(test_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
