@@ -368,7 +368,7 @@ static void own_watch_send(baton_membership_t *m, const char *path) {
 }
 
 /* Settles row's claim, known lowest without a read of it (st: a stat
- * bringing its czxid, or NULL: known already), then sends its own watch
+ * bringing its czxid, or NULL: known already: settle_known), then sends its own watch
  * without waiting (gone already, its NONODE answer is queued as its
  * deletion, and the next poll's full check finds it lost). Returns
  * queue_settle's error. */
@@ -379,6 +379,39 @@ static int settle_then_watch(baton_membership_t *m, size_t row, const struct Sta
         own_watch_send(m, path);
     free(path);
     return err;
+}
+
+/* Holds back row's own watch (first_settle) for delay_ms. */
+static void own_watch_later(baton_membership_t *m, size_t row, int64_t delay_ms) {
+    if (m->nlater == m->latercap) {
+        m->latercap = m->latercap ? 2 * m->latercap : 64;
+        m->later = xrealloc(m->later, sizeof(*m->later) * m->latercap);
+    }
+    if (m->nlater == 0)
+        m->later_at = baton_now_ms() + delay_ms;
+    m->later[m->nlater++] = (mlater_t){.row = row, .czxid = m->st[row].czxid};
+}
+
+/* Sends the own watches held back, once their time has come: for each
+ * claim still ours (the same czxid; one released or lost meanwhile needs
+ * none, and one gone unseen answers NONODE, queued as its deletion, as
+ * own_watch_send says). */
+void mb_own_watches_send(baton_membership_t *m) {
+    if (!m->nlater || baton_now_ms() < m->later_at)
+        return;
+    size_t sent = 0;
+    for (size_t i = 0; i < m->nlater; i++) {
+        const mlater_t *l = &m->later[i];
+        const mpart_t *mp = &m->st[l->row];
+        if (!mp->claim[0] || mp->czxid != l->czxid)
+            continue;
+        char *path = own_claim_path(m, l->row);
+        own_watch_send(m, path);
+        free(path);
+        sent++;
+    }
+    BLOG_DEBUG("event=own_watches_sent claims=%zu held=%zu", sent, m->nlater);
+    m->nlater = 0;
 }
 
 /* The one claim row's claim waited behind is gone (pred_gone): ours is
@@ -517,13 +550,20 @@ static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32
  * without a listing (mb_claims_reconcile). lw is the answer to the watch
  * on the multi's first such claim (is_lead: this one), whose stat brings
  * the epoch of every claim of that multi (one transaction, one zxid). A
- * claim other than the lead is then owned at once and its own watch sent
- * without waiting, as a handoff's pipelined claim is (a claim deleted
- * before the watch is set answers NONODE, queued as its deletion: the next
- * poll checks its queue again). The lead gone meanwhile (NOTFOUND) says
+ * claim other than the lead is then owned at once. Its own watch is held
+ * back (own_watch_later) for OWN_WATCH_LATER_RTTS times this batch's round
+ * trip, at most OWN_WATCH_LATER_MAX_MS: these are a cold start's or a big
+ * failover's claims, and one watch request per claim landing among the
+ * other members' claims on a server that answers slowly cost the cold
+ * start more than a late watch costs. It only tells us of a deletion by
+ * someone else (batonctl revoke, the coordinator's watchdog); until it is
+ * set the sink's fence covers us, and a claim deleted before it is set
+ * answers NONODE, queued as its deletion: the next poll checks its queue
+ * again. The lead gone meanwhile (NOTFOUND) says
  * nothing of the others: each is looked at again, with a listing. Returns
  * the row's error. */
-static int first_settle(baton_membership_t *m, size_t row, int is_lead, const baton_zkread_t *lw) {
+static int first_settle(baton_membership_t *m, size_t row, int is_lead, const baton_zkread_t *lw,
+                        int64_t rtt_ms) {
     mpart_t *mp = &m->st[row];
     if (!is_lead && (lw->err == BATON_NOTFOUND || (lw->err == BATON_OK && !lw->stat.czxid))) {
         mb_mark_dirty(m, mp);
@@ -535,7 +575,12 @@ static int first_settle(baton_membership_t *m, size_t row, int is_lead, const ba
                mb_row_label(m, row), mp->claim, is_lead ? "" : " epoch_from=multi");
     if (is_lead) /* its watch is set (OK), or the claim is gone: look again */
         return queue_settle(m, row, lw->err, &lw->stat, 0);
-    return settle_then_watch(m, row, &lw->stat);
+    int err = queue_settle(m, row, BATON_OK, &lw->stat, 0);
+    if (m->st[row].claim[0]) { /* not if it yielded */
+        int64_t delay = OWN_WATCH_LATER_RTTS * rtt_ms;
+        own_watch_later(m, row, delay < OWN_WATCH_LATER_MAX_MS ? delay : OWN_WATCH_LATER_MAX_MS);
+    }
+    return err;
 }
 
 /* Claims and queue checks for rows[0..n-1], pipelined; create[i] says
@@ -594,6 +639,7 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         b = NULL; /* its last completion frees it */
         goto out;
     }
+    int64_t rtt_ms = (baton_now_us() - t0) / 1000;
     BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n,
                (long long)(baton_now_us() - t0));
     int nwait = 0;
@@ -604,8 +650,8 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
                                                   0)) != BATON_OK)
             continue;
         if (first[i]) {
-            errs[i] =
-                first_settle(m, rows[i], i == lead, baton_zkbatch_slot(b, (size_t)(n + lead)));
+            errs[i] = first_settle(m, rows[i], i == lead, baton_zkbatch_slot(b, (size_t)(n + lead)),
+                                   rtt_ms);
             continue;
         }
         int adopted = 0;

@@ -27,6 +27,11 @@
 /* New claims created one by one, pipelined with their queue checks, so a
  * handoff's claim costs one round trip; more than this go in a multi. */
 #define CLAIM_PIPELINE_MAX 16
+/* The own watches of claims owned in bulk wait this many times the round
+ * trip that owned them, and at most OWN_WATCH_LATER_MAX_MS
+ * (mb_own_watches_send). */
+#define OWN_WATCH_LATER_RTTS 4
+#define OWN_WATCH_LATER_MAX_MS 5000
 
 /* One resource's state. Where it is in its life is `state` (member_state.h:
  * assigned or not, and what we hold of its claims queue), changed only by
@@ -75,6 +80,12 @@ typedef struct {
     int alive;  /* the owner is live and not leaving (a new incarnation): give
                  * back what we took from it that no newer assignment gave us */
 } mstandby_t;
+
+/* A claim whose own watch waits (mb_own_watches_send). */
+typedef struct {
+    size_t row;
+    int64_t czxid;
+} mlater_t;
 
 struct baton_membership_s {
     baton_membership_conf_t conf;
@@ -128,6 +139,12 @@ struct baton_membership_s {
     baton_zk_wait_hook_fn hook;  /* baton_membership__set_wait_hook, set on every session */
     void *hook_arg;
     int claim_ahead; /* ext->claim_ahead: standby.claim=ahead */
+    /* Own watches held back (mb_own_watches_send): claims a multi made
+     * first in their directories, owned on one read, each with the czxid
+     * it was owned at; sent once later_at has passed. */
+    mlater_t *later;
+    size_t nlater, latercap;
+    int64_t later_at;
 };
 
 /* A watch's path and handle, for its completion (own_watch_done,
@@ -190,6 +207,7 @@ void mb_claims_delete(baton_membership_t *m, const size_t *rows, size_t n, const
 int mb_claim_let_go(baton_membership_t *m, size_t row);
 void mb_claim_news(baton_membership_t *m, size_t row, const char *path, int type);
 void mb_claims_settle_known(baton_membership_t *m);
+void mb_own_watches_send(baton_membership_t *m);
 
 /* member_standby.c */
 int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done);

@@ -392,6 +392,7 @@ void baton_membership_destroy(baton_membership_t *m) {
     free(m->st);
     free(m->dirty_rows);
     free(m->busy_rows);
+    free(m->later);
     baton_res_table_free(&m->res);
     free(m->member_path);
     free(m->base);
@@ -587,6 +588,10 @@ static int soon_of(baton_membership_t *m, int err, int probe_ms) {
     m->ndirty = k;
     if (m->assignment_dirty || m->all_dirty || m->member_dirty || err != BATON_OK)
         soon = soon < RETRY_MS ? soon : RETRY_MS;
+    if (m->nlater) { /* held-back own watches; past due, this poll could not send them */
+        int64_t d = m->later_at > t ? m->later_at - t : RETRY_MS;
+        soon = d < soon ? (int)d : soon;
+    }
     return soon < probe_ms ? soon : probe_ms;
 }
 
@@ -808,6 +813,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         free(batch);
     }
     mb_standby_arm(m);
+    mb_own_watches_send(m);
 done:
     mb_assigned_flush(m); /* if no claim was sent this time */
     m->next_ms = soon_of(m, err, probe_ms);

@@ -53,11 +53,14 @@ for p in $(seq 1 39); do
     [[ -n $e && $e != 0 && $e == "$z" ]] || h_fail "partition $p: p1 was given epoch '$e', its claim's czxid is '$z'"
 done
 # One watch read brought the epoch of the whole multi (one transaction, one
-# zxid): the other 37 were owned on it, their own watches sent after.
+# zxid): the other 37 were owned on it.
 n=$(grep -c 'event=queue_checked partition=[0-9]* claim=claim-[0-9a-f-]* listed=0 reason=first_in_directory epoch_from=multi' "$H_DIR/p1.log" || true)
 ((n == 37)) || h_fail "$n claims took the multi's epoch, not 37"
-# Those watches are set: a claim owned that way and deleted by someone
-# else is noticed, and claimed again.
+# Their own watches were held back a few round trips (first_settle), then
+# sent, all 37: a claim owned that way and deleted by someone else is
+# noticed, and claimed again.
+h_wait_for 15 "p1 sends the 37 own watches it held back" \
+    b_log_has p1 "event=own_watches_sent claims=37 held=37"
 c20=$(h_zk ls "$(claims 20)" | grep '^claim-' | head -n 1)
 [[ -n $c20 ]] || h_fail "no claim of p1 in partition 20's directory"
 grep -q "event=queue_checked partition=20 claim=$c20 .*epoch_from=multi" "$H_DIR/p1.log" ||
