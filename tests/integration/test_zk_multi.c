@@ -4,7 +4,8 @@
  *  - a multi that fails: the first failing op's code, and each op's own
  *    code in its result (the coordinator's publish tells a vanished node
  *    from a changed assignment by them);
- *  - a multi in flight while the server is frozen (SIGSTOP): it ends with
+ *  - a multi in flight while the server is frozen (SIGSTOP, and every
+ *    thread of it seen stopped first): it ends with
  *    a lost connection (ZOPERATIONTIMEOUT) once the client gives it up. The 3.8
  *    client's zoo_multi leaked its ops' bookkeeping on that path (168 bytes
  *    an op, seen by LeakSanitizer in a chaos run); run under the
@@ -14,13 +15,47 @@
 #include "baton_err.h"
 #include "baton_zk.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 static int failed;
+
+/* Whether every thread of pid is stopped (state T in its /proc stat). A
+ * SIGSTOP stops a process's threads as each next leaves the kernel, not
+ * when kill() returns: a JVM thread already running can go on for a
+ * moment. -1 when the tasks cannot be read. */
+static int all_stopped(pid_t pid) {
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%ld/task", (long)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int stopped = 1, seen = 0;
+    struct dirent *e;
+    while (stopped && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[sizeof(dir) + sizeof(e->d_name) + 8], buf[512];
+        snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* a thread that ended */
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *close_paren = strrchr(buf, ')'); /* the name may hold spaces */
+        seen++;
+        if (!close_paren || close_paren[1] != ' ' || close_paren[2] != 'T')
+            stopped = 0;
+    }
+    closedir(d);
+    return seen ? stopped : -1;
+}
 
 #define CHECK(cond, ...)                                    \
     do {                                                    \
@@ -83,6 +118,15 @@ int main(int argc, char **argv) {
     /* In flight while the server is frozen. */
     if (kill(server, SIGSTOP) != 0) {
         perror("test_zk_multi: SIGSTOP");
+        return 1;
+    }
+    int st = 0;
+    for (int i = 0; i < 400 && (st = all_stopped(server)) == 0; i++)
+        nanosleep(&(struct timespec){.tv_nsec = 5 * 1000 * 1000}, NULL);
+    if (st != 1) {
+        kill(server, SIGCONT);
+        fprintf(stderr, "test_zk_multi: the server (pid %ld) %s\n", (long)server,
+                st < 0 ? "has no readable threads" : "did not stop within 2 s of SIGSTOP");
         return 1;
     }
     rc = baton_zk_multi(zk, NOPS, ops, res);
