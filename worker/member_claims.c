@@ -555,8 +555,10 @@ static void claims_create_multi(baton_membership_t *m, const size_t *rows, int32
  * trip, at most OWN_WATCH_LATER_MAX_MS: these are a cold start's or a big
  * failover's claims, and one watch request per claim landing among the
  * other members' claims on a server that answers slowly cost the cold
- * start more than a late watch costs. It only tells us of a deletion by
- * someone else (batonctl revoke, the coordinator's watchdog); until it is
+ * start more than a late watch costs. (Claims held back while others wait
+ * go with them, at the first batch's time.) It only tells us of a deletion
+ * by someone else (batonctl evict, batonctl keys remove, the coordinator's
+ * handoff watchdog); until it is
  * set the sink's fence covers us, and a claim deleted before it is set
  * answers NONODE, queued as its deletion: the next poll checks its queue
  * again. The lead gone meanwhile (NOTFOUND) says

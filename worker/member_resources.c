@@ -152,6 +152,8 @@ int mb_grow_parts(baton_membership_t *m, int32_t nparts) {
         m->dirty_rows[i] = row_moved(m->dirty_rows[i], old_np, delta);
     for (size_t i = 0; i < m->nbusy; i++)
         m->busy_rows[i] = row_moved(m->busy_rows[i], old_np, delta);
+    for (size_t i = 0; i < m->nlater; i++)
+        m->later[i].row = row_moved(m->later[i].row, old_np, delta);
     for (size_t i = 0; i < m->nstandby; i++)
         for (size_t j = 0; j < m->standby[i].n; j++)
             m->standby[i].rows[j] = row_moved(m->standby[i].rows[j], old_np, delta);

@@ -498,6 +498,7 @@ static void lose_all(baton_membership_t *m, const char *why) {
     /* A new session has none of our watches, and what we stood by for is
      * decided anew by the assignment we read then. */
     mb_standby_clear(m);
+    m->nlater = 0; /* held-back own watches: their claims went with the session */
 }
 
 /* Reacts to a watch on a path: mark what it concerns. */
