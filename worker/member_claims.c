@@ -367,20 +367,6 @@ static void own_watch_send(baton_membership_t *m, const char *path) {
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, m->zk);
 }
 
-/* Settles row's claim, known lowest without a read of it (st: a stat
- * bringing its czxid, or NULL: known already: settle_known), then sends its own watch
- * without waiting (gone already, its NONODE answer is queued as its
- * deletion, and the next poll's full check finds it lost). Returns
- * queue_settle's error. */
-static int settle_then_watch(baton_membership_t *m, size_t row, const struct Stat *st) {
-    char *path = own_claim_path(m, row);
-    int err = queue_settle(m, row, BATON_OK, st, 0); /* marks the row again on a failure */
-    if (m->st[row].claim[0])                         /* not if it yielded */
-        own_watch_send(m, path);
-    free(path);
-    return err;
-}
-
 /* Holds back row's own watch (first_settle) for delay_ms. */
 static void own_watch_later(baton_membership_t *m, size_t row, int64_t delay_ms) {
     if (m->nlater == m->latercap) {
@@ -390,6 +376,27 @@ static void own_watch_later(baton_membership_t *m, size_t row, int64_t delay_ms)
     if (m->nlater == 0)
         m->later_at = baton_now_ms() + delay_ms;
     m->later[m->nlater++] = (mlater_t){.row = row, .czxid = m->st[row].czxid};
+}
+
+/* Settles row's claim, known lowest without a read of it (st: a stat
+ * bringing its czxid, or NULL: known already), then sets its own watch:
+ * sent now without waiting when delay_ms is negative (gone already, its
+ * NONODE answer is queued as its deletion, and the next poll's full check
+ * finds it lost), else held back that long (own_watch_later). Returns
+ * queue_settle's error. */
+static int settle_then_watch(baton_membership_t *m, size_t row, const struct Stat *st,
+                             int64_t delay_ms) {
+    int err = queue_settle(m, row, BATON_OK, st, 0); /* marks the row again on a failure */
+    if (!m->st[row].claim[0])                        /* it yielded */
+        return err;
+    if (delay_ms >= 0) {
+        own_watch_later(m, row, delay_ms);
+    } else {
+        char *path = own_claim_path(m, row);
+        own_watch_send(m, path);
+        free(path);
+    }
+    return err;
 }
 
 /* Sends the own watches held back, once their time has come: for each
@@ -421,7 +428,7 @@ static void settle_known(baton_membership_t *m, size_t row) {
     mp->pred_for = 0;
     BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=predecessor_deleted",
                mb_row_label(m, row), mp->claim);
-    settle_then_watch(m, row, NULL);
+    settle_then_watch(m, row, NULL, -1);
 }
 
 /* Before the poll reads its assignment (a read, which a single ZooKeeper
@@ -577,12 +584,9 @@ static int first_settle(baton_membership_t *m, size_t row, int is_lead, const ba
                mb_row_label(m, row), mp->claim, is_lead ? "" : " epoch_from=multi");
     if (is_lead) /* its watch is set (OK), or the claim is gone: look again */
         return queue_settle(m, row, lw->err, &lw->stat, 0);
-    int err = queue_settle(m, row, BATON_OK, &lw->stat, 0);
-    if (m->st[row].claim[0]) { /* not if it yielded */
-        int64_t delay = OWN_WATCH_LATER_RTTS * rtt_ms;
-        own_watch_later(m, row, delay < OWN_WATCH_LATER_MAX_MS ? delay : OWN_WATCH_LATER_MAX_MS);
-    }
-    return err;
+    int64_t delay = OWN_WATCH_LATER_RTTS * rtt_ms;
+    return settle_then_watch(m, row, &lw->stat,
+                             delay < OWN_WATCH_LATER_MAX_MS ? delay : OWN_WATCH_LATER_MAX_MS);
 }
 
 /* Claims and queue checks for rows[0..n-1], pipelined; create[i] says
@@ -641,9 +645,8 @@ static void claims_queue_batch(baton_membership_t *m, const size_t *rows, int32_
         b = NULL; /* its last completion frees it */
         goto out;
     }
-    int64_t rtt_ms = (baton_now_us() - t0) / 1000;
-    BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n,
-               (long long)(baton_now_us() - t0));
+    int64_t rtt_us = baton_now_us() - t0, rtt_ms = rtt_us / 1000;
+    BLOG_DEBUG("event=claims_answered resources=%d round_trip_us=%lld", n, (long long)rtt_us);
     int nwait = 0;
     for (int32_t i = 0; i < n; i++) {
         const baton_zkread_t *list = baton_zkbatch_slot(b, (size_t)i);
