@@ -400,24 +400,24 @@ int baton_zk_expired(const baton_zk_t *zk) {
     return e;
 }
 
-/* An asynchronous request waited on (zk_wait), and what a get or an
- * exists answered: the client calls every completion, with
+/* An asynchronous request waited on (zk_wait), and what a get, an exists,
+ * a listing or a create answered: the client calls every completion, with
  * ZCONNECTIONLOSS, ZOPERATIONTIMEOUT or ZCLOSING at worst, so the wait
- * ends. The calls the member library makes in its poll (get, exists,
- * delete, sync, multi) wait this way, through baton_zk__wait, so the
+ * ends. Every call here waits this way, through baton_zk__wait, so the
  * owner's wait hook runs meanwhile. */
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int done, rc;
-    char *data; /* a get's copy of the node's data */
-    int len;
+    char *data;   /* a get's copy of the node's data, a create's path */
+    int len;      /* its length; a listing's count */
+    char **names; /* a listing's copy of the children's names */
     struct Stat st;
 } zk_sync_wait_t;
 
-#define ZK_SYNC_WAIT_INIT                                                         \
-    {                                                                             \
-        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, { 0 } \
+#define ZK_SYNC_WAIT_INIT                                                               \
+    {                                                                                   \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, 0, NULL, { 0 } \
     }
 
 static void zk_wait_done(int rc, const void *data) {
@@ -456,6 +456,30 @@ static void zk_stat_done(int rc, const struct Stat *stat, const void *data) {
     zk_sync_wait_t *w = (zk_sync_wait_t *)data;
     if (rc == ZOK && stat)
         w->st = *stat;
+    zk_wait_done(rc, data);
+}
+
+/* @locality the completion thread: copies the names only */
+static void zk_children_done(int rc, const struct String_vector *sv, const void *data) {
+    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
+    if (rc == ZOK) {
+        int n = sv && sv->count > 0 ? sv->count : 0;
+        w->names = xcalloc(n ? (size_t)n : 1, sizeof(char *));
+        for (int i = 0; i < n; i++)
+            w->names[i] = xstrdup(sv->data[i]);
+        w->len = n;
+    }
+    zk_wait_done(rc, data);
+}
+
+/* @locality the completion thread: copies the created path only */
+static void zk_created_done(int rc, const char *path, const struct Stat *stat, const void *data) {
+    zk_sync_wait_t *w = (zk_sync_wait_t *)data;
+    if (rc == ZOK) {
+        w->data = xstrdup(path ? path : "");
+        if (stat)
+            w->st = *stat;
+    }
     zk_wait_done(rc, data);
 }
 
@@ -549,20 +573,18 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 int baton_zk_children(baton_zk_t *zk, const char *path, int watch, char ***names, size_t *count) {
-    struct String_vector sv = {0, NULL};
+    zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
     int64_t t = baton_now_ms();
-    int rc =
-        zoo_wget_children(zk->zh, path, watch ? baton_zk_watcher : NULL, watch ? zk : NULL, &sv);
-    baton_zk_note_answer(zk, t, rc);
-    if (rc != ZOK)
+    int rc = zk_wait(zk, &w, t,
+                     zoo_awget_children(zk->zh, path, watch ? baton_zk_watcher : NULL,
+                                        watch ? zk : NULL, zk_children_done, &w));
+    if (rc != ZOK) {
+        baton_zk_strings_free(w.names, w.names ? (size_t)w.len : 0);
         return baton_zk_err(rc);
-    char **out = xcalloc((size_t)sv.count, sizeof(char *));
-    for (int i = 0; i < sv.count; i++)
-        out[i] = xstrdup(sv.data[i]);
-    qsort(out, (size_t)sv.count, sizeof(char *), cmp_str);
-    *names = out;
-    *count = (size_t)sv.count;
-    deallocate_String_vector(&sv);
+    }
+    qsort(w.names, (size_t)w.len, sizeof(char *), cmp_str);
+    *names = w.names;
+    *count = (size_t)w.len;
     return BATON_OK;
 }
 
@@ -585,19 +607,19 @@ int baton_zk_exists(baton_zk_t *zk, const char *path, int watch, struct Stat *st
 
 int baton_zk_create(baton_zk_t *zk, const char *path, const char *data, size_t len, int mode,
                     char *created, size_t created_size, struct Stat *stat) {
-    char buf[1024];
-    struct Stat st;
+    zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
     int64_t t = baton_now_ms();
-    int rc = zoo_create2(zk->zh, path, data, data ? (int)len : -1, baton_zk_acl(zk), mode, buf,
-                         sizeof(buf), &st);
-    baton_zk_note_answer(zk, t, rc);
-    if (rc != ZOK)
-        return baton_zk_err(rc);
-    if (created && created_size)
-        snprintf(created, created_size, "%s", buf);
-    if (stat)
-        *stat = st;
-    return BATON_OK;
+    int rc = zk_wait(zk, &w, t,
+                     zoo_acreate2(zk->zh, path, data, data ? (int)len : -1, baton_zk_acl(zk), mode,
+                                  zk_created_done, &w));
+    if (rc == ZOK) {
+        if (created && created_size)
+            snprintf(created, created_size, "%s", w.data);
+        if (stat)
+            *stat = w.st;
+    }
+    free(w.data);
+    return baton_zk_err(rc);
 }
 
 int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
@@ -607,9 +629,11 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
         if (*p == '/' || *p == 0) {
             char saved = *p;
             *p = 0;
+            zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
             int64_t t = baton_now_ms();
-            int rc = baton_zk_note_answer(
-                zk, t, zoo_create(zk->zh, copy, NULL, -1, baton_zk_acl(zk), 0, NULL, 0));
+            int rc =
+                zk_wait(zk, &w, t,
+                        zoo_acreate(zk->zh, copy, NULL, -1, baton_zk_acl(zk), 0, zk_sync_done, &w));
             *p = saved;
             if (rc != ZOK && rc != ZNODEEXISTS) {
                 err = baton_zk_err(rc);
@@ -625,11 +649,11 @@ int baton_zk_mkdirs(baton_zk_t *zk, const char *path) {
 
 int baton_zk_set(baton_zk_t *zk, const char *path, const char *data, size_t len, int version,
                  struct Stat *stat) {
-    struct Stat st;
+    zk_sync_wait_t w = ZK_SYNC_WAIT_INIT;
     int64_t t = baton_now_ms();
-    int rc = baton_zk_note_answer(zk, t, zoo_set2(zk->zh, path, data, (int)len, version, &st));
+    int rc = zk_wait(zk, &w, t, zoo_aset(zk->zh, path, data, (int)len, version, zk_stat_done, &w));
     if (rc == ZOK && stat)
-        *stat = st;
+        *stat = w.st;
     return baton_zk_err(rc);
 }
 

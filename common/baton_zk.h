@@ -69,9 +69,8 @@ int64_t baton_zk_answered_ms(const baton_zk_t *zk);
 int baton_zk_note_answer(baton_zk_t *zk, int64_t sent, int rc);
 
 /* A wait hook: while the owner's thread waits for a ZooKeeper answer
- * (baton_zk_get, _exists, _delete, _sync, _multi and baton_zkbatch_wait;
- * not yet _children, _create, _set and _mkdirs, which still wait inside
- * the client), it runs
+ * (every call here, and baton_zkbatch_wait: each sends its request
+ * asynchronously and waits for the completion), it runs
  * fn(arg) once the wait has lasted BATON_ZK_HOOK_GRACE_MS, then again
  * every time the ms fn returned have passed (at least 1, at most 50),
  * until the answer is in. A hook call in progress is never interrupted,

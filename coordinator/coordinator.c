@@ -89,6 +89,8 @@ typedef struct {
     int leader;
     int64_t epoch;          /* czxid of our c- node while leading */
     int suspended;          /* stepped down on silence (loop_silence) until heard again */
+    int silent_in_call;     /* coord_wait_hook stopped leading during a call: loop_silence
+                             * steps down once it returns; no call until then */
     int64_t missing_log_ms; /* when event=group_missing was last logged; 0: not yet */
     int64_t missing_quiet;  /* group_missing attempts not logged since then */
 } coord_election_t;
@@ -399,8 +401,9 @@ static void coord_step_down(coord_t *c, const char *why) {
      * the fence anyway); the assignment they describe is published. */
     hist_drop(c);
     pc_drop(c);
-    if (c->el.leader)
+    if (c->el.leader && !c->el.silent_in_call) /* else coord_wait_hook said it */
         BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->el.epoch);
+    c->el.silent_in_call = 0;
     c->el.leader = 0;
     c->el.epoch = 0;
     handoffs_clear(c);
@@ -897,6 +900,10 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
     int err = BATON_OK;
     BATON_FAILPOINT("coordinator.before_publish");
     while (i < n) {
+        if (c->el.silent_in_call) { /* stopped leading in a call before this one */
+            err = BATON_CONNECTION;
+            break;
+        }
         size_t j = i, bytes = fixed;
         while (j < n && (j == i || bytes + nodes[j].bytes <= budget))
             bytes += nodes[j++].bytes;
@@ -1958,6 +1965,35 @@ static int coord_step(coord_t *c) {
     return err;
 }
 
+/* The wait hook (baton_zk_set_wait_hook): the silence clock runs on while
+ * a call of ours waits, and a call can outlive its limit. The client gives
+ * a request up only once it has heard nothing at all for 2/3 of the
+ * session, and over a link cut one way (to the server) watch events still
+ * reach it: the call then waits until the server expires the session and
+ * closes the connection, past the moment a standby may be elected. So the
+ * leader stops leading at the limit from inside the wait, as loop_silence
+ * would between calls: said here (the log and the gauges), done once the
+ * call returns (loop_silence), and nothing is sent meanwhile (publish_chunks,
+ * coord_can_call). */
+static int coord_wait_hook(void *arg) {
+    coord_t *c = arg;
+    if (!c->el.leader || c->el.silent_in_call)
+        return 50;
+    int64_t silent = baton_silence_ms(c->sil, baton_now_ms()),
+            limit = baton_silence_limit_ms(c->sil);
+    if (silent < limit)
+        return limit - silent < 50 ? (int)(limit - silent) : 50;
+    c->el.silent_in_call = 1;
+    BLOG_WARN("event=leader_suspended silence_ms=%lld limit_ms=%lld timeout_ms=%d epoch=%lld "
+              "action=stop_leading in_call=1",
+              (long long)silent, (long long)limit, baton_zk_session_timeout(c->zk),
+              (long long)c->el.epoch);
+    BLOG_WARN("event=step_down reason=zk_silent epoch=%lld", (long long)c->el.epoch);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), 0);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_SUSPENDED), 1);
+    return 50;
+}
+
 static int coord_connect(coord_t *c, int first) {
     char errstr[256];
     int64_t t0 = baton_now_ms(); /* the session cannot have been renewed before this */
@@ -1969,6 +2005,7 @@ static int coord_connect(coord_t *c, int first) {
         return err;
     }
     baton_silence_reset(c->sil, c->zk, t0);
+    baton_zk_set_wait_hook(c->zk, coord_wait_hook, c);
     c->el.suspended = 0;
     BLOG_INFO("event=zk_connected session=0x%llx timeout_ms=%d",
               (unsigned long long)baton_zk_session_id(c->zk), baton_zk_session_timeout(c->zk));
@@ -2096,7 +2133,8 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
  * by another that waits for its next connection attempt, up to 2/3 of the
  * session again, before loop_silence steps down). */
 static int coord_can_call(const coord_t *c) {
-    return baton_zk_connected(c->zk) && baton_silence_heard_recently(c->sil);
+    return baton_zk_connected(c->zk) && baton_silence_heard_recently(c->sil) &&
+           !c->el.silent_in_call;
 }
 
 /* Membership churn: a crash with nothing else pending is rebalanced at
@@ -2182,6 +2220,17 @@ static void loop_silence(coord_t *c, coord_loop_t *l) {
     int64_t silent;
     int change = baton_silence_tick(c->sil, c->el.my_node[0] ? c->el.my_node : c->base, &silent,
                                     &l->probe_ms);
+    if (c->el.silent_in_call) {
+        /* coord_wait_hook stopped leading during a call (and said so). */
+        c->el.suspended = 1;
+        coord_step_down(c, "zk_silent");
+        if (change != BATON_SILENCE_BEGAN) { /* answered since: elect afresh */
+            BLOG_INFO("event=zk_heard suspended=1 action=run_election");
+            c->el.suspended = 0;
+            l->dirty = c->pc.full_read = 1;
+        }
+        return;
+    }
     if (change == BATON_SILENCE_BEGAN) {
         int64_t limit = baton_silence_limit_ms(c->sil);
         int timeout = baton_zk_session_timeout(c->zk);

@@ -31,11 +31,6 @@ h_kafka_start "$B_TOPIC" $B_PARTITIONS
 B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS
 
-scrape() { curl -sS --max-time 5 "http://$1/metrics"; }
-# metric_is ADDR NAME VALUE: true when the sample equals VALUE.
-metric_is() { [[ $(scrape "$1" | awk -v n="$2" '$1 == n { print $2 }') == "$3" ]]; }
-# ts_ms LINE: a log line's ts= as epoch milliseconds.
-ts_ms() { [[ $1 =~ ts=([0-9T:.-]+)Z ]] && date -d "${BASH_REMATCH[1]}Z" +%s%3N; }
 # nth_line NAME PATTERN N: the Nth line of NAME's log matching PATTERN.
 nth_line() { grep -E -- "$2" "$H_DIR/$1.log" | sed -n "${3}p"; }
 has_nth() { [[ -n $(nth_line "$@") ]]; }
@@ -68,7 +63,7 @@ cut_c1() {
     h_wait_for $((T_MS / 1000 + 5)) "c1 suspends its leadership" has_nth c1 'event=leader_suspended' "$n" ||
         h_fail "c1 never stopped leading while cut off from ZooKeeper"
     line=$(nth_line c1 'event=leader_suspended' "$n")
-    SUSP_MS=$(ts_ms "$line")
+    SUSP_MS=$(b_ts_ms "$line")
     local after=$((SUSP_MS - last))
     ((after <= LIMIT_MS + TOL_MS)) ||
         h_fail "c1 stopped leading $after ms after its last ZooKeeper answer (limit $LIMIT_MS + $TOL_MS ms): $line"
@@ -80,8 +75,8 @@ cut_c1() {
 # --- 1. a cut inside the session: c1 leads again ---------------------------
 cut_c1 1
 a1=$SUSP_AFTER
-metric_is "$m1" baton_coordinator_leader 0 || h_fail "c1 suspended, yet its leader gauge is not 0"
-metric_is "$m1" baton_coordinator_leader_suspended 1 || h_fail "c1 suspended, yet its suspended gauge is not 1"
+b_metric_is "$m1" baton_coordinator_leader 0 || h_fail "c1 suspended, yet its leader gauge is not 0"
+b_metric_is "$m1" baton_coordinator_leader_suspended 1 || h_fail "c1 suspended, yet its suspended gauge is not 1"
 net_heal c1-zk
 h_wait_for 10 "c1 hears ZooKeeper again" b_log_has c1 'event=zk_heard'
 h_wait_for 10 "c1 leads again" has_nth c1 'event=elected' 2
@@ -89,27 +84,27 @@ nth_line c1 'event=elected' 2 | grep -q -- "$epoch1\b" ||
     h_fail "c1 came back with another epoch than $epoch1: $(nth_line c1 'event=elected' 2)"
 b_log_has c1 'event=session_expired' && h_fail "c1's session expired in a cut inside its session"
 b_log_has c2 'event=elected' && h_fail "c2 was elected while c1's session lived"
-h_wait_for 10 "c1's gauges say leader again" metric_is "$m1" baton_coordinator_leader 1
-metric_is "$m1" baton_coordinator_leader_suspended 0 || h_fail "c1 leads again, yet its suspended gauge is not 0"
+h_wait_for 10 "c1's gauges say leader again" b_metric_is "$m1" baton_coordinator_leader 1
+b_metric_is "$m1" baton_coordinator_leader_suspended 0 || h_fail "c1 leads again, yet its suspended gauge is not 0"
 h_log "part 1: c1 suspended $a1 ms after its last answer and led again with $epoch1"
 
 # --- 2. a cut past the session: c2 takes over --------------------------------
 cut_c1 2
 a2=$SUSP_AFTER
 h_wait_for $((T_MS / 1000 + 15)) "c2 is elected" b_log_has c2 'event=elected'
-c2_at=$(ts_ms "$(nth_line c2 'event=elected' 1)")
+c2_at=$(b_ts_ms "$(nth_line c2 'event=elected' 1)")
 ((SUSP_MS < c2_at)) ||
     h_fail "c2 was elected at $c2_at, before c1 stopped leading at $SUSP_MS: both led"
 B_SESSION_MS=6000 b_worker w3
 h_wait_for 30 "c2 publishes w3's share" b_all_active 3
 b_log_has c2 'event=published' || h_fail "c2 leads but never published"
-metric_is "$m1" baton_coordinator_leader 0 || h_fail "c1 reports itself leader while c2 leads"
-metric_is "$m2" baton_coordinator_leader 1 || h_fail "c2 leads, yet its leader gauge is not 1"
+b_metric_is "$m1" baton_coordinator_leader 0 || h_fail "c1 reports itself leader while c2 leads"
+b_metric_is "$m2" baton_coordinator_leader 1 || h_fail "c2 leads, yet its leader gauge is not 1"
 net_heal c1-zk
 h_wait_for 20 "c1 learns its session expired" b_log_has c1 'event=session_expired'
 h_wait_for 20 "c1 is a candidate again" has_nth c1 'event=candidate node=' 2
-h_wait_for 10 "c1's suspended gauge clears" metric_is "$m1" baton_coordinator_leader_suspended 0
-metric_is "$m1" baton_coordinator_leader 0 || h_fail "c1 leads after the heal although c2 does"
+h_wait_for 10 "c1's suspended gauge clears" b_metric_is "$m1" baton_coordinator_leader_suspended 0
+b_metric_is "$m1" baton_coordinator_leader 0 || h_fail "c1 leads after the heal although c2 does"
 [[ $(b_status | jq -r '.coordinator.id') == c2 ]] || h_fail "status does not name c2 as the leader"
 rc=0
 h_wait_exit producer 60 || rc=$?

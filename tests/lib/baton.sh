@@ -98,6 +98,15 @@ b_sink_has() { (($(b_sink_count 2>/dev/null || echo 0) >= ${1:?})); }
 # b_log_has NAME PATTERN: true if NAME's log matches PATTERN (grep -E).
 b_log_has() { grep -Eq -- "${2:?}" "$H_DIR/${1:?}.log"; }
 
+# b_ts_ms LINE: a log line's ts= as epoch milliseconds.
+b_ts_ms() { [[ $1 =~ ts=([0-9T:.-]+)Z ]] && date -d "${BASH_REMATCH[1]}Z" +%s%3N; }
+
+# b_scrape ADDR: the /metrics page at ADDR. b_metric ADDR NAME[{LABELS}]:
+# one sample's value ("" if absent); b_metric_is ADDR NAME VALUE: it equals VALUE.
+b_scrape() { curl -sS --max-time 5 "http://$1/metrics"; }
+b_metric() { b_scrape "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
+b_metric_is() { [[ $(b_metric "$1" "$2") == "$3" ]]; }
+
 # b_part_states NAME P: the partition states worker NAME logged for
 # partition P (it must run with --log-level debug), one "from>to:reason "
 # per transition, oldest first; empty if none.
