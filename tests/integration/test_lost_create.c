@@ -1,7 +1,7 @@
 /* test_lost_create.c: a member whose claim creates "lose their reply".
  *
  * A real server cannot drop one reply on demand, so this program is linked
- * with -Wl,--wrap=zoo_create2, zoo_acreate2 and zoo_amulti (as the ZooKeeper
+ * with -Wl,--wrap=zoo_acreate2 and zoo_amulti (as the ZooKeeper
  * C client's own tests wrap calls): the first --lose claim creates really
  * happen on the server, then report ZCONNECTIONLOSS, as if the connection
  * had dropped before the reply.
@@ -21,7 +21,7 @@
  *
  * With --late-create the first claim create is not sent at all: it reports
  * ZCONNECTIONLOSS, and the create really happens just after the member's
- * next synchronous listing (zoo_wget_children, wrapped too) has answered,
+ * next listing (zoo_awget_children, wrapped too) has answered,
  * as when a create sent through one server is committed after the server
  * the member reconnected to answered its recovery listing. The member then
  * creates a second claim, behind its own first: it must keep the lowest
@@ -45,13 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int __real_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                       const struct ACL_vector *acl, int mode, char *path_buffer,
-                       int path_buffer_len, struct Stat *stat);
-int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                       const struct ACL_vector *acl, int mode, char *path_buffer,
-                       int path_buffer_len, struct Stat *stat);
-
 static int lose_left; /* claim create replies still to lose */
 static int lost;      /* how many were lost */
 static int unassign_lost;
@@ -66,6 +59,7 @@ static int late_create;
 static zhandle_t *late_zh;
 static char *late_path[64], *late_value[64];
 static int late_len[64], late_mode[64], nlate;
+static _Atomic int late_reported; /* the member has been told the create failed */
 
 static void late_hold(zhandle_t *zh, const char *path, const char *value, int len, int mode) {
     if (nlate == 64)
@@ -84,31 +78,68 @@ static void late_hold(zhandle_t *zh, const char *path, const char *value, int le
             path);
 }
 
-int __real_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                       const struct ACL_vector *acl, int mode, char *path_buffer,
-                       int path_buffer_len, struct Stat *stat);
-int __real_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *ctx,
-                             struct String_vector *strings);
-int __wrap_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *ctx,
-                             struct String_vector *strings);
+int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data);
+int __real_zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *wctx,
+                              strings_completion_t completion, const void *data);
+int __wrap_zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *wctx,
+                              strings_completion_t completion, const void *data);
 
-/* The listing answers first, then the held creates land. */
-int __wrap_zoo_wget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *ctx,
-                             struct String_vector *strings) {
-    int rc = __real_zoo_wget_children(zh, path, watcher, ctx, strings);
-    if (zh == late_zh && nlate > 0) {
+/* @locality the completion thread */
+static void late_created(int rc, const char *made, const struct Stat *st, const void *data) {
+    (void)st;
+    fprintf(stderr, "test_lost_create: late create of %s after a listing: %s %s\n",
+            (const char *)data, zerror(rc), made ? made : "");
+    free((void *)data);
+}
+
+typedef struct {
+    zhandle_t *zh;
+    strings_completion_t done;
+    const void *data;
+    int late; /* the recovery listing: the held creates follow its answer */
+} list_ctx_t;
+
+/* @locality the completion thread: the listing has answered (without the
+ * held creates); they are sent now, before its caller, waiting for this
+ * completion, can send anything else, so they land before its next
+ * request does (ZooKeeper applies a session's requests in order). */
+static void list_done(int rc, const struct String_vector *sv, const void *data) {
+    list_ctx_t *c = (list_ctx_t *)data;
+    if (c->late && nlate > 0) {
         for (int i = 0; i < nlate; i++) {
-            char made[512] = "";
-            int crc =
-                __real_zoo_create2(zh, late_path[i], late_value[i], late_len[i],
-                                   &ZOO_OPEN_ACL_UNSAFE, late_mode[i], made, sizeof(made), NULL);
-            fprintf(stderr, "test_lost_create: late create of %s after a listing: %s %s\n",
-                    late_path[i], zerror(crc), made);
-            free(late_path[i]);
+            int src =
+                __real_zoo_acreate2(c->zh, late_path[i], late_value[i], late_len[i],
+                                    &ZOO_OPEN_ACL_UNSAFE, late_mode[i], late_created, late_path[i]);
+            if (src != ZOK) {
+                fprintf(stderr, "test_lost_create: late create of %s after a listing: %s\n",
+                        late_path[i], zerror(src));
+                free(late_path[i]);
+            }
             free(late_value[i]);
         }
         nlate = 0;
     }
+    c->done(rc, sv, c->data);
+    free(c);
+}
+
+/* Every listing is sent asynchronously (baton_zk_children and the claim
+ * batches). The first one of the held create's directory sent after the
+ * member was told the create failed (its recovery listing: the one in the
+ * claim's own batch answers before that) has its completion wrapped. */
+int __wrap_zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *wctx,
+                              strings_completion_t completion, const void *data) {
+    list_ctx_t *c = malloc(sizeof(*c));
+    if (!c)
+        abort();
+    *c = (list_ctx_t){.zh = zh, .done = completion, .data = data};
+    c->late = late_reported && zh == late_zh && nlate > 0 &&
+              strncmp(late_path[0], path, strlen(path)) == 0 && late_path[0][strlen(path)] == '/';
+    int rc = __real_zoo_awget_children(zh, path, watcher, wctx, list_done, c);
+    if (rc != ZOK)
+        free(c); /* the completion is never called then */
     return rc;
 }
 
@@ -159,36 +190,10 @@ static void assignment_drop(zhandle_t *zh, int drop) {
     free(path);
 }
 
-/* Called on the member's own thread (it makes its synchronous calls there). */
-int __wrap_zoo_create2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                       const struct ACL_vector *acl, int mode, char *path_buffer,
-                       int path_buffer_len, struct Stat *stat) {
-    if (late_create && lose_left > 0 && strstr(path, "/claims/claim-")) {
-        lose_left--;
-        late_hold(zh, path, value, valuelen, mode);
-        return ZCONNECTIONLOSS;
-    }
-    int rc = __real_zoo_create2(zh, path, value, valuelen, acl, mode, path_buffer, path_buffer_len,
-                                stat);
-    if (rc == ZOK && lose_left > 0 && strstr(path, "/claims/claim-")) {
-        lose_left--;
-        lost++;
-        fprintf(stderr, "test_lost_create: created %s, reporting ZCONNECTIONLOSS\n",
-                path_buffer ? path_buffer : path);
-        const char *pp = strstr(path, "/partitions/");
-        if (unassign_lost && unassigned_p < 0 && pp) {
-            unassigned_p = atoi(pp + 12);
-            assignment_drop(zh, unassigned_p);
-        }
-        return ZCONNECTIONLOSS;
-    }
-    return rc;
-}
-
-/* A handoff's few claims are created asynchronously, pipelined with their
- * queue checks (worker/member_claims.c, claims_queue_batch): zoo_acreate2 is
- * wrapped too. The create really happens; its completion, on ZooKeeper's
- * completion thread, reports ZCONNECTIONLOSS instead. */
+/* Every claim create is asynchronous (baton_zk_create, and a handoff's
+ * few claims pipelined with their queue checks, worker/member_claims.c):
+ * zoo_acreate2 is wrapped. The create really happens; its completion, on
+ * ZooKeeper's completion thread, reports ZCONNECTIONLOSS instead. */
 int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
                         const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
                         const void *data);
@@ -228,6 +233,7 @@ static void late_done(int rc, const struct Stat *st, const void *data) {
     (void)rc;
     (void)st;
     lost_ctx_t *c = (lost_ctx_t *)data;
+    late_reported = 1;
     c->done(ZCONNECTIONLOSS, NULL, NULL, c->data);
     free(c);
 }
