@@ -2140,11 +2140,12 @@ static int coord_can_call(const coord_t *c) {
 /* Membership churn: a crash with nothing else pending is rebalanced at
  * once (the session timeout has already been waited); other churn is
  * debounced: the rebalance runs at min(last change + delay, first change +
- * max delay). While the group forms (nothing assigned yet) the bound is
- * the initial one: a fleet started at once whose joins take longer than
- * the bound (a thousand members on a busy server: seconds) would
- * otherwise be assigned to its first few hundred, and most of what they
- * claimed would move again moments later (docs/design.md, "The first
+ * max delay). While the group forms (nothing assigned yet) the delay and
+ * the bound are the initial ones: a fleet started at once whose joins take
+ * longer than the bound (a thousand members on a busy server: seconds), or
+ * pause for longer than the usual delay (a server's collection pause),
+ * would otherwise be assigned to its first few hundred, and most of what
+ * they claimed would move again moments later (docs/design.md, "The first
  * assignment waits for the joins"). */
 static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
     const baton_coord_conf_t *conf = c->conf;
@@ -2157,7 +2158,7 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
     if (!l->first_change)
         l->first_change = now;
     l->last_change = now;
-    int64_t due = now + conf->rebalance_delay_ms;
+    int64_t due = now + (c->forming ? conf->initial_rebalance_delay_ms : conf->rebalance_delay_ms);
     int64_t bound =
         c->forming ? conf->initial_max_rebalance_delay_ms : conf->max_rebalance_delay_ms;
     if (bound < conf->max_rebalance_delay_ms)
@@ -2266,7 +2267,7 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
          * in loop_churn, up to the initial bound), but its first wait is
          * at most ELECTION_JOIN_WAIT_MS: an hour-long debounce must not
          * hold a group's first assignment for an hour. */
-        int64_t now = baton_now_ms(), wait = c->conf->rebalance_delay_ms;
+        int64_t now = baton_now_ms(), wait = c->conf->initial_rebalance_delay_ms;
         c->join_wait = 0;
         if (wait > ELECTION_JOIN_WAIT_MS)
             wait = ELECTION_JOIN_WAIT_MS;

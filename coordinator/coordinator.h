@@ -35,6 +35,11 @@ typedef struct {
      * the first assignment up to this long (at least max_rebalance_delay_ms),
      * as Kafka's group.initial.rebalance.delay.ms does. */
     int initial_max_rebalance_delay_ms;
+    /* ... and the quiet period then (at least rebalance_delay_ms, at most
+     * initial_max_rebalance_delay_ms): a lull in a fleet's joins shorter
+     * than this (a server's collection pause, a busy host) does not
+     * publish to a half-formed group. Unused with rebalance_delay_ms 0. */
+    int initial_rebalance_delay_ms;
     /* Largest multi request a publish builds; bigger publishes are split. */
     int max_multi_bytes;
     /* Kafka bootstrap servers for the partition leaders' racks; NULL: rack

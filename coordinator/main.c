@@ -32,8 +32,8 @@ static const char *metrics_addr;
 static const char *rack_policy = "realign";
 static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, leave_grace_ms = 0,
                rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000,
-               initial_max_rebalance_delay_ms = 10000, racks_refresh_ms = 60000,
-               max_multi_bytes = 256 * 1024;
+               initial_max_rebalance_delay_ms = 10000, initial_rebalance_delay_ms = 1000,
+               racks_refresh_ms = 60000, max_multi_bytes = 256 * 1024;
 static int64_t handoff_timeout_ms = 30000;
 
 /* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
@@ -69,6 +69,11 @@ static baton_conf_opt_t opts[] = {
      "BATON_INITIAL_MAX_REBALANCE_DELAY_MS", BATON_CONF_INT, 0, 3600000,
      &initial_max_rebalance_delay_ms, "MS",
      "while nothing is assigned yet, joins may hold the first rebalance this long (10000)", 0},
+    {"initial-rebalance-delay-ms", "initial.rebalance.delay.ms", "BATON_INITIAL_REBALANCE_DELAY_MS",
+     BATON_CONF_INT, 0, 3600000, &initial_rebalance_delay_ms, "MS",
+     "while nothing is assigned yet, the quiet period after a join (1000; never below "
+     "rebalance.delay.ms)",
+     0},
     {"brokers", "bootstrap.servers", "BATON_BROKERS", BATON_CONF_STR, 0, 0, &brokers, "LIST",
      "Kafka bootstrap: prefer each partition's leader rack (default: off)", 0},
     {"rack-policy", "rack.policy", "BATON_RACK_POLICY", BATON_CONF_STR, 0, 0, &rack_policy, "P",
@@ -174,6 +179,10 @@ int main(int argc, char **argv) {
         rebalance_delay_ms = max_rebalance_delay_ms; /* the bound wins */
     if (initial_max_rebalance_delay_ms < max_rebalance_delay_ms)
         initial_max_rebalance_delay_ms = max_rebalance_delay_ms; /* never below the bound */
+    if (initial_rebalance_delay_ms < rebalance_delay_ms)
+        initial_rebalance_delay_ms = rebalance_delay_ms; /* never shorter than a formed group's */
+    if (initial_rebalance_delay_ms > initial_max_rebalance_delay_ms)
+        initial_rebalance_delay_ms = initial_max_rebalance_delay_ms; /* the bound wins */
 
     baton_coord_conf_t conf = {
         .zk_hosts = zk_hosts,
@@ -186,6 +195,7 @@ int main(int argc, char **argv) {
         .rebalance_delay_ms = (int)rebalance_delay_ms,
         .max_rebalance_delay_ms = (int)max_rebalance_delay_ms,
         .initial_max_rebalance_delay_ms = (int)initial_max_rebalance_delay_ms,
+        .initial_rebalance_delay_ms = (int)initial_rebalance_delay_ms,
         .brokers = brokers,
         .racks_refresh_ms = (int)racks_refresh_ms,
         .rack_policy = (int)policy,
