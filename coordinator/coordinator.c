@@ -63,6 +63,13 @@
  * more joins before its first rebalance, whatever --rebalance-delay-ms
  * says (joins during the wait extend it as any burst's do). */
 #define ELECTION_JOIN_WAIT_MS 1000
+/* How long a leave mark's rebalance waits when every resource of the
+ * leaver has a live standby (leave_covered): the standbys take them over
+ * by themselves, and the publish's reads and multi would only be more
+ * work for the server in the handoff's few milliseconds. The rebalance
+ * after it names the same workers (nothing moves); the leaver waits for it
+ * before it deletes its member node (the history then records a leave). */
+#define LEAVE_HOLD_MS 50
 /* How often a coordinator whose group is not initialised says so again. */
 #define GROUP_MISSING_LOG_MS 30000
 
@@ -655,6 +662,31 @@ static void leaving_note(coord_t *c, const char *id) {
         return;
     c->lv.leaving = xrealloc(c->lv.leaving, sizeof(char *) * (c->lv.nleaving + 1));
     c->lv.leaving[c->lv.nleaving++] = xstrdup(id);
+}
+
+/* Whether every partition and key last published to id has a published
+ * standby that is a live member not leaving (as last read: the published
+ * cache and the member list, both trusted). */
+static int leave_covered(const coord_t *c, const char *id) {
+    if (!c->pc.valid || !c->gs.live_valid)
+        return 0;
+    const published_t *own = NULL;
+    for (size_t i = 0; i < c->pc.n && !own; i++)
+        if (strcmp(c->pc.v[i].id, id) == 0)
+            own = &c->pc.v[i];
+    if (!own || !own->valid || own->npartitions + own->nkeys == 0)
+        return 0;
+    size_t covered = 0;
+    for (size_t i = 0; i < c->pc.n; i++) {
+        const published_t *w = &c->pc.v[i];
+        if (w == own || !w->valid || leaving_has(c, w->id) ||
+            find_id(c->gs.live, c->gs.nlive, w->id) < 0)
+            continue;
+        for (size_t k = 0; k < w->nstandby; k++)
+            if (strcmp(w->standby[k].owner, id) == 0)
+                covered += w->standby[k].npartitions + w->standby[k].nkeys;
+    }
+    return covered == own->npartitions + own->nkeys;
 }
 
 /* An unmarked node under that id (a new process reusing the id of one
@@ -2064,7 +2096,16 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
         leaving_note(c, id);
         c->lv.verify = xrealloc(c->lv.verify, sizeof(char *) * (c->lv.nverify + 1));
         c->lv.verify[c->lv.nverify++] = xstrdup(id);
-        coord_timers_arm_once(&c->timers, T_VERIFY, baton_now_ms() + VERIFY_DELAY_MS);
+        int64_t now = baton_now_ms();
+        coord_timers_arm_once(&c->timers, T_VERIFY, now + VERIFY_DELAY_MS);
+        if (LEAVE_HOLD_MS > 0 && leave_covered(c, id)) {
+            int64_t due = coord_timers_due_ms(&c->timers, T_DEBOUNCE);
+            if (!due || due > now + LEAVE_HOLD_MS)
+                coord_timers_arm(&c->timers, T_DEBOUNCE, now + LEAVE_HOLD_MS);
+            BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d",
+                      id, LEAVE_HOLD_MS);
+            return;
+        }
         BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
         l->dirty = 1;
         return;

@@ -2,7 +2,10 @@
 # it_graceful: SIGTERM is a graceful leave under continuous input: the
 # leaver flushes its last batch before releasing each claim, exits 0, its
 # partitions reach their new owner at once (no session timeout wait), the
-# other partitions never stop, and every record lands exactly once. w1
+# other partitions never stop, and every record lands exactly once. w2,
+# the published standby of all of w1's partitions, takes them over by
+# itself (the coordinator's action=standbys_take_over), and the publish
+# after it moves just those. w1
 # logs at debug: each partition it held went through the named states
 # (event=partition_state) none -> fencing -> fenced -> active -> releasing
 # -> none, and its member library's states for them (event=member_state)
@@ -41,6 +44,14 @@ took=$(($(_h_now_ms) - t0))
 ((took < B_SESSION_MS)) || h_fail "handoff took ${took} ms: it waited for session expiry"
 rc=0; h_wait_exit w1 10 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+# w2 is the published standby of every partition of w1: the coordinator
+# leaves the handoff to it and rebalances after LEAVE_HOLD_MS, and that
+# publish moves w1's partitions to w2 and nothing else.
+b_log_has c1 "event=leave_marked worker=w1 action=standbys_take_over" ||
+    h_fail "the coordinator did not leave w1's partitions to their standby: $(grep 'event=leave_marked' "$H_DIR/c1.log")"
+pub=$(awk '/event=leave_marked worker=w1/ { f = 1 } f && /event=published / { print; exit }' "$H_DIR/c1.log")
+[[ $pub == *" moved=$(wc -w <<<"$w1_parts") "* ]] ||
+    h_fail "the publish after w1's leave did not move exactly its $(wc -w <<<"$w1_parts") partitions: $pub"
 # w1 released each claim after flushing: the new owner starts exactly there.
 for p in $(seq 0 $((B_PARTITIONS - 1))); do
     if b_log_has w1 "event=revoked partition=$p "; then

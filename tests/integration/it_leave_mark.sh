@@ -29,7 +29,7 @@ for round in 1 2; do
     h_wait_for 20 "round $round: p2 has partitions again" has_parts p2
     h_wait_for 20 "round $round: every partition active with 2 members" b_all_active 2
 done
-grep -q "event=leave_marked worker=p2 action=rebalance_now" "$H_DIR/c1.log" || h_fail "no leave_marked line for p2"
+grep -Eq "event=leave_marked worker=p2 action=(rebalance_now|standbys_take_over)" "$H_DIR/c1.log" || h_fail "no leave_marked line for p2"
 
 # A real leave: the mark is confirmed (no unconfirmed line for p1), p2
 # takes everything, the history records "leave".
