@@ -74,6 +74,17 @@ int baton_silence_heard_recently(const baton_silence_t *s) {
 
 int baton_silence_silent(const baton_silence_t *s) { return s->silent; }
 
+void baton_silence_probe(baton_silence_t *s, const char *probe_path) {
+    int64_t now = baton_now_ms();
+    if (s->zk && baton_zk_connected(s->zk) && !atomic_load(&s->inflight) &&
+        now - atomic_load(&s->sent_ms) >= probe_interval_ms(s)) {
+        atomic_store(&s->sent_ms, now);
+        atomic_store(&s->inflight, 1);
+        if (zoo_aexists(baton_zk_handle(s->zk), probe_path, 0, probe_done, s) != ZOK)
+            atomic_store(&s->inflight, 0);
+    }
+}
+
 int baton_silence_tick(baton_silence_t *s, const char *probe_path, int64_t *silent_ms,
                        int *next_ms) {
     int64_t now = baton_now_ms(), interval = probe_interval_ms(s);
@@ -92,13 +103,7 @@ int baton_silence_tick(baton_silence_t *s, const char *probe_path, int64_t *sile
         change = BATON_SILENCE_ENDED;
     }
     *silent_ms = silent;
-    if (s->zk && baton_zk_connected(s->zk) && !atomic_load(&s->inflight) &&
-        now - atomic_load(&s->sent_ms) >= interval) {
-        atomic_store(&s->sent_ms, now);
-        atomic_store(&s->inflight, 1);
-        if (zoo_aexists(baton_zk_handle(s->zk), probe_path, 0, probe_done, s) != ZOK)
-            atomic_store(&s->inflight, 0);
-    }
+    baton_silence_probe(s, probe_path);
     int64_t next = atomic_load(&s->inflight) ? interval : atomic_load(&s->sent_ms) + interval - now;
     if (!s->silent && limit - silent < next)
         next = limit - silent;

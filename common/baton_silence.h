@@ -58,6 +58,14 @@ int baton_silence_heard_recently(const baton_silence_t *s);
 /* Silent as of the last tick. */
 int baton_silence_silent(const baton_silence_t *s);
 
+/* Sends a probe (an exists on probe_path) when one is due, none is in
+ * flight and the session is connected. Owner thread, also from inside a
+ * call's wait (baton_zk_set_wait_hook): the answers the call itself gets
+ * may be noted only when it ends (a batch notes its answers at its end,
+ * stamped with its start), and a long call on a busy but healthy server
+ * must not read as silence. */
+void baton_silence_probe(baton_silence_t *s, const char *probe_path);
+
 /* What a tick changed. */
 enum { BATON_SILENCE_SAME = 0, BATON_SILENCE_BEGAN = 1, BATON_SILENCE_ENDED = 2 };
 /* Owner thread, every loop: notes a silence beginning or ending (returned,

@@ -216,6 +216,7 @@ enum {
     T_HISTORY,  /* the pending history entries' write */
     T_VERIFY,   /* the re-read of members whose leave mark came by event */
     T_STANDBY,  /* the rebalance that names the standbys a churning one left out */
+    T_LEAVE,    /* the rebalance after a leave its standbys cover (LEAVE_HOLD_MS) */
     T_COUNT
 };
 enum {
@@ -408,7 +409,8 @@ static void coord_step_down(coord_t *c, const char *why) {
      * the fence anyway); the assignment they describe is published. */
     hist_drop(c);
     pc_drop(c);
-    if (c->el.leader && !c->el.silent_in_call) /* else coord_wait_hook said it */
+    /* zk_silent after coord_wait_hook's step-down: it said so already */
+    if (c->el.leader && (!c->el.silent_in_call || strcmp(why, "zk_silent") != 0))
         BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->el.epoch);
     c->el.silent_in_call = 0;
     c->el.leader = 0;
@@ -419,6 +421,7 @@ static void coord_step_down(coord_t *c, const char *why) {
      * next leader reads everything (and names the standbys) anyway. */
     coord_timers_disarm(&c->timers, T_DEBOUNCE);
     coord_timers_disarm(&c->timers, T_STANDBY);
+    coord_timers_disarm(&c->timers, T_LEAVE);
 }
 
 /* Evaluates the election; sets c->el.leader. Leaves a watch on the predecessor
@@ -664,9 +667,15 @@ static void leaving_note(coord_t *c, const char *id) {
     c->lv.leaving[c->lv.nleaving++] = xstrdup(id);
 }
 
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Whether every partition and key last published to id has a published
  * standby that is a live member not leaving (as last read: the published
- * cache and the member list, both trusted). */
+ * cache and the member list, both trusted). Resource by resource: a
+ * standby entry naming something id does not own covers nothing. */
 static int leave_covered(const coord_t *c, const char *id) {
     if (!c->pc.valid || !c->gs.live_valid)
         return 0;
@@ -676,17 +685,40 @@ static int leave_covered(const coord_t *c, const char *id) {
             own = &c->pc.v[i];
     if (!own || !own->valid || own->npartitions + own->nkeys == 0)
         return 0;
-    size_t covered = 0;
-    for (size_t i = 0; i < c->pc.n; i++) {
+    size_t np = own->npartitions, nk = own->nkeys, left = np + nk;
+    int32_t *parts = xcalloc(np + 1, sizeof(int32_t));
+    memcpy(parts, own->partitions, np * sizeof(int32_t));
+    qsort(parts, np, sizeof(int32_t), cmp_i32);
+    char *seen = xcalloc(np + nk + 1, 1); /* partitions, then keys (sorted) */
+    for (size_t i = 0; i < c->pc.n && left; i++) {
         const published_t *w = &c->pc.v[i];
         if (w == own || !w->valid || leaving_has(c, w->id) ||
             find_id(c->gs.live, c->gs.nlive, w->id) < 0)
             continue;
-        for (size_t k = 0; k < w->nstandby; k++)
-            if (strcmp(w->standby[k].owner, id) == 0)
-                covered += w->standby[k].npartitions + w->standby[k].nkeys;
+        for (size_t k = 0; k < w->nstandby; k++) {
+            const baton_standby_t *sb = &w->standby[k];
+            if (strcmp(sb->owner, id) != 0)
+                continue;
+            for (size_t j = 0; j < sb->npartitions; j++) {
+                int32_t *hit = bsearch(&sb->partitions[j], parts, np, sizeof(int32_t), cmp_i32);
+                if (hit && !seen[hit - parts]) {
+                    seen[hit - parts] = 1;
+                    left--;
+                }
+            }
+            for (size_t j = 0; j < sb->nkeys; j++) {
+                char **hit =
+                    nk ? bsearch(&sb->keys[j], own->keys, nk, sizeof(char *), cmp_str) : NULL;
+                if (hit && !seen[np + (size_t)(hit - own->keys)]) {
+                    seen[np + (size_t)(hit - own->keys)] = 1;
+                    left--;
+                }
+            }
+        }
     }
-    return covered == own->npartitions + own->nkeys;
+    free(parts);
+    free(seen);
+    return left == 0;
 }
 
 /* An unmarked node under that id (a new process reusing the id of one
@@ -1106,6 +1138,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
     char **names = NULL;
     size_t n = 0;
     char *path = NULL, *data = NULL, *mpath = NULL;
+    if (c->el.silent_in_call) /* stopped leading in a call: no more calls */
+        return BATON_CONNECTION;
     int err = baton_zk_children(c->zk, dir, 0, &names, &n);
     if (err == BATON_NOTFOUND) {
         BLOG_ERROR("event=group_corrupt path=%s error=\"missing\" action=skip_handoff_check", dir);
@@ -1633,6 +1667,9 @@ static int snap_read(coord_t *c, coord_snap_t *rs) {
         return err;
     rs->wdir = baton_layout_workers(c->base);
     rs->adir = baton_layout_assignment(c->base);
+    /* Between the reads: coord_wait_hook stopped leading in a call. */
+    if (c->el.silent_in_call)
+        return BATON_CONNECTION;
     if ((err = snap_read_published(c, rs)) != BATON_OK ||
         (err = snap_read_settings(c, rs)) != BATON_OK)
         return err;
@@ -1642,6 +1679,8 @@ static int snap_read(coord_t *c, coord_snap_t *rs) {
     int64_t now = baton_now_ms();
     gone_prune(c, rs->live, rs->nlive, rs->pub, rs->npub);
     coord_timers_disarm(&c->timers, T_GRACE);
+    if (c->el.silent_in_call)
+        return BATON_CONNECTION;
     if ((err = snap_read_members(c, rs)) != BATON_OK)
         return err;
     snap_members_flags(c, rs, now);
@@ -2011,18 +2050,22 @@ static int coord_wait_hook(void *arg) {
     coord_t *c = arg;
     if (!c->el.leader || c->el.silent_in_call)
         return 50;
+    /* The call's own answers may be noted only when it ends (a batch's
+     * are, stamped with its start): the probes go on meanwhile, or a long
+     * rebalance on a busy but healthy server would read as silence. */
+    baton_silence_probe(c->sil, c->el.my_node[0] ? c->el.my_node : c->base);
     int64_t silent = baton_silence_ms(c->sil, baton_now_ms()),
             limit = baton_silence_limit_ms(c->sil);
     if (silent < limit)
         return limit - silent < 50 ? (int)(limit - silent) : 50;
     c->el.silent_in_call = 1;
+    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), 0);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_SUSPENDED), 1);
     BLOG_WARN("event=leader_suspended silence_ms=%lld limit_ms=%lld timeout_ms=%d epoch=%lld "
               "action=stop_leading in_call=1",
               (long long)silent, (long long)limit, baton_zk_session_timeout(c->zk),
               (long long)c->el.epoch);
     BLOG_WARN("event=step_down reason=zk_silent epoch=%lld", (long long)c->el.epoch);
-    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), 0);
-    baton_metric_set(baton_metric_gauge(BATON_M_C_SUSPENDED), 1);
     return 50;
 }
 
@@ -2071,6 +2114,7 @@ static void timers_setup(coord_timers_t *ts) {
         [T_HISTORY] = {"history", G_ALWAYS | G_AFTER},
         [T_VERIFY] = {"verify", G_ALWAYS | G_AFTER},
         [T_STANDBY] = {"standby_quiet", G_LEADER | G_BEFORE},
+        [T_LEAVE] = {"leave_hold", G_LEADER | G_BEFORE},
     };
     coord_timers_init(ts);
     for (int i = 0; i < T_COUNT; i++)
@@ -2099,9 +2143,10 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
         int64_t now = baton_now_ms();
         coord_timers_arm_once(&c->timers, T_VERIFY, now + VERIFY_DELAY_MS);
         if (LEAVE_HOLD_MS > 0 && leave_covered(c, id)) {
-            int64_t due = coord_timers_due_ms(&c->timers, T_DEBOUNCE);
-            if (!due || due > now + LEAVE_HOLD_MS)
-                coord_timers_arm(&c->timers, T_DEBOUNCE, now + LEAVE_HOLD_MS);
+            /* Its own timer: churn meanwhile (a join's debounce) does not
+             * push it later, and a crash meanwhile is still rebalanced at
+             * once (loop_churn: T_DEBOUNCE is the churn's alone). */
+            coord_timers_arm_once(&c->timers, T_LEAVE, now + LEAVE_HOLD_MS);
             BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d",
                       id, LEAVE_HOLD_MS);
             return;
@@ -2230,7 +2275,7 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
         if (ids[i] == T_RESYNC) {
             resync = 1;
         } else {
-            l->dirty = 1; /* T_DEBOUNCE, T_GRACE, T_STANDBY */
+            l->dirty = 1; /* T_DEBOUNCE, T_GRACE, T_STANDBY, T_LEAVE */
             if (ids[i] == T_STANDBY)
                 coord_timers_disarm(&c->timers, T_STANDBY); /* one rebalance asked */
         }
@@ -2318,6 +2363,7 @@ static void loop_rebalance(coord_t *c, coord_loop_t *l) {
     } else if (err == BATON_OK && c->el.leader) {
         l->first_change = 0; /* this rebalance read everything */
         coord_timers_disarm(&c->timers, T_DEBOUNCE);
+        coord_timers_disarm(&c->timers, T_LEAVE); /* it saw every leave mark */
         /* Standbys left out: one more rebalance once the membership has
          * been quiet names them (churn before then rebalances, and defers,
          * as it would; T_DEBOUNCE stays the churn's own, so a lone crash
@@ -2370,8 +2416,10 @@ static void loop_wait(coord_t *c, coord_loop_t *l, int stop_fd, int64_t now) {
         wait_ms = l->probe_ms; /* the silence clock: probe and look */
     if (!baton_zk_connected(c->zk) && wait_ms < DISCONNECTED_WAIT_MS)
         wait_ms = DISCONNECTED_WAIT_MS;
-    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c->el.leader);
-    baton_metric_set(baton_metric_gauge(BATON_M_C_SUSPENDED), c->el.suspended);
+    /* coord_wait_hook's step-down is done by loop_silence, next turn */
+    baton_metric_set(baton_metric_gauge(BATON_M_C_LEADER), c->el.leader && !c->el.silent_in_call);
+    baton_metric_set(baton_metric_gauge(BATON_M_C_SUSPENDED),
+                     c->el.suspended || c->el.silent_in_call);
     baton_metric_set(baton_metric_gauge(BATON_M_ZK_CONNECTED), baton_zk_connected(c->zk));
     baton_metric_set(baton_metric_gauge(BATON_M_C_EPOCH), c->el.leader ? (double)c->el.epoch : 0);
     struct pollfd pfds[2] = {{.fd = baton_zk_fd(c->zk), .events = POLLIN},

@@ -51,7 +51,7 @@ n0=$(wc -l <"$H_DIR/first.txt")
 
 # --- 2. formed: the usual quiet period -----------------------------------------
 b_probe p9
-sleep 0.7
+sleep 1.5 # the 200 ms quiet period, with room for a busy machine
 b_probe p10
 h_wait_for 30 "every partition assigned, over the 10 probes" assigned_to 10
 published | tail -n +$((n0 + 1)) >"$H_DIR/second.txt"

@@ -60,8 +60,12 @@ static zhandle_t *late_zh;
 static char *late_path[64], *late_value[64];
 static int late_len[64], late_mode[64], nlate;
 static _Atomic int late_reported; /* the member has been told the create failed */
+/* late_* and nlate: the member's thread holds creates back, ZooKeeper's
+ * completion thread sends them. */
+static pthread_mutex_t late_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void late_hold(zhandle_t *zh, const char *path, const char *value, int len, int mode) {
+    pthread_mutex_lock(&late_mu);
     if (nlate == 64)
         abort();
     late_zh = zh;
@@ -73,6 +77,7 @@ static void late_hold(zhandle_t *zh, const char *path, const char *value, int le
         memcpy(late_value[nlate], value, (size_t)len);
     late_len[nlate] = len;
     late_mode[nlate++] = mode;
+    pthread_mutex_unlock(&late_mu);
     lost++;
     fprintf(stderr, "test_lost_create: holding back the create of %s, reporting ZCONNECTIONLOSS\n",
             path);
@@ -107,6 +112,7 @@ typedef struct {
  * request does (ZooKeeper applies a session's requests in order). */
 static void list_done(int rc, const struct String_vector *sv, const void *data) {
     list_ctx_t *c = (list_ctx_t *)data;
+    pthread_mutex_lock(&late_mu);
     if (c->late && nlate > 0) {
         for (int i = 0; i < nlate; i++) {
             int src =
@@ -121,6 +127,7 @@ static void list_done(int rc, const struct String_vector *sv, const void *data) 
         }
         nlate = 0;
     }
+    pthread_mutex_unlock(&late_mu);
     c->done(rc, sv, c->data);
     free(c);
 }
@@ -135,8 +142,10 @@ int __wrap_zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watche
     if (!c)
         abort();
     *c = (list_ctx_t){.zh = zh, .done = completion, .data = data};
+    pthread_mutex_lock(&late_mu);
     c->late = late_reported && zh == late_zh && nlate > 0 &&
               strncmp(late_path[0], path, strlen(path)) == 0 && late_path[0][strlen(path)] == '/';
+    pthread_mutex_unlock(&late_mu);
     int rc = __real_zoo_awget_children(zh, path, watcher, wctx, list_done, c);
     if (rc != ZOK)
         free(c); /* the completion is never called then */
