@@ -478,12 +478,8 @@ out:
     return err;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int find_id(char **ids, size_t n, const char *id) {
-    char **hit = bsearch(&id, ids, n, sizeof(char *), cmp_str);
+    char **hit = bsearch(&id, ids, n, sizeof(char *), baton_strcmp_p);
     return hit ? (int)(hit - ids) : -1;
 }
 
@@ -699,18 +695,18 @@ static int leave_covered(const coord_t *c, const char *id) {
             const baton_standby_t *sb = &w->standby[k];
             if (strcmp(sb->owner, id) != 0)
                 continue;
-            for (size_t j = 0; j < sb->npartitions; j++) {
-                int32_t *hit = bsearch(&sb->partitions[j], parts, np, sizeof(int32_t), cmp_i32);
-                if (hit && !seen[hit - parts]) {
-                    seen[hit - parts] = 1;
-                    left--;
+            for (size_t j = 0; j < sb->npartitions + sb->nkeys; j++) {
+                size_t at; /* the resource's index in seen */
+                if (j < sb->npartitions) {
+                    int32_t *hit = bsearch(&sb->partitions[j], parts, np, sizeof(int32_t), cmp_i32);
+                    at = hit ? (size_t)(hit - parts) : SIZE_MAX;
+                } else {
+                    char **hit = bsearch(&sb->keys[j - sb->npartitions], own->keys, nk,
+                                         sizeof(char *), baton_strcmp_p);
+                    at = hit ? np + (size_t)(hit - own->keys) : SIZE_MAX;
                 }
-            }
-            for (size_t j = 0; j < sb->nkeys; j++) {
-                char **hit =
-                    nk ? bsearch(&sb->keys[j], own->keys, nk, sizeof(char *), cmp_str) : NULL;
-                if (hit && !seen[np + (size_t)(hit - own->keys)]) {
-                    seen[np + (size_t)(hit - own->keys)] = 1;
+                if (at != SIZE_MAX && !seen[at]) {
+                    seen[at] = 1;
                     left--;
                 }
             }
