@@ -92,12 +92,26 @@ CFG
     # A peer that reports its mode may still be syncing with the leader and
     # drop a client's first request (seen under load: the first batonctl
     # init got "connection lost"): wait until each one serves a read.
+    # A read was not enough either: once a fresh ensemble served reads, its
+    # first write still went unanswered for over 3 s (batonctl init's
+    # session, 2026-12-05): so each peer must also carry a write through
+    # the quorum, retried until one is answered.
     for n in 1 2 3; do
         h_wait_for "$ENS_START_TIMEOUT" "zk$n serves clients" \
             "$BATON_BIN/baton-zk" --zk "127.0.0.1:${ENS_CLIENT[n]}" exists /
+        h_wait_for "$ENS_START_TIMEOUT" "zk$n carries a write" _ens_write "$n"
     done
     export ZK="127.0.0.1:${ENS_CLIENT[1]},127.0.0.1:${ENS_CLIENT[2]},127.0.0.1:${ENS_CLIENT[3]}"
     h_log "zookeeper ensemble ready at $ZK in $(($(_h_now_ms) - t0)) ms (leader zk$(ens_leader), tick $ENS_TICK ms)"
+}
+
+# _ens_write N: creates and deletes /ens-warm-N through peer N, each call
+# bounded by a 2 s session; 1 if either is not answered.
+_ens_write() {
+    local zk=(--zk "127.0.0.1:${ENS_CLIENT[$1]}" --timeout-ms 2000) node=/ens-warm-$1
+    "$BATON_BIN/baton-zk" "${zk[@]}" rmr "$node" >/dev/null 2>&1 &&
+        "$BATON_BIN/baton-zk" "${zk[@]}" create "$node" x >/dev/null 2>&1 &&
+        "$BATON_BIN/baton-zk" "${zk[@]}" rmr "$node" >/dev/null 2>&1
 }
 
 # ens_node_start N: starts peer N (it must not be running).
