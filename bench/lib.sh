@@ -110,6 +110,10 @@ bench_pause_ms() {
 
 # bench_stats V...: "median p99 n" of the numbers (nearest rank).
 bench_stats() {
+    if (($# == 0)); then
+        echo "- - 0"
+        return
+    fi
     printf '%s\n' "$@" | sort -n | awk '
         { v[NR] = $1 }
         END {

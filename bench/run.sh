@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh: baton's benchmarks, one command each (see docs/benchmarks.md).
 #
-#   bench/run.sh rebalance    baton vs a librdkafka consumer group (range, cooperative-sticky)
+#   bench/run.sh rebalance    baton (its defaults, and hot standbys) vs a librdkafka consumer
+#                             group (range, cooperative-sticky)
 #   bench/run.sh throughput   records/s topic -> SQLite sink: baton-worker vs a plain consumer
 #                             (BENCH_SINK=redis: baton-worker into SQLite vs into Redis)
 #   bench/run.sh scale        10,000 partitions over 100 simulated workers on a real ZooKeeper
@@ -26,12 +27,14 @@ usage() {
     sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     echo
     echo "environment: BENCH_RUNS (rebalance repetitions, default 5), BENCH_RATE (records/s"
-    echo "  produced during rebalance, default 1200), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
+    echo "  produced during rebalance, default 6000), BENCH_HOT_ARGS (the hot standbys' worker flags,"
+    echo "  default \"$RB_HOT_DEFAULT\"), BENCH_WARMUP (rebalance: uncounted baton runs"
+    echo "  first, default 1), BENCH_RECORDS and BENCH_TP_RUNS (throughput,"
     echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
     echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100; BENCH_STANDBY_CLAIM: the"
     echo "  members' standby.claim, takeover (the default) or ahead; BENCH_COORD_ARGS: extra"
     echo "  baton-coordinator flags), BENCH_SYSTEMS"
-    echo "  (rebalance, default \"baton range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
+    echo "  (rebalance, default \"baton hot range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
     echo "  appendfsync: everysec, the default, or always)"
@@ -49,14 +52,25 @@ declare -gA KG_OWNER=()
 KG_NEXT_ID=0
 RB_PARTS=12
 RB_SESSION_MS=3000
+# The "hot" system: baton with hot standbys (docs/configuration.md,
+# standby.claim and standby.prefetch). fetch.wait.max.ms=2: the embedded
+# Kafka (librdkafka's mock broker) holds a fetch that found nothing for the
+# whole of it, even when records arrive meanwhile, where a real broker
+# answers as they arrive (docs/benchmarks.md).
+RB_HOT_DEFAULT="--standby-claim ahead --standby-prefetch on --kafka fetch.wait.max.ms=2"
+
+# rb_baton SYS: SYS is baton run by baton (baton, or hot: with hot standbys).
+rb_baton() { [[ $1 == baton || $1 == hot ]]; }
 
 # rb_start SYS NAME: starts member NAME of system SYS (baton, range, coop).
 rb_start() {
     local sys=$1 name=$2
-    if [[ $sys == baton ]]; then
+    if rb_baton "$sys"; then
+        local hot=""
+        [[ $sys == hot ]] && hot=${BENCH_HOT_ARGS:-$RB_HOT_DEFAULT}
         # BENCH_WORKER_ARGS: extra baton-worker flags (e.g. --kafka k=v).
         # shellcheck disable=SC2086
-        b_worker "$name" --batch-size 500 ${BENCH_WORKER_ARGS:-}
+        b_worker "$name" --batch-size 500 $hot ${BENCH_WORKER_ARGS:-}
     else
         KG_NEXT_ID=$((KG_NEXT_ID + 1))
         KG_OWNER[$name]=$KG_NEXT_ID
@@ -74,7 +88,7 @@ rb_start() {
 
 # rb_parts_of SYS NAME: the partitions NAME owns now.
 rb_parts_of() {
-    if [[ $1 == baton ]]; then
+    if rb_baton "$1"; then
         b_partitions_of "$2"
     else
         bench_owned_by "$H_DIR/watch-$1.log" "${KG_OWNER[$2]}"
@@ -89,9 +103,9 @@ rb_owns() { [[ -n $(rb_parts_of "$1" "$2" | tr -d ' ') ]]; }
 # heartbeat; a crash is detected after the session timeout).
 rb_min_ms() {
     case $1:$2 in
-    baton:crash) echo $((RB_SESSION_MS + 1000)) ;;
+    baton:crash | hot:crash) echo $((RB_SESSION_MS + 1000)) ;;
     static:restart) echo $((RB_SESSION_MS + 3500)) ;;
-    baton:*) echo 1000 ;;
+    baton:* | hot:*) echo 1000 ;;
     *:leave) echo 3000 ;;
     *:join) echo 5000 ;;
     *:crash) echo $((RB_SESSION_MS + 3500)) ;;
@@ -124,7 +138,7 @@ rb_loss() {
     # rest is waiting for records to write (the producer's next record and
     # the embedded Kafka's delivery of it). A Kafka group has no fence.
     local f=""
-    if [[ $sys == baton ]]; then
+    if rb_baton "$sys"; then
         f=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts" fenced)
         eval "RB_${ev}fenced_${sys}+=(\"\$f\")"
     fi
@@ -170,26 +184,55 @@ rb_restart() {
     eval "RB_restart_${sys}+=(\"\$v\")"
 }
 
+# rb_run SYS RUN: one run of SYS (RUN names its group and sink).
+rb_run() {
+    local sys=$1
+    rb_env_up "$sys" "$2"
+    if [[ $sys == static ]]; then
+        rb_restart "$sys" m2 # static membership is compared on restarts only
+    else
+        rb_loss "$sys" m1 TERM leave
+        rb_join "$sys" m1
+        rb_loss "$sys" m2 KILL crash
+        rb_join "$sys" m2
+        if rb_baton "$sys"; then rb_restart "$sys" m2; fi
+    fi
+}
+
+# rb_warmup: BENCH_WARMUP (default 1) runs of baton before the first
+# baton system's counted runs, not counted: the one process every run
+# shares is the benchmark's ZooKeeper, a fresh JVM whose first leave was
+# fenced in 8-14 ms where the later ones took 3-10 (2026-12-05; its code
+# not yet compiled is the likeliest cause), where a production ensemble
+# has long been warm. Their leaves are reported apart (RB_cold_handoff,
+# RESULT zk_cold_handoff_ms: the first).
+RB_WARM_DONE=0
+RB_cold_handoff=()
+rb_warmup() {
+    ((RB_WARM_DONE)) && return 0
+    RB_WARM_DONE=1
+    local n=${BENCH_WARMUP:-1} i
+    for ((i = 1; i <= n; i++)); do
+        h_log "== baton warm-up run $i/$n (not counted)"
+        RB_leave_baton=()
+        rb_run baton "w$i"
+        RB_cold_handoff+=("${RB_leave_baton[0]}")
+        rb_env_down baton
+    done
+}
+
 rb_system() {
     local sys=$1 runs=$2 i
+    if rb_baton "$sys"; then rb_warmup; fi
     eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
     eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=()"
     for ((i = 1; i <= runs; i++)); do
         h_log "== $sys run $i/$runs"
-        rb_env_up "$sys" "$i"
-        if [[ $sys == static ]]; then
-            rb_restart "$sys" m2 # static membership is compared on restarts only
-        else
-            rb_loss "$sys" m1 TERM leave
-            rb_join "$sys" m1
-            rb_loss "$sys" m2 KILL crash
-            rb_join "$sys" m2
-            [[ $sys == baton ]] && rb_restart "$sys" m2
-        fi
-        [[ $sys == baton && $i == "$runs" ]] && rb_cost_rss
+        rb_run "$sys" "$i"
+        if rb_baton "$sys" && ((i == runs)); then rb_cost_rss "$sys"; fi
         rb_env_down "$sys"
     done
-    [[ $sys == baton ]] && rb_cost_reads
+    if rb_baton "$sys"; then rb_cost_reads "$sys"; fi
     return 0
 }
 
@@ -206,9 +249,9 @@ rb_env_up() {
     h_kafka_start "$B_TOPIC" $RB_PARTS
     h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
         --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE"
-    if [[ $sys == baton ]]; then
-        B_GROUP=g$RB_RUN
-        B_SINK=$H_DIR/baton-$RB_RUN.db
+    if rb_baton "$sys"; then
+        B_GROUP=g$sys$RB_RUN
+        B_SINK=$H_DIR/$sys-$RB_RUN.db
         b_init $RB_PARTS
         # The coordinator runs with its defaults: its churn debounce
         # (--rebalance-delay-ms, 200 ms) no longer delays a graceful leave
@@ -223,7 +266,7 @@ rb_env_up() {
     rb_start "$sys" m1
     rb_start "$sys" m2
     rb_start "$sys" m3
-    if [[ $sys == baton ]]; then
+    if rb_baton "$sys"; then
         h_wait_for 30 "baton: 3 workers own everything" b_all_active 3
     fi
     bench_settle "$H_DIR/watch-$sys.log" $RB_PARTS 3000 60 || h_fail "$sys: never steady"
@@ -233,81 +276,104 @@ rb_env_up() {
 rb_env_down() {
     local name
     for name in m1 m2 m3 "watch-$1" producer; do h_stop "$name"; done
-    [[ $1 != baton ]] || h_stop c1
+    if rb_baton "$1"; then h_stop c1; fi
     h_kafka_stop
 }
 
-# rb_cost_rss: RB_RSS_KB, the baton workers' mean resident memory (kB) at
-# the end of the last run (each worker at most one run old: every run
-# starts afresh; standby.prefetch holds records: its memory cost).
+# rb_cost_rss SYS: RB_RSS_KB[SYS], the baton workers' mean resident memory
+# (kB) at the end of the last run (each worker at most one run old: every
+# run starts afresh; standby.prefetch holds records: its memory cost).
+declare -gA RB_RSS_KB=() RB_READ_RATIO=()
 rb_cost_rss() {
     local m
-    RB_RSS_KB=$(for m in m1 m2 m3; do awk '/^VmRSS:/ { print $2 }' "/proc/${H_PIDS[$m]}/status"; done |
+    RB_RSS_KB[$1]=$(for m in m1 m2 m3; do awk '/^VmRSS:/ { print $2 }' "/proc/${H_PIDS[$m]}/status"; done |
         awk '{ s += $1 } END { printf "%d", NR ? s / NR : 0 }')
 }
 
-# rb_cost_reads: RB_READ_RATIO, records the baton workers received from
-# Kafka per record they wrote, over each one's last incarnation (from its
-# exit line): about 1 without standby.prefetch, 2 with it (the standby
+# rb_cost_reads SYS: RB_READ_RATIO[SYS], records the baton workers received
+# from Kafka per record they wrote, over each one's last incarnation (from
+# its exit line): about 1 without standby.prefetch, 2 with it (the standby
 # reads what the owner reads).
 rb_cost_reads() {
     local m
-    RB_READ_RATIO=$(for m in m1 m2 m3; do grep 'event=stopped ' "$H_DIR/$m.log" | tail -n 1; done |
+    RB_READ_RATIO[$1]=$(for m in m1 m2 m3; do grep 'event=stopped ' "$H_DIR/$m.log" | tail -n 1; done |
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "records_written") w += kv[2]; if (kv[1] == "records_fetched") f += kv[2] } }
              END { printf "%.2f", f / (w > 0 ? w : 1) }')
 }
 
 bench_rebalance() {
-    local runs=${BENCH_RUNS:-5} rate=${BENCH_RATE:-1200}
+    local runs=${BENCH_RUNS:-5} rate=${BENCH_RATE:-6000}
     h_init bench_rebalance
     RB_RATE=$rate
     h_zk_start
     B_SESSION_MS=$RB_SESSION_MS
     B_PARTITIONS=$RB_PARTS
     local sys
-    for sys in ${BENCH_SYSTEMS:-baton range coop static}; do
+    for sys in ${BENCH_SYSTEMS:-baton hot range coop static}; do
         rb_system "$sys" "$runs"
     done
 
     local -A med=() p99=() n=()
     local ev key
-    for sys in baton range coop static; do
+    for sys in baton hot range coop static; do
         for ev in leave crash join restart leavefenced crashfenced; do
             key=${ev}_${sys}
             eval "set -- \"\${RB_${key}[@]}\""
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
         done
     done
+    # ratio A B: A / B to one decimal (B 0 or missing counts as 1).
+    ratio() {
+        if [[ $1 == - || $2 == - ]]; then echo -; else
+            awk -v a="$1" -v b="$2" -v d="${3:-1}" 'BEGIN { printf "%.*f", d, a / (b > 0 ? b : 1) }'
+        fi
+    }
+    # row LABEL EVENT SYSTEMS...: median / p99 of EVENT for each system.
+    row() {
+        local label=$1 ev=$2 s
+        shift 2
+        printf '%-44s' "$label"
+        for s in "$@"; do printf ' %16s' "${med[${ev}_$s]} / ${p99[${ev}_$s]}"; done
+        printf '\n'
+    }
     {
         echo
         echo "rebalance: $RB_PARTS partitions, 3 members, ${rate} records/s, failure detection ${RB_SESSION_MS} ms"
         echo "(ZooKeeper session for baton, session.timeout.ms for Kafka), ${runs} runs; ms, median / p99"
-        printf '%-44s %16s %16s %16s\n' "" "baton" "kafka coop-sticky" "kafka eager range"
-        printf '%-44s %16s %16s %16s\n' "graceful leave: leaver's partitions written" \
-            "${med[leave_baton]} / ${p99[leave_baton]}" "${med[leave_coop]} / ${p99[leave_coop]}" "${med[leave_range]} / ${p99[leave_range]}"
-        printf '%-44s %16s\n' "  of which until every one is fenced" "${med[leavefenced_baton]} / ${p99[leavefenced_baton]}"
-        printf '%-44s %16s %16s %16s\n' "crash (SIGKILL): dead member's partitions" \
-            "${med[crash_baton]} / ${p99[crash_baton]}" "${med[crash_coop]} / ${p99[crash_coop]}" "${med[crash_range]} / ${p99[crash_range]}"
-        printf '%-44s %16s %16s %16s\n' "join: pause of partitions that did not move" \
-            "${med[join_baton]} / ${p99[join_baton]}" "${med[join_coop]} / ${p99[join_coop]}" "${med[join_range]} / ${p99[join_range]}"
-        printf '%-44s %16s %16s\n' "SIGKILL + restart, same id: written again" \
-            "${med[restart_baton]} / ${p99[restart_baton]}" "${med[restart_static]} / ${p99[restart_static]} (static)"
+        echo "(baton hot: ${BENCH_HOT_ARGS:-$RB_HOT_DEFAULT})"
+        printf '%-44s %16s %16s %16s %16s\n' "" "baton" "baton hot" "kafka coop-sticky" "kafka eager range"
+        row "graceful leave: leaver's partitions written" leave baton hot coop range
+        row "  of which until every one is fenced" leavefenced baton hot
+        row "crash (SIGKILL): dead member's partitions" crash baton hot coop range
+        row "join: pause of partitions that did not move" join baton hot coop range
+        printf '%-44s %16s %16s %16s\n' "SIGKILL + restart, same id: written again" \
+            "${med[restart_baton]} / ${p99[restart_baton]}" "${med[restart_hot]} / ${p99[restart_hot]}" \
+            "${med[restart_static]} / ${p99[restart_static]} (static)"
         echo "(static: group.instance.id on librdkafka's mock cluster, which ignores it: mock_static_membership=0)"
+        echo "baton's first leave on a fresh ZooKeeper (warm-up runs, not counted): ${RB_cold_handoff[*]:--} ms"
         echo
-        local hr fr
-        hr=$(awk -v a="${med[leave_coop]}" -v b="${med[leave_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')
-        fr=$(awk -v a="${med[crash_coop]}" -v b="${med[crash_baton]}" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }')
-        echo "baton workers: ${RB_RSS_KB:--} kB resident each (mean), ${RB_READ_RATIO:--} records read from Kafka per record written"
+        for sys in baton hot; do
+            echo "$sys workers: ${RB_RSS_KB[$sys]:--} kB resident each (mean)," \
+                "${RB_READ_RATIO[$sys]:--} records read from Kafka per record written"
+        done
         echo
-        echo "RESULT handoff_ms=${med[leave_baton]} kafka_coop_handoff_ms=${med[leave_coop]} handoff_ratio=$hr" \
-            "failover_ms=${med[crash_baton]} kafka_coop_failover_ms=${med[crash_coop]} failover_ratio=$fr" \
+        echo "RESULT handoff_ms=${med[leave_baton]} kafka_coop_handoff_ms=${med[leave_coop]}" \
+            "handoff_ratio=$(ratio "${med[leave_coop]}" "${med[leave_baton]}")" \
+            "failover_ms=${med[crash_baton]} kafka_coop_failover_ms=${med[crash_coop]}" \
+            "failover_ratio=$(ratio "${med[crash_coop]}" "${med[crash_baton]}" 2)" \
             "unaffected_pause_ms=${med[join_baton]} kafka_eager_unaffected_pause_ms=${med[join_range]}" \
             "restart_ms=${med[restart_baton]} kafka_static_restart_ms=${med[restart_static]}" \
-            "restart_ratio=$(awk -v a="${med[restart_static]}" -v b="${med[restart_baton]}" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')" \
+            "restart_ratio=$(ratio "${med[restart_static]}" "${med[restart_baton]}")" \
             "mock_static_membership=0 handoff_p99_ms=${p99[leave_baton]}" \
-            "worker_rss_kb=${RB_RSS_KB:--} kafka_read_ratio=${RB_READ_RATIO:--}" \
+            "worker_rss_kb=${RB_RSS_KB[baton]:--} kafka_read_ratio=${RB_READ_RATIO[baton]:--}" \
             "handoff_fenced_ms=${med[leavefenced_baton]} handoff_fenced_p99_ms=${p99[leavefenced_baton]}" \
-            "failover_fenced_ms=${med[crashfenced_baton]}"
+            "failover_fenced_ms=${med[crashfenced_baton]}" \
+            "hot_handoff_ms=${med[leave_hot]} hot_handoff_p99_ms=${p99[leave_hot]}" \
+            "hot_handoff_ratio=$(ratio "${med[leave_coop]}" "${med[leave_hot]}")" \
+            "hot_handoff_fenced_ms=${med[leavefenced_hot]} hot_handoff_fenced_p99_ms=${p99[leavefenced_hot]}" \
+            "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
+            "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
+            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate"
     }
 }
 
