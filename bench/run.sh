@@ -322,7 +322,7 @@ bench_rebalance() {
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
         done
     done
-    # ratio A B: A / B to one decimal (B 0 or missing counts as 1).
+    # ratio A B [DECIMALS]: A / B (B 0 counts as 1); - if either is missing.
     ratio() {
         if [[ $1 == - || $2 == - ]]; then echo -; else
             awk -v a="$1" -v b="$2" -v d="${3:-1}" 'BEGIN { printf "%.*f", d, a / (b > 0 ? b : 1) }'
@@ -346,10 +346,9 @@ bench_rebalance() {
         row "  of which until every one is fenced" leavefenced baton hot
         row "crash (SIGKILL): dead member's partitions" crash baton hot coop range
         row "join: pause of partitions that did not move" join baton hot coop range
-        printf '%-44s %16s %16s %16s\n' "SIGKILL + restart, same id: written again" \
-            "${med[restart_baton]} / ${p99[restart_baton]}" "${med[restart_hot]} / ${p99[restart_hot]}" \
-            "${med[restart_static]} / ${p99[restart_static]} (static)"
-        echo "(static: group.instance.id on librdkafka's mock cluster, which ignores it: mock_static_membership=0)"
+        row "SIGKILL + restart, same id: written again" restart baton hot static
+        echo "(restart's third column is static: cooperative-sticky with group.instance.id on librdkafka's"
+        echo "mock cluster, which ignores it: mock_static_membership=0)"
         echo "baton's first leave on a fresh ZooKeeper (warm-up runs, not counted): ${RB_cold_handoff[*]:--} ms"
         echo
         for sys in baton hot; do

@@ -90,12 +90,10 @@ CFG
     done
     ens_wait_quorum "$ENS_START_TIMEOUT" || h_fail "ens_start: no quorum after ${ENS_START_TIMEOUT}s"
     # A peer that reports its mode may still be syncing with the leader and
-    # drop a client's first request (seen under load: the first batonctl
-    # init got "connection lost"): wait until each one serves a read.
-    # A read was not enough either: once a fresh ensemble served reads, its
-    # first write still went unanswered for over 3 s (batonctl init's
-    # session, 2026-12-05): so each peer must also carry a write through
-    # the quorum, retried until one is answered.
+    # drop a client's first request (the first batonctl init got "connection
+    # lost"), and a fresh ensemble that served reads still left its first
+    # write unanswered for over 3 s (2026-12-05): wait until each peer serves
+    # a read and carries a write through the quorum, retried until answered.
     for n in 1 2 3; do
         h_wait_for "$ENS_START_TIMEOUT" "zk$n serves clients" \
             "$BATON_BIN/baton-zk" --zk "127.0.0.1:${ENS_CLIENT[n]}" exists /
