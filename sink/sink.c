@@ -179,15 +179,26 @@ void baton_sink_destroy(baton_sink_t *sink) {
     free(sink);
 }
 
-/* The checks of fence_many's arguments (n > 0), before any backend call. */
-static int fence_check(baton_sink_t *sink, const char *what, size_t n, const int32_t *partitions,
-                       const int64_t *epochs) {
-    for (size_t i = 0; i < n; i++)
-        if (partitions[i] < 0 || epochs[i] < 0)
-            return baton_sink__seterr(sink, BATON_INVALID,
-                                      "%s: partition %d epoch %lld: both must be >= 0", what,
-                                      (int)partitions[i], (long long)epochs[i]);
-    return baton_sink__ready(sink);
+/* The checks of a fence's partition and epoch, before any backend call. */
+static int fence_check(baton_sink_t *sink, const char *what, int32_t partition, int64_t epoch) {
+    if (partition < 0 || epoch < 0)
+        return baton_sink__seterr(sink, BATON_INVALID,
+                                  "%s: partition %d epoch %lld: both must be >= 0", what,
+                                  (int)partition, (long long)epoch);
+    return BATON_OK;
+}
+
+/* The backend's fence path (fence_many) for fences f[0..n), checked, n > 0;
+ * the outputs reset first. */
+static int fence_run(baton_sink_t *sink, baton_sink_fence_t *f, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        f[i].result = BATON_INTERNAL;
+        f[i].written = 0;
+        f[i].applied = 0;
+        f[i].fenced_next = f[i].next_offset = -1;
+    }
+    int err = baton_sink__ready(sink);
+    return err ? err : sink->ops->fence_many(sink, f, n);
 }
 
 /* fence(p, e) is fence_many of one partition: the backend's one fence path.
@@ -198,17 +209,15 @@ int baton_sink_fence(baton_sink_t *sink, int32_t partition, int64_t epoch, int64
     sink->errstr[0] = '\0';
     if (!next_offset)
         return baton_sink__seterr(sink, BATON_INVALID, "fence: next_offset is NULL");
-    int err = fence_check(sink, "fence", 1, &partition, &epoch);
+    int err = fence_check(sink, "fence", partition, epoch);
     if (err)
         return err;
-    int64_t next = 0;
-    int result = BATON_INTERNAL;
-    err = sink->ops->fence_many(sink, 1, &partition, &epoch, &next, &result);
-    if (err)
+    baton_sink_fence_t f = {.partition = partition, .epoch = epoch};
+    if ((err = fence_run(sink, &f, 1)) != BATON_OK)
         return err;
-    if (result == BATON_OK)
-        *next_offset = next;
-    return result;
+    if (f.result == BATON_OK)
+        *next_offset = f.fenced_next;
+    return f.result;
 }
 
 int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
@@ -220,11 +229,131 @@ int baton_sink_fence_many(baton_sink_t *sink, size_t n, const int32_t *partition
         return BATON_OK;
     if (!partitions || !epochs || !next_offsets || !results)
         return baton_sink__seterr(sink, BATON_INVALID, "fence_many: an array is NULL");
-    int err = fence_check(sink, "fence_many", n, partitions, epochs);
-    if (!err)
-        err = sink->ops->fence_many(sink, n, partitions, epochs, next_offsets, results);
+    int err = BATON_OK;
+    for (size_t i = 0; i < n && !err; i++)
+        err = fence_check(sink, "fence_many", partitions[i], epochs[i]);
+    if (err)
+        return err;
+    baton_sink_fence_t *f = xcalloc(n, sizeof(*f));
+    for (size_t i = 0; i < n; i++)
+        f[i] = (baton_sink_fence_t){.partition = partitions[i], .epoch = epochs[i]};
+    err = fence_run(sink, f, n);
+    for (size_t i = 0; i < n && !err; i++) {
+        results[i] = f[i].result;
+        if (f[i].result == BATON_OK)
+            next_offsets[i] = f[i].fenced_next;
+    }
+    free(f);
     if (!err)
         sink->errstr[0] = '\0'; /* refusals are in results, not an error */
+    return err;
+}
+
+static int inputs_check(baton_sink_t *sink, int32_t partition, const baton_sink_input_t *inputs,
+                        size_t ninputs);
+
+/* fence_write's checks of one partition: its fence's, ascending partitions,
+ * and held inputs a write would take, strictly ascending from `from` on. */
+static int fence_write_check(baton_sink_t *sink, const baton_sink_fence_t *f, size_t i) {
+    int err = fence_check(sink, "fence_write", f[i].partition, f[i].epoch);
+    if (!err && i > 0 && f[i].partition <= f[i - 1].partition)
+        err = baton_sink__seterr(sink, BATON_INVALID,
+                                 "fence_write: partition %d after %d: partitions must be distinct "
+                                 "and ascending",
+                                 (int)f[i].partition, (int)f[i - 1].partition);
+    if (!err && f[i].from < 0)
+        err = baton_sink__seterr(sink, BATON_INVALID,
+                                 "fence_write: partition %d: from %lld must be >= 0",
+                                 (int)f[i].partition, (long long)f[i].from);
+    if (!err)
+        err = inputs_check(sink, f[i].partition, f[i].inputs, f[i].ninputs);
+    for (size_t j = 0; j < f[i].ninputs && !err; j++) {
+        int64_t lo = j ? f[i].inputs[j - 1].offset + 1 : f[i].from;
+        if (f[i].inputs[j].offset < lo)
+            err = baton_sink__seterr(sink, BATON_INVALID,
+                                     "fence_write: partition %d input %zu: offset %lld below "
+                                     "%lld: held inputs ascend from `from` (%lld)",
+                                     (int)f[i].partition, j, (long long)f[i].inputs[j].offset,
+                                     (long long)lo, (long long)f[i].from);
+    }
+    return err;
+}
+
+/* Where a backend fences alone (fence_writes 0): the writes follow, in one
+ * write_many transaction, for the partitions fenced at or past their
+ * inputs' from. A refusal there is the write's (stale: a newer fence came
+ * between); an error is returned as the call's. */
+static int fence_then_write(baton_sink_t *sink, baton_sink_fence_t *f, size_t n) {
+    baton_sink_fence_t *bare = xmalloc(sizeof(*bare) * n);
+    for (size_t i = 0; i < n; i++) {
+        bare[i] = (baton_sink_fence_t){.partition = f[i].partition, .epoch = f[i].epoch};
+        f[i].result = BATON_INTERNAL;
+        f[i].written = 0;
+        f[i].applied = 0;
+        f[i].fenced_next = f[i].next_offset = -1;
+    }
+    int err = fence_run(sink, bare, n);
+    baton_sink_batch_t *b = xcalloc(n, sizeof(*b));
+    size_t *at = xcalloc(n, sizeof(*at));
+    size_t nb = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        f[i].result = bare[i].result;
+        f[i].fenced_next = f[i].next_offset = bare[i].fenced_next;
+        if (f[i].result != BATON_OK || !f[i].ninputs || f[i].from > f[i].fenced_next)
+            continue;
+        if (f[i].inputs[f[i].ninputs - 1].offset < f[i].fenced_next) {
+            f[i].written = 1; /* all applied already: nothing to write, no gate to ask */
+            continue;
+        }
+        at[nb] = i;
+        b[nb++] = (baton_sink_batch_t){.partition = f[i].partition,
+                                       .epoch = f[i].epoch,
+                                       .inputs = f[i].inputs,
+                                       .ninputs = f[i].ninputs,
+                                       .result = BATON_INTERNAL};
+    }
+    if (!err && nb)
+        err = sink->ops->write_many(sink, b, nb);
+    for (size_t k = 0; k < nb && !err; k++) {
+        baton_sink_fence_t *fi = &f[at[k]];
+        if (b[k].result == BATON_OK) {
+            fi->written = 1;
+            fi->next_offset = b[k].next_offset;
+            fi->applied = b[k].applied;
+        } else if (b[k].result == BATON_STALE) {
+            fi->result = BATON_STALE;
+        }
+    }
+    free(at);
+    free(b);
+    free(bare);
+    return err;
+}
+
+int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n) {
+    if (!sink)
+        return BATON_INVALID;
+    sink->errstr[0] = '\0';
+    if (n == 0)
+        return BATON_OK;
+    if (!fences)
+        return baton_sink__seterr(sink, BATON_INVALID, "fence_write: %zu fences but NULL", n);
+    int err = BATON_OK;
+    for (size_t i = 0; i < n && !err; i++)
+        err = fence_write_check(sink, fences, i);
+    if (err)
+        return err;
+    err = sink->ops->fence_writes ? fence_run(sink, fences, n) : fence_then_write(sink, fences, n);
+    for (size_t i = 0; i < n; i++) {
+        baton_sink_fence_t *f = &fences[i];
+        if (err || f->result != BATON_OK || !f->written) {
+            f->written = 0;
+            f->applied = 0;
+            f->next_offset = f->fenced_next;
+        }
+    }
+    if (!err)
+        sink->errstr[0] = '\0'; /* refusals are in the results, not an error */
     return err;
 }
 
@@ -306,10 +435,6 @@ int baton_sink_write(baton_sink_t *sink, int32_t partition, int64_t epoch,
     free(in);
     return err;
 }
-
-/* write_outputs's checks of one batch's inputs. */
-static int inputs_check(baton_sink_t *sink, int32_t partition, const baton_sink_input_t *inputs,
-                        size_t ninputs);
 
 int baton_sink_write_outputs(baton_sink_t *sink, int32_t partition, int64_t epoch,
                              const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
@@ -530,6 +655,15 @@ int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batche
     if (!applies || baton_sink__gate_open(sink))
         return BATON_OK;
     return baton_sink__withheld(sink, batches[0].partition);
+}
+
+int baton_sink__fence_gate(baton_sink_t *sink, const baton_sink_fence_t *fences, size_t n) {
+    int applies = 0;
+    for (size_t i = 0; i < n && !applies; i++)
+        applies = fences[i].result == BATON_OK && fences[i].written && fences[i].applied > 0;
+    if (!applies || baton_sink__gate_open(sink))
+        return BATON_OK;
+    return baton_sink__withheld(sink, fences[0].partition);
 }
 
 int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {

@@ -145,6 +145,45 @@ typedef struct {
  * batch, before anything is written. */
 int baton_sink_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n);
 
+/* One partition of baton_sink_fence_write: a fence, and the first batch
+ * the caller already holds for the partition (a hot standby's records,
+ * fetched ahead from `from` before it owned the partition). */
+typedef struct {
+    int32_t partition;
+    int64_t epoch;
+    /* The held inputs: every input of the partition from offset `from` on,
+     * ascending, up to the last of them (Kafka's own gaps allowed, none of
+     * the caller's). ninputs 0: a fence alone. */
+    int64_t from;
+    const baton_sink_input_t *inputs;
+    size_t ninputs;
+    int result;          /* out: BATON_OK or BATON_STALE (counted in rejected) */
+    int64_t fenced_next; /* out (OK): next_offset as the fence found it */
+    int written;         /* out (OK): 1 if the inputs went in (from <= fenced_next) */
+    int64_t next_offset; /* out (OK): next_offset after the call */
+    size_t applied;      /* out (OK): inputs applied (those at or past fenced_next) */
+} baton_sink_fence_t;
+
+/* fence(p, e) for n partitions (distinct, ascending) and, for each whose
+ * held inputs start at or before the next_offset its fence finds (from <=
+ * fenced_next: nothing between is missing), write(p, e, inputs) of the
+ * inputs at or past it, in the same transaction: one commit where a fence
+ * and a first write took two (issue 16, the hot handoff). A partition whose
+ * inputs start past fenced_next is fenced alone (written 0); its caller
+ * reads from fenced_next as after any fence. Returns BATON_OK when the
+ * fences committed, with fences[i].result as baton_sink_fence_many's
+ * results[i]. The writes are gated as writes are (baton_sink_set_commit_gate,
+ * asked once, before the commit, when an input would go in): a closed gate
+ * returns BATON_CONNECTION with no input applied (retry the call: a fence
+ * at the same epoch again is harmless). Any
+ * other error is a write's or a fence's. Input checks are
+ * baton_sink_write_outputs's, before anything is stored.
+ * SQLite and PostgreSQL do it all in one transaction; Redis runs its
+ * fence script then its write script (two round trips, each atomic):
+ * between them only a newer fence can land, which the write then meets
+ * as stale (result BATON_STALE, the partition is another's). */
+int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n);
+
 /* Reads every fence row of the group, ordered by partition. *rows is a heap
  * array the caller frees. */
 int baton_sink_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows);

@@ -545,24 +545,31 @@ static int pg_group_get(baton_sink_t *sink, baton_sink_meta_t *out) {
                               &out->bound_ms);
 }
 
+static int pg_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                         const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                         size_t *applied, int *found, int64_t *stored);
+
 /* fence(p, e) for every partition inside one transaction, one commit: the
  * group check, then one statement per partition in which the database
  * applies the fence rule. A stale partition's rejection is counted in the
- * same transaction. Row locks are taken in the order given, so callers
- * pass partitions ascending (two workers fencing overlapping sets then
- * cannot deadlock). */
-static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
-                         const int64_t *epochs, int64_t *next_offsets, int *results) {
-    int err = pg_begin(sink, "begin fence", partitions[0]);
+ * same transaction. A fenced partition whose held inputs start at or
+ * before its next_offset is written in the same transaction
+ * (pg_write_body), the commit gated then. Row locks are taken in the
+ * order given, so callers pass partitions ascending (two workers fencing
+ * overlapping sets then cannot deadlock). */
+
+static int pg_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n) {
+    int err = pg_begin(sink, "begin fence", fences[0].partition);
     if (!err)
         err = pg_group_check(sink);
     if (err)
         return err;
     size_t stale = 0;
     for (size_t i = 0; i < n; i++) {
+        baton_sink_fence_t *fi = &fences[i];
         char part_s[24], epoch_s[24];
-        snprintf(part_s, sizeof(part_s), "%d", (int)partitions[i]);
-        snprintf(epoch_s, sizeof(epoch_s), "%" PRId64, epochs[i]);
+        snprintf(part_s, sizeof(part_s), "%d", (int)fi->partition);
+        snprintf(epoch_s, sizeof(epoch_s), "%" PRId64, fi->epoch);
         const char *const params[] = {sink->group, part_s, epoch_s};
         /* The row is created, or its epoch raised or kept, only where the
          * stored epoch is not higher (the conflicting row is locked either
@@ -572,27 +579,48 @@ static int pg_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
                                "rejected) VALUES ($1, $2, $3, 0, 0) "
                                "ON CONFLICT (grp, partition) DO UPDATE SET epoch = EXCLUDED.epoch "
                                "WHERE f.epoch <= EXCLUDED.epoch RETURNING f.next_offset",
-                               3, params, PGRES_TUPLES_OK, "store fence", partitions[i], &err);
+                               3, params, PGRES_TUPLES_OK, "store fence", fi->partition, &err);
         if (!res)
             return err;
-        results[i] = BATON_OK;
+        fi->result = BATON_OK;
         if (PQntuples(res) == 0) {
             PQclear(res);
             int64_t stored = PG_EPOCH_UNREAD;
-            if ((err = pg_count_stale(sink, "fence", partitions[i], epochs[i], &stored)))
+            if ((err = pg_count_stale(sink, "fence", fi->partition, fi->epoch, &stored)))
                 return err;
-            results[i] = BATON_STALE;
+            fi->result = BATON_STALE;
             stale++;
             continue;
         }
-        if (pg_get_i64(res, 0, 0, &next_offsets[i]))
-            return pg_corrupt(sink, res, partitions[i], "next_offset");
+        if (pg_get_i64(res, 0, 0, &fi->fenced_next))
+            return pg_corrupt(sink, res, fi->partition, "next_offset");
         PQclear(res);
         BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
-                   sink->uri, sink->group, (int)partitions[i], (long long)epochs[i],
-                   (long long)next_offsets[i]);
+                   sink->uri, sink->group, (int)fi->partition, (long long)fi->epoch,
+                   (long long)fi->fenced_next);
+        if (fi->ninputs && fi->from <= fi->fenced_next) {
+            /* The row is locked and holds our epoch: the write rule passes. */
+            int found = 0;
+            int64_t stored = 0;
+            err = pg_write_body(sink, fi->partition, fi->epoch, fi->inputs, fi->ninputs,
+                                &fi->next_offset, &fi->applied, &found, &stored);
+            if (err == BATON_STALE || err == BATON_UNFENCED)
+                err = baton_sink__seterr(sink, BATON_INTERNAL,
+                                         "sink '%s' group '%s' partition %d: the fence row "
+                                         "changed inside its own transaction",
+                                         sink->uri, sink->group, (int)fi->partition);
+            if (err) {
+                pg_rollback(sink->be);
+                return err;
+            }
+            fi->written = 1;
+        }
     }
-    err = pg_commit(sink, "commit fence", partitions[0]);
+    if ((err = baton_sink__fence_gate(sink, fences, n)) != BATON_OK) {
+        pg_rollback(sink->be);
+        return err;
+    }
+    err = pg_commit(sink, "commit fence", fences[0].partition);
     if (err)
         return err;
     if (n > 1)
@@ -1216,6 +1244,7 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .set_busy_timeout = pg_set_busy_timeout,
     .redact = baton_sink__pg_redact,
     .fence_many = pg_fence_many,
+    .fence_writes = 1,
     .write_many = pg_write_many,
     .group_get = pg_group_get,
 };

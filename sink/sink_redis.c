@@ -854,8 +854,9 @@ static char *key_of(const baton_sink_t *sink, int32_t p, const char *what) {
     return xasprintf("baton:{%s.%d}:%s", sink->group, (int)p, what);
 }
 
-static int rd_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
-                         const int64_t *epochs, int64_t *next_offsets, int *results) {
+/* The fence script for fences[0..n) (never given inputs: fence_writes is 0,
+ * sink.c runs the write script after it). */
+static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n) {
     rd_t *rd = sink->be;
     size_t argc = 3 + 1 + n + 2 + n;
     const char **argv = xcalloc(argc, sizeof(*argv));
@@ -866,12 +867,12 @@ static int rd_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
     size_t a = 3;
     argv[a++] = owned[n];
     for (size_t i = 0; i < n; i++)
-        argv[a++] = owned[i] = key_of(sink, partitions[i], "fence");
+        argv[a++] = owned[i] = key_of(sink, fences[i].partition, "fence");
     argv[a++] = sink->expect_group ? sink->expect_group : "";
     snprintf(nums[n], sizeof(nums[n]), "%" PRId64, baton_wall_ms());
     argv[a++] = nums[n];
     for (size_t i = 0; i < n; i++) {
-        snprintf(nums[i], sizeof(nums[i]), "%" PRId64, epochs[i]);
+        snprintf(nums[i], sizeof(nums[i]), "%" PRId64, fences[i].epoch);
         argv[a++] = nums[i];
     }
     for (size_t i = 3; i < argc; i++)
@@ -887,17 +888,18 @@ static int rd_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions
         for (size_t i = 0; i < n; i++) {
             const char *code = el(r, 1 + 2 * i);
             int64_t v = el_i64(r, 2 + 2 * i);
+            baton_sink_fence_t *f = &fences[i];
             if (!strcmp(code, "S")) {
-                results[i] = BATON_STALE;
-                seen_at(rd, partitions[i])->epoch = -1;
-                baton_sink__stale(sink, "fence", partitions[i], epochs[i], v);
+                f->result = BATON_STALE;
+                seen_at(rd, f->partition)->epoch = -1;
+                baton_sink__stale(sink, "fence", f->partition, f->epoch, v);
             } else {
-                results[i] = BATON_OK;
-                next_offsets[i] = v;
-                *seen_at(rd, partitions[i]) = (rd_seen_t){epochs[i], v};
+                f->result = BATON_OK;
+                f->fenced_next = v;
+                *seen_at(rd, f->partition) = (rd_seen_t){f->epoch, v};
                 BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld "
                            "next_offset=%lld",
-                           sink->uri, sink->group, (int)partitions[i], (long long)epochs[i],
+                           sink->uri, sink->group, (int)f->partition, (long long)f->epoch,
                            (long long)v);
             }
         }

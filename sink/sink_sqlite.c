@@ -334,54 +334,79 @@ static int sq_group_get(baton_sink_t *sink, baton_sink_meta_t *out) {
     return sq_group_row(sink, &found, out->group_uuid, sizeof(out->group_uuid), &out->bound_ms);
 }
 
+static int sq_write_body(baton_sink_t *sink, int32_t partition, int64_t epoch,
+                         const baton_sink_input_t *inputs, size_t ninputs, int64_t *next_offset,
+                         size_t *applied, sq_fence_t *f, int *found);
+
 /* fence(p, e) for every partition inside one BEGIN IMMEDIATE transaction,
  * one commit: the group check, then per partition a new row at
  * next_offset 0, or the fence rule against the stored epoch. A stale
  * partition is counted in rejected in the same transaction and reported in
- * results[i]. */
-static int sq_fence_many(baton_sink_t *sink, size_t n, const int32_t *partitions,
-                         const int64_t *epochs, int64_t *next_offsets, int *results) {
+ * its result. A fenced partition whose held inputs start at or before its
+ * next_offset is written in the same transaction (sq_write_body: the
+ * epoch it checks is the one just stored), the commit gated then. */
+static int sq_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n) {
     sq_t *sq = sink->be;
     int rc = sq_begin(sq);
     if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "begin fence", partitions[0]);
+        return sq_fail(sink, rc, "begin fence", fences[0].partition);
     int gerr = sq_group_check(sink);
     if (gerr)
         return gerr;
     size_t stale = 0;
     for (size_t i = 0; i < n; i++) {
-        int32_t p = partitions[i];
+        baton_sink_fence_t *fi = &fences[i];
+        int32_t p = fi->partition;
         sq_fence_t f;
         int found;
         int err = sq_fence_get(sink, p, &f, &found);
         if (err)
             return err;
-        results[i] = BATON_OK;
+        fi->result = BATON_OK;
         if (!found) {
             sqlite3_bind_int(sq->fence_insert, 2, p);
-            sqlite3_bind_int64(sq->fence_insert, 3, epochs[i]);
+            sqlite3_bind_int64(sq->fence_insert, 3, fi->epoch);
             if ((rc = sq_run(sq, sq->fence_insert)) != SQLITE_OK)
                 return sq_fail(sink, rc, "insert fence", p);
             f.next_offset = 0;
-        } else if (baton_sink__fence_rule(f.epoch, epochs[i]) == BATON_STALE) {
-            if ((err = sq_count_stale(sink, "fence", p, epochs[i], f.epoch)))
+        } else if (baton_sink__fence_rule(f.epoch, fi->epoch) == BATON_STALE) {
+            if ((err = sq_count_stale(sink, "fence", p, fi->epoch, f.epoch)))
                 return err;
-            results[i] = BATON_STALE;
+            fi->result = BATON_STALE;
             stale++;
             continue;
-        } else if (f.epoch != epochs[i]) {
+        } else if (f.epoch != fi->epoch) {
             sqlite3_bind_int(sq->fence_set_epoch, 2, p);
-            sqlite3_bind_int64(sq->fence_set_epoch, 3, epochs[i]);
+            sqlite3_bind_int64(sq->fence_set_epoch, 3, fi->epoch);
             if ((rc = sq_run(sq, sq->fence_set_epoch)) != SQLITE_OK)
                 return sq_fail(sink, rc, "store epoch", p);
         }
-        next_offsets[i] = f.next_offset;
+        fi->fenced_next = f.next_offset;
         BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
-                   sink->uri, sink->group, (int)p, (long long)epochs[i], (long long)f.next_offset);
+                   sink->uri, sink->group, (int)p, (long long)fi->epoch, (long long)f.next_offset);
+        if (fi->ninputs && fi->from <= fi->fenced_next) {
+            err = sq_write_body(sink, p, fi->epoch, fi->inputs, fi->ninputs, &fi->next_offset,
+                                &fi->applied, &f, &found);
+            if (err == BATON_STALE || err == BATON_UNFENCED) {
+                /* The epoch is the one just stored: not a refusal but a bug. */
+                sq_rollback(sq);
+                return baton_sink__seterr(sink, BATON_INTERNAL,
+                                          "sink '%s' group '%s' partition %d: the fence row "
+                                          "changed inside its own transaction",
+                                          sink->uri, sink->group, (int)p);
+            }
+            if (err)
+                return err; /* rolled back */
+            fi->written = 1;
+        }
+    }
+    if ((gerr = baton_sink__fence_gate(sink, fences, n)) != BATON_OK) {
+        sq_rollback(sq);
+        return gerr;
     }
     rc = sq_run(sq, sq->commit);
     if (rc != SQLITE_OK)
-        return sq_fail(sink, rc, "commit fence", partitions[0]);
+        return sq_fail(sink, rc, "commit fence", fences[0].partition);
     if (n > 1)
         BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
                    sink->group, n, stale);
@@ -1048,6 +1073,7 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .set_busy_timeout = sq_set_busy_timeout,
     .write_many = sq_write_many,
     .fence_many = sq_fence_many,
+    .fence_writes = 1,
     .missing = sq_missing,
     .group_get = sq_group_get,
 };

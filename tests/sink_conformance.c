@@ -1018,6 +1018,161 @@ static void test_write_commit_gate(void **state) {
     baton_sink_destroy(s);
 }
 
+/* ---- fence_write: a fence and the first batch in one call ------------------- */
+
+/* One fence_write entry of partition at epoch holding inputs from `from`. */
+static baton_sink_fence_t fw(int32_t partition, int64_t epoch, int64_t from,
+                             const baton_sink_input_t *ins, size_t n) {
+    return (baton_sink_fence_t){
+        .partition = partition, .epoch = epoch, .from = from, .inputs = ins, .ninputs = n};
+}
+
+static int64_t peek_epoch_at(int32_t partition, int64_t offset) {
+    return peek_i64("SELECT epoch FROM baton_output WHERE grp='%s' AND partition=%d AND "
+                    "\"offset\"=%lld",
+                    group, (int)partition, (long long)offset);
+}
+
+/* Held inputs that start at or before the fence's next_offset go in with
+ * it (those at or past it); ones that start past it leave the fence alone;
+ * a stale fence writes nothing; a retry applies nothing twice. */
+static void test_fence_write(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    const int64_t five[] = {0, 1, 2, 3, 4}, ten[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    fence_ok(s, 0, 5);
+    assert_int_equal(write_offsets(s, 0, 5, five, 5, NULL, NULL), BATON_OK);
+    fence_ok(s, 1, 5);
+    assert_int_equal(write_offsets(s, 1, 5, ten, 10, NULL, NULL), BATON_OK);
+    fence_ok(s, 3, 50);
+    baton_sink_input_t i0[5], i1[2], i2[2], i3[1];
+    baton_sink_output_t o0[5], o1[2], o2[2], o3[1];
+    inputs_of(i0, o0, 3, 5); /* 3..7: 5, 6, 7 are new */
+    inputs_of(i1, o1, 12, 2);
+    inputs_of(i2, o2, 0, 2);
+    i2[1].offset = 2; /* a gap of Kafka's own */
+    inputs_of(i3, o3, 0, 1);
+    baton_sink_fence_t f[] = {fw(0, 6, 3, i0, 5), fw(1, 6, 12, i1, 2), fw(2, 6, 0, i2, 2),
+                              fw(3, 6, 0, i3, 1)};
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(baton_sink_fence_write(s, f, 4), BATON_OK);
+        assert_string_equal(baton_sink_errstr(s), "");
+        assert_int_equal(f[0].result, BATON_OK);
+        assert_int_equal(f[0].fenced_next, round ? 8 : 5);
+        assert_int_equal(f[0].written, 1);
+        assert_int_equal(f[0].applied, round ? 0 : 3);
+        assert_int_equal(f[0].next_offset, 8);
+        assert_int_equal(f[1].result, BATON_OK); /* held from 12, the sink is at 10 */
+        assert_int_equal(f[1].fenced_next, 10);
+        assert_int_equal(f[1].written, 0);
+        assert_int_equal(f[1].applied, 0);
+        assert_int_equal(f[1].next_offset, 10);
+        assert_int_equal(f[2].result, BATON_OK);
+        assert_int_equal(f[2].fenced_next, round ? 3 : 0);
+        assert_int_equal(f[2].applied, round ? 0 : 2);
+        assert_int_equal(f[2].next_offset, 3);
+        assert_int_equal(f[3].result, BATON_STALE);
+        assert_int_equal(f[3].written, 0);
+    }
+    baton_fence_row_t r = fence_row(s, 0);
+    assert_int_equal(r.epoch, 6);
+    assert_int_equal(r.next_offset, 8);
+    assert_int_equal(peek_outputs(group, 0), 8);
+    assert_int_equal(peek_epoch_at(0, 4), 5);
+    assert_int_equal(peek_epoch_at(0, 5), 6);
+    r = fence_row(s, 1);
+    assert_int_equal(r.epoch, 6);
+    assert_int_equal(r.next_offset, 10);
+    assert_int_equal(peek_outputs(group, 1), 10);
+    assert_int_equal(fence_row(s, 2).next_offset, 3);
+    assert_int_equal(peek_outputs(group, 2), 2);
+    r = fence_row(s, 3);
+    assert_int_equal(r.epoch, 50);
+    assert_int_equal(r.rejected, 2);
+    assert_int_equal(peek_outputs(group, 3), 0);
+    /* The old owner is fenced out; the new one writes on. */
+    assert_int_equal(write_offsets(s, 0, 5, (const int64_t[]){8}, 1, NULL, NULL), BATON_STALE);
+    assert_int_equal(write_offsets(s, 1, 6, (const int64_t[]){10}, 1, NULL, NULL), BATON_OK);
+    /* Without inputs it is a fence. */
+    baton_sink_fence_t bare = fw(4, 2, 0, NULL, 0);
+    assert_int_equal(baton_sink_fence_write(s, &bare, 1), BATON_OK);
+    assert_int_equal(bare.result, BATON_OK);
+    assert_int_equal(bare.fenced_next, 0);
+    assert_int_equal(fence_row(s, 4).epoch, 2);
+    assert_true(peek->idle());
+    baton_sink_destroy(s);
+}
+
+/* Malformed fence_write calls are refused before anything is stored. */
+static void test_fence_write_bad_input(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    baton_sink_input_t in[2];
+    baton_sink_output_t out[2];
+    inputs_of(in, out, 4, 2);
+    baton_sink_fence_t below = fw(7, 1, 5, in, 2); /* 4 is below from */
+    assert_int_equal(baton_sink_fence_write(s, &below, 1), BATON_INVALID);
+    assert_non_null(strstr(baton_sink_errstr(s), "below"));
+    in[1].offset = 4; /* not ascending */
+    baton_sink_fence_t repeat = fw(7, 1, 0, in, 2);
+    assert_int_equal(baton_sink_fence_write(s, &repeat, 1), BATON_INVALID);
+    in[1].offset = 5;
+    baton_sink_fence_t order[] = {fw(8, 1, 0, NULL, 0), fw(7, 1, 0, in, 2)};
+    assert_int_equal(baton_sink_fence_write(s, order, 2), BATON_INVALID);
+    assert_non_null(strstr(baton_sink_errstr(s), "ascending"));
+    baton_sink_fence_t neg = fw(7, 1, -1, in, 2);
+    assert_int_equal(baton_sink_fence_write(s, &neg, 1), BATON_INVALID);
+    baton_sink_fence_t nul = fw(7, 1, 0, NULL, 2);
+    assert_int_equal(baton_sink_fence_write(s, &nul, 1), BATON_INVALID);
+    assert_int_equal(baton_sink_fence_write(s, NULL, 1), BATON_INVALID);
+    baton_fence_row_t r;
+    assert_false(fence_find(s, 7, &r));
+    assert_false(fence_find(s, 8, &r));
+    baton_sink_destroy(s);
+}
+
+/* fence_write's inputs are gated as a write is: a closed gate applies no
+ * input (BATON_CONNECTION); a fence with nothing to write asks no gate. */
+static void test_fence_write_gate(void **state) {
+    (void)state;
+    baton_sink_t *s = sink_open();
+    gate_calls = 0;
+    gate_open = 0;
+    baton_sink_set_commit_gate(s, test_gate, &gate_open);
+    baton_sink_input_t in[3];
+    baton_sink_output_t out[3];
+    inputs_of(in, out, 0, 3);
+    baton_sink_fence_t f = fw(1, 4, 0, in, 3);
+    assert_int_equal(baton_sink_fence_write(s, &f, 1), BATON_CONNECTION);
+    assert_int_equal(gate_calls, 1);
+    assert_non_null(strstr(baton_sink_errstr(s), "withheld"));
+    assert_int_equal(f.written, 0);
+    assert_int_equal(f.applied, 0);
+    assert_int_equal(peek_outputs(group, 1), 0);
+    baton_fence_row_t r;
+    if (fence_find(s, 1, &r)) /* Redis: its fence script ran before */
+        assert_int_equal(r.next_offset, 0);
+    gate_open = 1;
+    assert_int_equal(baton_sink_fence_write(s, &f, 1), BATON_OK);
+    assert_int_equal(gate_calls, 2);
+    assert_int_equal(f.applied, 3);
+    assert_int_equal(f.next_offset, 3);
+    assert_int_equal(peek_outputs(group, 1), 3);
+    /* Nothing to apply: no gate asked, even closed. */
+    gate_open = 0;
+    baton_sink_fence_t again = fw(1, 5, 0, in, 3);
+    assert_int_equal(baton_sink_fence_write(s, &again, 1), BATON_OK);
+    assert_int_equal(again.applied, 0);
+    assert_int_equal(again.fenced_next, 3);
+    assert_int_equal(fence_row(s, 1).epoch, 5);
+    baton_sink_fence_t past = fw(2, 5, 9, in, 0);
+    assert_int_equal(baton_sink_fence_write(s, &past, 1), BATON_OK);
+    assert_int_equal(past.written, 0);
+    assert_int_equal(gate_calls, 2);
+    baton_sink_set_commit_gate(s, NULL, NULL);
+    baton_sink_destroy(s);
+}
+
 /* Malformed batches are refused before any transaction, anywhere in them. */
 static void test_write_bad_input(void **state) {
     (void)state;
@@ -1630,6 +1785,9 @@ int main(int argc, char **argv) {
         T(test_write_many_retry),
         T(test_write_commit_gate),
         T(test_write_bad_input),
+        T(test_fence_write),
+        T(test_fence_write_bad_input),
+        T(test_fence_write_gate),
         T(test_new_owner_resumes),
         T(test_zombie_refused),
         T(test_group_isolation),

@@ -420,6 +420,19 @@ typedef struct {
     size_t count;
 } wbatch_t;
 
+/* The copy processor's input for a message: its key and value as they are,
+ * its one output. */
+static void copy_input(const rd_kafka_message_t *msg, baton_sink_input_t *in,
+                       baton_sink_output_t *out) {
+    out->key = msg->key;
+    out->key_len = msg->key ? msg->key_len : 0;
+    out->value = msg->payload;
+    out->value_len = msg->payload ? msg->len : 0;
+    in->offset = msg->offset;
+    in->outputs = out;
+    in->noutputs = 1;
+}
+
 /* Takes the first records of p's buffer: one transaction holds at most
  * --batch-size records, even when a slow or suspended sink let the buffer
  * grow past it. */
@@ -434,13 +447,7 @@ static void wbatch_take(const worker_t *w, const wpart_t *wp, wbatch_t *b) {
         const wrec_t *r = &wp->recs[i];
         b->ins[i].offset = r->offset;
         if (w->copy) {
-            const rd_kafka_message_t *msg = r->msg;
-            b->copies[i].key = msg->key;
-            b->copies[i].key_len = msg->key ? msg->key_len : 0;
-            b->copies[i].value = msg->payload;
-            b->copies[i].value_len = msg->payload ? msg->len : 0;
-            b->ins[i].outputs = &b->copies[i];
-            b->ins[i].noutputs = 1;
+            copy_input(r->msg, &b->ins[i], &b->copies[i]);
         } else {
             b->ins[i].outputs = r->out.outputs;
             b->ins[i].noutputs = r->out.n;
@@ -451,6 +458,17 @@ static void wbatch_take(const worker_t *w, const wpart_t *wp, wbatch_t *b) {
 static void wbatch_free(wbatch_t *b) {
     free(b->copies);
     free(b->ins);
+}
+
+/* The copy processor's batch of a hot standby's held messages, to go in
+ * with the fence (baton_sink_fence_write): the first --batch-size of them,
+ * pointing into the messages (valid while they are held). */
+static void held_take(const worker_t *w, const wpart_t *wp, wbatch_t *b) {
+    b->count = wp->npre < (size_t)w->conf->batch_size ? wp->npre : (size_t)w->conf->batch_size;
+    b->ins = xmalloc(sizeof(*b->ins) * (b->count + 1));
+    b->copies = xmalloc(sizeof(*b->copies) * (b->count + 1));
+    for (size_t i = 0; i < b->count; i++)
+        copy_input(wp->pre[i], &b->ins[i], &b->copies[i]);
 }
 
 /* The sink's answer for p's batch of count records (err: the batch's own
@@ -1117,23 +1135,32 @@ static void fence_pending(worker_t *w) {
         n += wpart_fencing(w->parts[w->live[i]].state);
     if (n == 0 || !bind_ready(w))
         return;
-    int32_t *parts = xmalloc(sizeof(int32_t) * (size_t)n);
-    int64_t *epochs = xmalloc(sizeof(int64_t) * (size_t)n);
-    int64_t *next = xcalloc((size_t)n, sizeof(int64_t));
-    int *res = xcalloc((size_t)n, sizeof(int));
+    baton_sink_fence_t *f = xcalloc((size_t)n, sizeof(*f));
+    wbatch_t *held = xcalloc((size_t)n, sizeof(*held));
+    int may_write = baton_membership_can_write(w->m);
     int32_t k = 0;
     for (size_t i = 0; i < w->nlive && k < n; i++) {
         int32_t p = w->live[i];
+        wpart_t *wp = &w->parts[p];
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
-        if (wpart_fencing(w->parts[p].state) &&
-            baton_epoch_valid(w->m, &r, w->parts[p].fence_epoch)) {
-            parts[k] = p;
-            epochs[k++] = w->parts[p].fence_epoch;
+        if (!wpart_fencing(wp->state) || !baton_epoch_valid(w->m, &r, wp->fence_epoch))
+            continue;
+        f[k] = (baton_sink_fence_t){.partition = p, .epoch = wp->fence_epoch};
+        /* A hot standby's held records go in with the fence (copy only:
+         * another processor would process records the fence then skips). */
+        if (w->copy && may_write && wp->state == WPART_FENCING_PREFETCHED && wp->npre > 0) {
+            held_take(w, wp, &held[k]);
+            f[k].from = wp->pre_offset;
+            f[k].inputs = held[k].ins;
+            f[k].ninputs = held[k].count;
         }
+        k++;
     }
     if (k > 0) {
         BATON_FAILPOINT("worker.before_fence");
-        int err = baton_sink_fence_many(w->sink, (size_t)k, parts, epochs, next, res);
+        int64_t t0 = mono_us();
+        int err = baton_sink_fence_write(w->sink, f, (size_t)k);
+        int64_t us = mono_us() - t0;
         if (err == BATON_CONFLICT) {
             /* The sink serves another group of our name (sink.h). */
             BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit",
@@ -1150,12 +1177,13 @@ static void fence_pending(worker_t *w) {
             rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(k);
             rd_kafka_topic_partition_list_t *ul = NULL;
             for (int32_t i = 0; i < k; i++) {
-                int32_t p = parts[i];
+                int32_t p = f[i].partition;
+                int64_t epoch = f[i].epoch, next = f[i].fenced_next;
                 wpart_t *wp = &w->parts[p];
                 int prefetched = wp->state == WPART_FENCING_PREFETCHED;
-                if (res[i] == BATON_STALE) {
+                if (f[i].result == BATON_STALE) {
                     BLOG_WARN("event=fence_failed partition=%d epoch=%lld error=STALE", p,
-                              (long long)epochs[i]);
+                              (long long)epoch);
                     baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = p};
                     baton_membership_drop(w->m, &r);
                     if (prefetched)
@@ -1164,7 +1192,7 @@ static void fence_pending(worker_t *w) {
                         wpart_set_state(w, p, WPART_NONE, "stale_fence");
                     continue;
                 }
-                if (prefetched && next[i] >= wp->pre_offset) {
+                if (prefetched && next >= wp->pre_offset) {
                     /* Fetched ahead from where the fence starts, or before:
                      * keep fetching; what was held goes through part_append
                      * now, which drops what is below next_offset. Fetching
@@ -1175,27 +1203,33 @@ static void fence_pending(worker_t *w) {
                      * between is usually fetched already (queued locally
                      * or in flight), and part_append drops it faster than
                      * a new assign starts a fetch. */
-                    int64_t from = wp->pre_expect > next[i] ? wp->pre_expect : next[i];
+                    int64_t from = wp->pre_expect > next ? wp->pre_expect : next;
                     int reposition = wp->pre_full;
-                    if (next[i] > wp->pre_expect)
+                    if (next > wp->pre_expect)
                         BLOG_INFO("event=prefetch_discarded partition=%d from=%lld "
                                   "next_offset=%lld held=%zu reason=fence_ahead",
-                                  p, (long long)wp->pre_offset, (long long)next[i], wp->npre);
+                                  p, (long long)wp->pre_offset, (long long)next, wp->npre);
                     if (wp->paused)
                         kafka_pause(w, p, 0);
-                    part_activate(w, p, epochs[i], next[i]);
+                    part_activate(w, p, epoch, next);
                     size_t npre = wp->npre, used = 0;
                     for (size_t j = 0; j < npre; j++)
-                        used += wp->pre[j]->offset >= next[i];
+                        used += wp->pre[j]->offset >= next;
                     BLOG_DEBUG("event=prefetch_used partition=%d held=%zu used=%zu from=%lld "
-                               "next_offset=%lld",
-                               p, npre, used, (long long)wp->pre_offset, (long long)next[i]);
+                               "next_offset=%lld written_with_fence=%zu",
+                               p, npre, used, (long long)wp->pre_offset, (long long)next,
+                               f[i].written ? f[i].applied : 0);
                     wp->npre = 0;
                     w->pre_bytes -= wp->pre_bytes;
                     wp->pre_bytes = 0;
                     wp->standby = wp->pre_full = 0;
                     for (size_t j = 0; j < npre; j++)
                         part_append(w, wp->pre[j]);
+                    /* The first of them went in with the fence: they are
+                     * the first applied ones buffered now. */
+                    if (f[i].written && f[i].applied > 0)
+                        part_flush_done(w, p, f[i].applied, BATON_OK, f[i].next_offset,
+                                        f[i].applied, us);
                     if (reposition) {
                         if (!ul)
                             ul = rd_kafka_topic_partition_list_new(4);
@@ -1208,7 +1242,7 @@ static void fence_pending(worker_t *w) {
                     /* The sink went back below where we fetched from. */
                     BLOG_INFO("event=prefetch_discarded partition=%d from=%lld next_offset=%lld "
                               "reason=fence_behind",
-                              p, (long long)wp->pre_offset, (long long)next[i]);
+                              p, (long long)wp->pre_offset, (long long)next);
                     pre_clear(w, wp);
                     wp->standby = wp->pre_full = 0;
                     if (wp->paused)
@@ -1218,8 +1252,8 @@ static void fence_pending(worker_t *w) {
                         ul = rd_kafka_topic_partition_list_new(4);
                     rd_kafka_topic_partition_list_add(ul, w->topic, p);
                 }
-                rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = next[i];
-                part_activate(w, p, epochs[i], next[i]);
+                rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = next;
+                part_activate(w, p, epoch, next);
             }
             if (ul) {
                 kafka_incremental(w, ul, 0, "kafka_unassign_failed");
@@ -1230,10 +1264,10 @@ static void fence_pending(worker_t *w) {
             rd_kafka_topic_partition_list_destroy(l);
         }
     }
-    free(res);
-    free(next);
-    free(epochs);
-    free(parts);
+    for (int32_t i = 0; i < k; i++)
+        wbatch_free(&held[i]);
+    free(held);
+    free(f);
 }
 
 /* Writes, in one transaction, the buffered batches of the partitions we

@@ -10,7 +10,8 @@
 #      w1's next_offset (event=standby_prefetch_resumed); w1 is frozen
 #      again over 10 more records, which w2 holds up to its bound.
 #   2. w1 is evicted: w2 takes q, fences it at w1's next_offset, writes what
-#      it held (event=prefetch_used, used > 0) and fetches the rest from
+#      it held in the fence's transaction (event=prefetch_used, used > 0,
+#      written_with_fence = used) and fetches the rest from
 #      where its bound stopped it: q's offsets 0-29 exactly once, 20-29
 #      under w2's epoch, above w1's.
 #   3. The fence ahead of what a standby fetched: w3 stands by for w2's
@@ -99,6 +100,9 @@ h_wait_for 20 "w2 wrote partition $q through offset 29" next_is "$q" 30
 used=$(grep -E "event=prefetch_used partition=$q " "$H_DIR/w2.log" | head -1)
 [[ $used =~ used=([0-9]+) ]] && ((BASH_REMATCH[1] > 0)) || h_fail "w2 did not use what it held: '$used'"
 [[ $used == *" next_offset=20"* ]] || h_fail "w2 was fenced elsewhere than 20: '$used'"
+# The held records went in with the fence, in its transaction (copy).
+[[ $used =~ used=([0-9]+).*written_with_fence=([0-9]+) ]] && ((BASH_REMATCH[2] == BASH_REMATCH[1])) ||
+    h_fail "w2 did not write what it held with its fence: '$used'"
 e2=$(b_epoch "$q")
 ((e2 > e1)) || h_fail "epoch $e2 is not above w1's $e1"
 [[ $(offsets_of "$q") == "$(seq -s, 0 29)" ]] || h_fail "partition $q: offsets $(offsets_of "$q")"
