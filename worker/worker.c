@@ -462,13 +462,19 @@ static void wbatch_free(wbatch_t *b) {
 
 /* The copy processor's batch of a hot standby's held messages, to go in
  * with the fence (baton_sink_fence_write): the first --batch-size of them,
- * pointing into the messages (valid while they are held). */
+ * pointing into the messages (valid while they are held). They ascend from
+ * pre_offset (pre_hold, standby_trim); should that ever not hold, the batch
+ * stops before the first that breaks it (those go through part_append as
+ * before) rather than have the sink refuse the whole fence as invalid. */
 static void held_take(const worker_t *w, const wpart_t *wp, wbatch_t *b) {
-    b->count = wp->npre < (size_t)w->conf->batch_size ? wp->npre : (size_t)w->conf->batch_size;
-    b->ins = xmalloc(sizeof(*b->ins) * (b->count + 1));
-    b->copies = xmalloc(sizeof(*b->copies) * (b->count + 1));
-    for (size_t i = 0; i < b->count; i++)
-        copy_input(wp->pre[i], &b->ins[i], &b->copies[i]);
+    size_t max = wp->npre < (size_t)w->conf->batch_size ? wp->npre : (size_t)w->conf->batch_size;
+    b->ins = xmalloc(sizeof(*b->ins) * (max + 1));
+    b->copies = xmalloc(sizeof(*b->copies) * (max + 1));
+    int64_t floor = wp->pre_offset;
+    for (b->count = 0; b->count < max && wp->pre[b->count]->offset >= floor; b->count++) {
+        floor = wp->pre[b->count]->offset + 1;
+        copy_input(wp->pre[b->count], &b->ins[b->count], &b->copies[b->count]);
+    }
 }
 
 /* The sink's answer for p's batch of count records (err: the batch's own
@@ -1148,7 +1154,8 @@ static void fence_pending(worker_t *w) {
         f[k] = (baton_sink_fence_t){.partition = p, .epoch = wp->fence_epoch};
         /* A hot standby's held records go in with the fence (copy only:
          * another processor would process records the fence then skips). */
-        if (w->copy && may_write && wp->state == WPART_FENCING_PREFETCHED && wp->npre > 0) {
+        if (w->copy && may_write && wp->state == WPART_FENCING_PREFETCHED && wp->npre > 0 &&
+            wp->pre_offset >= 0) {
             held_take(w, wp, &held[k]);
             f[k].from = wp->pre_offset;
             f[k].inputs = held[k].ins;
