@@ -338,6 +338,12 @@ int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_
         return BATON_OK;
     if (!fences)
         return baton_sink__seterr(sink, BATON_INVALID, "fence_write: %zu fences but NULL", n);
+    for (size_t i = 0; i < n; i++) {
+        fences[i].result = BATON_INVALID;
+        fences[i].written = 0;
+        fences[i].applied = 0;
+        fences[i].fenced_next = fences[i].next_offset = -1;
+    }
     int err = BATON_OK;
     for (size_t i = 0; i < n && !err; i++)
         err = fence_write_check(sink, fences, i);

@@ -1068,6 +1068,7 @@ static void test_fence_write(void **state) {
         assert_int_equal(f[1].applied, 0);
         assert_int_equal(f[1].next_offset, 10);
         assert_int_equal(f[2].result, BATON_OK);
+        assert_int_equal(f[2].written, 1);
         assert_int_equal(f[2].fenced_next, round ? 3 : 0);
         assert_int_equal(f[2].applied, round ? 0 : 2);
         assert_int_equal(f[2].next_offset, 3);
@@ -1113,6 +1114,8 @@ static void test_fence_write_bad_input(void **state) {
     baton_sink_fence_t below = fw(7, 1, 5, in, 2); /* 4 is below from */
     assert_int_equal(baton_sink_fence_write(s, &below, 1), BATON_INVALID);
     assert_non_null(strstr(baton_sink_errstr(s), "below"));
+    assert_int_equal(below.result, BATON_INVALID);
+    assert_int_equal(below.written, 0);
     in[1].offset = 4; /* not ascending */
     baton_sink_fence_t repeat = fw(7, 1, 0, in, 2);
     assert_int_equal(baton_sink_fence_write(s, &repeat, 1), BATON_INVALID);
@@ -1165,10 +1168,30 @@ static void test_fence_write_gate(void **state) {
     assert_int_equal(again.applied, 0);
     assert_int_equal(again.fenced_next, 3);
     assert_int_equal(fence_row(s, 1).epoch, 5);
-    baton_sink_fence_t past = fw(2, 5, 9, in, 0);
+    /* Held from 10, the new partition's fence at 0: fenced alone, no gate. */
+    baton_sink_input_t later[2];
+    baton_sink_output_t lout[2];
+    inputs_of(later, lout, 10, 2);
+    baton_sink_fence_t past = fw(2, 5, 10, later, 2);
     assert_int_equal(baton_sink_fence_write(s, &past, 1), BATON_OK);
+    assert_int_equal(past.result, BATON_OK);
+    assert_int_equal(past.fenced_next, 0);
     assert_int_equal(past.written, 0);
+    assert_int_equal(past.next_offset, 0);
+    assert_int_equal(peek_outputs(group, 2), 0);
     assert_int_equal(gate_calls, 2);
+    /* A closed gate with an input that applies rolls back every fence of
+     * the call where the sink has one transaction; on Redis the fences
+     * committed. Either way no input is applied. */
+    baton_sink_input_t more[1];
+    baton_sink_output_t mout[1];
+    inputs_of(more, mout, 3, 1);
+    baton_sink_fence_t two[] = {fw(1, 6, 3, more, 1), fw(3, 6, 0, NULL, 0)};
+    assert_int_equal(baton_sink_fence_write(s, two, 2), BATON_CONNECTION);
+    assert_int_equal(gate_calls, 3);
+    assert_int_equal(fence_row(s, 1).next_offset, 3);
+    assert_int_equal(peek_outputs(group, 1), 3);
+    assert_true(peek->idle());
     baton_sink_set_commit_gate(s, NULL, NULL);
     baton_sink_destroy(s);
 }

@@ -1127,7 +1127,8 @@ static void bind_early(worker_t *w) {
 }
 
 /* Fences every partition acquired since the last call, in one sink
- * transaction, then assigns them in Kafka together. A stale fence drops the
+ * transaction (with the first batch of those fetched ahead:
+ * baton_sink_fence_write), then assigns them in Kafka together. A stale fence drops the
  * claim (a newer owner exists); a transaction that failed retriably (a busy
  * sink) is retried after 100 ms, one that failed otherwise ends the worker
  * (sink_failed_fatally); a partition whose epoch is no longer valid (we
@@ -1152,10 +1153,13 @@ static void fence_pending(worker_t *w) {
         if (!wpart_fencing(wp->state) || !baton_epoch_valid(w->m, &r, wp->fence_epoch))
             continue;
         f[k] = (baton_sink_fence_t){.partition = p, .epoch = wp->fence_epoch};
-        /* A hot standby's held records go in with the fence (copy only:
-         * another processor would process records the fence then skips). */
-        if (w->copy && may_write && wp->state == WPART_FENCING_PREFETCHED && wp->npre > 0 &&
-            wp->pre_offset >= 0) {
+        /* Records fetched ahead (a hot standby's, or an on_assigned
+         * prefetch's) go in with the fence (copy only: another processor
+         * would process records the fence then skips). Not while the
+         * commit gate refuses (withheld): the gate would roll back the
+         * fences with them, which alone are never gated. */
+        if (w->copy && may_write && !w->withheld && wp->state == WPART_FENCING_PREFETCHED &&
+            wp->npre > 0 && wp->pre_offset >= 0) {
             held_take(w, wp, &held[k]);
             f[k].from = wp->pre_offset;
             f[k].inputs = held[k].ins;
