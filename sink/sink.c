@@ -188,15 +188,20 @@ static int fence_check(baton_sink_t *sink, const char *what, int32_t partition, 
     return BATON_OK;
 }
 
-/* The backend's fence path (fence_many) for fences f[0..n), checked, n > 0;
- * the outputs reset first. */
-static int fence_run(baton_sink_t *sink, baton_sink_fence_t *f, size_t n) {
+/* Sets the out fields of f[0..n) to "nothing happened", with result. */
+static void fence_reset(baton_sink_fence_t *f, size_t n, int result) {
     for (size_t i = 0; i < n; i++) {
-        f[i].result = BATON_INTERNAL;
+        f[i].result = result;
         f[i].written = 0;
         f[i].applied = 0;
         f[i].fenced_next = f[i].next_offset = -1;
     }
+}
+
+/* The backend's fence path (fence_many) for fences f[0..n), checked, n > 0;
+ * the outputs reset first. */
+static int fence_run(baton_sink_t *sink, baton_sink_fence_t *f, size_t n) {
+    fence_reset(f, n, BATON_INTERNAL);
     int err = baton_sink__ready(sink);
     return err ? err : sink->ops->fence_many(sink, f, n);
 }
@@ -285,13 +290,9 @@ static int fence_write_check(baton_sink_t *sink, const baton_sink_fence_t *f, si
  * between); an error is returned as the call's. */
 static int fence_then_write(baton_sink_t *sink, baton_sink_fence_t *f, size_t n) {
     baton_sink_fence_t *bare = xmalloc(sizeof(*bare) * n);
-    for (size_t i = 0; i < n; i++) {
+    fence_reset(f, n, BATON_INTERNAL);
+    for (size_t i = 0; i < n; i++)
         bare[i] = (baton_sink_fence_t){.partition = f[i].partition, .epoch = f[i].epoch};
-        f[i].result = BATON_INTERNAL;
-        f[i].written = 0;
-        f[i].applied = 0;
-        f[i].fenced_next = f[i].next_offset = -1;
-    }
     int err = fence_run(sink, bare, n);
     baton_sink_batch_t *b = xcalloc(n, sizeof(*b));
     size_t *at = xcalloc(n, sizeof(*at));
@@ -338,12 +339,7 @@ int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_
         return BATON_OK;
     if (!fences)
         return baton_sink__seterr(sink, BATON_INVALID, "fence_write: %zu fences but NULL", n);
-    for (size_t i = 0; i < n; i++) {
-        fences[i].result = BATON_INVALID;
-        fences[i].written = 0;
-        fences[i].applied = 0;
-        fences[i].fenced_next = fences[i].next_offset = -1;
-    }
+    fence_reset(fences, n, BATON_INVALID);
     int err = BATON_OK;
     for (size_t i = 0; i < n && !err; i++)
         err = fence_write_check(sink, fences, i);
