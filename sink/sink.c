@@ -284,53 +284,6 @@ static int fence_write_check(baton_sink_t *sink, const baton_sink_fence_t *f, si
     return err;
 }
 
-/* Where a backend fences alone (fence_writes 0): the writes follow, in one
- * write_many transaction, for the partitions fenced at or past their
- * inputs' from. A refusal there is the write's (stale: a newer fence came
- * between); an error is returned as the call's. */
-static int fence_then_write(baton_sink_t *sink, baton_sink_fence_t *f, size_t n) {
-    baton_sink_fence_t *bare = xmalloc(sizeof(*bare) * n);
-    fence_reset(f, n, BATON_INTERNAL);
-    for (size_t i = 0; i < n; i++)
-        bare[i] = (baton_sink_fence_t){.partition = f[i].partition, .epoch = f[i].epoch};
-    int err = fence_run(sink, bare, n);
-    baton_sink_batch_t *b = xcalloc(n, sizeof(*b));
-    size_t *at = xcalloc(n, sizeof(*at));
-    size_t nb = 0;
-    for (size_t i = 0; i < n && !err; i++) {
-        f[i].result = bare[i].result;
-        f[i].fenced_next = f[i].next_offset = bare[i].fenced_next;
-        if (f[i].result != BATON_OK || !f[i].ninputs || f[i].from > f[i].fenced_next)
-            continue;
-        if (f[i].inputs[f[i].ninputs - 1].offset < f[i].fenced_next) {
-            f[i].written = 1; /* all applied already: nothing to write, no gate to ask */
-            continue;
-        }
-        at[nb] = i;
-        b[nb++] = (baton_sink_batch_t){.partition = f[i].partition,
-                                       .epoch = f[i].epoch,
-                                       .inputs = f[i].inputs,
-                                       .ninputs = f[i].ninputs,
-                                       .result = BATON_INTERNAL};
-    }
-    if (!err && nb)
-        err = sink->ops->write_many(sink, b, nb);
-    for (size_t k = 0; k < nb && !err; k++) {
-        baton_sink_fence_t *fi = &f[at[k]];
-        if (b[k].result == BATON_OK) {
-            fi->written = 1;
-            fi->next_offset = b[k].next_offset;
-            fi->applied = b[k].applied;
-        } else if (b[k].result == BATON_STALE) {
-            fi->result = BATON_STALE;
-        }
-    }
-    free(at);
-    free(b);
-    free(bare);
-    return err;
-}
-
 int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n) {
     if (!sink)
         return BATON_INVALID;
@@ -345,7 +298,7 @@ int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_
         err = fence_write_check(sink, fences, i);
     if (err)
         return err;
-    err = sink->ops->fence_writes ? fence_run(sink, fences, n) : fence_then_write(sink, fences, n);
+    err = fence_run(sink, fences, n);
     for (size_t i = 0; i < n; i++) {
         baton_sink_fence_t *f = &fences[i];
         if (err || f->result != BATON_OK || !f->written) {

@@ -178,10 +178,8 @@ typedef struct {
  * at the same epoch again is harmless). Any
  * other error is a write's or a fence's. Input checks are
  * baton_sink_write_outputs's, before anything is stored.
- * SQLite and PostgreSQL do it all in one transaction; Redis runs its
- * fence script then its write script (two round trips, each atomic):
- * between them only a newer fence can land, which the write then meets
- * as stale (result BATON_STALE, the partition is another's). */
+ * SQLite and PostgreSQL do it all in one transaction, Redis in one script
+ * (which asks the gate before it whenever the call carries inputs). */
 int baton_sink_fence_write(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n);
 
 /* Reads every fence row of the group, ordered by partition. *rows is a heap

@@ -45,17 +45,15 @@ typedef struct baton_sink_ops_s {
      * sink->expect_group first): per partition the fence rule; a partition
      * refused as stale is counted in rejected in that transaction, gets
      * result BATON_STALE and leaves its message (baton_sink__stale) in
-     * sink->errstr; the others get result BATON_OK and fenced_next. Then,
-     * only in a backend with fence_writes set, a partition with inputs and
-     * from <= fenced_next is written as write_many writes it (its epoch is
-     * now the stored one): written 1, next_offset and applied set; and the
-     * commit asks baton_sink__fence_gate first. A backend without
-     * fence_writes is never given inputs (sink.c writes them after, with
-     * write_many). sink.c has set written, applied to 0 and next_offset to
-     * -1 before the call, and validated everything, inputs included. */
+     * sink->errstr; the others get result BATON_OK and fenced_next. Then a
+     * partition with inputs and from <= fenced_next is written as
+     * write_many writes it (its epoch is now the stored one): written 1,
+     * next_offset and applied set; and the commit asks
+     * baton_sink__fence_gate first (a backend whose transaction is one
+     * script asks baton_sink__gate_open before it, when the call carries
+     * inputs). sink.c has set written, applied to 0 and next_offset to -1
+     * before the call, and validated everything, inputs included. */
     int (*fence_many)(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n);
-    /* Whether fence_many also writes the held inputs (above). */
-    int fence_writes;
     /* baton_sink_write_many, in one transaction. A batch refused as stale
      * (counted in rejected) or unfenced (nothing stored) gets its result
      * and leaves its message (baton_sink__stale, baton_sink__unfenced) in
@@ -168,14 +166,15 @@ int baton_sink__set_busy_timeout(baton_sink_t *sink, int timeout_ms);
  * zombie's stale batch is still refused and counted at the sink. */
 int baton_sink__commit_gate(baton_sink_t *sink, const baton_sink_batch_t *batches, size_t n);
 /* The same check for a fence_write's transaction (fence_many with
- * fence_writes): asked only when an input would apply (applied > 0);
+ * its inputs): asked only when an input would apply (applied > 0);
  * BATON_OK, or BATON_CONNECTION with the message set (the backend then
  * rolls back). */
 int baton_sink__fence_gate(baton_sink_t *sink, const baton_sink_fence_t *fences, size_t n);
 /* Its two halves, for a backend whose transaction is one script (Redis):
  * whether the gate lets writes apply now (1) or not (0), asked before the
- * script; and the refusal (log, message, BATON_CONNECTION) once the script
- * says a batch would have applied. */
+ * script (for a fence_write, only when the call carries inputs); and the
+ * refusal (log, message, BATON_CONNECTION) once the script says a batch,
+ * or a fence's input, would have applied. */
 int baton_sink__gate_open(baton_sink_t *sink);
 int baton_sink__withheld(baton_sink_t *sink, int32_t partition);
 

@@ -1244,7 +1244,6 @@ const baton_sink_ops_t baton_sink_pg_ops = {
     .set_busy_timeout = pg_set_busy_timeout,
     .redact = baton_sink__pg_redact,
     .fence_many = pg_fence_many,
-    .fence_writes = 1,
     .write_many = pg_write_many,
     .group_get = pg_group_get,
 };

@@ -112,12 +112,108 @@ typedef struct {
     "  return {epoch = v[1], next = v[2]}\n"                                               \
     "end\n"
 
-/* KEYS[1] baton:{G}:group, KEYS[2..] the fence hashes. ARGV[1] the group id
- * to check or record ('' for none), ARGV[2] now (ms), ARGV[3..] the epochs.
- * Returns {'OK', code, value, ...}: per partition 'F' and its next_offset,
- * or 'S' (stale, counted) and the stored epoch; or an error tuple. */
-static const char fence_lua[] = RD_LUA_COMMON
-    "local exp, now = ARGV[1], ARGV[2]\n"
+/* The inputs' arguments (write_lua, fence_lua): per input its offset, the
+ * offset + 1, the number of outputs; per output a mask (1 key present, 2
+ * value present), then the key and the value that are present. skip
+ * returns the index after n inputs from ai; stream_check refuses a stream
+ * that is not one, or already holds next_offset nxt or later (the fence
+ * and the stream disagree); applies says whether an input of n from ai is
+ * at or past floor; apply appends the inputs at or past floor and moves
+ * next_offset, returning it and how many applied. */
+#define RD_LUA_INPUTS                                                           \
+    "local function skip(ai, n)\n"                                              \
+    "  for i = 1, n do\n"                                                       \
+    "    local nout = tonumber(ARGV[ai + 2])\n"                                 \
+    "    ai = ai + 3\n"                                                         \
+    "    for j = 1, nout do\n"                                                  \
+    "      local m = tonumber(ARGV[ai])\n"                                      \
+    "      ai = ai + 1 + (m % 2) + math.floor(m / 2)\n"                         \
+    "    end\n"                                                                 \
+    "  end\n"                                                                   \
+    "  return ai\n"                                                             \
+    "end\n"                                                                     \
+    "local function stream_check(ok, nxt)\n"                                    \
+    "  local t = redis.call('TYPE', ok)['ok']\n"                                \
+    "  if t ~= 'none' and t ~= 'stream' then return {'WRONGTYPE', ok, t} end\n" \
+    "  if t == 'stream' then\n"                                                 \
+    "    local last = redis.call('XREVRANGE', ok, '+', '-', 'COUNT', 1)[1]\n"   \
+    "    if last then\n"                                                        \
+    "      local off = nil\n"                                                   \
+    "      for k = 1, #last[2], 2 do\n"                                         \
+    "        if last[2][k] == 'offset' then off = num(last[2][k + 1]) end\n"    \
+    "      end\n"                                                               \
+    "      if not off then return {'CORRUPT', ok, 'offset'} end\n"              \
+    "      if not lt(off, nxt) then return {'AHEAD', ok, off, nxt} end\n"       \
+    "    end\n"                                                                 \
+    "  end\n"                                                                   \
+    "  return nil\n"                                                            \
+    "end\n"                                                                     \
+    "local function applies(ai, n, floor)\n"                                    \
+    "  for i = 1, n do\n"                                                       \
+    "    if not lt(ARGV[ai], floor) then return true end\n"                     \
+    "    ai = skip(ai, 1)\n"                                                    \
+    "  end\n"                                                                   \
+    "  return false\n"                                                          \
+    "end\n"                                                                     \
+    "local function apply(fk, ok, e, floor, i, n, now)\n"                       \
+    "  local applied = 0\n"                                                     \
+    "  for _ = 1, n do\n"                                                       \
+    "    local off, nxt, nout = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])\n"  \
+    "    local yes = not lt(off, floor)\n"                                      \
+    "    i = i + 3\n"                                                           \
+    "    for j = 1, nout do\n"                                                  \
+    "      local m = tonumber(ARGV[i])\n"                                       \
+    "      i = i + 1\n"                                                         \
+    "      local args = {'offset', off, 'epoch', e}\n"                          \
+    "      if m % 2 == 1 then\n"                                                \
+    "        args[#args + 1] = 'key'\n"                                         \
+    "        args[#args + 1] = ARGV[i]\n"                                       \
+    "        i = i + 1\n"                                                       \
+    "      end\n"                                                               \
+    "      if m >= 2 then\n"                                                    \
+    "        args[#args + 1] = 'value'\n"                                       \
+    "        args[#args + 1] = ARGV[i]\n"                                       \
+    "        i = i + 1\n"                                                       \
+    "      end\n"                                                               \
+    "      if j > 1 then\n"                                                     \
+    "        args[#args + 1] = 'seq'\n"                                         \
+    "        args[#args + 1] = tostring(j - 1)\n"                               \
+    "      end\n"                                                               \
+    "      if yes then redis.call('XADD', ok, '*', unpack(args)) end\n"         \
+    "    end\n"                                                                 \
+    "    if yes then\n"                                                         \
+    "      floor = nxt\n"                                                       \
+    "      applied = applied + 1\n"                                             \
+    "    end\n"                                                                 \
+    "  end\n"                                                                   \
+    "  if applied > 0 then\n"                                                   \
+    "    redis.call('HSET', fk, 'next_offset', floor, 'updated_ms', now)\n"     \
+    "  end\n"                                                                   \
+    "  return floor, applied\n"                                                 \
+    "end\n"
+
+/* ARGV[2], now (ms), with 'H' in front when the writer's commit gate said
+ * no (asked before the script, which is the transaction): a script holding
+ * applies no input. */
+#define RD_LUA_NOW                                             \
+    "local function now_hold(a)\n"                             \
+    "  if a:sub(1, 1) == 'H' then return a:sub(2), true end\n" \
+    "  return a, false\n"                                      \
+    "end\n"
+
+/* baton_sink_fence_write. KEYS[1] baton:{G}:group, then per partition its
+ * fence hash and its stream. ARGV[1] the group id to check or record (''
+ * for none), ARGV[2] now (RD_LUA_NOW); then per partition: the epoch, from
+ * ('' for no inputs), the number of inputs, the inputs (RD_LUA_INPUTS).
+ * Everything is read and checked first; then, unless holding with an input
+ * that would apply (the reply is {'W', index}: nothing written), per
+ * partition 'S' (stale, counted) and the stored epoch, or 'F', its
+ * next_offset as fenced, written ('1' when its inputs started at or before
+ * it and were written), the next_offset after them and how many applied.
+ * Or an error tuple. */
+static const char fence_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
+    "local exp = ARGV[1]\n"
+    "local now, hold = now_hold(ARGV[2])\n"
     "local bind = false\n"
     "if exp ~= '' then\n"
     "  local t = redis.call('TYPE', KEYS[1])['ok']\n"
@@ -129,63 +225,70 @@ static const char fence_lua[] = RD_LUA_COMMON
     "    if g[1] ~= exp then return {'CONFLICT', g[1], g[2]} end\n"
     "  end\n"
     "end\n"
-    "local rows = {}\n"
-    "for i = 2, #KEYS do\n"
-    "  local r, e = fence_row(KEYS[i])\n"
-    "  if r == false then return e end\n"
-    "  rows[i] = r or false\n"
+    "local plan = {}\n"
+    "local ai = 3\n"
+    "for i = 1, (#KEYS - 1) / 2 do\n"
+    "  local p = {fk = KEYS[2 * i], ok = KEYS[2 * i + 1], e = ARGV[ai]}\n"
+    "  local from, n = ARGV[ai + 1], tonumber(ARGV[ai + 2])\n"
+    "  p.first, p.n = ai + 3, n\n"
+    "  ai = skip(ai + 3, n)\n"
+    "  local r, err = fence_row(p.fk)\n"
+    "  if r == false then return err end\n"
+    "  p.row = r\n"
+    "  if r and lt(p.e, r.epoch) then\n"
+    "    p.stale = true\n"
+    "  else\n"
+    "    p.next = r and r.next or '0'\n"
+    "    if n > 0 and from ~= '' and not lt(p.next, from) then\n"
+    "      local bad = stream_check(p.ok, p.next)\n"
+    "      if bad then return bad end\n"
+    "      p.write = true\n"
+    "      if hold and applies(p.first, n, p.next) then return {'W', tostring(i - 1)} end\n"
+    "    end\n"
+    "  end\n"
+    "  plan[i] = p\n"
     "end\n"
     "if bind then redis.call('HSET', KEYS[1], 'group_uuid', exp, 'bound_ms', now) end\n"
     "local out = {'OK'}\n"
-    "for i = 2, #KEYS do\n"
-    "  local e, r = ARGV[i + 1], rows[i]\n"
-    "  if r and lt(e, r.epoch) then\n"
-    "    redis.call('HINCRBY', KEYS[i], 'rejected', 1)\n"
-    "    out[#out + 1] = 'S'\n"
-    "    out[#out + 1] = r.epoch\n"
-    "  elseif r then\n"
-    "    redis.call('HSET', KEYS[i], 'epoch', e, 'updated_ms', now)\n"
-    "    out[#out + 1] = 'F'\n"
-    "    out[#out + 1] = r.next\n"
+    "for i = 1, #plan do\n"
+    "  local p = plan[i]\n"
+    "  if p.stale then\n"
+    "    redis.call('HINCRBY', p.fk, 'rejected', 1)\n"
+    "    for _, v in ipairs({'S', p.row.epoch, '', '', ''}) do out[#out + 1] = v end\n"
     "  else\n"
-    "    redis.call('HSET', KEYS[i], 'epoch', e, 'next_offset', '0', 'rejected', '0',\n"
-    "               'updated_ms', now)\n"
-    "    out[#out + 1] = 'F'\n"
-    "    out[#out + 1] = '0'\n"
+    "    if p.row then\n"
+    "      redis.call('HSET', p.fk, 'epoch', p.e, 'updated_ms', now)\n"
+    "    else\n"
+    "      redis.call('HSET', p.fk, 'epoch', p.e, 'next_offset', '0', 'rejected', '0',\n"
+    "                 'updated_ms', now)\n"
+    "    end\n"
+    "    local nxt, applied = p.next, 0\n"
+    "    if p.write then nxt, applied = apply(p.fk, p.ok, p.e, p.next, p.first, p.n, now) end\n"
+    "    for _, v in ipairs({'F', p.next, p.write and '1' or '0', nxt, tostring(applied)}) do\n"
+    "      out[#out + 1] = v\n"
+    "    end\n"
     "  end\n"
     "end\n"
     "return out\n";
 
-/* KEYS: per batch its fence hash and its stream. ARGV[1] now (ms); then per
- * batch: epoch, the next_offset this handle expects ('' if none), the
- * number of inputs; per input: offset, offset + 1, the number of outputs;
- * per output: a mask (1 key present, 2 value present), then the key and
- * the value that are present. Returns {'OK', code, a, b, ...}: per batch
- * 'A' (applied; a = next_offset, b = inputs applied), 'S' (stale, counted;
- * a = stored epoch), 'U' (unfenced; a = stored epoch or '' for no fence),
- * 'L' (next_offset went back; a = stored, b = expected), 'W' (withheld:
- * ARGV[1] is now with 'H' in front, the writer's commit gate said no, and
- * this batch would have applied); or an error tuple. */
-static const char write_lua[] = RD_LUA_COMMON
-    "local now, hold = ARGV[1], false\n"
-    "if now:sub(1, 1) == 'H' then hold, now = true, now:sub(2) end\n"
+/* KEYS: per batch its fence hash and its stream. ARGV[1] now (RD_LUA_NOW's
+ * format, the script's ARGV[1] here); then per batch: epoch, the
+ * next_offset this handle expects ('' if none), the number of inputs, the
+ * inputs (RD_LUA_INPUTS). Returns {'OK', code, a, b, ...}: per batch 'A'
+ * (applied; a = next_offset, b = inputs applied), 'S' (stale, counted; a =
+ * stored epoch), 'U' (unfenced; a = stored epoch or '' for no fence), 'L'
+ * (next_offset went back; a = stored, b = expected), 'W' (withheld: the
+ * script holds and this batch would have applied); or an error tuple. */
+static const char write_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
+    "local now, hold = now_hold(ARGV[1])\n"
     "local nb = #KEYS / 2\n"
     "local plan = {}\n"
     "local ai = 2\n"
     "for b = 1, nb do\n"
     "  local fk, ok = KEYS[2 * b - 1], KEYS[2 * b]\n"
     "  local e, expect, nin = ARGV[ai], ARGV[ai + 1], tonumber(ARGV[ai + 2])\n"
-    "  local p = {e = e, first = ai + 3}\n"
-    "  ai = ai + 3\n"
-    "  for i = 1, nin do\n"
-    "    local nout = tonumber(ARGV[ai + 2])\n"
-    "    ai = ai + 3\n"
-    "    for j = 1, nout do\n"
-    "      local m = tonumber(ARGV[ai])\n"
-    "      ai = ai + 1 + (m % 2) + math.floor(m / 2)\n"
-    "    end\n"
-    "  end\n"
-    "  p.nin = nin\n"
+    "  local p = {e = e, first = ai + 3, nin = nin}\n"
+    "  ai = skip(ai + 3, nin)\n"
     "  local r, err = fence_row(fk)\n"
     "  if r == false then return err end\n"
     "  if not r then p.code, p.a, p.b = 'U', '', ''\n"
@@ -193,19 +296,8 @@ static const char write_lua[] = RD_LUA_COMMON
     "  elseif lt(r.epoch, e) then p.code, p.a, p.b = 'U', r.epoch, ''\n"
     "  elseif expect ~= '' and lt(r.next, expect) then p.code, p.a, p.b = 'L', r.next, expect\n"
     "  else\n"
-    "    local t = redis.call('TYPE', ok)['ok']\n"
-    "    if t ~= 'none' and t ~= 'stream' then return {'WRONGTYPE', ok, t} end\n"
-    "    if t == 'stream' then\n"
-    "      local last = redis.call('XREVRANGE', ok, '+', '-', 'COUNT', 1)[1]\n"
-    "      if last then\n"
-    "        local off = nil\n"
-    "        for k = 1, #last[2], 2 do\n"
-    "          if last[2][k] == 'offset' then off = num(last[2][k + 1]) end\n"
-    "        end\n"
-    "        if not off then return {'CORRUPT', ok, 'offset'} end\n"
-    "        if not lt(off, r.next) then return {'AHEAD', ok, off, r.next} end\n"
-    "      end\n"
-    "    end\n"
+    "    local bad = stream_check(ok, r.next)\n"
+    "    if bad then return bad end\n"
     "    p.code, p.floor = 'A', r.next\n"
     "  end\n"
     "  p.fk, p.ok = fk, ok\n"
@@ -217,39 +309,7 @@ static const char write_lua[] = RD_LUA_COMMON
     "  if p.code == 'S' then redis.call('HINCRBY', p.fk, 'rejected', 1) end\n"
     "  if p.code == 'A' and hold then p.code, p.a, p.b = 'W', '', '' end\n"
     "  if p.code == 'A' then\n"
-    "    local floor, applied, i = p.floor, 0, p.first\n"
-    "    for n = 1, p.nin do\n"
-    "      local off, nxt, nout = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])\n"
-    "      local apply = not lt(off, floor)\n"
-    "      i = i + 3\n"
-    "      for j = 1, nout do\n"
-    "        local m = tonumber(ARGV[i])\n"
-    "        i = i + 1\n"
-    "        local args = {'offset', off, 'epoch', p.e}\n"
-    "        if m % 2 == 1 then\n"
-    "          args[#args + 1] = 'key'\n"
-    "          args[#args + 1] = ARGV[i]\n"
-    "          i = i + 1\n"
-    "        end\n"
-    "        if m >= 2 then\n"
-    "          args[#args + 1] = 'value'\n"
-    "          args[#args + 1] = ARGV[i]\n"
-    "          i = i + 1\n"
-    "        end\n"
-    "        if j > 1 then\n"
-    "          args[#args + 1] = 'seq'\n"
-    "          args[#args + 1] = tostring(j - 1)\n"
-    "        end\n"
-    "        if apply then redis.call('XADD', p.ok, '*', unpack(args)) end\n"
-    "      end\n"
-    "      if apply then\n"
-    "        floor = nxt\n"
-    "        applied = applied + 1\n"
-    "      end\n"
-    "    end\n"
-    "    if applied > 0 then\n"
-    "      redis.call('HSET', p.fk, 'next_offset', floor, 'updated_ms', now)\n"
-    "    end\n"
+    "    local floor, applied = apply(p.fk, p.ok, p.e, p.floor, p.first, p.nin, now)\n"
     "    p.a, p.b = floor, tostring(applied)\n"
     "  end\n"
     "  out[#out + 1] = p.code\n"
@@ -854,151 +914,193 @@ static char *key_of(const baton_sink_t *sink, int32_t p, const char *what) {
     return xasprintf("baton:{%s.%d}:%s", sink->group, (int)p, what);
 }
 
-/* The fence script for fences[0..n) (never given inputs: fence_writes is 0,
- * sink.c runs the write script after it). */
+/* A script's argument vector: argv[0..3) are EVALSHA's (rd_eval), then the
+ * keys and the arguments; numbers are printed into nums. */
+typedef struct {
+    const char **argv;
+    size_t *lens;
+    char (*nums)[24];
+    size_t a, k;
+} rd_args_t;
+
+/* The arguments n inputs take (RD_LUA_INPUTS), and how many are numbers. */
+static size_t inputs_argc(const baton_sink_input_t *in, size_t n, size_t *nnum) {
+    size_t c = 3 * n;
+    *nnum += 3 * n;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < in[i].noutputs; j++) {
+            c += 1 + (in[i].outputs[j].key != NULL) + (in[i].outputs[j].value != NULL);
+            *nnum += 1;
+        }
+    return c;
+}
+
+static void args_init(rd_args_t *g, size_t argc, size_t nnum) {
+    g->argv = xcalloc(argc, sizeof(*g->argv));
+    g->lens = xcalloc(argc, sizeof(*g->lens));
+    g->nums = xcalloc(nnum ? nnum : 1, sizeof(*g->nums));
+    g->a = 3;
+    g->k = 0;
+}
+
+static void args_free(rd_args_t *g) {
+    free(g->argv);
+    free(g->lens);
+    free(g->nums);
+}
+
+static void arg_str(rd_args_t *g, const char *s, size_t len) {
+    g->argv[g->a] = len ? s : "";
+    g->lens[g->a++] = len;
+}
+
+static void arg_num(rd_args_t *g, int64_t v) {
+    snprintf(g->nums[g->k], sizeof(g->nums[0]), "%" PRId64, v);
+    arg_str(g, g->nums[g->k], strlen(g->nums[g->k]));
+    g->k++;
+}
+
+/* now (ms) as RD_LUA_NOW reads it: the commit gate is asked here, before
+ * the script, which is the transaction. */
+static void arg_now(rd_args_t *g, int hold) {
+    snprintf(g->nums[g->k], sizeof(g->nums[0]), "%s%" PRId64, hold ? "H" : "", baton_wall_ms());
+    arg_str(g, g->nums[g->k], strlen(g->nums[g->k]));
+    g->k++;
+}
+
+static void arg_inputs(rd_args_t *g, const baton_sink_input_t *in, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        arg_num(g, in[i].offset);
+        arg_num(g, in[i].offset + 1); /* offset_ok: never INT64_MAX */
+        arg_num(g, (int64_t)in[i].noutputs);
+        for (size_t j = 0; j < in[i].noutputs; j++) {
+            const baton_sink_output_t *o = &in[i].outputs[j];
+            arg_num(g, (o->key != NULL) | (o->value != NULL) << 1);
+            if (o->key)
+                arg_str(g, o->key, o->key_len);
+            if (o->value)
+                arg_str(g, o->value, o->value_len);
+        }
+    }
+}
+
+/* The fence script (fence_lua) for fences[0..n): one script, so the fences
+ * and the held inputs written with them land together or not at all. With
+ * inputs in the call the commit gate is asked before it; a refusal makes
+ * the script hold, and it writes nothing at all if an input would apply. */
 static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t n) {
     rd_t *rd = sink->be;
-    size_t argc = 3 + 1 + n + 2 + n;
-    const char **argv = xcalloc(argc, sizeof(*argv));
-    size_t *lens = xcalloc(argc, sizeof(*lens));
-    char **owned = xcalloc(n + 1, sizeof(*owned));
-    char(*nums)[24] = xcalloc(n + 1, sizeof(*nums));
-    owned[n] = xasprintf("baton:{%s}:group", sink->group);
-    size_t a = 3;
-    argv[a++] = owned[n];
-    for (size_t i = 0; i < n; i++)
-        argv[a++] = owned[i] = key_of(sink, fences[i].partition, "fence");
-    argv[a++] = sink->expect_group ? sink->expect_group : "";
-    snprintf(nums[n], sizeof(nums[n]), "%" PRId64, baton_wall_ms());
-    argv[a++] = nums[n];
+    size_t nnum = 1 + 3 * n, argc = 3 + 1 + 2 * n + 2 + 3 * n;
+    int with_inputs = 0;
     for (size_t i = 0; i < n; i++) {
-        snprintf(nums[i], sizeof(nums[i]), "%" PRId64, fences[i].epoch);
-        argv[a++] = nums[i];
+        argc += inputs_argc(fences[i].inputs, fences[i].ninputs, &nnum);
+        with_inputs |= fences[i].ninputs > 0;
     }
-    for (size_t i = 3; i < argc; i++)
-        lens[i] = strlen(argv[i]);
+    if (argc > INT_MAX)
+        return baton_sink__seterr(sink, BATON_INVALID, "fence_write: too many inputs");
+    rd_args_t g;
+    args_init(&g, argc, nnum);
+    char **keys = xcalloc(2 * n + 1, sizeof(*keys));
+    keys[2 * n] = xasprintf("baton:{%s}:group", sink->group);
+    arg_str(&g, keys[2 * n], strlen(keys[2 * n]));
+    for (size_t i = 0; i < n; i++) {
+        keys[2 * i] = key_of(sink, fences[i].partition, "fence");
+        keys[2 * i + 1] = key_of(sink, fences[i].partition, "out");
+        arg_str(&g, keys[2 * i], strlen(keys[2 * i]));
+        arg_str(&g, keys[2 * i + 1], strlen(keys[2 * i + 1]));
+    }
+    const char *exp = sink->expect_group ? sink->expect_group : "";
+    arg_str(&g, exp, strlen(exp));
+    arg_now(&g, with_inputs && !baton_sink__gate_open(sink));
+    for (size_t i = 0; i < n; i++) {
+        baton_sink_fence_t *f = &fences[i];
+        arg_num(&g, f->epoch);
+        if (f->ninputs)
+            arg_num(&g, f->from);
+        else
+            arg_str(&g, "", 0);
+        arg_num(&g, (int64_t)f->ninputs);
+        arg_inputs(&g, f->inputs, f->ninputs);
+    }
     int err;
-    redisReply *r = rd_eval(sink, 0, (int)argc, argv, lens, (int)(n + 1), "fence", &err);
-    if (r && strcmp(el(r, 0), "OK") != 0) {
+    redisReply *r = rd_eval(sink, 0, (int)g.a, g.argv, g.lens, (int)(2 * n + 1), "fence", &err);
+    if (r && !strcmp(el(r, 0), "W")) {
+        size_t i = (size_t)el_i64(r, 1);
+        err = baton_sink__withheld(sink, fences[i < n ? i : 0].partition);
+    } else if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
-    } else if (r && r->elements != 1 + 2 * n) {
+    } else if (r && r->elements != 1 + 5 * n) {
         err = baton_sink__seterr(sink, BATON_INTERNAL, "sink '%s': fence: %zu replies for %zu",
                                  sink->uri, r->elements, n);
     } else if (r) {
         for (size_t i = 0; i < n; i++) {
-            const char *code = el(r, 1 + 2 * i);
-            int64_t v = el_i64(r, 2 + 2 * i);
+            const char *code = el(r, 1 + 5 * i);
+            int64_t v = el_i64(r, 2 + 5 * i);
             baton_sink_fence_t *f = &fences[i];
             if (!strcmp(code, "S")) {
                 f->result = BATON_STALE;
                 seen_at(rd, f->partition)->epoch = -1;
                 baton_sink__stale(sink, "fence", f->partition, f->epoch, v);
-            } else {
-                f->result = BATON_OK;
-                f->fenced_next = v;
-                *seen_at(rd, f->partition) = (rd_seen_t){f->epoch, v};
-                BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld "
-                           "next_offset=%lld",
-                           sink->uri, sink->group, (int)f->partition, (long long)f->epoch,
-                           (long long)v);
+                continue;
             }
+            f->result = BATON_OK;
+            f->fenced_next = v;
+            f->written = !strcmp(el(r, 3 + 5 * i), "1");
+            if (f->written) {
+                f->next_offset = el_i64(r, 4 + 5 * i);
+                f->applied = (size_t)el_i64(r, 5 + 5 * i);
+            }
+            *seen_at(rd, f->partition) =
+                (rd_seen_t){f->epoch, f->written ? f->next_offset : f->fenced_next};
+            BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld "
+                       "next_offset=%lld",
+                       sink->uri, sink->group, (int)f->partition, (long long)f->epoch,
+                       (long long)v);
         }
         err = rd_wait(sink, "fence");
     }
     if (r)
         freeReplyObject(r);
-    for (size_t i = 0; i <= n; i++)
-        free(owned[i]);
-    free(owned);
-    free(nums);
-    free(lens);
-    free(argv);
+    for (size_t i = 0; i <= 2 * n; i++)
+        free(keys[i]);
+    free(keys);
+    args_free(&g);
     return err;
 }
 
 static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t n) {
     rd_t *rd = sink->be;
-    /* Counts first: the argument vector's size. */
-    size_t nin = 0, nargs = 0;
-    for (size_t b = 0; b < n; b++) {
-        nin += batches[b].ninputs;
-        for (size_t i = 0; i < batches[b].ninputs; i++) {
-            const baton_sink_input_t *in = &batches[b].inputs[i];
-            for (size_t j = 0; j < in->noutputs; j++)
-                nargs += 1 + (in->outputs[j].key != NULL) + (in->outputs[j].value != NULL);
-        }
-    }
-    size_t nnum = 1 + 3 * n + 3 * nin + nargs; /* a bound on the numbers */
-    size_t argc = 3 + 2 * n + 1 + 3 * n + 3 * nin + nargs;
+    size_t nnum = 1 + 3 * n, argc = 3 + 2 * n + 1 + 3 * n;
+    for (size_t b = 0; b < n; b++)
+        argc += inputs_argc(batches[b].inputs, batches[b].ninputs, &nnum);
     if (argc > INT_MAX)
         return baton_sink__seterr(sink, BATON_INVALID, "write: batch too large");
-    const char **argv = xcalloc(argc, sizeof(*argv));
-    size_t *lens = xcalloc(argc, sizeof(*lens));
+    rd_args_t g;
+    args_init(&g, argc, nnum);
     char **keys = xcalloc(2 * n, sizeof(*keys));
-    char(*nums)[24] = xcalloc(nnum, sizeof(*nums));
-    size_t a = 3, k = 0;
     for (size_t b = 0; b < n; b++) {
         keys[2 * b] = key_of(sink, batches[b].partition, "fence");
         keys[2 * b + 1] = key_of(sink, batches[b].partition, "out");
-        argv[a] = keys[2 * b];
-        lens[a] = strlen(argv[a]);
-        a++;
-        argv[a] = keys[2 * b + 1];
-        lens[a] = strlen(argv[a]);
-        a++;
+        arg_str(&g, keys[2 * b], strlen(keys[2 * b]));
+        arg_str(&g, keys[2 * b + 1], strlen(keys[2 * b + 1]));
     }
-#define NUM(fmt, v)                                 \
-    do {                                            \
-        snprintf(nums[k], sizeof(nums[k]), fmt, v); \
-        argv[a] = nums[k++];                        \
-        lens[a] = strlen(argv[a]);                  \
-        a++;                                        \
-    } while (0)
-    NUM("%" PRId64, baton_wall_ms());
+    /* A closed gate makes the script hold: stale batches are refused and
+     * counted as always, a batch that would apply is not ('W'), and the
+     * call returns the refusal. */
+    arg_now(&g, !baton_sink__gate_open(sink));
     for (size_t b = 0; b < n; b++) {
         baton_sink_batch_t *bt = &batches[b];
-        NUM("%" PRId64, bt->epoch);
+        arg_num(&g, bt->epoch);
         const rd_seen_t *s = seen_at(rd, bt->partition);
         if (s->epoch == bt->epoch)
-            NUM("%" PRId64, s->next);
-        else {
-            argv[a] = "";
-            lens[a++] = 0;
-        }
-        NUM("%zu", bt->ninputs);
-        for (size_t i = 0; i < bt->ninputs; i++) {
-            const baton_sink_input_t *in = &bt->inputs[i];
-            NUM("%" PRId64, in->offset);
-            NUM("%" PRId64, in->offset + 1); /* offset_ok: never INT64_MAX */
-            NUM("%zu", in->noutputs);
-            for (size_t j = 0; j < in->noutputs; j++) {
-                const baton_sink_output_t *o = &in->outputs[j];
-                NUM("%d", (o->key != NULL) | (o->value != NULL) << 1);
-                if (o->key) {
-                    argv[a] = o->key_len ? o->key : "";
-                    lens[a++] = o->key_len;
-                }
-                if (o->value) {
-                    argv[a] = o->value_len ? o->value : "";
-                    lens[a++] = o->value_len;
-                }
-            }
-        }
-    }
-#undef NUM
-    /* The script is the transaction: the gate is asked before it. A
-     * refusal runs it holding ("H" before now, ARGV[1]): stale batches are
-     * refused and counted as always, a batch that would apply is not
-     * ('W'), and the call returns the refusal. */
-    int hold = !baton_sink__gate_open(sink);
-    if (hold) {
-        char held[sizeof(nums[0])];
-        snprintf(held, sizeof(held), "H%s", nums[0]);
-        memcpy(nums[0], held, sizeof(held));
-        lens[3 + 2 * n] = strlen(nums[0]);
+            arg_num(&g, s->next);
+        else
+            arg_str(&g, "", 0);
+        arg_num(&g, (int64_t)bt->ninputs);
+        arg_inputs(&g, bt->inputs, bt->ninputs);
     }
     int err = BATON_OK, withheld = -1;
-    redisReply *r = rd_eval(sink, 1, (int)a, argv, lens, (int)(2 * n), "write", &err);
+    redisReply *r = rd_eval(sink, 1, (int)g.a, g.argv, g.lens, (int)(2 * n), "write", &err);
     if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 3 * n) {
@@ -1052,9 +1154,7 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
     for (size_t i = 0; i < 2 * n; i++)
         free(keys[i]);
     free(keys);
-    free(nums);
-    free(lens);
-    free(argv);
+    args_free(&g);
     return err;
 }
 

@@ -1073,7 +1073,6 @@ const baton_sink_ops_t baton_sink_sqlite_ops = {
     .set_busy_timeout = sq_set_busy_timeout,
     .write_many = sq_write_many,
     .fence_many = sq_fence_many,
-    .fence_writes = 1,
     .missing = sq_missing,
     .group_get = sq_group_get,
 };
