@@ -1169,6 +1169,11 @@ static void fence_pending(worker_t *w) {
     }
     if (k > 0) {
         BATON_FAILPOINT("worker.before_fence");
+        /* A first batch going in with its fence is a write decided, the
+         * sink not yet called, like any other (part_flush's point). */
+        for (int32_t i = 0; i < k; i++)
+            if (f[i].ninputs)
+                BATON_FAILPOINT("worker.before_sink_write");
         int64_t t0 = mono_us();
         int err = baton_sink_fence_write(w->sink, f, (size_t)k);
         int64_t us = mono_us() - t0;
