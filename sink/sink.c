@@ -621,6 +621,13 @@ int baton_sink__fence_gate(baton_sink_t *sink, const baton_sink_fence_t *fences,
     return baton_sink__withheld(sink, fences[0].partition);
 }
 
+int baton_sink__fence_changed(baton_sink_t *sink, int32_t partition) {
+    return baton_sink__seterr(sink, BATON_INTERNAL,
+                              "sink '%s' group '%s' partition %d: the fence row changed inside "
+                              "its own transaction",
+                              sink->uri, sink->group, (int)partition);
+}
+
 int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bound_ms) {
     char when[32];
     baton_time_iso(bound_ms, when, sizeof(when));

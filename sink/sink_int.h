@@ -177,6 +177,9 @@ int baton_sink__fence_gate(baton_sink_t *sink, const baton_sink_fence_t *fences,
  * or a fence's input, would have applied. */
 int baton_sink__gate_open(baton_sink_t *sink);
 int baton_sink__withheld(baton_sink_t *sink, int32_t partition);
+/* A fence_write's write refused by the fence it just stored (stale or
+ * unfenced): not a refusal but a bug, BATON_INTERNAL with the message. */
+int baton_sink__fence_changed(baton_sink_t *sink, int32_t partition);
 
 /* Writes a message into sink->errstr and returns err. */
 int baton_sink__seterr(baton_sink_t *sink, int err, const char *fmt, ...)

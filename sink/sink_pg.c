@@ -605,10 +605,7 @@ static int pg_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
             err = pg_write_body(sink, fi->partition, fi->epoch, fi->inputs, fi->ninputs,
                                 &fi->next_offset, &fi->applied, &found, &stored);
             if (err == BATON_STALE || err == BATON_UNFENCED)
-                err = baton_sink__seterr(sink, BATON_INTERNAL,
-                                         "sink '%s' group '%s' partition %d: the fence row "
-                                         "changed inside its own transaction",
-                                         sink->uri, sink->group, (int)fi->partition);
+                err = baton_sink__fence_changed(sink, fi->partition);
             if (err) {
                 pg_rollback(sink->be);
                 return err;

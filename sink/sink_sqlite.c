@@ -390,10 +390,7 @@ static int sq_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
             if (err == BATON_STALE || err == BATON_UNFENCED) {
                 /* The epoch is the one just stored: not a refusal but a bug. */
                 sq_rollback(sq);
-                return baton_sink__seterr(sink, BATON_INTERNAL,
-                                          "sink '%s' group '%s' partition %d: the fence row "
-                                          "changed inside its own transaction",
-                                          sink->uri, sink->group, (int)p);
+                return baton_sink__fence_changed(sink, p);
             }
             if (err)
                 return err; /* rolled back */
