@@ -226,10 +226,10 @@ int baton_sink_expect_group(baton_sink_t *sink, const char *group_uuid);
  * so a transaction that began before the worker's ZooKeeper silence
  * passed its limit does not commit after it. NULL removes the gate.
  * Fences are not gated: they only raise an epoch; except that
- * baton_sink_fence_write, when an input it carries would apply, asks the
- * gate once before its commit, and a refusal rolls back the whole call,
- * its fences included (BATON_CONNECTION): send no inputs while refusals
- * come, so the fences themselves go through. */
+ * baton_sink_fence_write, when an input it carries would apply (Redis:
+ * whenever it carries inputs), asks the gate once before its commit, and a refusal rolls back the
+ * whole call, its fences included (BATON_CONNECTION): send no inputs while refusals come, so the
+ * fences themselves go through. */
 typedef int (*baton_sink_gate_fn)(void *arg);
 void baton_sink_set_commit_gate(baton_sink_t *sink, baton_sink_gate_fn gate, void *arg);
 

@@ -749,12 +749,99 @@ static int rd_fail(baton_sink_t *sink, int err, const char *what, const char *ms
     return err;
 }
 
+/* A script's argument vector: argv[0..3) are EVALSHA's (rd_eval), then the
+ * keys and the arguments; numbers are printed into nums. */
+typedef struct {
+    const char **argv;
+    size_t *lens;
+    char (*nums)[24];
+    size_t a, k;
+    size_t now_at; /* where arg_now put now (0: nowhere) */
+    char *now;     /* its buffer, one of nums */
+    int gated;     /* whether the commit gate is asked before the script */
+} rd_args_t;
+
+/* The arguments n inputs take (RD_LUA_INPUTS), and how many are numbers. */
+static size_t inputs_argc(const baton_sink_input_t *in, size_t n, size_t *nnum) {
+    size_t c = 3 * n;
+    *nnum += 3 * n;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < in[i].noutputs; j++) {
+            c += 1 + (in[i].outputs[j].key != NULL) + (in[i].outputs[j].value != NULL);
+            *nnum += 1;
+        }
+    return c;
+}
+
+static void args_init(rd_args_t *g, size_t argc, size_t nnum) {
+    g->argv = xcalloc(argc, sizeof(*g->argv));
+    g->lens = xcalloc(argc, sizeof(*g->lens));
+    g->nums = xcalloc(nnum ? nnum : 1, sizeof(*g->nums));
+    g->a = 3;
+    g->k = 0;
+    g->now_at = 0;
+    g->now = NULL;
+    g->gated = 0;
+}
+
+static void args_free(rd_args_t *g) {
+    free(g->argv);
+    free(g->lens);
+    free(g->nums);
+}
+
+static void arg_str(rd_args_t *g, const char *s, size_t len) {
+    g->argv[g->a] = len ? s : "";
+    g->lens[g->a++] = len;
+}
+
+static void arg_num(rd_args_t *g, int64_t v) {
+    snprintf(g->nums[g->k], sizeof(g->nums[0]), "%" PRId64, v);
+    arg_str(g, g->nums[g->k], strlen(g->nums[g->k]));
+    g->k++;
+}
+
+/* now (ms) as RD_LUA_NOW reads it, set by rd_eval before each attempt:
+ * with gated, the commit gate is asked then, just before the script (the
+ * transaction), so a reconnect or a BUSY wait never runs on an old yes. */
+static void arg_now(rd_args_t *g, int gated) {
+    g->now_at = g->a;
+    g->now = g->nums[g->k++];
+    g->gated = gated;
+    g->argv[g->a++] = g->now;
+}
+
+static void arg_now_set(baton_sink_t *sink, rd_args_t *g) {
+    int hold = g->gated && !baton_sink__gate_open(sink);
+    snprintf(g->now, sizeof(g->nums[0]), "%s%" PRId64, hold ? "H" : "", baton_wall_ms());
+    g->lens[g->now_at] = strlen(g->now);
+}
+
+static void arg_inputs(rd_args_t *g, const baton_sink_input_t *in, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        arg_num(g, in[i].offset);
+        arg_num(g, in[i].offset + 1); /* offset_ok: never INT64_MAX */
+        arg_num(g, (int64_t)in[i].noutputs);
+        for (size_t j = 0; j < in[i].noutputs; j++) {
+            const baton_sink_output_t *o = &in[i].outputs[j];
+            arg_num(g, (o->key != NULL) | (o->value != NULL) << 1);
+            if (o->key)
+                arg_str(g, o->key, o->key_len);
+            if (o->value)
+                arg_str(g, o->value, o->value_len);
+        }
+    }
+}
+
 /* EVALSHA of sha with nkeys keys then the arguments (argv[0..argc) are the
  * KEYS and ARGV, after the three words this fills in). Reloads the scripts
  * after NOSCRIPT (a restarted or flushed server), retries BUSY until the
  * busy timeout. Returns the reply (an array) or NULL with the error. */
-static redisReply *rd_eval(baton_sink_t *sink, int which, int argc, const char **argv, size_t *lens,
-                           int nkeys, const char *what, int *err) {
+static redisReply *rd_eval(baton_sink_t *sink, int which, rd_args_t *g, int nkeys, const char *what,
+                           int *err) {
+    int argc = (int)g->a;
+    const char **argv = g->argv;
+    size_t *lens = g->lens;
     rd_t *rd = sink->be;
     char nk[16];
     snprintf(nk, sizeof(nk), "%d", nkeys);
@@ -767,6 +854,8 @@ static redisReply *rd_eval(baton_sink_t *sink, int which, int argc, const char *
         argv[2] = nk;
         for (int i = 0; i < 3; i++)
             lens[i] = strlen(argv[i]);
+        if (g->now_at)
+            arg_now_set(sink, g);
         char msg[256];
         redisReply *r = rd_cmd(rd, argc, argv, lens, msg, sizeof(msg), sink->uri, what);
         if (!r) {
@@ -914,76 +1003,6 @@ static char *key_of(const baton_sink_t *sink, int32_t p, const char *what) {
     return xasprintf("baton:{%s.%d}:%s", sink->group, (int)p, what);
 }
 
-/* A script's argument vector: argv[0..3) are EVALSHA's (rd_eval), then the
- * keys and the arguments; numbers are printed into nums. */
-typedef struct {
-    const char **argv;
-    size_t *lens;
-    char (*nums)[24];
-    size_t a, k;
-} rd_args_t;
-
-/* The arguments n inputs take (RD_LUA_INPUTS), and how many are numbers. */
-static size_t inputs_argc(const baton_sink_input_t *in, size_t n, size_t *nnum) {
-    size_t c = 3 * n;
-    *nnum += 3 * n;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < in[i].noutputs; j++) {
-            c += 1 + (in[i].outputs[j].key != NULL) + (in[i].outputs[j].value != NULL);
-            *nnum += 1;
-        }
-    return c;
-}
-
-static void args_init(rd_args_t *g, size_t argc, size_t nnum) {
-    g->argv = xcalloc(argc, sizeof(*g->argv));
-    g->lens = xcalloc(argc, sizeof(*g->lens));
-    g->nums = xcalloc(nnum ? nnum : 1, sizeof(*g->nums));
-    g->a = 3;
-    g->k = 0;
-}
-
-static void args_free(rd_args_t *g) {
-    free(g->argv);
-    free(g->lens);
-    free(g->nums);
-}
-
-static void arg_str(rd_args_t *g, const char *s, size_t len) {
-    g->argv[g->a] = len ? s : "";
-    g->lens[g->a++] = len;
-}
-
-static void arg_num(rd_args_t *g, int64_t v) {
-    snprintf(g->nums[g->k], sizeof(g->nums[0]), "%" PRId64, v);
-    arg_str(g, g->nums[g->k], strlen(g->nums[g->k]));
-    g->k++;
-}
-
-/* now (ms) as RD_LUA_NOW reads it: the commit gate is asked here, before
- * the script, which is the transaction. */
-static void arg_now(rd_args_t *g, int hold) {
-    snprintf(g->nums[g->k], sizeof(g->nums[0]), "%s%" PRId64, hold ? "H" : "", baton_wall_ms());
-    arg_str(g, g->nums[g->k], strlen(g->nums[g->k]));
-    g->k++;
-}
-
-static void arg_inputs(rd_args_t *g, const baton_sink_input_t *in, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        arg_num(g, in[i].offset);
-        arg_num(g, in[i].offset + 1); /* offset_ok: never INT64_MAX */
-        arg_num(g, (int64_t)in[i].noutputs);
-        for (size_t j = 0; j < in[i].noutputs; j++) {
-            const baton_sink_output_t *o = &in[i].outputs[j];
-            arg_num(g, (o->key != NULL) | (o->value != NULL) << 1);
-            if (o->key)
-                arg_str(g, o->key, o->key_len);
-            if (o->value)
-                arg_str(g, o->value, o->value_len);
-        }
-    }
-}
-
 /* The fence script (fence_lua) for fences[0..n): one script, so the fences
  * and the held inputs written with them land together or not at all. With
  * inputs in the call the commit gate is asked before it; a refusal makes
@@ -1011,7 +1030,7 @@ static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
     }
     const char *exp = sink->expect_group ? sink->expect_group : "";
     arg_str(&g, exp, strlen(exp));
-    arg_now(&g, with_inputs && !baton_sink__gate_open(sink));
+    arg_now(&g, with_inputs);
     for (size_t i = 0; i < n; i++) {
         baton_sink_fence_t *f = &fences[i];
         arg_num(&g, f->epoch);
@@ -1023,7 +1042,7 @@ static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
         arg_inputs(&g, f->inputs, f->ninputs);
     }
     int err;
-    redisReply *r = rd_eval(sink, 0, (int)g.a, g.argv, g.lens, (int)(2 * n + 1), "fence", &err);
+    redisReply *r = rd_eval(sink, 0, &g, (int)(2 * n + 1), "fence", &err);
     if (r && !strcmp(el(r, 0), "W")) {
         size_t i = (size_t)el_i64(r, 1);
         err = baton_sink__withheld(sink, fences[i < n ? i : 0].partition);
@@ -1087,7 +1106,7 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
     /* A closed gate makes the script hold: stale batches are refused and
      * counted as always, a batch that would apply is not ('W'), and the
      * call returns the refusal. */
-    arg_now(&g, !baton_sink__gate_open(sink));
+    arg_now(&g, 1);
     for (size_t b = 0; b < n; b++) {
         baton_sink_batch_t *bt = &batches[b];
         arg_num(&g, bt->epoch);
@@ -1100,7 +1119,7 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         arg_inputs(&g, bt->inputs, bt->ninputs);
     }
     int err = BATON_OK, withheld = -1;
-    redisReply *r = rd_eval(sink, 1, (int)g.a, g.argv, g.lens, (int)(2 * n), "write", &err);
+    redisReply *r = rd_eval(sink, 1, &g, (int)(2 * n), "write", &err);
     if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 3 * n) {

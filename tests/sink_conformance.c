@@ -1171,7 +1171,8 @@ static void test_fence_write_gate(void **state) {
     assert_int_equal(again.fenced_next, 3);
     assert_int_equal(fence_row(s, 1).epoch, 5);
     assert_int_equal(gate_calls, 2 + (asked += ahead));
-    /* Held from 10, the new partition's fence at 0: fenced alone, no gate. */
+    /* Held from 10, the new partition's fence at 0: fenced alone, no gate
+     * asked (Redis: asked, before its script). */
     baton_sink_input_t later[2];
     baton_sink_output_t lout[2];
     inputs_of(later, lout, 10, 2);
@@ -1183,20 +1184,22 @@ static void test_fence_write_gate(void **state) {
     assert_int_equal(past.next_offset, 0);
     assert_int_equal(peek_outputs(group, 2), 0);
     assert_int_equal(gate_calls, 2 + (asked += ahead));
-    /* A closed gate with an input that applies: nothing of the call lands,
-     * its fences included (one transaction; fences alone are never
-     * gated). */
+    /* A closed gate with an input that applies, in the last partition of
+     * the call: nothing of the call lands, the fences and the stale count
+     * before it included (one transaction; fences alone are never gated). */
     baton_sink_input_t more[1];
     baton_sink_output_t mout[1];
-    inputs_of(more, mout, 3, 1);
+    inputs_of(more, mout, 0, 1);
     int64_t rejected = fence_row(s, 2).rejected;
-    baton_sink_fence_t two[] = {fw(1, 6, 3, more, 1), fw(2, 4, 0, NULL, 0), fw(3, 6, 0, NULL, 0)};
-    assert_int_equal(baton_sink_fence_write(s, two, 3), BATON_CONNECTION);
+    baton_sink_fence_t three[] = {fw(2, 4, 0, NULL, 0), fw(3, 6, 0, NULL, 0), fw(4, 6, 0, more, 1)};
+    assert_int_equal(baton_sink_fence_write(s, three, 3), BATON_CONNECTION);
     assert_int_equal(gate_calls, 3 + asked);
     assert_int_equal(fence_row(s, 2).rejected, rejected); /* its stale fence: not counted */
-    assert_int_equal(fence_row(s, 1).next_offset, 3);
-    assert_int_equal(fence_row(s, 1).epoch, 5);
+    assert_int_equal(fence_row(s, 2).epoch, 5);
     assert_false(fence_find(s, 3, &r));
+    assert_false(fence_find(s, 4, &r));
+    assert_int_equal(peek_outputs(group, 4), 0);
+    assert_int_equal(fence_row(s, 1).next_offset, 3);
     assert_int_equal(peek_outputs(group, 1), 3);
     assert_true(peek->idle());
     baton_sink_set_commit_gate(s, NULL, NULL);
