@@ -6,6 +6,7 @@
 #include "assignment.h"
 #include "baton_codec.h"
 #include "baton_err.h"
+#include "baton_failpoint.h"
 #include "baton_group.h"
 #include "baton_opts.h"
 #include "baton_util.h"
@@ -36,6 +37,9 @@ void ctl_init_usage(FILE *f) {
             "later. --keys adds the keys that are missing and never removes any (see\n"
             "'keys remove').\n"
             "\n"
+            "Every step is idempotent: one that meets a lost connection to ZooKeeper is\n"
+            "done again once the session is back (for up to --timeout), and init says so.\n"
+            "\n"
             "With --brokers, the topic is checked on Kafka before anything is written:\n"
             "a topic Kafka does not have, or one with fewer than N partitions, is\n"
             "refused (exit 1); one with more is a warning. Nothing creates the topic.\n"
@@ -57,6 +61,54 @@ void ctl_init_usage(FILE *f) {
             "      --strategy range\n"
             "  %s --zk 127.0.0.1:2181 --group jobs init --keys nightly-report,compaction-a\n",
             CTL_PROG, CTL_PROG, BATON_PARTITIONS_MAX, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+/* init's steps from *stage on (0 read what is there, 1 write the config
+ * and permanent znodes, 2 add the keys), each idempotent; *stage moves past
+ * each that succeeds, so after a lost connection the caller calls again
+ * and the step that failed runs again. The first read fills *have, *cur
+ * and *cfg (what to write); *changed and *added accumulate. */
+static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, const char *topic,
+                      int32_t partitions, const char *strategy_arg, baton_strategy_t strategy,
+                      char *const *keys, size_t nkeys, int *stage, int *have, baton_config_t *cur,
+                      baton_config_t *cfg, int *changed, size_t *added, char *errstr,
+                      size_t errstr_size) {
+    if (*stage == 0) {
+        int err = baton_group_config_read(zk, base, 0, cur, errstr, errstr_size);
+        if (err != BATON_OK && err != BATON_NOTFOUND && err != BATON_CORRUPT)
+            return err; /* a malformed config is reported by baton_group_init */
+        *have = err == BATON_OK;
+        /* Keys alone on an existing group leave its topic and partitions be. */
+        *cfg = (baton_config_t){.partitions = partitions};
+        snprintf(cfg->topic, sizeof(cfg->topic), "%s", topic ? topic : "");
+        if (!topic && *have) {
+            cfg->partitions = cur->partitions;
+            snprintf(cfg->topic, sizeof(cfg->topic), "%s", cur->topic);
+        }
+        snprintf(cfg->strategy, sizeof(cfg->strategy), "%s",
+                 !strategy_arg && *have ? cur->strategy : baton_strategy_name(strategy));
+        *stage = 1;
+    }
+    if (*stage == 1) {
+        BATON_FAILPOINT("ctl.init.before_write");
+        int ch = 0;
+        char why[512];
+        int err = baton_group_init(zk, base, cfg, &ch, why, sizeof(why));
+        if (err != BATON_OK)
+            return baton_seterr(errstr, errstr_size, err, "cannot initialise group %s: %s",
+                                ctx->group, why);
+        *changed |= ch;
+        *stage = 2;
+    }
+    if (*stage == 2 && nkeys) {
+        size_t a = 0;
+        int err = baton_group_keys_add(zk, base, keys, nkeys, &a, errstr, errstr_size);
+        *added += a;
+        if (err != BATON_OK)
+            return err;
+    }
+    *stage = 3;
+    return BATON_OK;
 }
 
 int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
@@ -164,42 +216,43 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
     int rc = BATON_EXIT_FAILURE;
 
     /* What is there now tells "created" from "grown", and supplies the
-     * strategy when none is given so growing needs only --topic and N. */
-    baton_config_t cur;
-    int have = 0;
-    int err = baton_group_config_read(zk, base, 0, &cur, errstr, sizeof(errstr));
-    if (err == BATON_OK)
-        have = 1;
-    else if (err != BATON_NOTFOUND && err != BATON_CORRUPT) {
-        /* A malformed config is reported by baton_group_init below. */
-        fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
-        goto out;
-    }
-
-    /* Keys alone on an existing group leave its topic and partitions be. */
-    baton_config_t cfg = {.partitions = (int32_t)partitions};
-    snprintf(cfg.topic, sizeof(cfg.topic), "%s", topic ? topic : "");
-    if (!topic && have) {
-        cfg.partitions = cur.partitions;
-        snprintf(cfg.topic, sizeof(cfg.topic), "%s", cur.topic);
-    }
-    snprintf(cfg.strategy, sizeof(cfg.strategy), "%s",
-             !strategy_arg && have ? cur.strategy : baton_strategy_name(strategy));
-
-    int changed = 0;
-    err = baton_group_init(zk, base, &cfg, &changed, errstr, sizeof(errstr));
-    if (err != BATON_OK) {
-        fprintf(stderr, "%s: cannot initialise group %s: %s\n", CTL_PROG, ctx->group, errstr);
-        goto out;
-    }
+     * strategy when none is given so growing needs only --topic and N.
+     * Every step is idempotent, so one that meets a lost connection is
+     * tried again once the session is back (init_steps). */
+    baton_config_t cur, cfg;
+    int have = 0, changed = 0, retried = 0;
     size_t added = 0;
-    if (nkeys) {
-        err = baton_group_keys_add(zk, base, keys, nkeys, &added, errstr, sizeof(errstr));
-        if (err != BATON_OK) {
+    int64_t deadline = 0;
+    for (int stage = 0;;) {
+        int err =
+            init_steps(ctx, zk, base, topic, (int32_t)partitions, strategy_arg, strategy, keys,
+                       nkeys, &stage, &have, &cur, &cfg, &changed, &added, errstr, sizeof(errstr));
+        if (err == BATON_OK)
+            break;
+        if (err != BATON_CONNECTION || baton_zk_expired(zk)) {
             fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
             goto out;
         }
+        /* The connection went mid-command: the request may have been
+         * applied or not. Wait (up to --timeout from the first loss) for
+         * the session to come back and do the step again. */
+        if (!deadline)
+            deadline = baton_now_ms() + ctx->timeout_ms;
+        fprintf(stderr, "%s: %s; trying again when ZooKeeper answers (init is idempotent)\n",
+                CTL_PROG, errstr);
+        while (!baton_zk_connected(zk) && !baton_zk_expired(zk) && baton_now_ms() < deadline)
+            baton_sleep_ms(50);
+        if (!baton_zk_connected(zk)) {
+            fprintf(stderr, "%s: cannot initialise group %s: ZooKeeper %s\n", CTL_PROG, ctx->group,
+                    baton_zk_expired(zk) ? "expired our session" : "did not answer again in time");
+            goto out;
+        }
+        retried = 1;
     }
+    /* After a lost step the first answer may have been applied already:
+     * whether anything changed is what was there against what is. */
+    if (retried && !changed)
+        changed = !have || cfg.partitions != cur.partitions || strcmp(cfg.topic, cur.topic) != 0;
     if (!changed && !added)
         printf("group %s already initialised (no change)\n", ctx->group);
     else if (!have && cfg.topic[0])
