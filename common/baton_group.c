@@ -3,6 +3,7 @@
 #include "baton_group.h"
 
 #include "baton_err.h"
+#include "baton_failpoint.h"
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_util.h"
@@ -151,6 +152,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         }
         if ((err = create_partition_nodes(zk, base, 0, config->partitions, errstr, n)))
             goto out;
+        BATON_FAILPOINT("group.init.before_config");
         err = baton_zk_create(zk, cfg_path, encoded, strlen(encoded), 0, NULL, 0, NULL);
         if (err == BATON_EXISTS) {
             /* Another init raced us: compare with what it wrote. */
@@ -206,6 +208,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
             goto out;
         /* Conditional on the version we read: a concurrent change is an error,
          * never a silent overwrite. */
+        BATON_FAILPOINT("group.init.before_config");
         err = baton_zk_set(zk, cfg_path, encoded, strlen(encoded), st.version, NULL);
         if (err == BATON_CONFLICT) {
             baton_seterr(errstr, n, err, "'%s' changed while growing it; retry", cfg_path);
@@ -363,6 +366,7 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
         zoo_op_result_t res[2];
         zoo_create_op_init(&ops[0], key, NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
         zoo_create_op_init(&ops[1], claims, NULL, -1, baton_zk_acl(zk), 0, NULL, 0);
+        BATON_FAILPOINT("group.keys.before_create");
         int rc = baton_zk_multi(zk, 2, ops, res);
         free(key);
         free(claims);

@@ -13,6 +13,7 @@
 #include "ctl_keys.h"
 #include "ctl_lag.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,8 @@ void ctl_init_usage(FILE *f) {
             "'keys remove').\n"
             "\n"
             "Every step is idempotent: one that meets a lost connection to ZooKeeper is\n"
-            "done again once the session is back (for up to --timeout), and init says so.\n"
+            "done again once the session is back (waiting up to --timeout, at most 5\n"
+            "times; an expired session is replaced), and init says so.\n"
             "\n"
             "With --brokers, the topic is checked on Kafka before anything is written:\n"
             "a topic Kafka does not have, or one with fewer than N partitions, is\n"
@@ -63,52 +65,117 @@ void ctl_init_usage(FILE *f) {
             CTL_PROG, CTL_PROG, BATON_PARTITIONS_MAX, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
 }
 
-/* init's steps from *stage on (0 read what is there, 1 write the config
- * and permanent znodes, 2 add the keys), each idempotent; *stage moves past
- * each that succeeds, so after a lost connection the caller calls again
- * and the step that failed runs again. The first read fills *have, *cur
- * and *cfg (what to write); *changed and *added accumulate. */
+/* One `init`, in steps that are each idempotent (0 read what is there, 1
+ * write the config and permanent znodes, 2 add the keys), so that a step
+ * whose answer was lost with the connection can simply run again. */
+typedef struct {
+    int stage;               /* the next step; 3 when done */
+    int have;                /* a config was there at the first read */
+    baton_config_t cur, cfg; /* what was there, what to write */
+    char **before;           /* with keys: the keys there at the first read */
+    size_t nbefore;
+    int changed;              /* step 1 said it changed something */
+    size_t added;             /* step 2's count of keys added */
+    int init_lost, keys_lost; /* an answer of step 1 / 2 was lost */
+} init_run_t;
+
+/* How many lost connections one init rides out. */
+#define INIT_RETRIES 5
+
+/* Runs r's steps from r->stage on; a step that succeeds moves r->stage past
+ * it. A lost connection (BATON_CONNECTION, BATON_EXPIRED) is returned with
+ * the step left to run again. */
 static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, const char *topic,
                       int32_t partitions, const char *strategy_arg, baton_strategy_t strategy,
-                      char *const *keys, size_t nkeys, int *stage, int *have, baton_config_t *cur,
-                      baton_config_t *cfg, int *changed, size_t *added, char *errstr,
+                      char *const *keys, size_t nkeys, init_run_t *r, char *errstr,
                       size_t errstr_size) {
-    if (*stage == 0) {
-        int err = baton_group_config_read(zk, base, 0, cur, errstr, errstr_size);
+    int err;
+    if (r->stage == 0) {
+        err = baton_group_config_read(zk, base, 0, &r->cur, errstr, errstr_size);
         if (err != BATON_OK && err != BATON_NOTFOUND && err != BATON_CORRUPT)
             return err; /* a malformed config is reported by baton_group_init */
-        *have = err == BATON_OK;
+        r->have = err == BATON_OK;
         /* Keys alone on an existing group leave its topic and partitions be. */
+        baton_config_t *cfg = &r->cfg;
         *cfg = (baton_config_t){.partitions = partitions};
         snprintf(cfg->topic, sizeof(cfg->topic), "%s", topic ? topic : "");
-        if (!topic && *have) {
-            cfg->partitions = cur->partitions;
-            snprintf(cfg->topic, sizeof(cfg->topic), "%s", cur->topic);
+        if (!topic && r->have) {
+            cfg->partitions = r->cur.partitions;
+            snprintf(cfg->topic, sizeof(cfg->topic), "%s", r->cur.topic);
         }
         snprintf(cfg->strategy, sizeof(cfg->strategy), "%s",
-                 !strategy_arg && *have ? cur->strategy : baton_strategy_name(strategy));
-        *stage = 1;
+                 !strategy_arg && r->have ? r->cur.strategy : baton_strategy_name(strategy));
+        if (nkeys) {
+            err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, errstr, errstr_size);
+            if (err != BATON_OK && err != BATON_NOTFOUND)
+                return err;
+        }
+        r->stage = 1;
     }
-    if (*stage == 1) {
+    if (r->stage == 1) {
         BATON_FAILPOINT("ctl.init.before_write");
         int ch = 0;
         char why[512];
-        int err = baton_group_init(zk, base, cfg, &ch, why, sizeof(why));
-        if (err != BATON_OK)
+        err = baton_group_init(zk, base, &r->cfg, &ch, why, sizeof(why));
+        if (err != BATON_OK) {
+            r->init_lost |= err == BATON_CONNECTION || err == BATON_EXPIRED;
             return baton_seterr(errstr, errstr_size, err, "cannot initialise group %s: %s",
                                 ctx->group, why);
-        *changed |= ch;
-        *stage = 2;
+        }
+        r->changed |= ch;
+        r->stage = 2;
     }
-    if (*stage == 2 && nkeys) {
+    if (r->stage == 2 && nkeys) {
         size_t a = 0;
-        int err = baton_group_keys_add(zk, base, keys, nkeys, &a, errstr, errstr_size);
-        *added += a;
-        if (err != BATON_OK)
+        err = baton_group_keys_add(zk, base, keys, nkeys, &a, errstr, errstr_size);
+        r->added += a;
+        if (err != BATON_OK) {
+            r->keys_lost |= err == BATON_CONNECTION || err == BATON_EXPIRED;
             return err;
+        }
     }
-    *stage = 3;
+    r->stage = 3;
     return BATON_OK;
+}
+
+/* Whether keys[i] is a name that was not there before and not earlier in
+ * keys (what step 2 added, counted after a lost answer). */
+static int key_new(const init_run_t *r, char *const *keys, size_t i) {
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(keys[j], keys[i]))
+            return 0;
+    for (size_t j = 0; j < r->nbefore; j++)
+        if (!strcmp(r->before[j], keys[i]))
+            return 0;
+    return 1;
+}
+
+/* After a lost connection: waits (up to --timeout) until the session is
+ * back. A session ZooKeeper expired meanwhile is replaced by a new one:
+ * init holds no ephemeral node, so nothing of the old one is missed.
+ * Returns BATON_OK when connected again, or an error with errstr set. */
+static int init_reconnect(const ctl_ctx_t *ctx, baton_zk_t **zk, char *errstr, size_t n) {
+    int64_t deadline = baton_now_ms() + ctx->timeout_ms;
+    while (!baton_zk_connected(*zk) && !baton_zk_expired(*zk) && baton_now_ms() < deadline) {
+        struct pollfd pfd = {.fd = baton_zk_fd(*zk), .events = POLLIN};
+        int64_t left = deadline - baton_now_ms();
+        poll(&pfd, 1, left > 100 ? 100 : (int)(left > 0 ? left : 0));
+        baton_zk_event_t ev;
+        while (baton_zk_next_event(*zk, &ev))
+            baton_zk_event_release(&ev); /* the state is what we wait on */
+    }
+    if (baton_zk_connected(*zk))
+        return BATON_OK;
+    if (!baton_zk_expired(*zk))
+        return baton_seterr(errstr, n, BATON_TIMEOUT,
+                            "cannot initialise group %s: ZooKeeper did not answer again within "
+                            "--timeout (%d ms)",
+                            ctx->group, ctx->timeout_ms);
+    fprintf(stderr, "%s: ZooKeeper expired our session meanwhile; starting a new one\n", CTL_PROG);
+    baton_zk_destroy(*zk);
+    *zk = ctl_connect(ctx); /* says why itself when it fails */
+    errstr[0] = '\0';
+    return *zk ? BATON_OK : BATON_CONNECTION;
 }
 
 int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
@@ -213,46 +280,44 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
     }
     char *base = baton_group_base(ctx->root, ctx->group);
     char errstr[512];
+    init_run_t run = {0};
     int rc = BATON_EXIT_FAILURE;
 
     /* What is there now tells "created" from "grown", and supplies the
      * strategy when none is given so growing needs only --topic and N.
-     * Every step is idempotent, so one that meets a lost connection is
-     * tried again once the session is back (init_steps). */
-    baton_config_t cur, cfg;
-    int have = 0, changed = 0, retried = 0;
-    size_t added = 0;
-    int64_t deadline = 0;
-    for (int stage = 0;;) {
-        int err =
-            init_steps(ctx, zk, base, topic, (int32_t)partitions, strategy_arg, strategy, keys,
-                       nkeys, &stage, &have, &cur, &cfg, &changed, &added, errstr, sizeof(errstr));
+     * A step that meets a lost connection runs again once the session is
+     * back (init_steps, init_reconnect). */
+    for (int losses = 0;;) {
+        int err = init_steps(ctx, zk, base, topic, (int32_t)partitions, strategy_arg, strategy,
+                             keys, nkeys, &run, errstr, sizeof(errstr));
         if (err == BATON_OK)
             break;
-        if (err != BATON_CONNECTION || baton_zk_expired(zk)) {
+        if ((err != BATON_CONNECTION && err != BATON_EXPIRED) || ++losses > INIT_RETRIES) {
             fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
             goto out;
         }
-        /* The connection went mid-command: the request may have been
-         * applied or not. Wait (up to --timeout from the first loss) for
-         * the session to come back and do the step again. */
-        if (!deadline)
-            deadline = baton_now_ms() + ctx->timeout_ms;
-        fprintf(stderr, "%s: %s; trying again when ZooKeeper answers (init is idempotent)\n",
+        fprintf(stderr,
+                "%s: lost the connection to ZooKeeper mid-command (%s); trying again when it "
+                "answers (init is idempotent)\n",
                 CTL_PROG, errstr);
-        while (!baton_zk_connected(zk) && !baton_zk_expired(zk) && baton_now_ms() < deadline)
-            baton_sleep_ms(50);
-        if (!baton_zk_connected(zk)) {
-            fprintf(stderr, "%s: cannot initialise group %s: ZooKeeper %s\n", CTL_PROG, ctx->group,
-                    baton_zk_expired(zk) ? "expired our session" : "did not answer again in time");
+        if ((err = init_reconnect(ctx, &zk, errstr, sizeof(errstr))) != BATON_OK) {
+            if (errstr[0])
+                fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
             goto out;
         }
-        retried = 1;
     }
-    /* After a lost step the first answer may have been applied already:
-     * whether anything changed is what was there against what is. */
-    if (retried && !changed)
+    /* After a lost answer the step may have been applied already: what
+     * changed is then what was there at the first read against what is. */
+    const baton_config_t cur = run.cur, cfg = run.cfg;
+    int have = run.have, changed = run.changed;
+    size_t added = run.added;
+    if (run.init_lost && !changed)
         changed = !have || cfg.partitions != cur.partitions || strcmp(cfg.topic, cur.topic) != 0;
+    if (run.keys_lost) {
+        added = 0;
+        for (size_t i = 0; i < nkeys; i++)
+            added += key_new(&run, keys, i);
+    }
     if (!changed && !added)
         printf("group %s already initialised (no change)\n", ctx->group);
     else if (!have && cfg.topic[0])
@@ -271,6 +336,9 @@ int ctl_cmd_init(ctl_ctx_t *ctx, int argc, char **argv) {
         printf("added %zu key(s) to group %s\n", added, ctx->group);
     rc = BATON_EXIT_OK;
 out:
+    for (size_t i = 0; i < run.nbefore; i++)
+        free(run.before[i]);
+    free(run.before);
     free(kafka_props);
     for (size_t i = 0; i < nkeys; i++)
         free(keys[i]);

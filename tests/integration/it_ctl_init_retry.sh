@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # it_ctl_init_retry: `batonctl init` survives a connection lost in the
 # middle of the command. batonctl reaches ZooKeeper through a proxy and
-# stops itself (failpoint ctl.init.before_write=stop) after reading what is
-# there, just before it writes the group. The proxy then goes silent from
-# server to client (cut down): the writes reach ZooKeeper and are applied,
-# their answers never come back, and after 2/3 of the session the client
-# declares the connection lost. batonctl says it will try again; the cut
-# heals, the session comes back and the step runs again: exit 0, "initialised"
-# (the lost attempt had created the group), the group exactly as asked.
-# Then the same with the session lost for good (the cut outlasts it): a
-# clear error, exit 1.
+# stops itself at a failpoint just before a write; the proxy then goes
+# silent from server to client (cut down), so the write reaches ZooKeeper
+# and is applied but its answer never comes back, and after 2/3 of the
+# session the client declares the connection lost. batonctl says it will
+# try again, the cut heals, the session comes back, the step runs again and
+# finds its own write: the result line still says what the command changed.
+#   1. the group's config create lost: "initialised group g1", 5 partitions;
+#   2. the grow's conditional set lost: "grew group g1 to 8 partitions
+#      (from 5)", and no version conflict;
+#   3. the second key's create lost: "added 2 key(s)";
+#   4. the cut both ways outlasts the session: ZooKeeper expires it, init
+#      starts a new one (it holds no ephemeral node) and finishes;
+#   5. the cut never heals within --timeout: exit 1, a clear error.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -19,32 +23,66 @@ h_zk_start
 net_proxy_start ctl-zk "$ZK"
 stopped() { [[ $(awk '{print $3}' "/proc/$(h_pid "$1")/stat" 2>/dev/null) == T ]]; }
 logged() { grep -q -- "$2" "$H_DIR/$1.log"; }
+config_of() { "$BATON_BIN/batonctl" --zk "$ZK" --group "$1" status --json | jq -c '[.config.topic, .config.partitions]'; }
+lost_line="lost the connection to ZooKeeper mid-command"
 
-# --- the connection comes back within the session ----------------------------
-BATON_FAILPOINTS="ctl.init.before_write=stop" h_spawn init1 "$BATON_BIN/batonctl" \
-    --zk "${NET_ADDR[ctl-zk]}" --group g1 --timeout 6000 init --topic t1 --partitions 5
-h_wait_for 10 "init1 stopped before its writes" stopped init1
-net_cut ctl-zk down
-h_kill init1 CONT
-h_wait_for 15 "init1 lost its connection and waits to try again" logged init1 "trying again when ZooKeeper answers"
-net_heal ctl-zk
+# lost NAME CUT FAILPOINT TIMEOUT_MS HOLD_S INIT_ARGS...: runs batonctl init
+# (as NAME) through the proxy with BATON_FAILPOINTS=FAILPOINT (its action
+# stop); once it stopped there, cuts CUT, lets it go on,
+# waits for it to say it lost the connection, holds the cut HOLD_S more
+# seconds, heals, and returns its exit code.
+lost() {
+    local name=$1 cut=$2 fp=$3 timeout=$4 hold=$5 rc=0
+    shift 5
+    BATON_FAILPOINTS="$fp" h_spawn "$name" "$BATON_BIN/batonctl" --zk "${NET_ADDR[ctl-zk]}" \
+        --timeout "$timeout" "$@"
+    h_wait_for 10 "$name stopped at $fp" stopped "$name"
+    net_cut ctl-zk "$cut"
+    h_kill "$name" CONT
+    h_wait_for 15 "$name lost its connection" logged "$name" "$lost_line"
+    sleep "$hold"
+    net_heal ctl-zk
+    h_wait_exit "$name" 20 || rc=$?
+    return $rc
+}
+
+# --- 1. the config's create applied, its answer lost --------------------------
 rc=0
-h_wait_exit init1 20 || rc=$?
+lost init1 down group.init.before_config=stop 4500 0 --group g1 init --topic t1 --partitions 5 || rc=$?
 ((rc == 0)) || h_fail "init1 exited $rc: $(cat "$H_DIR/init1.log")"
 logged init1 "initialised group g1: topic t1, 5 partitions" || h_fail "init1 did not say it created g1: $(cat "$H_DIR/init1.log")"
-[[ $(h_zk ls /baton/g1/partitions | wc -w) == 5 ]] || h_fail "g1 has partitions '$(h_zk ls /baton/g1/partitions)'"
-"$BATON_BIN/batonctl" --zk "$ZK" --group g1 status --json | jq -e '.config.topic == "t1" and .config.partitions == 5' >/dev/null ||
-    h_fail "g1's config: $("$BATON_BIN/batonctl" --zk "$ZK" --group g1 status --json)"
+[[ $(h_zk ls /baton/g1/partitions | wc -w) == 5 && $(config_of g1) == '["t1",5]' ]] ||
+    h_fail "g1: config $(config_of g1), partitions '$(h_zk ls /baton/g1/partitions)'"
 
-# --- the session is gone before the connection comes back --------------------
-BATON_FAILPOINTS="ctl.init.before_write=stop" h_spawn init2 "$BATON_BIN/batonctl" \
-    --zk "${NET_ADDR[ctl-zk]}" --group g2 --timeout 3000 init --topic t2 --partitions 2
-h_wait_for 10 "init2 stopped before its writes" stopped init2
-net_cut ctl-zk both
-h_kill init2 CONT
+# --- 2. the grow's conditional set applied, its answer lost -------------------
 rc=0
-h_wait_exit init2 20 || rc=$?
-net_heal ctl-zk
-((rc == 1)) || h_fail "init2 should exit 1 with its session gone, got $rc: $(cat "$H_DIR/init2.log")"
-logged init2 "cannot initialise group g2" || h_fail "init2's error is unclear: $(cat "$H_DIR/init2.log")"
-h_pass "batonctl init tries a step again after a lost connection, and says so when the session is gone"
+lost init2 down group.init.before_config=stop 4500 0 --group g1 init --topic t1 --partitions 8 || rc=$?
+((rc == 0)) || h_fail "init2 exited $rc: $(cat "$H_DIR/init2.log")"
+logged init2 "grew group g1 to 8 partitions (from 5)" || h_fail "init2 did not say it grew g1: $(cat "$H_DIR/init2.log")"
+[[ $(h_zk ls /baton/g1/partitions | wc -w) == 8 && $(config_of g1) == '["t1",8]' ]] ||
+    h_fail "g1: config $(config_of g1), partitions '$(h_zk ls /baton/g1/partitions)'"
+
+# --- 3. the second key's create applied, its answer lost ----------------------
+rc=0
+lost init3 down group.keys.before_create=1:stop 4500 0 --group g1 init --keys k1,k2 || rc=$?
+((rc == 0)) || h_fail "init3 exited $rc: $(cat "$H_DIR/init3.log")"
+logged init3 "added 2 key(s) to group g1" || h_fail "init3 miscounted its keys: $(cat "$H_DIR/init3.log")"
+[[ $(h_zk ls /baton/g1/keys | tr ' ' '\n' | sort | tr '\n' ' ') == "k1 k2 " ]] || h_fail "g1's keys: '$(h_zk ls /baton/g1/keys)'"
+
+# --- 4. the session expires during the cut: a new one -------------------------
+# 4000 ms: the loss is declared after about 2.7 s of silence, the session
+# is gone at 4 s, the wait ends at about 6.7 s; the heal comes at about 5.2.
+rc=0
+lost init4 both ctl.init.before_write=stop 4000 2.5 --group g2 init --topic t2 --partitions 2 || rc=$?
+((rc == 0)) || h_fail "init4 exited $rc: $(cat "$H_DIR/init4.log")"
+logged init4 "expired our session meanwhile; starting a new one" || h_fail "init4's session did not expire: $(cat "$H_DIR/init4.log")"
+logged init4 "initialised group g2: topic t2, 2 partitions" || h_fail "init4 did not create g2: $(cat "$H_DIR/init4.log")"
+[[ $(config_of g2) == '["t2",2]' ]] || h_fail "g2: config $(config_of g2)"
+
+# --- 5. no answer within --timeout: a clear error -----------------------------
+rc=0
+lost init5 both ctl.init.before_write=stop 2000 4 --group g3 init --topic t3 --partitions 2 || rc=$?
+((rc == 1)) || h_fail "init5 should exit 1, got $rc: $(cat "$H_DIR/init5.log")"
+logged init5 "cannot initialise group g3: ZooKeeper did not answer again within --timeout (2000 ms)" ||
+    h_fail "init5's error is unclear: $(cat "$H_DIR/init5.log")"
+h_pass "batonctl init runs a step again after a lost answer and reports what it changed; a new session after an expiry; a clear error after --timeout"
