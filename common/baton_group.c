@@ -338,7 +338,7 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
     }
     if (err != BATON_OK)
         baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
-    else
+    else if (*count)
         qsort(*names, *count, sizeof(char *), baton_strcmp_p);
     free(dir);
     return err;
