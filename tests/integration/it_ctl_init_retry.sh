@@ -46,36 +46,42 @@ lost() {
     return $rc
 }
 
+# lost_ok NAME SAYS LOST_ARGS...: lost NAME LOST_ARGS... exits 0 and NAME
+# said SAYS.
+lost_ok() {
+    local name=$1 says=$2 rc=0
+    shift 2
+    lost "$name" "$@" || rc=$?
+    ((rc == 0)) || h_fail "$name exited $rc: $(cat "$H_DIR/$name.log")"
+    logged "$name" "$says" || h_fail "$name did not say '$says': $(cat "$H_DIR/$name.log")"
+}
+# group_is G TOPIC N: G's config names TOPIC and N partitions, and G has N
+# partition nodes.
+group_is() {
+    [[ $(h_zk ls "/baton/$1/partitions" | wc -w) == "$3" && $(config_of "$1") == "[\"$2\",$3]" ]] ||
+        h_fail "$1: config $(config_of "$1"), partitions '$(h_zk ls "/baton/$1/partitions")'"
+}
+
 # --- 1. the config's create applied, its answer lost --------------------------
-rc=0
-lost init1 down group.init.before_config=stop 4500 0 --group g1 init --topic t1 --partitions 5 || rc=$?
-((rc == 0)) || h_fail "init1 exited $rc: $(cat "$H_DIR/init1.log")"
-logged init1 "initialised group g1: topic t1, 5 partitions" || h_fail "init1 did not say it created g1: $(cat "$H_DIR/init1.log")"
-[[ $(h_zk ls /baton/g1/partitions | wc -w) == 5 && $(config_of g1) == '["t1",5]' ]] ||
-    h_fail "g1: config $(config_of g1), partitions '$(h_zk ls /baton/g1/partitions)'"
+lost_ok init1 "initialised group g1: topic t1, 5 partitions" \
+    down group.init.before_config=stop 4500 0 --group g1 init --topic t1 --partitions 5
+group_is g1 t1 5
 
 # --- 2. the grow's conditional set applied, its answer lost -------------------
-rc=0
-lost init2 down group.init.before_config=stop 4500 0 --group g1 init --topic t1 --partitions 8 || rc=$?
-((rc == 0)) || h_fail "init2 exited $rc: $(cat "$H_DIR/init2.log")"
-logged init2 "grew group g1 to 8 partitions (from 5)" || h_fail "init2 did not say it grew g1: $(cat "$H_DIR/init2.log")"
-[[ $(h_zk ls /baton/g1/partitions | wc -w) == 8 && $(config_of g1) == '["t1",8]' ]] ||
-    h_fail "g1: config $(config_of g1), partitions '$(h_zk ls /baton/g1/partitions)'"
+lost_ok init2 "grew group g1 to 8 partitions (from 5)" \
+    down group.init.before_config=stop 4500 0 --group g1 init --topic t1 --partitions 8
+group_is g1 t1 8
 
 # --- 3. the second key's create applied, its answer lost ----------------------
-rc=0
-lost init3 down group.keys.before_create=1:stop 4500 0 --group g1 init --keys k1,k2 || rc=$?
-((rc == 0)) || h_fail "init3 exited $rc: $(cat "$H_DIR/init3.log")"
-logged init3 "added 2 key(s) to group g1" || h_fail "init3 miscounted its keys: $(cat "$H_DIR/init3.log")"
+lost_ok init3 "added 2 key(s) to group g1" \
+    down group.keys.before_create=1:stop 4500 0 --group g1 init --keys k1,k2
 [[ $(h_zk ls /baton/g1/keys | tr ' ' '\n' | sort | tr '\n' ' ') == "k1 k2 " ]] || h_fail "g1's keys: '$(h_zk ls /baton/g1/keys)'"
 
 # --- 4. the session expires during the cut: a new one -------------------------
 # 4000 ms: the loss is declared after about 2.7 s of silence, the session
 # is gone at 4 s, the wait ends at about 6.7 s; the heal comes at about 5.2.
-rc=0
-lost init4 both ctl.init.before_write=stop 4000 2.5 --group g2 init --topic t2 --partitions 2 || rc=$?
-((rc == 0)) || h_fail "init4 exited $rc: $(cat "$H_DIR/init4.log")"
-logged init4 "expired our session meanwhile; starting a new one" || h_fail "init4's session did not expire: $(cat "$H_DIR/init4.log")"
+lost_ok init4 "expired our session meanwhile; starting a new one" \
+    both ctl.init.before_write=stop 4000 2.5 --group g2 init --topic t2 --partitions 2
 logged init4 "initialised group g2: topic t2, 2 partitions" || h_fail "init4 did not create g2: $(cat "$H_DIR/init4.log")"
 [[ $(config_of g2) == '["t2",2]' ]] || h_fail "g2: config $(config_of g2)"
 
