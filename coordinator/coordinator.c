@@ -63,13 +63,6 @@
  * more joins before its first rebalance, whatever --rebalance-delay-ms
  * says (joins during the wait extend it as any burst's do). */
 #define ELECTION_JOIN_WAIT_MS 1000
-/* How long a leave mark's rebalance waits when every resource of the
- * leaver has a live standby (leave_covered): the standbys take them over
- * by themselves, and the publish's reads and multi would only be more
- * work for the server in the handoff's few milliseconds. The rebalance
- * after it names the same workers (nothing moves); the leaver waits for it
- * before it deletes its member node (the history then records a leave). */
-#define LEAVE_HOLD_MS 50
 /* How often a coordinator whose group is not initialised says so again. */
 #define GROUP_MISSING_LOG_MS 30000
 
@@ -216,7 +209,7 @@ enum {
     T_HISTORY,  /* the pending history entries' write */
     T_VERIFY,   /* the re-read of members whose leave mark came by event */
     T_STANDBY,  /* the rebalance that names the standbys a churning one left out */
-    T_LEAVE,    /* the rebalance after a leave its standbys cover (LEAVE_HOLD_MS) */
+    T_LEAVE,    /* the rebalance after a leave its standbys cover (--leave-hold-ms) */
     T_COUNT
 };
 enum {
@@ -2138,13 +2131,21 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
         c->lv.verify[c->lv.nverify++] = xstrdup(id);
         int64_t now = baton_now_ms();
         coord_timers_arm_once(&c->timers, T_VERIFY, now + VERIFY_DELAY_MS);
-        if (LEAVE_HOLD_MS > 0 && leave_covered(c, id)) {
-            /* Its own timer: churn meanwhile (a join's debounce) does not
-             * push it later, and a crash meanwhile is still rebalanced at
-             * once (loop_churn: T_DEBOUNCE is the churn's alone). */
-            coord_timers_arm_once(&c->timers, T_LEAVE, now + LEAVE_HOLD_MS);
+        int hold = c->conf->leave_hold_ms;
+        if (hold > 0 && leave_covered(c, id)) {
+            /* When every resource of the leaver has a live standby, the
+             * standbys take them over by themselves, and a publish's reads
+             * and multi would only be more work for the server in the
+             * handoff's few milliseconds. The rebalance after the hold
+             * names the same workers (nothing moves); the leaver waits for
+             * it before it deletes its member node (the history then
+             * records a leave). Its own timer: churn meanwhile (a join's
+             * debounce) does not push it later, and a crash meanwhile is
+             * still rebalanced at once (loop_churn: T_DEBOUNCE is the
+             * churn's alone). */
+            coord_timers_arm_once(&c->timers, T_LEAVE, now + hold);
             BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d",
-                      id, LEAVE_HOLD_MS);
+                      id, hold);
             return;
         }
         BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);

@@ -25,6 +25,11 @@ typedef struct {
     /* A vanished worker's partitions stay reserved (not reassigned) this
      * long, so a restart with the same id moves nothing; 0: reassign at once. */
     int leave_grace_ms;
+    /* When every resource of a leaver has a live standby, the rebalance
+     * after its leave mark waits this long (the standbys take them over by
+     * themselves); 0: rebalance at once. At most LEAVE_WAIT_MS (2000), the
+     * leaver's own wait for it. */
+    int leave_hold_ms;
     /* Membership churn within this quiet period coalesces into one
      * rebalance; 0: rebalance on every change. */
     int rebalance_delay_ms;

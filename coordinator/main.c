@@ -34,7 +34,7 @@ static int64_t session_timeout_ms = 10000, connect_timeout_ms = 15000, leave_gra
                rebalance_delay_ms = 200, max_rebalance_delay_ms = 2000,
                initial_max_rebalance_delay_ms = 10000, initial_rebalance_delay_ms = 1000,
                racks_refresh_ms = 60000, max_multi_bytes = 256 * 1024;
-static int64_t handoff_timeout_ms = 30000;
+static int64_t handoff_timeout_ms = 30000, leave_hold_ms = 50;
 
 /* --zk-auth / --zk-auth-file (baton_zk_auth.h); the first is a secret. */
 static const char *zk_auth, *zk_auth_file;
@@ -60,6 +60,9 @@ static baton_conf_opt_t opts[] = {
      3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)", 0},
     {"leave-grace-ms", "leave.grace.ms", "BATON_LEAVE_GRACE_MS", BATON_CONF_INT, 0, 86400000,
      &leave_grace_ms, "MS", "keep a vanished worker's partitions reserved this long (0)", 0},
+    {"leave-hold-ms", "leave.hold.ms", "BATON_LEAVE_HOLD_MS", BATON_CONF_INT, 0, 2000,
+     &leave_hold_ms, "MS",
+     "a leave its standbys cover: rebalance this long after its mark (50; 0 = at once)", 0},
     {"rebalance-delay-ms", "rebalance.delay.ms", "BATON_REBALANCE_DELAY_MS", BATON_CONF_INT, 0,
      3600000, &rebalance_delay_ms, "MS", "coalesce membership churn within this (200; 0 = now)", 0},
     {"max-rebalance-delay-ms", "max.rebalance.delay.ms", "BATON_MAX_REBALANCE_DELAY_MS",
@@ -192,6 +195,7 @@ int main(int argc, char **argv) {
         .session_timeout_ms = (int)session_timeout_ms,
         .connect_timeout_ms = (int)connect_timeout_ms,
         .leave_grace_ms = (int)leave_grace_ms,
+        .leave_hold_ms = (int)leave_hold_ms,
         .rebalance_delay_ms = (int)rebalance_delay_ms,
         .max_rebalance_delay_ms = (int)max_rebalance_delay_ms,
         .initial_max_rebalance_delay_ms = (int)initial_max_rebalance_delay_ms,

@@ -277,8 +277,9 @@ static const char fence_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
  * inputs (RD_LUA_INPUTS). Returns {'OK', code, a, b, ...}: per batch 'A'
  * (applied; a = next_offset, b = inputs applied), 'S' (stale, counted; a =
  * stored epoch), 'U' (unfenced; a = stored epoch or '' for no fence), 'L'
- * (next_offset went back; a = stored, b = expected), 'W' (withheld: the
- * script holds and this batch would have applied); or an error tuple. */
+ * (next_offset went back; a = stored, b = expected); or {'W', index} when
+ * the script holds and that batch would apply: nothing written, no stale
+ * batch counted (SQL rolls its counts back too); or an error tuple. */
 static const char write_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "local now, hold = now_hold(ARGV[1])\n"
     "local nb = #KEYS / 2\n"
@@ -299,6 +300,7 @@ static const char write_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "    local bad = stream_check(ok, r.next)\n"
     "    if bad then return bad end\n"
     "    p.code, p.floor = 'A', r.next\n"
+    "    if hold then return {'W', tostring(b - 1)} end\n"
     "  end\n"
     "  p.fk, p.ok = fk, ok\n"
     "  plan[b] = p\n"
@@ -307,7 +309,6 @@ static const char write_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "for b = 1, nb do\n"
     "  local p = plan[b]\n"
     "  if p.code == 'S' then redis.call('HINCRBY', p.fk, 'rejected', 1) end\n"
-    "  if p.code == 'A' and hold then p.code, p.a, p.b = 'W', '', '' end\n"
     "  if p.code == 'A' then\n"
     "    local floor, applied = apply(p.fk, p.ok, p.e, p.floor, p.first, p.nin, now)\n"
     "    p.a, p.b = floor, tostring(applied)\n"
@@ -1045,6 +1046,8 @@ static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
     redisReply *r = rd_eval(sink, 0, &g, (int)(2 * n + 1), "fence", &err);
     if (r && !strcmp(el(r, 0), "W")) {
         size_t i = (size_t)el_i64(r, 1);
+        for (size_t k = 0; k < n; k++)
+            fences[k].result = BATON_CONNECTION; /* nothing was fenced */
         err = baton_sink__withheld(sink, fences[i < n ? i : 0].partition);
     } else if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
@@ -1103,9 +1106,10 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         arg_str(&g, keys[2 * b], strlen(keys[2 * b]));
         arg_str(&g, keys[2 * b + 1], strlen(keys[2 * b + 1]));
     }
-    /* A closed gate makes the script hold: stale batches are refused and
-     * counted as always, a batch that would apply is not ('W'), and the
-     * call returns the refusal. */
+    /* A closed gate makes the script hold: if a batch would apply, it
+     * writes nothing at all ({'W', index}), and the call returns the
+     * refusal; a call of stale and unfenced batches only is refused and
+     * counted as always. */
     arg_now(&g, 1);
     for (size_t b = 0; b < n; b++) {
         baton_sink_batch_t *bt = &batches[b];
@@ -1118,9 +1122,16 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
         arg_num(&g, (int64_t)bt->ninputs);
         arg_inputs(&g, bt->inputs, bt->ninputs);
     }
-    int err = BATON_OK, withheld = -1;
+    int err = BATON_OK;
     redisReply *r = rd_eval(sink, 1, &g, (int)(2 * n), "write", &err);
-    if (r && strcmp(el(r, 0), "OK") != 0) {
+    if (r && !strcmp(el(r, 0), "W")) {
+        size_t i = (size_t)el_i64(r, 1);
+        for (size_t b = 0; b < n; b++) {
+            batches[b].result = BATON_CONNECTION;
+            batches[b].applied = 0;
+        }
+        err = baton_sink__withheld(sink, batches[i < n ? i : 0].partition);
+    } else if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 3 * n) {
         err = baton_sink__seterr(sink, BATON_INTERNAL, "sink '%s': write: %zu replies for %zu",
@@ -1131,11 +1142,7 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
             const char *code = el(r, 1 + 3 * b);
             const char *va = el(r, 2 + 3 * b);
             rd_seen_t *s = seen_at(rd, bt->partition);
-            if (!strcmp(code, "W")) {
-                bt->result = BATON_CONNECTION;
-                if (withheld < 0)
-                    withheld = (int)b;
-            } else if (!strcmp(code, "A")) {
+            if (!strcmp(code, "A")) {
                 bt->result = BATON_OK;
                 bt->next_offset = el_i64(r, 2 + 3 * b);
                 bt->applied = (size_t)el_i64(r, 3 + 3 * b);
@@ -1165,8 +1172,6 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
             }
         }
         err = rd_wait(sink, "write");
-        if (withheld >= 0) /* the refusal, once the counts are durable */
-            err = baton_sink__withheld(sink, batches[withheld].partition);
     }
     if (r)
         freeReplyObject(r);

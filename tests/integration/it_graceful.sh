@@ -45,7 +45,7 @@ took=$(($(_h_now_ms) - t0))
 rc=0; h_wait_exit w1 10 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
 # w2 is the published standby of every partition of w1: the coordinator
-# leaves the handoff to it and rebalances after LEAVE_HOLD_MS, and that
+# leaves the handoff to it and rebalances after --leave-hold-ms (50), and that
 # publish moves w1's partitions to w2 and nothing else.
 b_log_has c1 "event=leave_marked worker=w1 action=standbys_take_over" ||
     h_fail "the coordinator did not leave w1's partitions to their standby: $(grep 'event=leave_marked' "$H_DIR/c1.log")"

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# it_leave_hold: the rebalance after a leave its standbys cover waits
+# --leave-hold-ms (here 1500) on its own timer, and what lands inside that
+# hold does not break it:
+# 1. a join inside the hold neither brings the rebalance forward nor pushes
+#    it later (the joins' quiet period, 4 s here, is longer than the hold):
+#    the publish comes when the hold ends, and the joiner gets its share in it;
+# 2. a crash inside the hold (a frozen worker evicted, which the coordinator
+#    sees as any crash: the member node gone without a leave mark) is
+#    rebalanced at once, long before the hold would end.
+# Records flow all along and every one lands exactly once.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_leave_hold
+h_zk_start
+B_PARTITIONS=6
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+HOLD=1500
+# The workers first: the coordinator elected after them assigns within its
+# election wait (1 s), whatever the joins' quiet period.
+b_worker w1
+b_worker w2
+b_worker w3
+b_coord c1 --leave-hold-ms $HOLD --rebalance-delay-ms 4000 --max-rebalance-delay-ms 4000
+h_wait_for 30 "three workers share the partitions" b_all_active 3
+covered() { b_jq 'all(.partitions[]; .standby != null and .standby != .assigned)' >/dev/null; }
+h_wait_for 20 "every partition has a standby" covered
+
+h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+    --partitions $B_PARTITIONS --count 4000 --rate 500
+h_wait_for 10 "records flowing" b_sink_has 200
+
+# ts_of NAME PATTERN [AFTER_MS]: the time (ms) of NAME's first log line
+# matching PATTERN at or after AFTER_MS; empty if none.
+ts_of() {
+    local line t
+    while IFS= read -r line; do
+        t=$(b_ts_ms "$line") || continue
+        ((t >= ${3:-0})) && { echo "$t"; return 0; }
+    done < <(grep -E -- "$2" "$H_DIR/$1.log")
+    return 0
+}
+marked() { [[ -n $(ts_of c1 "event=leave_marked worker=$1 action=standbys_take_over rebalance_in_ms=$HOLD") ]]; }
+published_after() { [[ -n $(ts_of c1 "event=published " "$1") ]]; }
+
+# 1. A join inside the hold.
+kill -TERM "$(h_pid w1)"
+h_wait_for 5 "c1 leaves w1's partitions to their standbys" marked w1
+b_worker w4
+mark=$(ts_of c1 "event=leave_marked worker=w1 ")
+h_wait_for 10 "a publish after w1's mark" published_after "$mark"
+pub=$(ts_of c1 "event=published " "$mark")
+echo "w1's mark at $mark, the publish $((pub - mark)) ms after it"
+((pub - mark >= HOLD - 100)) ||
+    h_fail "the join brought the held rebalance forward: published $((pub - mark)) ms after the mark"
+((pub - mark < HOLD + 2000)) ||
+    h_fail "the join pushed the held rebalance later: published $((pub - mark)) ms after the mark"
+rc=0; h_wait_exit w1 10 || rc=$?
+((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+w1_gone=$(date +%s%3N)
+w4_owns() { [[ -n $(b_partitions_of w4) ]]; }
+h_wait_for 3 "w4 owns partitions from the held rebalance, before its own quiet period ends" w4_owns
+
+# 2. A crash inside the hold: w3 frozen, then evicted once w2's leave is held.
+h_wait_for 20 "every partition has a standby again" covered
+# w1's member node went after the publish: churn, whose quiet period (4 s)
+# must be over, or the crash would join it instead of rebalancing at once.
+while (($(date +%s%3N) < w1_gone + 4500)); do sleep 0.2; done
+h_kill w3 STOP
+kill -TERM "$(h_pid w2)"
+h_wait_for 5 "c1 leaves w2's partitions to their standbys" marked w2
+mark=$(ts_of c1 "event=leave_marked worker=w2 ")
+b_ctl evict w3 >/dev/null
+evicted=$(date +%s%3N)
+h_wait_for 10 "a publish after w2's mark" published_after "$mark"
+pub=$(ts_of c1 "event=published " "$mark")
+echo "w2's mark at $mark, w3 evicted $((evicted - mark)) ms after it, the publish $((pub - mark)) ms after it"
+((pub - mark < HOLD - 300)) ||
+    h_fail "the crash inside the hold waited for it: published $((pub - mark)) ms after the mark"
+h_kill w3 KILL
+rc=0; h_wait_exit w2 10 || rc=$?
+((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
+h_wait_for 20 "w4 owns every partition" b_all_active 1
+
+rc=0; h_wait_exit producer 30 || rc=$?
+((rc == 0)) || h_fail "producer failed ($rc)"
+h_wait_for 30 "all 4000 records in the sink" b_sink_has 4000
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass
