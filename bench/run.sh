@@ -306,6 +306,16 @@ bench_rebalance() {
     h_init bench_rebalance
     RB_RATE=$rate
     h_zk_start
+    # The day's ZooKeeper, before anything else runs: a 1-byte set 500
+    # times, 2 ms apart (its threads idle in between, as a handoff meets
+    # them). A handoff waits for two or three such updates in a row, so
+    # this bounds what the same code can reach on this machine today.
+    local zkl
+    zkl=$("$BATON_BIN/baton-zk" --zk "$ZK" latency /bench-zk-latency 500 2000) ||
+        h_fail "the ZooKeeper latency probe failed"
+    h_log "ZooKeeper alone: $zkl"
+    [[ $zkl =~ p50=([0-9.]+).*p99=([0-9.]+) ]] || h_fail "the latency probe said: $zkl"
+    local zk_p50=${BASH_REMATCH[1]} zk_p99=${BASH_REMATCH[2]}
     B_SESSION_MS=$RB_SESSION_MS
     B_PARTITIONS=$RB_PARTS
     local sys
@@ -372,7 +382,8 @@ bench_rebalance() {
             "hot_handoff_fenced_ms=${med[leavefenced_hot]} hot_handoff_fenced_p99_ms=${p99[leavefenced_hot]}" \
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
-            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate"
+            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate" \
+            "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99"
     }
 }
 

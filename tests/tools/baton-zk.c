@@ -49,6 +49,8 @@ static void zkcli_usage(FILE *out) {
             "                        dataLength= on one line (zxids decimal)\n"
             "  exists PATH           exit 0 if the node exists, 1 if not\n"
             "  wait-exists PATH MS   wait up to MS ms for the node to exist\n"
+            "  latency PATH N US     set ephemeral node PATH N times, US us apart;\n"
+            "                        print set_ms n= p50= p90= p99= max=\n"
             "\n"
             "N bounds the connection wait and is the session timeout\n"
             "(default %d). Exit: 0 ok, 1 error or no node, 2 usage,\n"
@@ -223,6 +225,44 @@ static int zkcli_wait_exists(zhandle_t *zh, const char *path, int64_t timeout_ms
     }
 }
 
+static int zkcli_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* latency: the time of a 1-byte set, n times, gap_us apart (a pause lets
+ * the server's threads go idle, as they are between a handoff's requests),
+ * on an ephemeral node of our own. The benchmarks' measure of the day's
+ * ZooKeeper (docs/benchmarks.md). */
+static int zkcli_latency(zhandle_t *zh, const char *path, const char *n_s, const char *gap_s) {
+    int64_t n = 0, gap = 0;
+    if (baton_parse_i64(n_s, 1, 1000000, &n) != 0)
+        zkcli_bad_usage("bad count for latency: '%s'", n_s);
+    if (baton_parse_i64(gap_s, 0, 10000000, &gap) != 0)
+        zkcli_bad_usage("bad gap for latency: '%s'", gap_s);
+    int rc = zoo_create(zh, path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+    if (rc != ZOK)
+        return zkcli_fail("latency", path, rc);
+    double *ms = xcalloc((size_t)n, sizeof(*ms));
+    for (int64_t i = 0; i < n && rc == ZOK; i++) {
+        int64_t t0 = baton_now_us();
+        rc = zoo_set(zh, path, "1", 1, -1);
+        ms[i] = (double)(baton_now_us() - t0) / 1000.0;
+        if (gap)
+            baton_sleep_us(gap);
+    }
+    zoo_delete(zh, path, -1);
+    if (rc != ZOK) {
+        free(ms);
+        return zkcli_fail("latency", path, rc);
+    }
+    qsort(ms, (size_t)n, sizeof(*ms), zkcli_cmp_double);
+    printf("set_ms n=%" PRId64 " p50=%.2f p90=%.2f p99=%.2f max=%.2f\n", n, ms[n / 2],
+           ms[n * 9 / 10], ms[n * 99 / 100], ms[n - 1]);
+    free(ms);
+    return 0;
+}
+
 /* Runs one command on a connected handle; returns the exit code. */
 static int zkcli_run(zhandle_t *zh, const char *cmd, char **args) {
     const char *path = args[0];
@@ -261,6 +301,8 @@ static int zkcli_run(zhandle_t *zh, const char *cmd, char **args) {
                st.numChildren, st.dataLength);
         return 0;
     }
+    if (strcmp(cmd, "latency") == 0)
+        return zkcli_latency(zh, path, args[1], args[2]);
     if (strcmp(cmd, "exists") == 0) {
         struct Stat st;
         rc = zoo_exists(zh, path, 0, &st);
@@ -281,8 +323,8 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int nargs;
-    } cmds[] = {{"get", 1}, {"set", 2},  {"create", 2}, {"delete", 1},     {"rmr", 1},
-                {"ls", 1},  {"stat", 1}, {"exists", 1}, {"wait-exists", 2}};
+    } cmds[] = {{"get", 1}, {"set", 2},  {"create", 2}, {"delete", 1},      {"rmr", 1},
+                {"ls", 1},  {"stat", 1}, {"exists", 1}, {"wait-exists", 2}, {"latency", 3}};
     const char *hosts = NULL;
     int64_t timeout_ms = ZKCLI_DEFAULT_TIMEOUT_MS;
     int i = 1;
