@@ -27,8 +27,8 @@ typedef struct {
     int leave_grace_ms;
     /* When every resource of a leaver has a live standby, the rebalance
      * after its leave mark waits this long (the standbys take them over by
-     * themselves); 0: rebalance at once. At most LEAVE_WAIT_MS (2000), the
-     * leaver's own wait for it. */
+     * themselves); 0: rebalance at once. At most 1500, under the leaver's
+     * own wait for it (LEAVE_WAIT_MS, 2 s). */
     int leave_hold_ms;
     /* Membership churn within this quiet period coalesces into one
      * rebalance; 0: rebalance on every change. */

@@ -60,7 +60,7 @@ static baton_conf_opt_t opts[] = {
      3600000, &connect_timeout_ms, "MS", "give up if ZooKeeper is unreachable at start (15000)", 0},
     {"leave-grace-ms", "leave.grace.ms", "BATON_LEAVE_GRACE_MS", BATON_CONF_INT, 0, 86400000,
      &leave_grace_ms, "MS", "keep a vanished worker's partitions reserved this long (0)", 0},
-    {"leave-hold-ms", "leave.hold.ms", "BATON_LEAVE_HOLD_MS", BATON_CONF_INT, 0, 2000,
+    {"leave-hold-ms", "leave.hold.ms", "BATON_LEAVE_HOLD_MS", BATON_CONF_INT, 0, 1500,
      &leave_hold_ms, "MS",
      "a leave its standbys cover: rebalance this long after its mark (50; 0 = at once)", 0},
     {"rebalance-delay-ms", "rebalance.delay.ms", "BATON_REBALANCE_DELAY_MS", BATON_CONF_INT, 0,

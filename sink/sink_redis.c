@@ -226,6 +226,7 @@ static const char fence_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "  end\n"
     "end\n"
     "local plan = {}\n"
+    "local held = nil\n"
     "local ai = 3\n"
     "for i = 1, (#KEYS - 1) / 2 do\n"
     "  local p = {fk = KEYS[2 * i], ok = KEYS[2 * i + 1], e = ARGV[ai]}\n"
@@ -243,11 +244,12 @@ static const char fence_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "      local bad = stream_check(p.ok, p.next)\n"
     "      if bad then return bad end\n"
     "      p.write = true\n"
-    "      if hold and applies(p.first, n, p.next) then return {'W', tostring(i - 1)} end\n"
+    "      if hold and not held and applies(p.first, n, p.next) then held = i - 1 end\n"
     "    end\n"
     "  end\n"
     "  plan[i] = p\n"
     "end\n"
+    "if held then return {'W', tostring(held)} end\n"
     "if bind then redis.call('HSET', KEYS[1], 'group_uuid', exp, 'bound_ms', now) end\n"
     "local out = {'OK'}\n"
     "for i = 1, #plan do\n"
@@ -284,6 +286,7 @@ static const char write_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "local now, hold = now_hold(ARGV[1])\n"
     "local nb = #KEYS / 2\n"
     "local plan = {}\n"
+    "local held = nil\n"
     "local ai = 2\n"
     "for b = 1, nb do\n"
     "  local fk, ok = KEYS[2 * b - 1], KEYS[2 * b]\n"
@@ -300,11 +303,12 @@ static const char write_lua[] = RD_LUA_COMMON RD_LUA_INPUTS RD_LUA_NOW
     "    local bad = stream_check(ok, r.next)\n"
     "    if bad then return bad end\n"
     "    p.code, p.floor = 'A', r.next\n"
-    "    if hold then return {'W', tostring(b - 1)} end\n"
+    "    if hold and not held then held = b - 1 end\n"
     "  end\n"
     "  p.fk, p.ok = fk, ok\n"
     "  plan[b] = p\n"
     "end\n"
+    "if held then return {'W', tostring(held)} end\n"
     "local out = {'OK'}\n"
     "for b = 1, nb do\n"
     "  local p = plan[b]\n"
@@ -1165,10 +1169,15 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
                     "from %s",
                     sink->uri, sink->group, (int)bt->partition, el(r, 3 + 3 * b), va,
                     (long long)bt->epoch, va);
-            } else {
+            } else if (!strcmp(code, "U")) {
                 s->epoch = -1;
                 bt->result = baton_sink__unfenced(sink, bt->partition, bt->epoch, va[0] != '\0',
                                                   va[0] ? strtoll(va, NULL, 10) : 0);
+            } else {
+                s->epoch = -1;
+                bt->result = baton_sink__seterr(
+                    sink, BATON_INTERNAL, "sink '%s': write: unknown reply '%s' for partition %d",
+                    sink->uri, code, (int)bt->partition);
             }
         }
         err = rd_wait(sink, "write");
