@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void session_hex(baton_membership_t *m) {
@@ -627,6 +628,38 @@ static int rejoin(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
     return BATON_OK;
 }
 
+/* How long a poll that saw a deletion waits for the next event, and how
+ * many such waits at most (baton_membership_poll). */
+#define COALESCE_US 300
+#define COALESCE_MAX 4
+
+/* Takes every queued event: session changes into *expired and
+ * *reconnected, the rest noted. Returns how many were deletions. */
+static int drain_events(baton_membership_t *m, int *expired, int *reconnected) {
+    int deleted = 0;
+    baton_zk_event_t ev;
+    while (baton_zk_next_event(m->zk, &ev)) {
+        if (ev.type == ZOO_SESSION_EVENT) {
+            if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
+                *expired = 1;
+            else if (ev.state == ZOO_CONNECTED_STATE) {
+                *reconnected = m->disconnected;
+                m->disconnected = 0;
+                if (*reconnected)
+                    baton_metric_inc(baton_metric_counter(BATON_M_ZK_RECONNECTS));
+            } else if (ev.state == ZOO_CONNECTING_STATE && !m->disconnected) {
+                m->disconnected = 1;
+                BLOG_WARN("event=zk_disconnected action=suspend_writes");
+            }
+        } else if (ev.type != PROBE_EVENT) {
+            deleted += ev.type == ZOO_DELETED_EVENT;
+            note_event(m, ev.path, ev.type);
+        }
+        baton_zk_event_release(&ev);
+    }
+    return deleted;
+}
+
 int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
     BATON_LOG_SCOPE(m->log);
     if (m->evicted)
@@ -634,24 +667,21 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     if (!m->zk)
         return rejoin(m, next_ms, errstr, n);
     int expired = 0, reconnected = 0;
-    baton_zk_event_t ev;
-    while (baton_zk_next_event(m->zk, &ev)) {
-        if (ev.type == ZOO_SESSION_EVENT) {
-            if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
-                expired = 1;
-            else if (ev.state == ZOO_CONNECTED_STATE) {
-                reconnected = m->disconnected;
-                m->disconnected = 0;
-                if (reconnected)
-                    baton_metric_inc(baton_metric_counter(BATON_M_ZK_RECONNECTS));
-            } else if (ev.state == ZOO_CONNECTING_STATE && !m->disconnected) {
-                m->disconnected = 1;
-                BLOG_WARN("event=zk_disconnected action=suspend_writes");
-            }
-        } else if (ev.type != PROBE_EVENT) {
-            note_event(m, ev.path, ev.type);
-        }
-        baton_zk_event_release(&ev);
+    /* A leaver deletes its claims in one multi, but each of our watches on
+     * them fires on its own, handed over by the client's thread one after
+     * another: a poll that took the first alone acquired, fenced and wrote
+     * that resource, and only then the next (5-6 ms apart in a traced hot
+     * handoff, docs/benchmarks.md, session 29). After a deletion, wait a
+     * moment for the rest (each arrival restarts the wait, at most
+     * COALESCE_MAX times), so resources freed together are acquired and
+     * fenced together, in one transaction. */
+    int deleted = drain_events(m, &expired, &reconnected);
+    for (int i = 0; deleted && i < COALESCE_MAX; i++) {
+        struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
+        struct timespec ts = {0, COALESCE_US * 1000L};
+        if (ppoll(&pfd, 1, &ts, NULL) <= 0)
+            break;
+        deleted = drain_events(m, &expired, &reconnected);
     }
     if ((expired || baton_zk_expired(m->zk)) &&
         zoo_state(baton_zk_handle(m->zk)) == ZOO_AUTH_FAILED_STATE) {
