@@ -282,6 +282,20 @@ static int pred_waiting(const mpart_t *mp) {
 }
 static int settle_ready(const mpart_t *mp) { return pred_waiting(mp) && mp->pred_gone; }
 
+int mb_claims_more_coming(const baton_membership_t *m) {
+    int freed = 0, waiting = 0;
+    for (size_t i = 0; i < m->nbusy && !(freed && waiting); i++) {
+        const mpart_t *mp = &m->st[m->busy_rows[i]];
+        if (!pred_known(mp))
+            continue;
+        if (mp->pred_gone)
+            freed = 1;
+        else
+            waiting = 1; /* assigned, or a claim made ahead (promoted later in this poll) */
+    }
+    return freed && waiting;
+}
+
 /* A watch fired on path, in row's part of the layout. The deletion of the
  * one claim ours waited behind makes ours lowest (pred_gone); any other
  * news (our own claim's deletion, say) asks for a full queue check. */

@@ -207,6 +207,10 @@ void mb_claims_delete(baton_membership_t *m, const size_t *rows, size_t n, const
 int mb_claim_let_go(baton_membership_t *m, size_t row);
 void mb_claim_news(baton_membership_t *m, size_t row, const char *path, int type);
 void mb_claims_settle_known(baton_membership_t *m);
+/* Whether a claim of ours was just freed by its predecessor's deletion
+ * while another of ours still waits behind a known claim: the rest of the
+ * same multi may be on its way (baton_membership_poll waits for it). */
+int mb_claims_more_coming(const baton_membership_t *m);
 void mb_own_watches_send(baton_membership_t *m);
 
 /* member_standby.c */

@@ -628,8 +628,8 @@ static int rejoin(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
     return BATON_OK;
 }
 
-/* How long a poll that saw a deletion waits for the next event, and how
- * many such waits at most (baton_membership_poll). */
+/* How long a poll waits for the rest of a multi's deletions, per wait, and
+ * how many waits at most (baton_membership_poll). */
 #define COALESCE_US 300
 #define COALESCE_MAX 4
 
@@ -643,10 +643,11 @@ static int drain_events(baton_membership_t *m, int *expired, int *reconnected) {
             if (ev.state == ZOO_EXPIRED_SESSION_STATE || ev.state == ZOO_AUTH_FAILED_STATE)
                 *expired = 1;
             else if (ev.state == ZOO_CONNECTED_STATE) {
-                *reconnected = m->disconnected;
-                m->disconnected = 0;
-                if (*reconnected)
+                if (m->disconnected) {
+                    *reconnected = 1;
                     baton_metric_inc(baton_metric_counter(BATON_M_ZK_RECONNECTS));
+                }
+                m->disconnected = 0;
             } else if (ev.state == ZOO_CONNECTING_STATE && !m->disconnected) {
                 m->disconnected = 1;
                 BLOG_WARN("event=zk_disconnected action=suspend_writes");
@@ -671,17 +672,22 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
      * them fires on its own, handed over by the client's thread one after
      * another: a poll that took the first alone acquired, fenced and wrote
      * that resource, and only then the next (5-6 ms apart in a traced hot
-     * handoff, docs/benchmarks.md, session 29). After a deletion, wait a
-     * moment for the rest (each arrival restarts the wait, at most
-     * COALESCE_MAX times), so resources freed together are acquired and
-     * fenced together, in one transaction. */
-    int deleted = drain_events(m, &expired, &reconnected);
-    for (int i = 0; deleted && i < COALESCE_MAX; i++) {
-        struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
-        struct timespec ts = {0, COALESCE_US * 1000L};
-        if (ppoll(&pfd, 1, &ts, NULL) <= 0)
-            break;
-        deleted = drain_events(m, &expired, &reconnected);
+     * handoff, docs/benchmarks.md, session 29). So while a deletion has
+     * just freed one of our claims and another of ours still waits behind
+     * a known claim (a claim made ahead counts: its promotion on the leave
+     * mark may come later in this poll), wait a moment for more events (any arrival
+     * starts the next wait, at most COALESCE_MAX of them): resources freed
+     * together are acquired and fenced together, in one transaction. No
+     * wait once nothing waits, nor for deletions that free nothing of ours
+     * (a member's poll runs on its caller's thread: baton.h). */
+    if (drain_events(m, &expired, &reconnected)) {
+        for (int i = 0; !expired && i < COALESCE_MAX && mb_claims_more_coming(m); i++) {
+            struct pollfd pfd = {.fd = baton_zk_fd(m->zk), .events = POLLIN};
+            struct timespec ts = {0, COALESCE_US * 1000L};
+            if (ppoll(&pfd, 1, &ts, NULL) <= 0)
+                break;
+            drain_events(m, &expired, &reconnected);
+        }
     }
     if ((expired || baton_zk_expired(m->zk)) &&
         zoo_state(baton_zk_handle(m->zk)) == ZOO_AUTH_FAILED_STATE) {

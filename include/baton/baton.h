@@ -275,7 +275,10 @@ BATON_EXPORT int32_t baton_membership_partitions(const baton_membership_t *m);
 BATON_EXPORT int baton_membership_fd(const baton_membership_t *m);
 /* Processes ZooKeeper events and reconciles claims with the assignment,
  * calling the callbacks. Never blocks on the network for long (each
- * ZooKeeper request is bounded). Returns BATON_OK, or a fatal error with a
+ * ZooKeeper request is bounded). When a deletion has just freed one of our
+ * claims while another of ours still waits (a leaver's claims go in one
+ * multi, their events one by one), it waits up to about a millisecond for
+ * the rest, so they are taken together. Returns BATON_OK, or a fatal error with a
  * message in errstr: the member could not rejoin after its session expired
  * (duplicate id, bad credentials), or BATON_EVICTED ("evicted: ...") when
  * an operator removed it (`batonctl evict`): then every resource was

@@ -71,7 +71,12 @@ rc=0; h_wait_exit w1 10 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
 w1_gone=$(date +%s%3N)
 w4_owns() { [[ -n $(b_partitions_of w4) ]]; }
-h_wait_for 3 "w4 owns partitions from the held rebalance, before its own quiet period ends" w4_owns
+h_wait_for 10 "w4 owns partitions" w4_owns
+# ... from the held rebalance: acquired well before its own join's quiet
+# period (4 s) could have ended.
+acq=$(ts_of w4 "event=acquired " "$mark")
+[[ -n $acq ]] && ((acq < joined + 3000)) ||
+    h_fail "w4 acquired at ${acq:-never}, $((${acq:-0} - joined)) ms after its join: not from the held rebalance"
 
 # 2. A crash inside the hold: w3 frozen, then evicted once w2's leave is held.
 h_wait_for 20 "every partition has a standby again" covered
@@ -80,6 +85,9 @@ h_wait_for 20 "every partition has a standby again" covered
 while (($(date +%s%3N) < w1_gone + 4500)); do sleep 0.2; done
 h_kill w2 TERM
 h_wait_for 5 "c1 leaves w2's partitions to their standbys" marked w2
+# Frozen now, w3 may hold the sink's write lock: the others get BUSY and
+# retry until it is killed below (nothing lost; the checks here are the
+# coordinator's).
 h_kill w3 STOP
 mark=$(ts_of c1 "event=leave_marked worker=w2 ")
 evicting=$(date +%s%3N)
