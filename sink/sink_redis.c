@@ -901,6 +901,13 @@ static const char *el(const redisReply *r, size_t i) {
 
 static int64_t el_i64(const redisReply *r, size_t i) { return strtoll(el(r, i), NULL, 10); }
 
+/* A holding script's {'W', index} of n partitions: the index (0 if out of
+ * range), whose partition the refusal names. */
+static size_t held_at(const redisReply *r, size_t n) {
+    int64_t i = el_i64(r, 1);
+    return i >= 0 && (size_t)i < n ? (size_t)i : 0;
+}
+
 /* A script's refusal before it wrote anything: a key of the wrong type, a
  * field baton did not write, a stream ahead of its fence, another group.
  * Nothing was written. */
@@ -1049,10 +1056,9 @@ static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
     int err;
     redisReply *r = rd_eval(sink, 0, &g, (int)(2 * n + 1), "fence", &err);
     if (r && !strcmp(el(r, 0), "W")) {
-        size_t i = (size_t)el_i64(r, 1);
         for (size_t k = 0; k < n; k++)
             fences[k].result = BATON_CONNECTION; /* nothing was fenced */
-        err = baton_sink__withheld(sink, fences[i < n ? i : 0].partition);
+        err = baton_sink__withheld(sink, fences[held_at(r, n)].partition);
     } else if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 5 * n) {
@@ -1129,12 +1135,11 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
     int err = BATON_OK;
     redisReply *r = rd_eval(sink, 1, &g, (int)(2 * n), "write", &err);
     if (r && !strcmp(el(r, 0), "W")) {
-        size_t i = (size_t)el_i64(r, 1);
         for (size_t b = 0; b < n; b++) {
             batches[b].result = BATON_CONNECTION;
             batches[b].applied = 0;
         }
-        err = baton_sink__withheld(sink, batches[i < n ? i : 0].partition);
+        err = baton_sink__withheld(sink, batches[held_at(r, n)].partition);
     } else if (r && strcmp(el(r, 0), "OK") != 0) {
         err = rd_script_refusal(sink, r);
     } else if (r && r->elements != 1 + 3 * n) {

@@ -51,8 +51,7 @@ published_after() { [[ -n $(ts_of c1 "event=published " "$1") ]]; }
 # 1. A join inside the hold. w4 starts beforehand and stops right before it
 # registers, so its join is one step once released, however slow its start.
 BATON_FAILPOINTS=member.before_register=stop b_worker w4 --session-timeout-ms 10000
-stopped() { local st; read -r st <"/proc/$(h_pid w4)/stat" && st=${st##*) } && [[ ${st%% *} == T ]]; }
-h_wait_for 30 "w4 stopped before registering" stopped
+h_wait_for 30 "w4 stopped before registering" h_stopped w4
 h_kill w1 TERM
 h_wait_for 5 "c1 leaves w1's partitions to their standbys" marked w1
 h_kill w4 CONT

@@ -297,6 +297,13 @@ h_alive() {
     [[ -n $pid ]] && _h_alive "$pid"
 }
 
+# h_stopped NAME: true while NAME's process is stopped (SIGSTOP, or a
+# failpoint's stop action).
+h_stopped() {
+    local pid=${H_PIDS[${1:?h_stopped NAME}]:-} st
+    [[ -n $pid ]] && read -r st 2>/dev/null <"/proc/$pid/stat" && st=${st##*) } && [[ ${st%% *} == T ]]
+}
+
 # h_kill NAME [SIG]: sends SIG (default TERM; e.g. STOP, CONT, KILL, INT)
 # to NAME's process, by pid. Fails if it is not running.
 h_kill() {
