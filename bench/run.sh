@@ -37,7 +37,9 @@ usage() {
     echo "  (rebalance, default \"baton hot range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
-    echo "  appendfsync: everysec, the default, or always)"
+    echo "  appendfsync: everysec, the default, or always), BENCH_SINK_DIR (rebalance: an existing"
+    echo "  directory for every system's SQLite sink file instead of the run's own, e.g. /dev/shm to"
+    echo "  take the disk's fsync out of the handoff; default: the run's directory)"
     echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
     echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
     echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5), BENCH_ROLL_SINK (baton's"
@@ -80,7 +82,7 @@ rb_start() {
         # static: KIP-345 static membership (group.instance.id = the name).
         [[ $sys == static ]] && extra=(--instance-id "$name")
         h_spawn "$name" "$BATON_BIN/baton-bench-kgroup" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-            --partitions $RB_PARTS --group "kg-$sys" --id "$KG_NEXT_ID" --sink "$H_DIR/$sys-$RB_RUN.db" \
+            --partitions $RB_PARTS --group "kg-$sys" --id "$KG_NEXT_ID" --sink "$RB_SINK_DIR/$sys-$RB_RUN.db" \
             --assignor "$assignor" --session-timeout-ms $RB_SESSION_MS --batch-size 500 --linger-ms 10 \
             "${extra[@]}"
     fi
@@ -251,7 +253,7 @@ rb_env_up() {
         --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE"
     if rb_baton "$sys"; then
         B_GROUP=g$sys$RB_RUN
-        B_SINK=$H_DIR/$sys-$RB_RUN.db
+        B_SINK=$RB_SINK_DIR/$sys-$RB_RUN.db
         b_init $RB_PARTS
         # The coordinator runs with its defaults: its churn debounce
         # (--rebalance-delay-ms, 200 ms) no longer delays a graceful leave
@@ -261,7 +263,7 @@ rb_env_up() {
         b_coord c1 ${BENCH_REBALANCE_DELAY_MS:+--rebalance-delay-ms "$BENCH_REBALANCE_DELAY_MS"}
         bench_watch "watch-$sys" "$B_SINK" "$B_GROUP"
     else
-        bench_watch "watch-$sys" "$H_DIR/$sys-$RB_RUN.db" "kg-$sys"
+        bench_watch "watch-$sys" "$RB_SINK_DIR/$sys-$RB_RUN.db" "kg-$sys"
     fi
     rb_start "$sys" m1
     rb_start "$sys" m2
@@ -303,7 +305,20 @@ rb_cost_reads() {
 
 bench_rebalance() {
     local runs=${BENCH_RUNS:-5} rate=${BENCH_RATE:-6000}
+    if [[ -n ${BENCH_SINK_DIR:-} && ! (-d $BENCH_SINK_DIR && -w $BENCH_SINK_DIR) ]]; then
+        echo "bench/run.sh rebalance: BENCH_SINK_DIR: '$BENCH_SINK_DIR' is not a writable directory" >&2
+        exit 2
+    fi
     h_init bench_rebalance
+    # Every system's sink file: in the run's directory, or in a directory of
+    # its own under BENCH_SINK_DIR (removed at the end).
+    RB_SINK_DIR=$H_DIR
+    if [[ -n ${BENCH_SINK_DIR:-} ]]; then
+        RB_SINK_DIR=$(mktemp -d "$BENCH_SINK_DIR/baton-bench.XXXXXX") || h_fail "no directory in $BENCH_SINK_DIR"
+    fi
+    local sink_fs
+    sink_fs=$(df --output=fstype "$RB_SINK_DIR" 2>/dev/null | tail -n 1)
+    h_log "sink files in $RB_SINK_DIR (${sink_fs:=unknown})"
     RB_RATE=$rate
     h_zk_start
     # The day's ZooKeeper, before anything else runs: a 1-byte set 500
@@ -383,8 +398,9 @@ bench_rebalance() {
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
             "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate" \
-            "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99"
+            "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99 sink_fs=$sink_fs"
     }
+    [[ $RB_SINK_DIR == "$H_DIR" ]] || rm -rf "$RB_SINK_DIR"
 }
 
 # --- throughput ----------------------------------------------------------------
