@@ -146,8 +146,30 @@ rb_loss() {
     fi
     local rc=0
     h_wait_exit "$name" 15 || rc=$?
-    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)} (exit $rc)"
+    # A graceful leave's ZooKeeper part: until the leaver's claims were
+    # deleted (its flush, then the multi), as its own log says.
+    local r=""
+    if [[ $ev == leave ]] && rb_baton "$sys"; then
+        r=$(rb_released_ms "$H_DIR/$name.log" "$t0") && eval "RB_leavereleased_${sys}+=(\"\$r\")"
+    fi
+    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)}${r:+ (claims deleted after $r ms)} (exit $rc)"
     eval "RB_${ev}_${sys}+=(\"\$v\")"
+}
+
+# rb_released_ms LOG T0_US: ms from T0 (wall-clock us) until the first
+# event=released a worker logged at or after it (its graceful leave's
+# claims deleted, the multi answered). Log stamps are whole ms (truncated),
+# so this reads up to 1 ms low. Fails if no such line (a JSON log, say).
+rb_released_ms() {
+    local log=$1 t0=$2 line ms best=""
+    while IFS= read -r line; do
+        [[ $line =~ ^ts=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+)Z ]] || continue
+        ms=$(date -u -d "${BASH_REMATCH[1]}" +%s%3N 2>/dev/null) || continue
+        ((ms * 1000 >= t0 - 999)) || break
+        best=$ms
+    done < <(grep -a ' event=released ' "$log" 2>/dev/null | tac)
+    [[ -n $best ]] || return 1
+    echo $(((best * 1000 - t0) / 1000 < 0 ? 0 : (best * 1000 - t0) / 1000))
 }
 
 # rb_join SYS NAME: starts NAME; appends the pause of partitions that did
@@ -227,7 +249,7 @@ rb_system() {
     local sys=$1 runs=$2 i
     if rb_baton "$sys"; then rb_warmup; fi
     eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
-    eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=()"
+    eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=(); RB_leavereleased_${sys}=()"
     for ((i = 1; i <= runs; i++)); do
         h_log "== $sys run $i/$runs"
         rb_run "$sys" "$i"
@@ -311,13 +333,16 @@ bench_rebalance() {
     fi
     h_init bench_rebalance
     # Every system's sink file: in the run's directory, or in a directory of
-    # its own under BENCH_SINK_DIR (removed at the end).
+    # its own under BENCH_SINK_DIR, linked from the run's directory as
+    # sink-files and kept or removed with it (kept on a failure or with
+    # BATON_KEEP=1).
     RB_SINK_DIR=$H_DIR
     if [[ -n ${BENCH_SINK_DIR:-} ]]; then
         RB_SINK_DIR=$(mktemp -d "$BENCH_SINK_DIR/baton-bench.XXXXXX") || h_fail "no directory in $BENCH_SINK_DIR"
+        ln -s "$RB_SINK_DIR" "$H_DIR/sink-files"
     fi
     local sink_fs
-    sink_fs=$(df --output=fstype "$RB_SINK_DIR" 2>/dev/null | tail -n 1)
+    sink_fs=$(df --output=fstype "$RB_SINK_DIR" 2>/dev/null | tail -n 1) || sink_fs=""
     h_log "sink files in $RB_SINK_DIR (${sink_fs:=unknown})"
     RB_RATE=$rate
     h_zk_start
@@ -341,7 +366,7 @@ bench_rebalance() {
     local -A med=() p99=() n=()
     local ev key
     for sys in baton hot range coop static; do
-        for ev in leave crash join restart leavefenced crashfenced; do
+        for ev in leave crash join restart leavefenced crashfenced leavereleased; do
             key=${ev}_${sys}
             eval "set -- \"\${RB_${key}[@]}\""
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
@@ -369,6 +394,7 @@ bench_rebalance() {
         printf '%-44s %16s %16s %16s %16s\n' "" "baton" "baton hot" "kafka coop-sticky" "kafka eager range"
         row "graceful leave: leaver's partitions written" leave baton hot coop range
         row "  of which until every one is fenced" leavefenced baton hot
+        row "  of which until the leaver's claims are gone" leavereleased baton hot
         row "crash (SIGKILL): dead member's partitions" crash baton hot coop range
         row "join: pause of partitions that did not move" join baton hot coop range
         row "SIGKILL + restart, same id: written again" restart baton hot static
@@ -395,12 +421,14 @@ bench_rebalance() {
             "hot_handoff_ms=${med[leave_hot]} hot_handoff_p99_ms=${p99[leave_hot]}" \
             "hot_handoff_ratio=$(ratio "${med[leave_coop]}" "${med[leave_hot]}")" \
             "hot_handoff_fenced_ms=${med[leavefenced_hot]} hot_handoff_fenced_p99_ms=${p99[leavefenced_hot]}" \
+            "handoff_released_ms=${med[leavereleased_baton]} hot_handoff_released_ms=${med[leavereleased_hot]}" \
+            "hot_handoff_released_p99_ms=${p99[leavereleased_hot]}" \
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
             "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate" \
             "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99 sink_fs=$sink_fs"
     }
-    [[ $RB_SINK_DIR == "$H_DIR" ]] || rm -rf "$RB_SINK_DIR"
+    if [[ $RB_SINK_DIR != "$H_DIR" && ${BATON_KEEP:-0} != 1 ]]; then rm -rf "$RB_SINK_DIR"; fi
 }
 
 # --- throughput ----------------------------------------------------------------

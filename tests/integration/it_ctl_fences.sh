@@ -35,7 +35,7 @@ jq -e '.summary.agree == 4 and all(.partitions[]; .agreement == "agree" and .own
 # the sink still fences at w1's epochs.
 BATON_FAILPOINTS="worker.before_fence=stop" b_worker w2 --session-timeout-ms 20000
 h_wait_for 15 "w2 frozen before its fence" \
-    bash -c "grep -q 'name=worker.before_fence' '$H_DIR/w2.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w2)/stat) == T ]]"
+    h_at_failpoint w2 worker.before_fence
 h_wait_for 15 "the sink is behind w2's claim" \
     bash -c "'$BATON_BIN/batonctl' --zk '$ZK' --group g fences --sink 'sqlite:$B_SINK' --json | jq -e '.summary.sink_behind >= 1'"
 fences >"$H_DIR/f2.json"

@@ -21,7 +21,6 @@ source "$BATON_SRC/tests/lib/net.sh"
 h_init it_ctl_init_retry
 h_zk_start
 net_proxy_start ctl-zk "$ZK"
-stopped() { [[ $(awk '{print $3}' "/proc/$(h_pid "$1")/stat" 2>/dev/null) == T ]]; }
 logged() { grep -q -- "$2" "$H_DIR/$1.log"; }
 config_of() { "$BATON_BIN/batonctl" --zk "$ZK" --group "$1" status --json | jq -c '[.config.topic, .config.partitions]'; }
 lost_line="lost the connection to ZooKeeper mid-command"
@@ -36,7 +35,7 @@ lost() {
     shift 5
     BATON_FAILPOINTS="$fp" h_spawn "$name" "$BATON_BIN/batonctl" --zk "${NET_ADDR[ctl-zk]}" \
         --timeout "$timeout" "$@"
-    h_wait_for 10 "$name stopped at $fp" stopped "$name"
+    h_wait_for 10 "$name stopped at $fp" h_stopped "$name"
     net_cut ctl-zk "$cut"
     h_kill "$name" CONT
     h_wait_for 15 "$name lost its connection" logged "$name" "$lost_line"

@@ -24,7 +24,7 @@ h_wait_for 15 "w1 owns everything" b_all_active 1
 c1_node=$(h_zk ls /baton/g/coordinators | head -1)
 # A second worker makes c1 publish again: it stops just before.
 b_worker w2
-h_wait_for 10 "c1 stopped before publishing" bash -c "[[ \$(awk '{print \$3}' /proc/$(h_pid c1)/stat) == T ]]"
+h_wait_for 10 "c1 stopped before publishing" h_stopped c1
 gen_before=$(h_zk get /baton/g/assignment | jq .generation)
 h_zk delete "/baton/g/coordinators/$c1_node"
 h_wait_for 10 "c2 takes over and publishes" b_all_active 2
@@ -47,7 +47,7 @@ BATON_FAILPOINTS="coordinator.before_publish=stop" b_coord c3 --session-timeout-
 h_wait_for 10 "c3 leads" b_jq '.coordinator.id == "c3"'
 # c3 leads but cannot publish; with it stopped past its session, c4 leads.
 h_stop w2
-h_wait_for 10 "c3 stopped before publishing" bash -c "[[ \$(awk '{print \$3}' /proc/$(h_pid c3)/stat) == T ]]"
+h_wait_for 10 "c3 stopped before publishing" h_stopped c3
 b_coord c4
 h_wait_for 20 "c4 takes over after c3's session expires" b_all_active 1
 b_jq '.coordinator.id == "c4"' >/dev/null || h_fail "c4 should lead"

@@ -25,7 +25,7 @@ b_coord c1
 BATON_FAILPOINTS="worker.before_sink_write=2:stop" b_worker w1
 h_wait_for 15 "w1 owns everything" b_all_active 1
 b_produce 40 a
-h_wait_for 10 "w1 stopped at the failpoint" bash -c "grep -q 'event=failpoint name=worker.before_sink_write' '$H_DIR/w1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w1)/stat) == T ]]"
+h_wait_for 10 "w1 stopped at the failpoint" h_at_failpoint w1 worker.before_sink_write
 zombie_epochs=$(b_status | jq -c '[.partitions[].epoch]')
 
 b_worker w2

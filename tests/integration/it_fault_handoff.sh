@@ -24,11 +24,11 @@ h_wait_for 15 "first records in the sink" b_sink_has 200
 old_epochs=$(b_status | jq -c '[.partitions[].epoch]')
 
 b_worker w2
-h_wait_for 15 "w1 froze itself releasing a moved partition" bash -c \
-    "grep -q 'event=failpoint name=worker.before_release' '$H_DIR/w1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w1)/stat) == T ]]"
+h_wait_for 15 "w1 froze itself releasing a moved partition" \
+    h_at_failpoint w1 worker.before_release
 h_wait_for 20 "the coordinator revokes the stuck claims" b_log_has c1 'event=forced_revoke .*worker=w1 .*reason=handoff_timeout'
 h_wait_for 15 "w2 owns its partitions while w1 is still frozen" b_all_active 2
-[[ $(awk '{print $3}' "/proc/$(h_pid w1)/stat") == T ]] || h_fail "w1 should still be frozen"
+h_stopped w1 || h_fail "w1 should still be frozen"
 new_epochs=$(b_status | jq -c '[.partitions[].epoch]')
 moved=$(b_status | jq -c '[.partitions[] | select(.owner == "w2") | .partition]')
 jq -n -e --argjson a "$old_epochs" --argjson b "$new_epochs" --argjson m "$moved" \

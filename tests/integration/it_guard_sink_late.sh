@@ -20,8 +20,8 @@ BATON_FAILPOINTS="worker.before_bind_check=stop" b_worker w1 --session-timeout-m
 b_worker w2
 h_wait_for 15 "w1 and w2 registered" b_jq '(.workers | length) == 2'
 b_coord c1
-h_wait_for 15 "w1 stopped before its binding check" bash -c \
-    "grep -q 'event=failpoint name=worker.before_bind_check' '$H_DIR/w1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w1)/stat) == T ]]"
+h_wait_for 15 "w1 stopped before its binding check" \
+    h_at_failpoint w1 worker.before_bind_check
 h_wait_for 15 "w2 created the sink and bound the group" b_log_has w2 'event=sink_bound '
 h_kill w1 CONT
 h_wait_for 15 "w1 checked the binding against the file w2 created" b_log_has w1 'event=sink_binding_checked '

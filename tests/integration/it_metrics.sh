@@ -85,7 +85,7 @@ b_metric_is "127.0.0.1:$p1" baton_worker_standby_promotions_total 0 ||
     h_fail "w1 should export baton_worker_standby_promotions_total 0 before any promotion"
 
 b_produce 40 a
-h_wait_for 10 "w1 stopped at the failpoint" bash -c "grep -q 'event=failpoint name=worker.before_sink_write' '$H_DIR/w1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w1)/stat) == T ]]"
+h_wait_for 10 "w1 stopped at the failpoint" h_at_failpoint w1 worker.before_sink_write
 
 p2=$(h_free_port)
 b_worker w2 --metrics-addr "127.0.0.1:$p2"

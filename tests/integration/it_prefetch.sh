@@ -33,7 +33,7 @@ rows_of() { b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND pa
 BATON_LOG_LEVEL=debug BATON_FAILPOINTS="worker.before_fence=stop" b_worker w2 --session-timeout-ms 20000 \
     --standby-prefetch off
 h_wait_for 15 "w2 frozen before its fence" \
-    bash -c "grep -q 'name=worker.before_fence' '$H_DIR/w2.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w2)/stat) == T ]]"
+    h_at_failpoint w2 worker.before_fence
 b_log_has w2 'event=prefetch partitions=1 ' || h_fail "w2 fetched nothing ahead of its fence: $(grep -E 'prefetch|assignment' "$H_DIR/w2.log")"
 p=$(grep -Eo 'event=claimed partition=[0-9]+' "$H_DIR/w2.log" | head -1 | grep -Eo '[0-9]+$')
 [[ -n $p ]] || h_fail "w2 claimed nothing: $(cat "$H_DIR/w2.log")"

@@ -37,7 +37,6 @@ py_worker() {
         --id "$1" --brokers "$BOOTSTRAP" --sink "sqlite:${3:-$B_SINK}" --session-timeout-ms "$2" \
         --linger-ms 10
 }
-stopped() { [[ $(awk '{print $3}' "/proc/$(h_pid "$1")/stat") == T ]]; }
 
 # Bad input: a clear error and exit 2, before anything is written.
 bad_input() { # EXPECTED_MESSAGE ARGS...
@@ -65,8 +64,8 @@ h_wait_for 20 "py1 owns everything" b_jq 'all(.partitions[]; .owner == "py1" and
 b_log_has py1 'event=sink_binding_checked' || h_fail "py1 did not check the sink binding"
 b_ctl sink show --json | jq -e '.binding.sink_id' >/dev/null || h_fail "py1 did not bind the group"
 b_produce 60 a
-h_wait_for 15 "py1 stopped at the failpoint" bash -c "grep -q 'event=failpoint name=worker.before_sink_write' '$H_DIR/py1.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid py1)/stat) == T ]]"
-stopped py1 || h_fail "py1 is not stopped"
+h_wait_for 15 "py1 stopped at the failpoint" h_at_failpoint py1 worker.before_sink_write
+h_stopped py1 || h_fail "py1 is not stopped"
 zombie_epochs=$(b_status | jq -c '[.partitions[].epoch]')
 
 py_worker py2 "$B_SESSION_MS"

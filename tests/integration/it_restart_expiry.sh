@@ -22,8 +22,7 @@ h_wait_for 30 "w1 owns everything" b_all_active 1
 h_kill w1 KILL
 rc=0; h_wait_exit w1 10 || rc=$?
 BATON_FAILPOINTS=member.before_register=stop b_worker w1
-stopped() { local st; read -r st <"/proc/$(h_pid w1)/stat" && st=${st##*) } && [[ ${st%% *} == T ]]; }
-h_wait_for 30 "the new w1 stopped before registering" stopped
+h_wait_for 30 "the new w1 stopped before registering" h_stopped w1
 line=$(grep -o 'event=zk_connected session=0x[0-9a-f]*' "$H_DIR/w1.log" | tail -n 1)
 [[ $line =~ session=0x0*([0-9a-f]+)$ ]] || h_fail "the new w1 logged no session before it stopped"
 sid=${BASH_REMATCH[1]}

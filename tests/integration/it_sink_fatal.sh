@@ -85,8 +85,8 @@ h_log "fatal write: w1 left and exited 1, the sink as it was"
 # before its first fence.
 b_sql "DROP TRIGGER it_refuse_output"
 BATON_FAILPOINTS="worker.before_fence=stop" b_worker w2 --session-timeout-ms 20000
-h_wait_for 20 "w2 stopped before its first fence" bash -c \
-    "grep -q 'event=failpoint name=worker.before_fence' '$H_DIR/w2.log' && [[ \$(awk '{print \$3}' /proc/$(h_pid w2)/stat) == T ]]"
+h_wait_for 20 "w2 stopped before its first fence" \
+    h_at_failpoint w2 worker.before_fence
 b_sql "CREATE TRIGGER it_refuse_fence BEFORE UPDATE ON baton_fence
        BEGIN SELECT * FROM it_sink_fatal_refuses; END"
 h_kill w2 CONT

@@ -142,7 +142,7 @@ sleep 1
     h_fail "w3 resumed partition $s with no room for the record that did not fit: $(grep -c "standby_prefetch_full partition=$s " "$H_DIR/w3.log") bound hits"
 b_ctl evict w2 >/dev/null || h_fail "evict w2 failed"
 h_wait_for 15 "w3 stopped before the fence of partition $s" \
-    bash -c "(( \$(grep -c 'name=worker.before_fence' '$H_DIR/w3.log') >= 1 )) && [[ \$(awk '{print \$3}' /proc/$(h_pid w3)/stat) == T ]]"
+    h_at_failpoint w3 worker.before_fence
 # The operator skips offsets 30-41 of partition s (past all that was produced).
 b_sql "UPDATE baton_fence SET next_offset = 42 WHERE grp='$B_GROUP' AND partition=$s"
 b_produce 20 d # offsets 40-49

@@ -304,6 +304,14 @@ h_stopped() {
     [[ -n $pid ]] && read -r st 2>/dev/null <"/proc/$pid/stat" && st=${st##*) } && [[ ${st%% *} == T ]]
 }
 
+# h_at_failpoint NAME FAILPOINT: true once NAME's log says it reached
+# FAILPOINT (event=failpoint name=FAILPOINT) and its process is stopped
+# there (a failpoint's stop action).
+h_at_failpoint() {
+    grep -q "event=failpoint name=${2:?h_at_failpoint NAME FAILPOINT}\b" "$H_DIR/${1:?}.log" 2>/dev/null &&
+        h_stopped "$1"
+}
+
 # h_kill NAME [SIG]: sends SIG (default TERM; e.g. STOP, CONT, KILL, INT)
 # to NAME's process, by pid. Fails if it is not running.
 h_kill() {
