@@ -156,20 +156,20 @@ rb_loss() {
     eval "RB_${ev}_${sys}+=(\"\$v\")"
 }
 
-# rb_released_ms LOG T0_US: ms from T0 (wall-clock us) until the first
-# event=released a worker logged at or after it (its graceful leave's
-# claims deleted, the multi answered). Log stamps are whole ms (truncated),
-# so this reads up to 1 ms low. Fails if no such line (a JSON log, say).
+# rb_released_ms LOG T0_US: ms from T0 (wall-clock us) until the last
+# event=released a worker logged at or after it: called once the leaver has
+# exited, that is its graceful leave's last claim deleted (all of them at
+# once when the multi went through; one by one if it failed). Log stamps
+# are whole ms (truncated) and the result is floored, as
+# bench_handoff_ms's: up to 2 ms below the exact time. Fails if no such
+# line (a JSON log, say).
 rb_released_ms() {
-    local log=$1 t0=$2 line ms best=""
-    while IFS= read -r line; do
-        [[ $line =~ ^ts=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+)Z ]] || continue
-        ms=$(date -u -d "${BASH_REMATCH[1]}" +%s%3N 2>/dev/null) || continue
-        ((ms * 1000 >= t0 - 999)) || break
-        best=$ms
-    done < <(grep -a ' event=released ' "$log" 2>/dev/null | tac)
-    [[ -n $best ]] || return 1
-    echo $(((best * 1000 - t0) / 1000 < 0 ? 0 : (best * 1000 - t0) / 1000))
+    local log=$1 t0=$2 line ms
+    line=$(grep -a ' event=released ' "$log" 2>/dev/null | tail -n 1) || return 1
+    [[ $line =~ ^ts=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+)Z ]] || return 1
+    ms=$(date -u -d "${BASH_REMATCH[1]}" +%s%3N 2>/dev/null) || return 1
+    ((ms * 1000 >= t0 - 999)) || return 1
+    echo $(((ms * 1000 - t0) / 1000 < 0 ? 0 : (ms * 1000 - t0) / 1000))
 }
 
 # rb_join SYS NAME: starts NAME; appends the pause of partitions that did
