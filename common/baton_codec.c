@@ -190,6 +190,8 @@ char *baton_member_encode(const baton_member_t *m) {
         json_object_set_new(j, "keys_only", json_true());
     if (m->incarnation[0])
         json_object_set_new(j, "incarnation", json_string(m->incarnation));
+    if (m->notice[0])
+        json_object_set_new(j, "notice", json_string(m->notice));
     if (m->keys_filter) {
         json_t *arr = json_array();
         char buf[BATON_MEMBER_KEYS_MAX];
@@ -216,7 +218,8 @@ int baton_member_decode(const char *buf, size_t len, baton_member_t *out, char *
         (err = get_int(j, what, "capacity", 0, 1, 1000000, &cap, errstr, n)) ||
         (err = get_str(j, what, "rack", 0, out->rack, sizeof(out->rack), errstr, n)) ||
         (err = get_str(j, what, "incarnation", 0, out->incarnation, sizeof(out->incarnation),
-                       errstr, n)))
+                       errstr, n)) ||
+        (err = get_str(j, what, "notice", 0, out->notice, sizeof(out->notice), errstr, n)))
         goto out;
     if (out->incarnation[0] && baton_uuid_valid(out->incarnation) != 0) {
         err = baton_seterr(errstr, n, BATON_CORRUPT, "%s: field 'incarnation' is not a UUID", what);

@@ -64,6 +64,9 @@ typedef struct {
     /* workers: the incarnation (a UUID, baton_incarnation.h) that created
      * the node, "" when absent ("incarnation" in JSON) */
     char incarnation[37];
+    /* workers with standby.notice: where they take release notices, an
+     * "ip:port" datagram address ("notice" in JSON); "" when absent */
+    char notice[64];
 } baton_member_t;
 
 /* /<root>/<group>/assignment */

@@ -106,6 +106,14 @@ extern const size_t baton_metrics_seconds_nbuckets;
         "without the resource being ours: its owner let go without leaving, or had not "    \
         "claimed yet"
 
+#define BATON_M_W_NOTICES_RECEIVED         \
+    "baton_worker_notices_received_total", \
+        "release notices (standby.notice) received from a leaving owner of this group"
+
+#define BATON_M_W_NOTICES_MALFORMED         \
+    "baton_worker_notices_malformed_total", \
+        "datagrams on the standby.notice socket that were not a notice (dropped)"
+
 #define BATON_M_C_LEADER "baton_coordinator_leader", "1 while this coordinator is the leader"
 #define BATON_M_C_SUSPENDED                                                                    \
     "baton_coordinator_leader_suspended",                                                      \

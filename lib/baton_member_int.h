@@ -40,7 +40,16 @@ typedef struct {
      * behind its owner's claim, so its owner's leave or death finds us in
      * the queue already. 0: claim only once we take it (the default). */
     int claim_ahead;
+    /* standby.notice (docs/design.md, "Release notices"): the "ip:port" a
+     * datagram socket binds for release notices and our member node
+     * advertises (port 0: any free one); NULL, "" or "off": none. */
+    const char *notice;
 } baton_membership_ext_t;
+
+/* Whether spec is a usable standby.notice value (ext->notice): NULL, "",
+ * "off", or a numeric, non-wildcard ip:port ([v6]:port). BATON_OK, or
+ * BATON_INVALID with a message in errstr. Binds nothing. */
+int baton_membership__notice_check(const char *spec, char *errstr, size_t errstr_size);
 
 /* Takes the member lock of (group, id) in state_dir as baton_membership__new
  * does, for a caller that must hold it before its other start-up work.

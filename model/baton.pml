@@ -24,6 +24,9 @@
  *                 when it finds itself lowest without a promotion: the
  *                 owner let go without leaving, and the next owner waits
  *                 behind it (for good with -DWATCHDOG=0)
+ *   -DNOTICEEARLY (with -DNOTICE) the release notice sent before the
+ *                 leaver's flush (on_released), not after it: the standby
+ *                 owns while the leaver still does
  *   -DOLDDELETE   a claim delete that fails (a lost connection) forgets the
  *                 claim all the same (delete_claim before issue 21's fix):
  *                 the claim stays with our live session and blocks the
@@ -35,6 +38,10 @@
  * group of workers with standby.claim=ahead: a standby keeps a claim of
  * each partition it stands by for queued behind the owner's, all along,
  * so a leave or a crash finds it in the queue already (docs/model.md).
+ * -DNOTICE (with -DAHEAD) adds standby.notice: a leaver, once flushed,
+ * tells its standbys which claims it released, over an unreliable channel
+ * (a datagram: lost, late, duplicated), and a standby waiting behind
+ * exactly that claim takes it as deleted (docs/model.md).
  */
 
 #ifndef NW
@@ -92,6 +99,12 @@
 #define AHEAD_ 1
 #else
 #define AHEAD_ 0
+#endif
+
+#ifdef NOTICE
+#define NOTICE_ 1
+#else
+#define NOTICE_ 0
 #endif
 
 #ifdef OLDSTANDBY
@@ -228,6 +241,13 @@ bit  ahead_off[NW * NP]; /* AHEAD: our claim ahead of time found itself lowest, 
                           * here, AHEAD_TRIES_MAX times in the code) or on the
                           * next assignment read */
 bit  ahead_tried[NW * NP]; /* AHEAD: that retry was made */
+byte ntc[NP];           /* NOTICE: the last release notice sent for p: the
+                         * released claim's epoch (0 none); a receiver may take
+                         * it any number of times, late, or never (lost), and a
+                         * later leave's overwrites it */
+byte ntc_w[NP];         /* its sender */
+bit  mark_pend[NW];     /* NOTICE: the leave mark sent, not applied yet (the code
+                         * does not wait for its answer before the notice) */
 byte pred1[NW * NP];    /* waiting behind exactly one claim, watched: our claim's
                          * epoch then (pred_for: it speaks for that claim only) */
 bit  pred_gone[NW * NP]; /* that one claim's deletion was seen */
@@ -353,6 +373,31 @@ inline watches_lost(zx) {
 /* ---------------------------------------------------------------- worker
  * worker/membership.c (baton_membership_poll and what it calls) and the
  * partition side of worker/worker.c (fence, write, release). */
+
+/* NOTICE: the leave mark sent earlier is applied (the session lives) */
+inline mark_apply(zx) {
+    if
+    :: mark_pend[zx] && mem[zx] == cur[zx] -> leaving[zx] = 1; notify_member(zx, 1); mark_pend[zx] = 0
+    :: mark_pend[zx] && mem[zx] != cur[zx] -> mark_pend[zx] = 0
+    :: else
+    fi
+}
+
+/* NOTICE (notice_send): worker w tells its standbys every claim it
+ * holds, each notice lost or not; nothing if NOTICE is off */
+inline notice_send() {
+    if
+    :: NOTICE_ ->
+        for (zp : 0 .. NP - 1) {
+            if
+            :: claim[WP(w, zp)] != 0 -> ntc[zp] = claim[WP(w, zp)]; ntc_w[zp] = w
+            :: claim[WP(w, zp)] != 0 -> skip /* lost */
+            :: else
+            fi
+        }
+    :: else
+    fi
+}
 
 /* lose_all + standby_clear: every partition dropped without a flush */
 inline worker_forget() {
@@ -723,7 +768,11 @@ inline poll_promote() {
                     fi
                 }
                 if
-                :: FIX20 && (zk || sb_fired[WO(w, zo)] == 2) ->
+                /* a promotion on a release notice (3) reads nothing: the
+                 * mark it follows may not be applied yet, and a read
+                 * would take the owner for live; the mark's own event
+                 * or the node's deletion arms the read later */
+                :: FIX20 && sb_fired[WO(w, zo)] != 3 && (zk || sb_fired[WO(w, zo)] == 2) ->
                     sb_verify[WO(w, zo)] = 1; sb_armed[WO(w, zo)] = 0
                 :: else
                 fi;
@@ -771,6 +820,13 @@ inline poll_arm() {
 #define SB_EV(q) (ev_sb[WO(w, q)] != 0)
 #define SB_ACT(q) (sb_fired[WO(w, q)] != 0 || sb_alive[WO(w, q)])
 #define SB_UNARMED(q) (sbl[WO(w, q)] != 0 && !sb_armed[WO(w, q)])
+/* NOTICE: a release notice names the one claim our claim of q waits
+ * behind (its watch is on it), and q is assigned to us or we stand by for
+ * its sender on q (notice_apply) */
+#define NTC_READY(q) (NOTICE_ && ntc[q] != 0 && ntc_w[q] != w && claim[WP(w, q)] != 0 && \
+                      pred1[WP(w, q)] == claim[WP(w, q)] && !pred_gone[WP(w, q)] && \
+                      !uncertain[WP(w, q)] && arm_cl[WP(w, q)] == ntc[q] && \
+                      (assigned[WP(w, q)] || (sbl[WO(w, ntc_w[q])] & BIT(q)) != 0))
 
 proctype Worker(byte w) {
 
@@ -778,7 +834,8 @@ restart:
     /* a new process (first start, or a restart with the same id) */
     atomic {
         worker_forget();
-        w_running[w] = 0; w_dead[w] = 0; w_stop[w] = 0
+        w_running[w] = 0; w_dead[w] = 0; w_stop[w] = 0;
+        mark_pend[w] = 0 /* a dead process's mark: its session's end decides */
     };
 newsession:
     {
@@ -824,6 +881,20 @@ end_loop:
         fi;
         poll_promote();
         poll_arm()
+       }
+
+    /* NOTICE (notice_apply): a release notice for the claim ours waits
+     * behind is its deletion's event, come early; from the owner we stand
+     * by for, it is also its leave mark's (a promotion without the read) */
+    :: atomic {
+        ANYP(NTC_READY) ->
+        PICKP(zp, NTC_READY);
+        pred_gone[WP(w, zp)] = 1; dirty[WP(w, zp)] = 1;
+        zo = ntc_w[zp];
+        if
+        :: (sbl[WO(w, zo)] & BIT(zp)) && sb_fired[WO(w, zo)] == 0 -> sb_fired[WO(w, zo)] = 3
+        :: else
+        fi
        }
 
     /* release (reconcile_partition of an unassigned one): on_released
@@ -943,11 +1014,19 @@ end_loop:
         wres[WP(w, zp)] = 0; pend_off[WP(w, zp)] = 0; pend_ep[WP(w, zp)] = 0; pend_inc[WP(w, zp)] = 0
        }
 
-    /* SIGTERM: baton_membership_leave. The mark first, */
+    /* SIGTERM: baton_membership_leave. The mark first (with NOTICE sent
+     * without waiting for its answer: the server applies it later, before
+     * the claims' multi), */
     :: atomic {
         w_stop[w] && ZK_OK ->
-        leaving[w] = 1; notify_member(w, 1)
+        if
+        :: NOTICE_ -> mark_pend[w] = 1
+        :: else -> leaving[w] = 1; notify_member(w, 1)
+        fi
        };
+#ifdef NOTICEEARLY
+       atomic { notice_send() };
+#endif
        /* on_released for everything we own, once the write in flight is
         * answered (the flush): the answer is taken here, since the loop
         * that takes answers otherwise is left (waiting for none, an answer
@@ -960,13 +1039,20 @@ end_loop:
             pend_inc[WP(w, zp)] = 0
         }
        };
+#ifndef NOTICEEARLY
+       /* NOTICE: the release notice to the standbys, after the flush
+        * (mb_leave: after worker.before_release, before the multi) */
+       atomic { notice_send() };
+#endif
        /* every claim in one multi (mb_claims_delete), then (leave_wait
         * over, whether the coordinator answered or LEAVE_WAIT_MS passed)
         * the member node goes and the session is closed; then a restart */
        atomic {
         if
         :: !(sess[w] & BIT(cur[w])) -> goto restart
-        :: ZK_OK -> for (zp : 0 .. NP - 1) { drop_claim() }
+        :: ZK_OK ->
+            mark_apply(w);
+            for (zp : 0 .. NP - 1) { drop_claim() }
         fi
        };
        atomic {
@@ -1398,6 +1484,7 @@ end_loop:
 #define INFLIGHT(zi) (inflight[zi] != 0)
 #define SILENT(zx) (w_cut[zx] && w_fresh[zx])
 #define CUT(zx) (w_cut[zx])
+#define MARKPEND(zx) (mark_pend[zx])
 
 active proctype Server() {
 end_loop:
@@ -1425,6 +1512,14 @@ end_loop:
         :: else
         fi;
         inflight[zi] = 0
+       }
+    /* NOTICE: a leave mark in flight is applied, or lost with its session */
+    :: atomic {
+        PICKW(zv, MARKPEND);
+        if
+        :: sess[zv] & BIT(cur[zv]) -> mark_apply(zv)
+        :: else -> mark_pend[zv] = 0
+        fi
        }
     /* silence: 2/3 of the session timeout pass without an answer */
     :: atomic {

@@ -146,6 +146,9 @@ spawn olddelete fail safety "$lostdel -DOLDDELETE" -E -m200000
 # standby.claim=ahead without its yield: the next owner waits behind a
 # standby's claim made ahead of time, for good without the watchdog
 spawn ahead.noyield fail safety "$small -DAHEAD -DNOYIELD -DWATCHDOG=0" -E -m200000
+# standby.notice with the release notice sent before the leaver's flush:
+# the standby owns while the leaver still does (Safety 3)
+spawn notice.early fail safety "$small -DAHEAD -DNOTICE -DNOTICEEARLY" -E -m200000
 # a publish's chunk 1, then the coordinator's death, then a new plan with
 # the same generation: a stop and a coordinator's death only, the safety
 # assertions only (NOQUIET); millions of states deep (docs/model.md)
@@ -177,6 +180,12 @@ if ((quick == 0)); then
     spawn model.ahead.ltl.ckill pass liveness "$ltl1 -DF_CRASH=0 -DF_STOP=0 -DAHEAD" -a -f -E -m1000000
     spawn model.ahead.ltl.lostdel pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000
     spawn model.ahead.ltl.lostreply pass liveness "$ltl2 -DF_CUT=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0 -DAHEAD" -a -f -E -m1000000
+    # standby.notice (-DNOTICE, with -DAHEAD): the same safety properties
+    # and the quiet-state check, one fault of any kind; a bitstate search
+    # (the exhaustive one of -DAHEAD alone takes 2.8 GB already; the LTL
+    # formula with a stop, the fault that sends notices, did not end in
+    # 7 minutes: docs/model.md)
+    spawn model.notice pass safety-bitstate "$small -DAHEAD -DNOTICE" -E -m400000 -w28
     # the oldgen faults on the correct model (found the leave deadlock)
     spawn model.stopkill pass safety-bitstate "-DNW=2 -DNP=1 -DNC=1 -DNIN=1 -DFAULTS=2 -DF_CRASH=0 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0" -E -m400000 -w26
     spawn model.twocoord pass safety-bitstate "-DNW=2 -DNP=1 -DNC=2 -DFAULTS=2" -E -m400000 -w24

@@ -9,6 +9,7 @@
 #include "baton_group.h"
 #include "baton_kafka_topic.h"
 #include "baton_log.h"
+#include "baton_member_int.h"
 #include "baton_daemon.h"
 #include "baton_metrics_http.h"
 #include "baton_opts.h"
@@ -42,6 +43,8 @@ static int64_t member_wait_ms;
 static const char *standby_prefetch = "off";
 /* --standby-claim ahead|takeover (docs/configuration.md). */
 static const char *standby_claim = "takeover";
+/* --standby-notice ip:port|off (docs/configuration.md). */
+static const char *standby_notice = "off";
 static int64_t standby_prefetch_bytes = 1 << 20, standby_prefetch_total_bytes = 64 << 20;
 /* --zk-chroot, and the connect string with it applied (baton_conf_zk_chroot;
  * heap, lives until exit). */
@@ -95,6 +98,11 @@ static baton_conf_opt_t opts[] = {
      "ahead|takeover",
      "ahead: keep a claim of the partitions we are named standby for queued behind the owner's, "
      "so a handoff to us needs no create; takeover: claim them when we take them (default)",
+     0},
+    {"standby-notice", "standby.notice", "BATON_STANDBY_NOTICE", BATON_CONF_STR, 0, 0,
+     &standby_notice, "IP:PORT|off",
+     "take release notices on this datagram address (port 0: any) and send ours to our "
+     "standbys, so a graceful handoff does not wait for ZooKeeper (default off)",
      0},
     {"standby-prefetch-bytes", "standby.prefetch.bytes", "BATON_STANDBY_PREFETCH_BYTES",
      BATON_CONF_INT, 1024, INT64_C(1) << 40, &standby_prefetch_bytes, "BYTES",
@@ -206,6 +214,8 @@ int main(int argc, char **argv) {
         claim_ahead = 1;
     else if (strcmp(standby_claim, "takeover") != 0)
         baton_usage_error(prog, "--standby-claim: '%s' is not ahead or takeover", standby_claim);
+    if (baton_membership__notice_check(standby_notice, errstr, sizeof(errstr)) != BATON_OK)
+        baton_usage_error(prog, "--standby-notice: %s", errstr);
     baton_daemon_opts_t daemon = {log_level, log_format, metrics_addr};
     baton_daemon_check(prog, &daemon);
     /* The processor is loaded and its configuration checked before joining
@@ -236,6 +246,7 @@ int main(int argc, char **argv) {
         .member_wait_ms = (int)member_wait_ms,
         .standby_prefetch = prefetch_on,
         .standby_claim_ahead = claim_ahead,
+        .standby_notice = standby_notice,
         .standby_prefetch_bytes = standby_prefetch_bytes,
         .standby_prefetch_total_bytes = standby_prefetch_total_bytes,
     };

@@ -303,11 +303,27 @@ void mb_claim_news(baton_membership_t *m, size_t row, const char *path, int type
     mpart_t *mp = &m->st[row];
     const char *leaf = strrchr(path, '/');
     int64_t seq = leaf ? baton_claim_seq(leaf + 1) : -1;
+    if (type == ZOO_DELETED_EVENT && seq >= 0 && seq + 1 == mp->noticed_seq1)
+        return; /* a release notice told us first (mb_claim_noticed) */
     if (type == ZOO_DELETED_EVENT && seq >= 0 && pred_known(mp) && seq == mp->pred_seq)
         mp->pred_gone = 1;
     else
         mp->pred_for = 0;
     mb_mark_dirty(m, mp);
+}
+
+/* A release notice (member_notice.c): the claim of sequence seq in row's
+ * directory will never write again. If it is the one claim ours waits
+ * behind, it counts as deleted, as its deletion's event would (which,
+ * when it comes, changes nothing). Returns 1 if so. */
+int mb_claim_noticed(baton_membership_t *m, size_t row, int64_t seq) {
+    mpart_t *mp = &m->st[row];
+    if (!pred_known(mp) || mp->pred_gone || mp->pred_seq != seq)
+        return 0;
+    mp->pred_gone = 1;
+    mp->noticed_seq1 = seq + 1;
+    mb_mark_dirty(m, mp);
+    return 1;
 }
 
 /* The second half: the watch was set (err, and st the watched node's

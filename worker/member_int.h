@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define RETRY_MS 200
 /* A graceful leave waits at most this long for the coordinator to name
@@ -66,6 +67,10 @@ typedef struct {
      * needs no read then, and none while it stays (mb_claim_news). */
     int64_t pred_seq, pred_for;
     int pred_gone;
+    /* The sequence + 1 of the claim a release notice took as deleted
+     * (mb_claim_noticed; 0: none): its deletion's event, when it comes, is
+     * old news. */
+    int64_t noticed_seq1;
 } mpart_t;
 
 /* What we stand by for (assignment "standby"): owner's resources, which we
@@ -80,6 +85,30 @@ typedef struct {
     int alive;  /* the owner is live and not leaving (a new incarnation): give
                  * back what we took from it that no newer assignment gave us */
 } mstandby_t;
+
+/* A subscriber of our release notices (member_notice.c): a standby, by
+ * id, at the address its SUB came from. */
+typedef struct {
+    char id[BATON_ID_MAX + 1];
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    int64_t heard_ms;
+} msub_t;
+
+/* standby.notice (member_notice.c). fd < 0: off. */
+typedef struct {
+    int fd;        /* the datagram socket */
+    int epfd;      /* baton_membership_fd: the socket and the session's descriptor */
+    int ep_zkfd;   /* the session's descriptor as registered in epfd, -1 none */
+    char addr[64]; /* the bound address, advertised in our member node */
+    msub_t *subs;  /* who stands by for us and subscribed */
+    size_t nsubs;
+} mnotice_t;
+
+/* mstandby_t.fired: taken on a release notice (mb_standby_noticed): a
+ * promotion that reads nothing, since the mark it follows may not be
+ * applied yet (the mark's own event or the node's deletion reads later). */
+#define MB_FIRED_NOTICE 100
 
 /* A claim whose own watch waits (mb_own_watches_send). */
 typedef struct {
@@ -145,6 +174,7 @@ struct baton_membership_s {
     mlater_t *later;
     size_t nlater, latercap;
     int64_t later_at;
+    mnotice_t notice; /* standby.notice */
 };
 
 /* A watch's path and handle, for its completion (own_watch_done,
@@ -212,6 +242,7 @@ void mb_claims_settle_known(baton_membership_t *m);
  * same multi may be on its way (baton_membership_poll waits for it). */
 int mb_claims_more_coming(const baton_membership_t *m);
 void mb_own_watches_send(baton_membership_t *m);
+int mb_claim_noticed(baton_membership_t *m, size_t row, int64_t seq);
 
 /* member_standby.c */
 int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done);
@@ -222,6 +253,15 @@ void mb_standby_note(baton_membership_t *m, const char *id, int type);
 void mb_standby_promote(baton_membership_t *m);
 void mb_ahead_lowest(baton_membership_t *m, size_t row);
 void mb_ahead_after_release(baton_membership_t *m, size_t row);
+int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int64_t seq);
+
+/* member_notice.c */
+int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n);
+void mb_notice_close(baton_membership_t *m);
+int mb_notice_fd(baton_membership_t *m);
+int mb_notice_watch_send(baton_membership_t *m, const char *path);
+void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n);
+void mb_notice_drain(baton_membership_t *m);
 
 /* member_leave.c */
 void mb_leave(baton_membership_t *m);

@@ -96,6 +96,12 @@ void mb_leave(baton_membership_t *m) {
     for (size_t row = 0; row < m->res.n; row++)
         if (m->st[row].claim[0])
             rows[n++] = row;
+    /* standby.notice: flushed, we write nothing more; our standbys hear it
+     * now rather than from ZooKeeper once the multi below commits
+     * (member_notice.c). */
+    mb_notice_release(m, rows, n);
+    if (owned_any && m->notice.fd >= 0)
+        BATON_FAILPOINT("worker.after_notice");
     mb_claims_delete(m, rows, n, "left");
     free(rows);
     /* Answered by now (before the deletes' answers) unless the connection

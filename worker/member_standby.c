@@ -272,6 +272,10 @@ void mb_standby_arm(baton_membership_t *m) {
             if (!e->armed)
                 free(ow);
             e->verify = !e->armed;
+        } else if (m->notice.fd >= 0) {
+            /* standby.notice: a read with its watch, whose answer
+             * subscribes us to the owner's release notices. */
+            e->armed = mb_notice_watch_send(m, path) == ZOK;
         } else {
             /* Not sent: armed stays 0, tried again next poll. */
             e->armed = mb_watch_send(m, path, standby_watch_done) == ZOK;
@@ -366,16 +370,23 @@ void mb_standby_promote(baton_membership_t *m) {
             took++;
         }
         /* Whatever we took, or after a deletion: the next watch reads the
-         * owner's node, to give back if it turns out live (a restart). */
-        if (took || e->fired == ZOO_DELETED_EVENT) {
+         * owner's node, to give back if it turns out live (a restart). Not
+         * on a release notice: the leave mark sent before it may not be
+         * applied yet, and the read would take the owner for live; the
+         * mark's event or the node's deletion comes next, and reads. */
+        int notice = e->fired == MB_FIRED_NOTICE;
+        if (!notice && (took || e->fired == ZOO_DELETED_EVENT)) {
             e->verify = 1;
             e->armed = 0;
         }
         if (took) { /* none: taken already (the mark, then the deletion) */
             baton_metric_add(baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS), (double)took);
             BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
-                      e->owner, e->fired == ZOO_DELETED_EVENT ? "gone" : "leaving", took,
-                      (long long)m->generation);
+                      e->owner,
+                      e->fired == ZOO_DELETED_EVENT ? "gone"
+                      : notice                      ? "notice"
+                                                    : "leaving",
+                      took, (long long)m->generation);
         }
         e->fired = 0;
     }
@@ -402,6 +413,26 @@ static int owner_departed(baton_membership_t *m, const char *owner) {
     }
     free(data);
     return fired;
+}
+
+/* A release notice from owner names its claim of sequence seq on row
+ * (member_notice.c). Row assigned to us, or stood by for owner: if our
+ * claim waits right behind that one, it counts as deleted
+ * (mb_claim_noticed), and from the owner we stand by for the notice is
+ * also its leave mark (promoted by the poll, MB_FIRED_NOTICE). Returns 1
+ * if our claim was freed. */
+int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int64_t seq) {
+    mstandby_t *e = standby_find(m, owner);
+    int ours = 0;
+    for (size_t j = 0; e && j < e->n && !ours; j++)
+        ours = e->rows[j] == row;
+    if (!ours && !mstate_assigned(m->st[row].state))
+        return 0;
+    if (!mb_claim_noticed(m, row, seq))
+        return 0;
+    if (ours && !e->fired)
+        e->fired = MB_FIRED_NOTICE;
+    return 1;
 }
 
 /* The entry of the owner we stand by for row for, or NULL. */

@@ -56,6 +56,7 @@ char *mb_member_body(const baton_membership_t *m, int leaving) {
     me.no_partitions = m->conf.no_partitions;
     if (m->inc.fd >= 0)
         snprintf(me.incarnation, sizeof(me.incarnation), "%s", m->inc.current);
+    snprintf(me.notice, sizeof(me.notice), "%s", m->notice.addr);
     if (m->conf.keys) {
         me.keys_filter = 1;
         size_t used = 0;
@@ -347,6 +348,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
         return cerr;
     }
     baton_membership_t *m = xcalloc(1, sizeof(*m));
+    m->notice.fd = m->notice.epfd = m->notice.ep_zkfd = -1;
     m->conf = c;
     m->cbs = *cbs;
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */
@@ -369,6 +371,8 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
                                      m->conf.id, errstr, n);
     }
     if (err == BATON_OK)
+        err = mb_notice_open(m, ext ? ext->notice : NULL, errstr, n);
+    if (err == BATON_OK)
         err = join_first(m, errstr, n);
     if (err != BATON_OK) {
         baton_membership_destroy(m);
@@ -385,6 +389,7 @@ void baton_membership_destroy(baton_membership_t *m) {
         return;
     BATON_LOG_SCOPE(m->log);
     baton_zk_destroy(m->zk);          /* joins the completion thread: no probe_done after this */
+    mb_notice_close(m);               /* after: a completion may still send a SUB */
     baton_incarnation_close(&m->inc); /* our session is closed: the id is free */
     baton_zk_auth_destroy(m->auth);
     baton_silence_free(m->hb);
@@ -414,7 +419,10 @@ const char *baton_membership_topic(const baton_membership_t *m) { return m->conf
 baton_zk_t *baton_membership__zk(const baton_membership_t *m) { return m->zk; }
 int32_t baton_membership_partitions(const baton_membership_t *m) { return m->res.npartitions; }
 int baton_membership_fd(const baton_membership_t *m) {
-    return m->zk ? baton_zk_fd(m->zk) : -1; /* -1 between sessions: poll ignores it */
+    /* -1 between sessions (poll ignores it), unless standby.notice's set
+     * (the notice socket and the session's descriptor) is ours: the sync
+     * of that set writes only it (mb_notice_fd). */
+    return mb_notice_fd((baton_membership_t *)m);
 }
 
 int baton_membership_can_write(const baton_membership_t *m) {
@@ -665,6 +673,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
     BATON_LOG_SCOPE(m->log);
     if (m->evicted)
         return baton_seterr(errstr, n, BATON_EVICTED, "evicted: '%s' was deleted", m->member_path);
+    mb_notice_drain(m); /* a release notice: before the claims settle below */
     if (!m->zk)
         return rejoin(m, next_ms, errstr, n);
     int expired = 0, reconnected = 0;
@@ -876,7 +885,7 @@ int baton_membership_wait(baton_membership_t *m, int timeout_ms, char *errstr, s
         wait = timeout_ms;
     if (!m->evicted) {
         /* Without a session (rejoining) there is no descriptor: just wait. */
-        struct pollfd pfd = {.fd = m->zk ? baton_zk_fd(m->zk) : -1, .events = POLLIN};
+        struct pollfd pfd = {.fd = baton_membership_fd(m), .events = POLLIN};
         poll(&pfd, 1, wait < 0 ? 0 : wait);
     }
     return baton_membership_poll(m, NULL, errstr, n);

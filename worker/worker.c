@@ -1941,7 +1941,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     baton_membership_ext_t ext = {.zk_auth = conf->zk_auth,
                                   .member_wait_ms = conf->member_wait_ms,
                                   .lock = &lock,
-                                  .claim_ahead = conf->standby_claim_ahead};
+                                  .claim_ahead = conf->standby_claim_ahead,
+                                  .notice = conf->standby_notice};
     err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);

@@ -38,6 +38,9 @@ typedef struct {
     /* standby.claim=ahead (--standby-claim ahead): keep a claim of every
      * partition we stand by for queued behind its owner's (membership). */
     int standby_claim_ahead;
+    /* standby.notice (--standby-notice): the release notices' address, or
+     * NULL/"off" (membership, member_notice.c). */
+    const char *standby_notice;
     long long standby_prefetch_bytes;
     long long standby_prefetch_total_bytes;
 } baton_worker_conf_t;

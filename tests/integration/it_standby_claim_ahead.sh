@@ -54,38 +54,12 @@ start() {
     b_worker "$1" --standby-claim ahead --log-level debug --metrics-addr "127.0.0.1:${MPORT[$1]}"
 }
 # metric W NAME: W's value of counter NAME (0 before the first).
-metric() {
-    local v
-    v=$(curl -sS --max-time 5 "http://127.0.0.1:${MPORT[$1]}/metrics" | awk -v n="$2" '$1 == n { print $2 }')
-    echo "${v:-0}"
-}
+metric() { b_counter "127.0.0.1:${MPORT[$1]}" "$2"; }
 start w1
 start w2
 start w3
-claims_dir() { echo "/baton/$B_GROUP/partitions/$1/claims"; }
-# claims P: P's claims, lowest first (claim-SESSION-SEQUENCE: by sequence).
-claims() { h_zk ls "$(claims_dir "$1")" | sort -t- -k3,3; }
-# queue P: the workers of P's claims, lowest first, space separated.
-queue() {
-    local c out=""
-    for c in $(claims "$1"); do
-        out+="$(h_zk get "$(claims_dir "$1")/$c" | jq -r .worker) "
-    done
-    echo "${out% }"
-}
-# queued_ahead: every partition active, and its queue is "owner standby".
-queued_ahead() {
-    local s p owner sb
-    b_all_active "$@" || return 1
-    s=$(b_status) || return 1
-    for ((p = 0; p < B_PARTITIONS; p++)); do
-        owner=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .owner' <<<"$s")
-        sb=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .standby' <<<"$s")
-        [[ $sb != null && $(queue $p) == "$owner $sb" ]] || return 1
-    done
-}
 h_wait_for 30 "three workers share the partitions, each standby's claim queued behind its owner's" \
-    queued_ahead 3
+    b_queued_ahead 3
 # Two or more claims made ahead in one poll go in one multi (its size is
 # logged as batch=N): the six standby duties over three workers give some
 # worker two, where the owners' own claims, two each, are made one by one.
@@ -106,10 +80,10 @@ takeover() {
     parts=$(b_partitions_of "$victim")
     [[ -n $parts ]] || h_fail "$victim owns nothing"
     for p in $parts; do
-        read -r _ sb[$p] <<<"$(queue "$p")"
+        read -r _ sb[$p] <<<"$(b_queue "$p")"
         [[ -n ${sb[$p]} ]] || h_fail "$what: partition $p has no claim queued behind $victim's"
-        c=$(claims "$p" | sed -n 2p)
-        cz[$p]=$(h_zk stat "$(claims_dir "$p")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')
+        c=$(b_claims "$p" | sed -n 2p)
+        cz[$p]=$(h_zk stat "$(b_claims_dir "$p")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')
         lines[$p]=$(wc -l <"$H_DIR/${sb[$p]}.log")
     done
     h_log "$what: $victim's partitions ($parts) queued ahead on (${sb[*]})"
@@ -134,7 +108,7 @@ takeover() {
             h_fail "$what: ${sb[$p]} did not settle partition $p on its predecessor's deletion"
     done
     h_kill c1 CONT
-    h_wait_for 30 "$what: the coordinator's rebalance agrees, standbys queued again" queued_ahead 2
+    h_wait_for 30 "$what: the coordinator's rebalance agrees, standbys queued again" b_queued_ahead 2
 }
 export -f b_owner b_epoch b_status b_ctl
 export ZK B_GROUP BATON_BIN H_DIR
@@ -143,10 +117,10 @@ takeover w1 TERM "leave"
 rc=0; h_wait_exit w1 10 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
 start w1
-h_wait_for 30 "w1 back: three share the partitions, standbys queued" queued_ahead 3
+h_wait_for 30 "w1 back: three share the partitions, standbys queued" b_queued_ahead 3
 takeover w2 KILL "crash"
 start w2
-h_wait_for 30 "w2 back: three share the partitions, standbys queued" queued_ahead 3
+h_wait_for 30 "w2 back: three share the partitions, standbys queued" b_queued_ahead 3
 
 # --- 2b. a standby's claim deleted while it waits ----------------------------
 # The standby would settle its queue on the owner's claim's deletion
@@ -157,21 +131,21 @@ h_wait_for 30 "w2 back: three share the partitions, standbys queued" queued_ahea
 # owned_at_lowest P W: W owns P at the czxid of P's lowest claim, W's.
 owned_at_lowest() {
     local c
-    c=$(claims "$1" | sed -n 1p)
+    c=$(b_claims "$1" | sed -n 1p)
     [[ -n $c && $(b_owner "$1") == "$2" ]] || return 1
-    [[ $(h_zk get "$(claims_dir "$1")/$c" | jq -r .worker) == "$2" ]] || return 1
-    [[ $(b_epoch "$1") == "$(h_zk stat "$(claims_dir "$1")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')" ]]
+    [[ $(h_zk get "$(b_claims_dir "$1")/$c" | jq -r .worker) == "$2" ]] || return 1
+    [[ $(b_epoch "$1") == "$(h_zk stat "$(b_claims_dir "$1")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')" ]]
 }
 victim=w3
 p=$(b_partitions_of $victim | awk '{ print $1 }')
 [[ -n $p ]] || h_fail "orphan: $victim owns nothing"
-read -r _ sbw <<<"$(queue "$p")"
+read -r _ sbw <<<"$(b_queue "$p")"
 [[ -n $sbw ]] || h_fail "orphan: partition $p has no claim queued behind $victim's"
 from=$(wc -l <"$H_DIR/$sbw.log")
-gone=$(claims "$p" | sed -n 2p)
-gone_cz=$(h_zk stat "$(claims_dir "$p")/$gone" | sed -E 's/.*czxid=([0-9]+).*/\1/')
+gone=$(b_claims "$p" | sed -n 2p)
+gone_cz=$(h_zk stat "$(b_claims_dir "$p")/$gone" | sed -E 's/.*czxid=([0-9]+).*/\1/')
 h_log "orphan: deleting $sbw's claim of partition $p ($gone), then $victim leaves"
-h_zk delete "$(claims_dir "$p")/$gone"
+h_zk delete "$(b_claims_dir "$p")/$gone"
 h_kill c1 STOP
 h_kill $victim TERM
 h_wait_for 15 "orphan: $sbw finds the claim it took partition $p with gone" \
@@ -184,7 +158,7 @@ h_kill c1 CONT
 rc=0; h_wait_exit $victim 10 || rc=$?
 ((rc == 0)) || h_fail "$victim exited $rc on SIGTERM"
 start $victim
-h_wait_for 30 "$victim back: three share the partitions, standbys queued" queued_ahead 3
+h_wait_for 30 "$victim back: three share the partitions, standbys queued" b_queued_ahead 3
 
 # --- 3. the owner lets go without leaving: the standby's claim yields ------
 # The owner's claim deleted by hand (as an operator could): the standby's
@@ -194,21 +168,21 @@ h_wait_for 30 "$victim back: three share the partitions, standbys queued" queued
 # standby queues again behind it after its back-off.
 p=0
 owner=$(b_owner $p)
-read -r _ sbw <<<"$(queue $p)"
-[[ -n $sbw ]] || h_fail "yield: partition $p has no claim queued behind $owner's: $(claims $p)"
+read -r _ sbw <<<"$(b_queue $p)"
+[[ -n $sbw ]] || h_fail "yield: partition $p has no claim queued behind $owner's: $(b_claims $p)"
 y0=$(metric "$sbw" baton_worker_standby_claim_yields_total)
 e0=$(b_epoch $p)
 from=$(wc -l <"$H_DIR/$sbw.log")
 # yielded_since W P L: W logged a yield of partition P after its line L.
 yielded_since() { tail -n +"$3" "$H_DIR/$1.log" | grep -E "event=standby_claim_yield partition=$2 " >/dev/null; }
 h_log "yield: deleting $owner's claim of partition $p; $sbw's is queued behind it"
-h_zk delete "$(claims_dir $p)/$(claims $p | sed -n 1p)"
+h_zk delete "$(b_claims_dir $p)/$(b_claims $p | sed -n 1p)"
 h_wait_for 10 "$sbw yields partition $p" yielded_since "$sbw" $p "$from"
 h_wait_for 20 "partition $p owned by $owner again, $sbw queued behind" \
     bash -c "[[ \$(b_owner $p) == $owner && \$(b_epoch $p) != $e0 ]]"
 y1=$(metric "$sbw" baton_worker_standby_claim_yields_total)
 ((y1 > y0)) || h_fail "$sbw yielded, but standby_claim_yields_total stayed $y0"
-h_wait_for 20 "after the yield: all active, standbys queued" queued_ahead 3
+h_wait_for 20 "after the yield: all active, standbys queued" b_queued_ahead 3
 
 # --- a move: the queues follow the new assignment ---------------------------
 owner=$(b_owner $p)
@@ -216,7 +190,7 @@ for t in w1 w2 w3; do [[ $t != "$owner" ]] && target=$t; done
 h_log "move: partition $p from $owner to $target"
 b_ctl pin $p "$target" >/dev/null
 h_wait_for 20 "partition $p owned by $target" bash -c "[[ \$(b_owner $p) == $target ]]"
-h_wait_for 30 "after the move: all active, standbys queued" queued_ahead 3
+h_wait_for 30 "after the move: all active, standbys queued" b_queued_ahead 3
 b_ctl unpin $p >/dev/null
 
 rc=0; h_wait_exit producer 40 || rc=$?

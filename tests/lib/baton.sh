@@ -106,6 +106,37 @@ b_ts_ms() { [[ $1 =~ ts=([0-9T:.-]+)Z ]] && date -d "${BASH_REMATCH[1]}Z" +%s%3N
 b_scrape() { curl -sS --max-time 5 "http://$1/metrics"; }
 b_metric() { b_scrape "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
 b_metric_is() { [[ $(b_metric "$1" "$2") == "$3" ]]; }
+# b_counter ADDR NAME: a counter's value, 0 before its first increment.
+b_counter() {
+    local v
+    v=$(b_metric "$1" "$2")
+    echo "${v:-0}"
+}
+
+# Claims queues (standby.claim=ahead): b_claims_dir P: P's claims
+# directory; b_claims P: its claims, lowest first (claim-SESSION-SEQUENCE:
+# by sequence); b_queue P: the workers of P's claims, lowest first, space
+# separated; b_queued_ahead N: N workers share every partition and each
+# queue is "owner standby" as status names them.
+b_claims_dir() { echo "/baton/$B_GROUP/partitions/${1:?}/claims"; }
+b_claims() { h_zk ls "$(b_claims_dir "$1")" | sort -t- -k3,3; }
+b_queue() {
+    local c out=""
+    for c in $(b_claims "$1"); do
+        out+="$(h_zk get "$(b_claims_dir "$1")/$c" | jq -r .worker) "
+    done
+    echo "${out% }"
+}
+b_queued_ahead() {
+    local s p owner sb
+    b_all_active "$@" || return 1
+    s=$(b_status) || return 1
+    for ((p = 0; p < B_PARTITIONS; p++)); do
+        owner=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .owner' <<<"$s")
+        sb=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .standby' <<<"$s")
+        [[ $sb != null && $(b_queue $p) == "$owner $sb" ]] || return 1
+    done
+}
 
 # b_part_states NAME P: the partition states worker NAME logged for
 # partition P (it must run with --log-level debug), one "from>to:reason "

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# it_standby_notice: with --standby-notice (standby.notice) a graceful
+# leaver tells its standbys directly which claims it released, and they
+# take over without waiting for ZooKeeper (docs/design.md, "Release
+# notices"):
+#   1. Bad values are usage errors naming the flag (a wildcard, not an
+#      address, a port out of range).
+#   2. Every member node advertises its notice address; every standby
+#      subscribes to its owner's notices (the owner logs each subscriber).
+#   3. The leaver is frozen at worker.after_notice: its notices sent, its
+#      claims still in ZooKeeper. Its standbys still own its partitions,
+#      each at the czxid of the claim it had queued behind the leaver's,
+#      promoted by the notice (event=standby_promoted reason=notice), and
+#      write them (the epochs move in the sink) while the leaver's claims
+#      are still there. Released, the leaver exits 0.
+#   4. Datagrams that are not notices, and notices for another group or
+#      naming claims nobody waits behind, change nothing: the worker keeps
+#      running, counts them (baton_worker_notices_malformed_total), and no
+#      partition moves.
+#   5. Continuous input throughout: every record once, epochs never fall.
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_standby_notice
+h_zk_start
+B_PARTITIONS=6
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+
+# --- 1. bad values -----------------------------------------------------------
+for bad in 0.0.0.0:0 localhost:1 127.0.0.1:70000 127.0.0.1 '[::]:0'; do
+    rc=0
+    "$BATON_BIN/baton-worker" --zk "$ZK" --group "$B_GROUP" --id wbad --brokers "$BOOTSTRAP" \
+        --sink "sqlite:$B_SINK" --standby-notice "$bad" >"$H_DIR/bad.out" 2>&1 || rc=$?
+    ((rc == 2)) || h_fail "--standby-notice $bad should exit 2, got $rc: $(cat "$H_DIR/bad.out")"
+    grep -qF -- "--standby-notice: '$bad'" "$H_DIR/bad.out" || h_fail "unclear error: $(cat "$H_DIR/bad.out")"
+done
+
+b_coord c1
+declare -A MPORT=()
+# start W: claims ahead, notices on a free loopback port, /metrics of its own.
+start() {
+    MPORT[$1]=$(h_free_port)
+    b_worker "$1" --standby-claim ahead --standby-notice 127.0.0.1:0 --log-level debug \
+        --metrics-addr "127.0.0.1:${MPORT[$1]}"
+}
+# metric W NAME: W's value of counter NAME (0 before the first).
+metric() { b_counter "127.0.0.1:${MPORT[$1]}" "$2"; }
+for w in w1 w2 w3; do start $w; done
+h_wait_for 30 "three workers, each standby's claim queued behind its owner's" b_queued_ahead 3
+
+# --- 2. advertised, subscribed -----------------------------------------------
+declare -A ADDR=()
+for w in w1 w2 w3; do
+    ADDR[$w]=$(h_zk get "/baton/$B_GROUP/workers/$w" | jq -r .notice)
+    [[ ${ADDR[$w]} =~ ^127\.0\.0\.1:[0-9]+$ ]] || h_fail "$w's member node advertises notice '${ADDR[$w]}'"
+    b_log_has "$w" "event=notice_bound addr=${ADDR[$w]}" || h_fail "$w did not log its bound address"
+done
+# subscribed O S: owner O heard standby S subscribe.
+subscribed() { b_log_has "$1" "event=notice_subscriber id=$2 "; }
+s=$(b_status)
+for ((p = 0; p < B_PARTITIONS; p++)); do
+    owner=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .owner' <<<"$s")
+    sb=$(jq -r --argjson p $p '.partitions[] | select(.partition == $p) | .standby' <<<"$s")
+    h_wait_for 10 "$sb subscribed to $owner's notices" subscribed "$owner" "$sb"
+done
+
+h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+    --partitions $B_PARTITIONS --count 6000 --rate 400
+h_wait_for 10 "records flowing" b_sink_has 300
+
+# --- 3. the notice alone moves the partitions ---------------------------------
+# Restart w1 with the failpoint armed: frozen after its notices, before
+# its claims' delete.
+h_kill w1 TERM
+rc=0; h_wait_exit w1 10 || rc=$?
+((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+MPORT[w1]=$(h_free_port)
+# A long session: frozen, w1 keeps its claims while the checks below run.
+BATON_FAILPOINTS="worker.after_notice=stop" B_SESSION_MS=30000 b_worker w1 --standby-claim ahead \
+    --standby-notice 127.0.0.1:0 --log-level debug --metrics-addr "127.0.0.1:${MPORT[w1]}"
+h_wait_for 30 "w1 back: three share the partitions, standbys queued" b_queued_ahead 3
+parts=$(b_partitions_of w1)
+[[ -n $parts ]] || h_fail "w1 owns nothing"
+declare -A SB=() CZ=() LEAVER=() LINES=()
+for p in $parts; do
+    read -r _ "SB[$p]" <<<"$(b_queue "$p")"
+    [[ -n ${SB[$p]} ]] || h_fail "partition $p has no claim queued behind w1's"
+    h_wait_for 10 "${SB[$p]} subscribed to w1's notices" subscribed w1 "${SB[$p]}"
+    LEAVER[$p]=$(b_claims "$p" | sed -n 1p)
+    c=$(b_claims "$p" | sed -n 2p)
+    CZ[$p]=$(h_zk stat "$(b_claims_dir "$p")/$c" | sed -E 's/.*czxid=([0-9]+).*/\1/')
+    LINES[$p]=$(wc -l <"$H_DIR/${SB[$p]}.log")
+done
+# fenced_written P E: the sink's fence of P is at epoch E, and P has
+# output written at E. (batonctl status names the lowest claim's holder,
+# w1 until its claims go: the sink is what the standby's takeover moved.)
+fenced_written() {
+    [[ $(b_sql "SELECT epoch FROM baton_fence WHERE grp='$B_GROUP' AND partition=$1") == "$2" ]] &&
+        (($(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$1 AND epoch=$2") > 0))
+}
+h_log "leave: w1's partitions ($parts), standbys (${SB[*]})"
+h_kill w1 TERM
+h_wait_for 15 "w1 frozen after its notices" h_at_failpoint w1 worker.after_notice
+b_log_has w1 "event=notice_sent subscribers=" || h_fail "w1 logged no notice_sent"
+for p in $parts; do
+    h_wait_for 15 "partition $p fenced and written by ${SB[$p]} at ${CZ[$p]}" fenced_written "$p" "${CZ[$p]}"
+    b_claims "$p" | grep -qx "${LEAVER[$p]}" ||
+        h_fail "partition $p: w1's claim ${LEAVER[$p]} is gone; the notice was not what moved it"
+    tail -n +"${LINES[$p]}" "$H_DIR/${SB[$p]}.log" | grep -E "event=notice_received owner=w1 .*taken=[1-9]" >/dev/null ||
+        h_fail "${SB[$p]} logged no notice from w1 that freed a claim"
+    tail -n +"${LINES[$p]}" "$H_DIR/${SB[$p]}.log" | grep -E "event=acquired partition=$p epoch=${CZ[$p]} " >/dev/null ||
+        h_fail "${SB[$p]} did not acquire partition $p at ${CZ[$p]}"
+done
+for w in $(printf '%s\n' "${SB[@]}" | sort -u); do
+    grep -E "event=standby_promoted owner=w1 reason=notice " "$H_DIR/$w.log" >/dev/null ||
+        h_fail "$w was not promoted by w1's notice"
+done
+h_kill w1 CONT
+rc=0; h_wait_exit w1 15 || rc=$?
+((rc == 0)) || h_fail "w1 exited $rc after its leave"
+for p in $parts; do
+    b_claims "$p" | grep -qx "${LEAVER[$p]}" && h_fail "w1's claim ${LEAVER[$p]} of partition $p outlived its leave"
+done
+start w1
+h_wait_for 30 "w1 back again: three share the partitions, standbys queued" b_queued_ahead 3
+
+# --- 4. what is not a notice changes nothing -----------------------------------
+victim=w2
+port=$(h_zk get "/baton/$B_GROUP/workers/$victim" | jq -r .notice | sed 's/.*://')
+m0=$(metric $victim baton_worker_notices_malformed_total)
+declare -A BEFORE=()
+for ((p = 0; p < B_PARTITIONS; p++)); do BEFORE[$p]="$(b_owner $p) $(b_epoch $p)"; done
+wseq=$(b_claims 0 | sed -n 1p | sed 's/.*-0*//')
+python3 - "$port" "$B_GROUP" "${wseq:-0}" <<'EOF'
+import socket, sys
+port, group, seq = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for d in [b"hello", b"", b"BATON-NOTICE 1\n", b"BATON-NOTICE 1\nREL\n", b"BATON-NOTICE 2\nREL\n/baton/x\nw1\np0:1\n",
+          b"BATON-NOTICE 1\nREL\n/baton/" + group.encode() + b"\nw1\x00\np0:1\n",
+          b"BATON-NOTICE 1\nREL\n/baton/" + group.encode() + b"\n../../evil\np0:1\n",
+          b"BATON-NOTICE 1\nREL\n/baton/other\nw1\np0:" + seq.encode() + b"\n",
+          b"BATON-NOTICE 1\nREL\n/baton/" + group.encode() + b"\nw9\np0:999999999\np-1:1\np99999999999999999999:1\nkbad key:1\nx\n:\n",
+          b"BATON-NOTICE 1\nSUB\n/baton/" + group.encode() + b"\n\n",
+          bytes(range(256)) * 8]:
+    s.sendto(d, ("127.0.0.1", port))
+EOF
+# counted V M0: V's malformed-datagram count passed M0.
+counted() { (($(metric "$1" baton_worker_notices_malformed_total) > $2)); }
+h_wait_for 10 "$victim counted the datagrams that were not notices" counted $victim "$m0"
+sleep 1
+h_alive "$victim" || h_fail "$victim died on datagrams that were not notices"
+for ((p = 0; p < B_PARTITIONS; p++)); do
+    [[ "$(b_owner $p) $(b_epoch $p)" == "${BEFORE[$p]}" ]] ||
+        h_fail "partition $p moved on a datagram that was no notice: ${BEFORE[$p]} -> $(b_owner $p) $(b_epoch $p)"
+done
+
+rc=0; h_wait_exit producer 40 || rc=$?
+((rc == 0)) || h_fail "producer failed ($rc)"
+h_wait_for 30 "all 6000 records in the sink" b_sink_has 6000
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass "release notices moved a leaver's partitions before its claims went; garbage changed nothing"

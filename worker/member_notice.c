@@ -1,0 +1,442 @@
+/* member_notice.c: standby.notice, the release notice (docs/design.md,
+ * "Release notices").
+ *
+ * A graceful leaver's successors wait for ZooKeeper to tell them its claims
+ * are gone: one write, committed and announced under load, is most of a hot
+ * handoff (docs/benchmarks.md). With a notice address, a member also tells
+ * them directly. Every member with standby.notice binds one datagram socket
+ * and names it in its member node ("notice"). A standby, when it sets its
+ * watch on an owner's member node, reads the address there and subscribes
+ * (SUB). A leaver, once it has flushed everything (on_released) and before
+ * its claims' multi, sends each subscriber the claims it holds (REL). A
+ * standby whose claim waits right behind one of them takes it as deleted:
+ * the deletion's event, come early (mb_claim_noticed), and for the owner it
+ * stands by for also its leave mark's (a promotion without the read,
+ * mb_standby_noticed).
+ *
+ * Why that is safe: a notice says only that a claim will never write again,
+ * which the leaver knows once on_released has run, and which stays true
+ * however late the datagram comes. The successor still fences the sink with
+ * its own epoch, above the leaver's; a forged or mistaken notice costs a
+ * move (the owner's next write is refused, STALE), never a loss or a double
+ * (model/baton.pml -DNOTICE; -DNOTICEEARLY shows the order matters). A lost
+ * datagram costs the fast path only: ZooKeeper's deletion follows.
+ *
+ * The datagrams are text, one field per line:
+ *   BATON-NOTICE 1 / SUB / <group base> / <standby id>
+ *   BATON-NOTICE 1 / REL / <group base> / <owner id> / p<N>:<seq> | k<key>:<seq> ...
+ * Anything else, another group's, or malformed, is counted and dropped. */
+#include "member_int.h"
+
+#include "baton_layout.h"
+#include "baton_log.h"
+#include "baton_metrics.h"
+#include "baton_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NOTICE_MAGIC "BATON-NOTICE 1\n"
+/* One datagram's payload at most: under a 1,500-byte MTU with headers. */
+#define NOTICE_DGRAM_MAX 1400
+/* Subscribers an owner remembers; past it, the one heard from longest ago
+ * makes room. */
+#define NOTICE_SUBS_MAX 4096
+
+/* "host:port" or "[v6]:port" -> an address. Returns 0, or -1 with why. */
+static int addr_parse(const char *s, int passive, struct sockaddr_storage *out, socklen_t *outlen,
+                      const char **why) {
+    char host[64], port[8];
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1] || strlen(colon + 1) >= sizeof(port)) {
+        *why = "expected ip:port";
+        return -1;
+    }
+    size_t hl = (size_t)(colon - s);
+    const char *h = s;
+    if (s[0] == '[') {
+        if (hl < 3 || s[hl - 1] != ']') {
+            *why = "expected [ipv6]:port";
+            return -1;
+        }
+        h = s + 1;
+        hl -= 2;
+    }
+    if (hl >= sizeof(host)) {
+        *why = "address too long";
+        return -1;
+    }
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    snprintf(port, sizeof(port), "%s", colon + 1);
+    for (const char *p = port; *p; p++)
+        if (*p < '0' || *p > '9') {
+            *why = "the port is not a number";
+            return -1;
+        }
+    if (atoi(port) > 65535) {
+        *why = "the port is above 65535";
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_DGRAM,
+                             .ai_flags =
+                                 AI_NUMERICHOST | AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) {
+        *why = "not a numeric IP address";
+        return -1;
+    }
+    memcpy(out, ai->ai_addr, ai->ai_addrlen);
+    *outlen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static void addr_format(const struct sockaddr_storage *a, char *buf, size_t n) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)a;
+        inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+        snprintf(buf, n, "[%s]:%u", host, ntohs(s6->sin6_port));
+    } else {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)a;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+        snprintf(buf, n, "%s:%u", host, ntohs(s4->sin_port));
+    }
+}
+
+static int addr_wildcard(const struct sockaddr_storage *a) {
+    if (a->ss_family == AF_INET6)
+        return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+    return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+static int spec_check(const char *spec, struct sockaddr_storage *sa, socklen_t *salen, char *errstr,
+                      size_t n) {
+    const char *why = NULL;
+    if (addr_parse(spec, 1, sa, salen, &why) != 0)
+        return baton_seterr(errstr, n, BATON_INVALID, "'%s' is not an address to bind (%s; or off)",
+                            spec, why);
+    if (addr_wildcard(sa))
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "'%s' is a wildcard; give the address the group's other members "
+                            "reach this one at (it is advertised as given)",
+                            spec);
+    return BATON_OK;
+}
+
+int baton_membership__notice_check(const char *spec, char *errstr, size_t n) {
+    struct sockaddr_storage sa;
+    socklen_t salen = 0;
+    if (!spec || !spec[0] || strcmp(spec, "off") == 0)
+        return BATON_OK;
+    return spec_check(spec, &sa, &salen, errstr, n);
+}
+
+int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n) {
+    m->notice.fd = m->notice.epfd = m->notice.ep_zkfd = -1;
+    if (!spec || !spec[0] || strcmp(spec, "off") == 0)
+        return BATON_OK;
+    struct sockaddr_storage sa;
+    socklen_t salen = 0;
+    char why[256];
+    if (spec_check(spec, &sa, &salen, why, sizeof(why)) != BATON_OK)
+        return baton_seterr(errstr, n, BATON_INVALID, "standby.notice: %s", why);
+    int fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, salen) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return baton_seterr(errstr, n, BATON_INVALID, "standby.notice: cannot bind '%s': %s", spec,
+                            strerror(e));
+    }
+    salen = sizeof(sa);
+    getsockname(fd, (struct sockaddr *)&sa, &salen);
+    addr_format(&sa, m->notice.addr, sizeof(m->notice.addr));
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        int e = errno;
+        close(fd);
+        if (ep >= 0)
+            close(ep);
+        return baton_seterr(errstr, n, BATON_IO, "standby.notice: epoll: %s", strerror(e));
+    }
+    m->notice.fd = fd;
+    m->notice.epfd = ep;
+    BLOG_INFO("event=notice_bound addr=%s", m->notice.addr);
+    return BATON_OK;
+}
+
+void mb_notice_close(baton_membership_t *m) {
+    if (m->notice.fd >= 0)
+        close(m->notice.fd);
+    if (m->notice.epfd >= 0)
+        close(m->notice.epfd);
+    m->notice.fd = m->notice.epfd = -1;
+    free(m->notice.subs);
+    m->notice.subs = NULL;
+    m->notice.nsubs = 0;
+}
+
+int mb_notice_fd(baton_membership_t *m) {
+    int zfd = m->zk ? baton_zk_fd(m->zk) : -1;
+    if (m->notice.epfd < 0)
+        return zfd;
+    /* The session's descriptor changes with the session; a closed one left
+     * the set by itself (and its number may come back): add every time,
+     * EEXIST is the common answer. */
+    if (m->notice.ep_zkfd >= 0 && m->notice.ep_zkfd != zfd)
+        epoll_ctl(m->notice.epfd, EPOLL_CTL_DEL, m->notice.ep_zkfd, NULL);
+    m->notice.ep_zkfd = -1;
+    if (zfd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.fd = zfd};
+        if (epoll_ctl(m->notice.epfd, EPOLL_CTL_ADD, zfd, &ev) == 0 || errno == EEXIST)
+            m->notice.ep_zkfd = zfd;
+    }
+    return m->notice.epfd;
+}
+
+/* ---- subscribing (a standby, on ZooKeeper's completion thread) ---------- */
+
+typedef struct {
+    baton_zk_t *zk;
+    int fd;
+    char msg[BATON_ID_MAX + 512];
+    char path[];
+} notice_watch_t;
+
+/* The answer to the data watch a standby sets on its owner's member node
+ * (mb_notice_watch_send): ZNONODE is queued as the node's deletion, as
+ * standby_watch_done does; a node naming a notice address gets our SUB.
+ * The socket outlives the session (closed after it: mb_notice_close). */
+static void notice_watch_done(int rc, const char *value, int len, const struct Stat *st,
+                              const void *data) {
+    (void)st;
+    notice_watch_t *nw = (notice_watch_t *)data;
+    if (rc == ZNONODE) {
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, nw->path, nw->zk);
+    } else if (rc == ZOK) {
+        baton_member_t mb;
+        char why[128];
+        struct sockaddr_storage sa;
+        socklen_t salen = 0;
+        const char *bad = NULL;
+        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
+                BATON_OK &&
+            mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0)
+            sendto(nw->fd, nw->msg, strlen(nw->msg), MSG_DONTWAIT, (struct sockaddr *)&sa, salen);
+    }
+    free(nw);
+}
+
+int mb_notice_watch_send(baton_membership_t *m, const char *path) {
+    size_t plen = strlen(path) + 1;
+    notice_watch_t *nw = xmalloc(sizeof(*nw) + plen);
+    nw->zk = m->zk;
+    nw->fd = m->notice.fd;
+    snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "SUB\n%s\n%s\n", m->base, m->conf.id);
+    memcpy(nw->path, path, plen);
+    int rc =
+        zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, notice_watch_done, nw);
+    if (rc != ZOK)
+        free(nw);
+    return rc;
+}
+
+/* ---- releasing (the leaver) ---------------------------------------------- */
+
+static void sub_note(baton_membership_t *m, const char *id, const struct sockaddr_storage *from,
+                     socklen_t fromlen) {
+    mnotice_t *nt = &m->notice;
+    msub_t *slot = NULL;
+    for (size_t i = 0; i < nt->nsubs && !slot; i++)
+        if (strcmp(nt->subs[i].id, id) == 0)
+            slot = &nt->subs[i];
+    if (!slot && nt->nsubs < NOTICE_SUBS_MAX) {
+        nt->subs = xrealloc(nt->subs, sizeof(msub_t) * (nt->nsubs + 1));
+        slot = &nt->subs[nt->nsubs++];
+        BLOG_DEBUG("event=notice_subscriber id=%s subscribers=%zu", id, nt->nsubs);
+    }
+    if (!slot) { /* full: the one heard from longest ago */
+        slot = &nt->subs[0];
+        for (size_t i = 1; i < nt->nsubs; i++)
+            if (nt->subs[i].heard_ms < slot->heard_ms)
+                slot = &nt->subs[i];
+    }
+    snprintf(slot->id, sizeof(slot->id), "%s", id);
+    memcpy(&slot->addr, from, sizeof(*from));
+    slot->addrlen = fromlen;
+    slot->heard_ms = baton_now_ms();
+}
+
+/* Sends buf[0..len) to every subscriber; returns how many sends failed. */
+static size_t rel_send(baton_membership_t *m, const char *buf, size_t len) {
+    size_t failed = 0;
+    for (size_t i = 0; i < m->notice.nsubs; i++) {
+        msub_t *s = &m->notice.subs[i];
+        if (sendto(m->notice.fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&s->addr, s->addrlen) <
+            0)
+            failed++;
+    }
+    return failed;
+}
+
+void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n) {
+    if (m->notice.fd < 0 || n == 0)
+        return;
+    if (m->notice.nsubs == 0) {
+        BLOG_INFO("event=notice_sent subscribers=0 resources=%zu", n);
+        return;
+    }
+    char buf[NOTICE_DGRAM_MAX + 256];
+    int head = snprintf(buf, sizeof(buf), NOTICE_MAGIC "REL\n%s\n%s\n", m->base, m->conf.id);
+    if (head < 0 || (size_t)head >= NOTICE_DGRAM_MAX) {
+        BLOG_WARN("event=notice_skipped reason=header_too_long");
+        return;
+    }
+    size_t len = (size_t)head, items = 0, dgrams = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mpart_t *mp = &m->st[rows[i]];
+        int64_t seq = baton_claim_seq(mp->claim);
+        if (seq < 0)
+            continue;
+        char item[BATON_RES_LABEL_SIZE + 32];
+        const baton_resource_t *r = baton_res_at(&m->res, rows[i]);
+        int il = r->kind == BATON_RESOURCE_KEY
+                     ? snprintf(item, sizeof(item), "k%s:%lld\n", r->key, (long long)seq)
+                     : snprintf(item, sizeof(item), "p%d:%lld\n", r->partition, (long long)seq);
+        if (il < 0 || (size_t)il >= sizeof(item))
+            continue;
+        if (len + (size_t)il > NOTICE_DGRAM_MAX && items) {
+            failed += rel_send(m, buf, len);
+            dgrams++;
+            len = (size_t)head;
+            items = 0;
+        }
+        if (len + (size_t)il > NOTICE_DGRAM_MAX)
+            continue; /* one item alone too long: a key near its limit under a long base */
+        memcpy(buf + len, item, (size_t)il);
+        len += (size_t)il;
+        items++;
+    }
+    if (items) {
+        failed += rel_send(m, buf, len);
+        dgrams++;
+    }
+    BLOG_INFO("event=notice_sent subscribers=%zu resources=%zu datagrams=%zu failed=%zu",
+              m->notice.nsubs, n, dgrams, failed);
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+/* The next line of *p (its end NUL-terminated in place), or NULL. */
+static char *next_line(char **p) {
+    char *s = *p, *nl = s ? strchr(s, '\n') : NULL;
+    if (!nl)
+        return NULL;
+    *nl = 0;
+    *p = nl + 1;
+    return s;
+}
+
+static int parse_seq(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || s[0] == '-' || s[0] == '+')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A REL from owner, its items in p: each one that names the claim ours
+ * waits right behind takes that claim as deleted. */
+static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
+    size_t items = 0, taken = 0, bad = 0;
+    char *line;
+    while ((line = next_line(&p)) != NULL) {
+        items++;
+        char *colon = strrchr(line, ':');
+        int64_t seq = -1;
+        if (!colon || parse_seq(colon + 1, &seq) != 0) {
+            bad++;
+            continue;
+        }
+        *colon = 0;
+        long row = -1;
+        if (line[0] == 'p' && line[1]) {
+            int64_t part = -1;
+            if (parse_seq(line + 1, &part) == 0 && part < m->res.npartitions)
+                row = (long)part;
+        } else if (line[0] == 'k' && baton_key_valid(line + 1) == 0) {
+            row = baton_res_table_find_key(&m->res, line + 1, strlen(line + 1));
+        }
+        if (row < 0 || (size_t)row >= m->res.n) {
+            bad += line[0] != 'p' && line[0] != 'k';
+            continue; /* not a resource we know: nothing of ours waits on it */
+        }
+        taken += mb_standby_noticed(m, owner, (size_t)row, seq);
+    }
+    baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_RECEIVED));
+    BLOG_INFO("event=notice_received owner=%s resources=%zu taken=%zu malformed=%zu", owner, items,
+              taken, bad);
+}
+
+/* One datagram (NUL-terminated in buf) from `from`. */
+static void notice_handle(baton_membership_t *m, char *buf, const struct sockaddr_storage *from,
+                          socklen_t fromlen) {
+    char *p = buf;
+    if (strncmp(p, NOTICE_MAGIC, strlen(NOTICE_MAGIC)) != 0)
+        goto bad;
+    p += strlen(NOTICE_MAGIC);
+    char *kind = next_line(&p), *base = next_line(&p), *id = next_line(&p);
+    if (!kind || !base || !id || baton_id_valid(id) != 0)
+        goto bad;
+    if (strcmp(base, m->base) != 0) {
+        BLOG_DEBUG("event=notice_dropped reason=other_group base=%s", base);
+        return;
+    }
+    if (strcmp(kind, "SUB") == 0 && !*p) {
+        sub_note(m, id, from, fromlen);
+        return;
+    }
+    if (strcmp(kind, "REL") == 0) {
+        rel_apply(m, id, p);
+        return;
+    }
+bad:;
+    char who[80];
+    addr_format(from, who, sizeof(who));
+    baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
+    BLOG_DEBUG("event=notice_dropped reason=malformed from=%s", who);
+}
+
+void mb_notice_drain(baton_membership_t *m) {
+    if (m->notice.fd < 0)
+        return;
+    char buf[65536];
+    for (int i = 0; i < 1024; i++) { /* bounded: a flood waits for the next poll */
+        struct sockaddr_storage from;
+        socklen_t fromlen = sizeof(from);
+        ssize_t got = recvfrom(m->notice.fd, buf, sizeof(buf) - 1, MSG_DONTWAIT,
+                               (struct sockaddr *)&from, &fromlen);
+        if (got < 0)
+            return; /* EAGAIN, or an ICMP error of an earlier send: nothing to read */
+        buf[got] = 0;
+        if (strlen(buf) != (size_t)got) { /* a NUL inside: not ours */
+            baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
+            continue;
+        }
+        notice_handle(m, buf, &from, fromlen);
+    }
+}
