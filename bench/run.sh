@@ -39,7 +39,8 @@ usage() {
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
     echo "  appendfsync: everysec, the default, or always), BENCH_SINK_DIR (rebalance: an existing"
     echo "  directory for every system's SQLite sink file instead of the run's own, e.g. /dev/shm to"
-    echo "  take the disk's fsync out of the handoff; default: the run's directory)"
+    echo "  take the disk's fsync out of the handoff; default: the run's directory),"
+    echo "  BENCH_PRODUCER_LINGER_MS (rebalance: the producer's linger.ms, default 5)"
     echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
     echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
     echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5), BENCH_ROLL_SINK (baton's"
@@ -55,11 +56,11 @@ KG_NEXT_ID=0
 RB_PARTS=12
 RB_SESSION_MS=3000
 # The "hot" system: baton with hot standbys (docs/configuration.md,
-# standby.claim and standby.prefetch). fetch.wait.max.ms=2: the embedded
+# standby.claim, standby.prefetch and standby.notice). fetch.wait.max.ms=2: the embedded
 # Kafka (librdkafka's mock broker) holds a fetch that found nothing for the
 # whole of it, even when records arrive meanwhile, where a real broker
 # answers as they arrive (docs/benchmarks.md).
-RB_HOT_DEFAULT="--standby-claim ahead --standby-prefetch on --kafka fetch.wait.max.ms=2"
+RB_HOT_DEFAULT="--standby-claim ahead --standby-prefetch on --standby-notice 127.0.0.1:0 --kafka fetch.wait.max.ms=2"
 
 # rb_baton SYS: SYS is baton run by baton (baton, or hot: with hot standbys).
 rb_baton() { [[ $1 == baton || $1 == hot ]]; }
@@ -272,7 +273,7 @@ rb_env_up() {
     RB_RUN=$2
     h_kafka_start "$B_TOPIC" $RB_PARTS
     h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-        --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE"
+        --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE" --linger-ms "$RB_LINGER"
     if rb_baton "$sys"; then
         B_GROUP=g$sys$RB_RUN
         B_SINK=$RB_SINK_DIR/$sys-$RB_RUN.db
@@ -345,6 +346,11 @@ bench_rebalance() {
     sink_fs=$(df --output=fstype "$RB_SINK_DIR" 2>/dev/null | tail -n 1) || sink_fs=""
     h_log "sink files in $RB_SINK_DIR (${sink_fs:=unknown})"
     RB_RATE=$rate
+    # The producer's linger.ms: how long each partition's records wait to
+    # go in one request. A handoff is written again once the next record
+    # comes, so this is part of what it measures (docs/benchmarks.md).
+    RB_LINGER=${BENCH_PRODUCER_LINGER_MS:-5}
+    [[ $RB_LINGER =~ ^[0-9]+$ ]] || h_fail "BENCH_PRODUCER_LINGER_MS: '$RB_LINGER' is not a number of ms"
     h_zk_start
     # The day's ZooKeeper, before anything else runs: a 1-byte set 500
     # times, 2 ms apart (its threads idle in between, as a handoff meets
@@ -425,7 +431,7 @@ bench_rebalance() {
             "hot_handoff_released_p99_ms=${p99[leavereleased_hot]}" \
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
-            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate" \
+            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate producer_linger_ms=$RB_LINGER" \
             "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99 sink_fs=$sink_fs"
     }
     if [[ $RB_SINK_DIR != "$H_DIR" && ${BATON_KEEP:-0} != 1 ]]; then rm -rf "$RB_SINK_DIR"; fi

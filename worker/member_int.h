@@ -97,11 +97,13 @@ typedef struct {
 
 /* standby.notice (member_notice.c). fd < 0: off. */
 typedef struct {
-    int fd;        /* the datagram socket */
-    int epfd;      /* baton_membership_fd: the socket and the session's descriptor */
-    int ep_zkfd;   /* the session's descriptor as registered in epfd, -1 none */
-    char addr[64]; /* the bound address, advertised in our member node */
-    msub_t *subs;  /* who stands by for us and subscribed */
+    int fd;             /* the datagram socket */
+    int epfd;           /* baton_membership_fd: the socket and the session's descriptor */
+    int ep_zkfd;        /* the session's descriptor as registered in epfd, -1 none */
+    int64_t ep_session; /* the session it was registered for */
+    char *buf;          /* a datagram (65,536 bytes) */
+    char addr[64];      /* the bound address, advertised in our member node */
+    msub_t *subs;       /* who stands by for us and subscribed */
     size_t nsubs;
 } mnotice_t;
 

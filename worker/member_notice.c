@@ -50,6 +50,8 @@
 /* Subscribers an owner remembers; past it, the one heard from longest ago
  * makes room. */
 #define NOTICE_SUBS_MAX 4096
+/* The receive buffer: the largest datagram, and a NUL. */
+#define NOTICE_BUF 65536
 
 /* "host:port" or "[v6]:port" -> an address. Returns 0, or -1 with why. */
 static int addr_parse(const char *s, int passive, struct sockaddr_storage *out, socklen_t *outlen,
@@ -173,6 +175,7 @@ int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t
     }
     m->notice.fd = fd;
     m->notice.epfd = ep;
+    m->notice.buf = xmalloc(NOTICE_BUF);
     BLOG_INFO("event=notice_bound addr=%s", m->notice.addr);
     return BATON_OK;
 }
@@ -185,6 +188,8 @@ void mb_notice_close(baton_membership_t *m) {
     m->notice.fd = m->notice.epfd = -1;
     free(m->notice.subs);
     m->notice.subs = NULL;
+    free(m->notice.buf);
+    m->notice.buf = NULL;
     m->notice.nsubs = 0;
 }
 
@@ -193,15 +198,19 @@ int mb_notice_fd(baton_membership_t *m) {
     if (m->notice.epfd < 0)
         return zfd;
     /* The session's descriptor changes with the session; a closed one left
-     * the set by itself (and its number may come back): add every time,
-     * EEXIST is the common answer. */
-    if (m->notice.ep_zkfd >= 0 && m->notice.ep_zkfd != zfd)
+     * the set by itself, and its number may come back for the next one:
+     * registered again whenever the descriptor or the session differs. */
+    if (zfd == m->notice.ep_zkfd && m->session == m->notice.ep_session)
+        return m->notice.epfd;
+    if (m->notice.ep_zkfd >= 0)
         epoll_ctl(m->notice.epfd, EPOLL_CTL_DEL, m->notice.ep_zkfd, NULL);
     m->notice.ep_zkfd = -1;
     if (zfd >= 0) {
         struct epoll_event ev = {.events = EPOLLIN, .data.fd = zfd};
-        if (epoll_ctl(m->notice.epfd, EPOLL_CTL_ADD, zfd, &ev) == 0 || errno == EEXIST)
+        if (epoll_ctl(m->notice.epfd, EPOLL_CTL_ADD, zfd, &ev) == 0 || errno == EEXIST) {
             m->notice.ep_zkfd = zfd;
+            m->notice.ep_session = m->session;
+        }
     }
     return m->notice.epfd;
 }
@@ -424,11 +433,11 @@ bad:;
 void mb_notice_drain(baton_membership_t *m) {
     if (m->notice.fd < 0)
         return;
-    char buf[65536];
+    char *buf = m->notice.buf;
     for (int i = 0; i < 1024; i++) { /* bounded: a flood waits for the next poll */
         struct sockaddr_storage from;
         socklen_t fromlen = sizeof(from);
-        ssize_t got = recvfrom(m->notice.fd, buf, sizeof(buf) - 1, MSG_DONTWAIT,
+        ssize_t got = recvfrom(m->notice.fd, buf, NOTICE_BUF - 1, MSG_DONTWAIT,
                                (struct sockaddr *)&from, &fromlen);
         if (got < 0)
             return; /* EAGAIN, or an ICMP error of an earlier send: nothing to read */

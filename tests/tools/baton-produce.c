@@ -34,6 +34,7 @@ typedef struct produce_opts_s {
     int64_t rate;
     int64_t timeout_ms;
     const char *deliveries;
+    const char *linger_ms; /* librdkafka's linger.ms, as given */
 } produce_opts_t;
 
 /* Delivery accounting; only touched from rd_kafka_poll/flush on the main
@@ -49,7 +50,7 @@ static void produce_usage(FILE *out) {
     fprintf(out, "usage: baton-produce --brokers B --topic T --partitions N "
                  "--count C\n"
                  "                     [--rate R] [--prefix S] [--timeout-ms MS]\n"
-                 "                     [--deliveries FILE]\n"
+                 "                     [--deliveries FILE] [--linger-ms L]\n"
                  "\n"
                  "Produces C records round-robin over partitions 0..N-1: record i\n"
                  "has key \"k<i>\" and value \"<S>-<i>\" (S defaults to \"v\").\n"
@@ -57,7 +58,8 @@ static void produce_usage(FILE *out) {
                  "Waits for all deliveries (acks=all, idempotent), prints\n"
                  "\"produced=C\" and exits 0; exits 1 if any delivery fails.\n"
                  "MS bounds each record's delivery (default 30000), so the run\n"
-                 "always ends.\n"
+                 "always ends. L is librdkafka's linger.ms (default 5): how long\n"
+                 "a partition's records wait to go in one request.\n"
                  "FILE (appended to) gets one \"<partition>\\x1f<offset>\\x1f<value>\\x1e\"\n"
                  "per delivered record, written as its delivery report arrives;\n"
                  "a failed record that may have been written anyway gets offset -1.\n");
@@ -76,15 +78,16 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
     o->prefix = "v";
     o->count = -1;
     o->timeout_ms = PRODUCE_DEFAULT_TIMEOUT_MS;
+    o->linger_ms = "5";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             produce_usage(stdout);
             exit(0);
         }
-        static const char *const known[] = {"--brokers",    "--topic",     "--partitions",
-                                            "--count",      "--rate",      "--prefix",
-                                            "--timeout-ms", "--deliveries"};
+        static const char *const known[] = {"--brokers",    "--topic",      "--partitions",
+                                            "--count",      "--rate",       "--prefix",
+                                            "--timeout-ms", "--deliveries", "--linger-ms"};
         size_t k = 0;
         while (k < BATON_ARRAY_SIZE(known) && strcmp(a, known[k]) != 0)
             k++;
@@ -117,6 +120,11 @@ static void produce_parse_args(int argc, char **argv, produce_opts_t *o) {
             if (!*v)
                 produce_bad_usage("bad value for --deliveries: '%s'", v);
             o->deliveries = v;
+            break;
+        case 8:
+            if (baton_parse_i64(v, 0, 60000, &n) != 0)
+                produce_bad_usage("bad value for --linger-ms: '%s'", v);
+            o->linger_ms = v;
             break;
         default:
             if (baton_parse_i64(v, 1, 3600000, &n) != 0)
@@ -195,7 +203,7 @@ int main(int argc, char **argv) {
         produce_conf_set(conf, "acks", "all") ||
         produce_conf_set(conf, "enable.idempotence", "true") ||
         produce_conf_set(conf, "message.timeout.ms", tmo) ||
-        produce_conf_set(conf, "linger.ms", "5")) {
+        produce_conf_set(conf, "linger.ms", o.linger_ms)) {
         rd_kafka_conf_destroy(conf);
         return 1;
     }
