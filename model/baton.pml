@@ -232,6 +232,7 @@ bit  asg_dirty[NW];
 byte sbl[NW * NW];      /* standby: what we stand by for owner o (bits of p) */
 byte sb_fired[NW * NW]; /* 0, 1 leaving, 2 gone */
 bit  sb_verify[NW * NW];
+bit  sb_vdue[NW * NW];  /* NOTICE: promoted on a notice, the verify read not armed yet */
 bit  sb_alive[NW * NW];
 bit  sb_armed[NW * NW];
 bit  revoked[NW * NP];  /* ghost: our claim was deleted by the watchdog while we own,
@@ -416,7 +417,7 @@ inline worker_forget() {
         fi
     }
     for (zo : 0 .. NW - 1) {
-        sbl[WO(w, zo)] = 0; sb_fired[WO(w, zo)] = 0; sb_verify[WO(w, zo)] = 0;
+        sbl[WO(w, zo)] = 0; sb_fired[WO(w, zo)] = 0; sb_verify[WO(w, zo)] = 0; sb_vdue[WO(w, zo)] = 0;
         sb_alive[WO(w, zo)] = 0; sb_armed[WO(w, zo)] = 0; ev_sb[WO(w, zo)] = 0;
         arm_sb[WO(w, zo)] = 0
     }
@@ -716,6 +717,7 @@ inline poll_read_assignment() {
             if
             :: sbl[WO(w, zo)] == 0 ->
                 sb_fired[WO(w, zo)] = 0; sb_verify[WO(w, zo)] = 0; sb_alive[WO(w, zo)] = 0;
+                sb_vdue[WO(w, zo)] = 0;
                 sb_armed[WO(w, zo)] = 0
             :: else
             fi
@@ -753,6 +755,13 @@ inline poll_promote() {
                 }
             :: else
             fi;
+            /* NOTICE: the owner's next news after a promotion on its notice
+             * (its mark applied, or its node gone) arms the read (verify_due) */
+            if
+            :: sb_vdue[WO(w, zo)] && sb_fired[WO(w, zo)] != 0 && sb_fired[WO(w, zo)] != 3 ->
+                sb_vdue[WO(w, zo)] = 0; sb_verify[WO(w, zo)] = 1; sb_armed[WO(w, zo)] = 0
+            :: else
+            fi;
             if
             :: FIX20 && sb_fired[WO(w, zo)] == 2 && mem[zo] != 0 ->
                 /* standby_owner_exists: back already as another incarnation */
@@ -770,10 +779,11 @@ inline poll_promote() {
                 if
                 /* a promotion on a release notice (3) reads nothing: the
                  * mark it follows may not be applied yet, and a read
-                 * would take the owner for live; the mark's own event
-                 * or the node's deletion arms the read later */
+                 * would take the owner for live; the owner's next event
+                 * arms the read (sb_vdue, above) */
                 :: FIX20 && sb_fired[WO(w, zo)] != 3 && (zk || sb_fired[WO(w, zo)] == 2) ->
                     sb_verify[WO(w, zo)] = 1; sb_armed[WO(w, zo)] = 0
+                :: sb_fired[WO(w, zo)] == 3 && zk -> sb_vdue[WO(w, zo)] = 1
                 :: else
                 fi;
                 sb_fired[WO(w, zo)] = 0

@@ -185,7 +185,7 @@ if ((quick == 0)); then
     # (the exhaustive one of -DAHEAD alone takes 2.8 GB already; the LTL
     # formula with a stop, the fault that sends notices, did not end in
     # 7 minutes: docs/model.md)
-    spawn model.notice pass safety-bitstate "$small -DAHEAD -DNOTICE" -E -m400000 -w28
+    spawn model.notice pass safety-bitstate "$small -DAHEAD -DNOTICE" -E -m400000 -w30
     # the oldgen faults on the correct model (found the leave deadlock)
     spawn model.stopkill pass safety-bitstate "-DNW=2 -DNP=1 -DNC=1 -DNIN=1 -DFAULTS=2 -DF_CRASH=0 -DF_CUT=0 -DF_LOSTREPLY=0 -DF_LOSTDEL=0 -DF_LOSTWRITE=0" -E -m400000 -w26
     spawn model.twocoord pass safety-bitstate "-DNW=2 -DNP=1 -DNC=2 -DFAULTS=2" -E -m400000 -w24

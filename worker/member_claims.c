@@ -245,6 +245,9 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
      * the queue without a read (pred_watched, once its watch is set). */
     mp->pred_for = 0;
     mp->pred_gone = 0;
+    /* A listing is news of its own: a notice taken before it says nothing
+     * about the deletions the watch set now will bring. */
+    mp->noticed_seq1 = 0;
     if (pred && below == 1) {
         mp->pred_seq = baton_claim_seq(pred);
         mp->pred_for = baton_claim_seq(mp->claim) + 1;

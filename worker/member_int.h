@@ -82,8 +82,12 @@ typedef struct {
     int armed;  /* a watch is set on workers/<owner> */
     int fired;  /* the owner's node changed or went: take rows (mb_standby_promote) */
     int verify; /* we took rows: the next watch also asks whether the owner lives */
-    int alive;  /* the owner is live and not leaving (a new incarnation): give
-                 * back what we took from it that no newer assignment gave us */
+    /* We took rows on a release notice (no read then, MB_FIRED_NOTICE):
+     * the owner's next event (its mark applied, or its node gone) arms
+     * the verify read. */
+    int verify_due;
+    int alive; /* the owner is live and not leaving (a new incarnation): give
+                * back what we took from it that no newer assignment gave us */
 } mstandby_t;
 
 /* A subscriber of our release notices (member_notice.c): a standby, by
@@ -255,7 +259,8 @@ void mb_standby_note(baton_membership_t *m, const char *id, int type);
 void mb_standby_promote(baton_membership_t *m);
 void mb_ahead_lowest(baton_membership_t *m, size_t row);
 void mb_ahead_after_release(baton_membership_t *m, size_t row);
-int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int64_t seq);
+int mb_standby_noticed(baton_membership_t *m, const char *owner, int64_t generation, size_t row,
+                       int64_t seq);
 
 /* member_notice.c */
 int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n);

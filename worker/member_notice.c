@@ -16,15 +16,17 @@
  *
  * Why that is safe: a notice says only that a claim will never write again,
  * which the leaver knows once on_released has run, and which stays true
- * however late the datagram comes. The successor still fences the sink with
- * its own epoch, above the leaver's; a forged or mistaken notice costs a
- * move (the owner's next write is refused, STALE), never a loss or a double
- * (model/baton.pml -DNOTICE; -DNOTICEEARLY shows the order matters). A lost
- * datagram costs the fast path only: ZooKeeper's deletion follows.
+ * however late the datagram comes (model/baton.pml -DNOTICE; -DNOTICEEARLY
+ * shows the order matters). The successor still fences the sink with its
+ * own epoch, above the leaver's; a forged or mistaken notice (not modelled)
+ * costs a move (the owner's next write is refused, STALE), never a loss or
+ * a double. A lost datagram costs the fast path only: ZooKeeper's deletion
+ * follows.
  *
  * The datagrams are text, one field per line:
  *   BATON-NOTICE 1 / SUB / <group base> / <standby id>
- *   BATON-NOTICE 1 / REL / <group base> / <owner id> / p<N>:<seq> | k<key>:<seq> ...
+ *   BATON-NOTICE 1 / REL / <group base> / <owner id> / <its assignment's generation> /
+ *     p<N>:<seq> | k<key>:<seq> ...
  * Anything else, another group's, or malformed, is counted and dropped. */
 #include "member_int.h"
 
@@ -154,15 +156,20 @@ int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t
     if (spec_check(spec, &sa, &salen, why, sizeof(why)) != BATON_OK)
         return baton_seterr(errstr, n, BATON_INVALID, "standby.notice: %s", why);
     int fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, salen) != 0) {
+    if (fd < 0)
+        return baton_seterr(errstr, n, BATON_IO, "standby.notice: socket: %s", strerror(errno));
+    if (bind(fd, (struct sockaddr *)&sa, salen) != 0) {
         int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return baton_seterr(errstr, n, BATON_INVALID, "standby.notice: cannot bind '%s': %s", spec,
+        close(fd);
+        return baton_seterr(errstr, n, BATON_IO, "standby.notice: cannot bind '%s': %s", spec,
                             strerror(e));
     }
     salen = sizeof(sa);
-    getsockname(fd, (struct sockaddr *)&sa, &salen);
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+        int e = errno;
+        close(fd);
+        return baton_seterr(errstr, n, BATON_IO, "standby.notice: getsockname: %s", strerror(e));
+    }
     addr_format(&sa, m->notice.addr, sizeof(m->notice.addr));
     int ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
@@ -210,6 +217,12 @@ int mb_notice_fd(baton_membership_t *m) {
         if (epoll_ctl(m->notice.epfd, EPOLL_CTL_ADD, zfd, &ev) == 0 || errno == EEXIST) {
             m->notice.ep_zkfd = zfd;
             m->notice.ep_session = m->session;
+        } else {
+            /* Not in the set: return the session's own descriptor, so that
+             * the caller still wakes for ZooKeeper (notices then wait for
+             * the next poll); tried again on the next call. */
+            BLOG_WARN("event=notice_epoll_failed error=\"%s\"", strerror(errno));
+            return zfd;
         }
     }
     return m->notice.epfd;
@@ -242,7 +255,7 @@ static void notice_watch_done(int rc, const char *value, int len, const struct S
         const char *bad = NULL;
         if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
                 BATON_OK &&
-            mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0)
+            nw->msg[0] && mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0)
             sendto(nw->fd, nw->msg, strlen(nw->msg), MSG_DONTWAIT, (struct sockaddr *)&sa, salen);
     }
     free(nw);
@@ -253,7 +266,9 @@ int mb_notice_watch_send(baton_membership_t *m, const char *path) {
     notice_watch_t *nw = xmalloc(sizeof(*nw) + plen);
     nw->zk = m->zk;
     nw->fd = m->notice.fd;
-    snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "SUB\n%s\n%s\n", m->base, m->conf.id);
+    int len = snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "SUB\n%s\n%s\n", m->base, m->conf.id);
+    if (len < 0 || (size_t)len >= sizeof(nw->msg))
+        nw->msg[0] = 0; /* a base too long to subscribe with: the watch only */
     memcpy(nw->path, path, plen);
     int rc =
         zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, notice_watch_done, nw);
@@ -308,7 +323,8 @@ void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n) {
         return;
     }
     char buf[NOTICE_DGRAM_MAX + 256];
-    int head = snprintf(buf, sizeof(buf), NOTICE_MAGIC "REL\n%s\n%s\n", m->base, m->conf.id);
+    int head = snprintf(buf, sizeof(buf), NOTICE_MAGIC "REL\n%s\n%s\n%lld\n", m->base, m->conf.id,
+                        (long long)m->generation);
     if (head < 0 || (size_t)head >= NOTICE_DGRAM_MAX) {
         BLOG_WARN("event=notice_skipped reason=header_too_long");
         return;
@@ -372,7 +388,13 @@ static int parse_seq(const char *s, int64_t *out) {
  * waits right behind takes that claim as deleted. */
 static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
     size_t items = 0, taken = 0, bad = 0;
-    char *line;
+    int64_t gen = -1;
+    char *line = next_line(&p);
+    if (!line || parse_seq(line, &gen) != 0) {
+        baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
+        BLOG_DEBUG("event=notice_dropped reason=malformed owner=%s", owner);
+        return;
+    }
     while ((line = next_line(&p)) != NULL) {
         items++;
         char *colon = strrchr(line, ':');
@@ -394,11 +416,12 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
             bad += line[0] != 'p' && line[0] != 'k';
             continue; /* not a resource we know: nothing of ours waits on it */
         }
-        taken += mb_standby_noticed(m, owner, (size_t)row, seq);
+        taken += mb_standby_noticed(m, owner, gen, (size_t)row, seq);
     }
     baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_RECEIVED));
-    BLOG_INFO("event=notice_received owner=%s resources=%zu taken=%zu malformed=%zu", owner, items,
-              taken, bad);
+    BLOG_INFO("event=notice_received owner=%s generation=%lld resources=%zu taken=%zu "
+              "malformed=%zu",
+              owner, (long long)gen, items, taken, bad);
 }
 
 /* One datagram (NUL-terminated in buf) from `from`. */
