@@ -259,8 +259,7 @@ void mb_standby_note(baton_membership_t *m, const char *id, int type);
 void mb_standby_promote(baton_membership_t *m);
 void mb_ahead_lowest(baton_membership_t *m, size_t row);
 void mb_ahead_after_release(baton_membership_t *m, size_t row);
-int mb_standby_noticed(baton_membership_t *m, const char *owner, int64_t generation, size_t row,
-                       int64_t seq);
+int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int64_t seq);
 
 /* member_notice.c */
 int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n);

@@ -416,7 +416,7 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
             bad += line[0] != 'p' && line[0] != 'k';
             continue; /* not a resource we know: nothing of ours waits on it */
         }
-        taken += mb_standby_noticed(m, owner, gen, (size_t)row, seq);
+        taken += mb_standby_noticed(m, owner, (size_t)row, seq);
     }
     baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_RECEIVED));
     BLOG_INFO("event=notice_received owner=%s generation=%lld resources=%zu taken=%zu "

@@ -429,8 +429,7 @@ static int owner_departed(baton_membership_t *m, const char *owner) {
  * (mb_claim_noticed), and from the owner we stand by for the notice is
  * also its leave mark (promoted by the poll, MB_FIRED_NOTICE). Returns 1
  * if our claim was freed. */
-int mb_standby_noticed(baton_membership_t *m, const char *owner, int64_t generation, size_t row,
-                       int64_t seq) {
+int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int64_t seq) {
     mstandby_t *e = standby_find(m, owner);
     int ours = 0;
     for (size_t j = 0; e && j < e->n && !ours; j++)
@@ -439,10 +438,9 @@ int mb_standby_noticed(baton_membership_t *m, const char *owner, int64_t generat
      * ZooKeeper's events are: a publish that moved our standby duty for row
      * elsewhere may still be on its way to us. Then we take row on a stale
      * list and give it up at that publish's read (promoted_keep): an extra
-     * move, never a second writer. generation (the leaver's node's) cannot
-     * tell: each member's node keeps the generation it was last written
-     * at. It is logged. */
-    (void)generation;
+     * move, never a second writer. The notice's generation (the leaver's
+     * node's, logged by rel_apply) cannot tell: each member's node keeps
+     * the generation it was last written at. */
     if (!ours && !mstate_assigned(m->st[row].state))
         return 0;
     if (!mb_claim_noticed(m, row, seq))

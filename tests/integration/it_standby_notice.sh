@@ -182,6 +182,6 @@ tail -n +"$vfrom" "$H_DIR/$victim.log" | grep -E "event=notice_received owner=$o
 
 rc=0; h_wait_exit producer 40 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"
-h_wait_for 30 "all 6000 records in the sink" b_sink_has 6000
+h_wait_for 30 "all 10000 records in the sink" b_sink_has 10000
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
 h_pass "release notices moved a leaver's partitions before its claims went; garbage changed nothing"
