@@ -200,6 +200,10 @@ void mb_notice_close(baton_membership_t *m) {
     m->notice.nsubs = 0;
 }
 
+size_t baton_membership__notice_subscribers(const baton_membership_t *m) {
+    return m->notice.fd >= 0 ? m->notice.nsubs : 0;
+}
+
 int mb_notice_fd(baton_membership_t *m) {
     int zfd = m->zk ? baton_zk_fd(m->zk) : -1;
     if (m->notice.epfd < 0)

@@ -30,4 +30,9 @@ void baton_membership__set_wait_hook(baton_membership_t *m, baton_zk_wait_hook_f
 /* In-tree only: 1 if r is ours (acquired) with the claim of this epoch,
  * whether or not we may write now (baton_epoch_valid also asks that). */
 int baton_membership__holds(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch);
+
+/* In-tree only: how many standbys subscribed to our release notices
+ * (standby.notice; 0 when off). A leaver with some hands its unwritten
+ * records over instead of writing them (worker.c, leave_hands_over). */
+size_t baton_membership__notice_subscribers(const baton_membership_t *m);
 #endif

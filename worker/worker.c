@@ -168,6 +168,10 @@ typedef struct {
      * write: not baton_err_is_retriable, not a refusal): nothing more is
      * written; the loop leaves and exits 1. */
     int sink_fatal;
+    /* A graceful leave hands its unwritten records over (leave_hands_over):
+     * on_released writes nothing; handed_over counts the records left. */
+    int handover;
+    int64_t handed_over;
     /* Standby prefetch: the partitions the assignment names us standby for
      * (sb[p], as of membership standby version sb_version), the bytes held
      * ahead over all partitions, and when to trim or retry next. */
@@ -1306,6 +1310,20 @@ static void flush_unassigned(worker_t *w) {
 
 static void flush_due(worker_t *w, int force);
 
+/* Whether a graceful leave hands over what it read and has not written
+ * instead of writing it: with standby.prefetch on and standbys subscribed
+ * to our release notices (standby.notice). They hear the notice at once,
+ * hold those records already (they fetch what we fetch), and write them in
+ * their fence's transaction: the moved partitions are written again one
+ * fsync after the notice, where our flush put a transaction (behind the
+ * file's other writers) before it and the successors then waited for the
+ * producer's next record. Nothing is lost either way: a successor starts
+ * at the sink's next_offset, and one that does not hold them (a cold one,
+ * a bound that dropped them) reads them again from Kafka. */
+static int leave_hands_over(worker_t *w) {
+    return w->conf->standby_prefetch && baton_membership__notice_subscribers(w->m) > 0;
+}
+
 static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t reason) {
     worker_t *w = opaque;
     if (r->kind != BATON_RESOURCE_PARTITION)
@@ -1325,6 +1343,17 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
      * refusal by a later fence finds earlier partitions active). */
     if (w->refused)
         reason = BATON_RELEASE_LOST;
+    /* A hot leave hands over what it has not written: its standbys hold
+     * it, and write it with their fences (leave_hands_over). */
+    if (reason == BATON_RELEASE_LEAVE && w->handover) {
+        w->handed_over += (int64_t)w->parts[p].nrecs;
+        BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld "
+                  "handed_over=%zu",
+                  p, (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset,
+                  w->parts[p].nrecs);
+        part_deactivate(w, p, "released");
+        return;
+    }
     /* A leave releases them all: write every batch in one transaction. A
      * rebalance's revokes come together (the member deletes their claims
      * in one multi after the last of them): at the first, the batches of
@@ -2000,6 +2029,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             break;
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
         int more = kafka_drain(&w, 10000);
+        if (baton_signal_stop_requested() && leave_hands_over(&w))
+            break; /* what is due is handed over, not written */
         flush_due(&w, 0);
         metrics_lag(&w);
         live_compact(&w);
@@ -2019,7 +2050,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             }
         }
     }
-    BLOG_INFO("event=stopping action=graceful_leave");
+    w.handover = !w.sink_fatal && leave_hands_over(&w);
+    BLOG_INFO("event=stopping action=graceful_leave handover=%d", w.handover);
     /* The leave marks our member node first (the coordinator names our
      * successors at once), then releases every partition (on_released
      * writes its buffered batches, unless the sink failed for good: then
@@ -2063,8 +2095,8 @@ out:
     }
     BLOG_INFO(
         "event=stopped records_written=%lld records_fetched=%lld standby_records_fetched=%lld "
-        "batches_in_zk_waits=%lld",
+        "batches_in_zk_waits=%lld records_handed_over=%lld",
         (long long)w.records_written, (long long)w.records_fetched, (long long)w.standby_fetched,
-        (long long)w.hook_batches);
+        (long long)w.hook_batches, (long long)w.handed_over);
     return rc;
 }

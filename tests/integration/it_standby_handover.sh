@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# it_standby_handover: with standby.prefetch and standby.notice on, a
+# graceful leaver whose standbys subscribed to its release notices hands
+# over what it read and has not written instead of writing it; its
+# successors write it (docs/design.md, "Handing over the unwritten tail").
+# w1 runs with a 60 s linger: past the first batch of each partition it
+# owns (written at once, as every new owner's is), it writes nothing on
+# its own, so at SIGTERM it holds every later record of its partitions
+# unwritten.
+#   1. Alone (no subscriber): w1 logs handover=0 and writes what it holds
+#      under its own epochs before it goes.
+#   2. Hot successor: w1 and w2 both hot, each subscribed to the other's
+#      notices. w1 logs handover=1, hands over exactly what it held
+#      (revoked ... handed_over, records_handed_over at exit), exits 0;
+#      w2 writes those records in its fences' transaction
+#      (prefetch_used ... written_with_fence > 0), under its own epochs.
+#   3. Cold successor: w2 without prefetch (notices on). w1 hands over
+#      again; w2 holds nothing and reads them from Kafka at the sink's
+#      next_offset, under its own epochs.
+# Every record once throughout (verify_sink).
+set -euo pipefail
+source "${BATON_SRC:?}/tests/lib/harness.sh"
+source "$BATON_SRC/tests/lib/baton.sh"
+source "$BATON_SRC/tests/lib/verify.sh"
+h_init it_standby_handover
+h_zk_start
+B_PARTITIONS=4
+h_kafka_start "$B_TOPIC" $B_PARTITIONS
+B_SINK=$H_DIR/sink.db
+b_init $B_PARTITIONS
+b_coord c1
+
+HOT=(--standby-claim ahead --standby-prefetch on --standby-notice 127.0.0.1:0 --log-level debug)
+MPORT=$(h_free_port)
+# start_w1: hot, with a linger nothing reaches (it writes only when it
+# lets go), and /metrics for its buffered records.
+start_w1() { b_worker w1 "${HOT[@]}" --linger-ms 60000 --metrics-addr "127.0.0.1:$MPORT"; }
+buffered() { b_counter "127.0.0.1:$MPORT" baton_worker_records_buffered; }
+# primed N: one record into each partition (a new owner writes its first
+# batch at once), until the sink holds N.
+primed() {
+    b_produce $B_PARTITIONS "$2"
+    h_wait_for 20 "every partition's first batch written" b_sink_has "$1"
+}
+# held_all N: the sink's rows and w1's unwritten records make N, some of
+# them w1's.
+held_all() {
+    local b
+    b=$(buffered)
+    ((b > 0 && $(b_sink_count) + b == $1))
+}
+# subscribed O S FROM: owner O heard standby S subscribe, after line FROM
+# of O's log (a restarted process appends to the same log).
+subscribed() { tail -n +"$3" "$H_DIR/$1.log" | grep -E "event=notice_subscriber id=$2 " >/dev/null; }
+# w1_leaves FROM: SIGTERMs w1 (its log from line FROM) and checks it left
+# cleanly; sets HELD (records it held unwritten) and NEXT[p] (the sink's
+# next_offset it left each of its partitions at) and W1_PARTS.
+declare -A NEXT=() GAVE=()
+w1_leaves() {
+    local from=$1 line p
+    W1_PARTS=$(b_partitions_of w1)
+    [[ -n $W1_PARTS ]] || h_fail "w1 owns nothing"
+    HELD=$(buffered)
+    h_kill w1 TERM
+    local rc=0
+    h_wait_exit w1 15 || rc=$?
+    ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+    NEXT=() GAVE=()
+    for p in $W1_PARTS; do
+        line=$(tail -n +"$from" "$H_DIR/w1.log" | grep -E "event=revoked partition=$p " | tail -n 1)
+        [[ $line =~ next_offset=([0-9]+) ]] || h_fail "w1 logged no revoke of partition $p"
+        NEXT[$p]=${BASH_REMATCH[1]}
+        GAVE[$p]=0
+        if [[ $line =~ handed_over=([0-9]+) ]]; then GAVE[$p]=${BASH_REMATCH[1]}; fi
+    done
+}
+# rows_at P FROM TO EPOCH: how many of P's offsets FROM..TO-1 the sink holds
+# at EPOCH.
+rows_at() {
+    b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$1 AND offset >= $2 AND offset < $3 AND epoch=$4"
+}
+
+# --- 1. alone: nobody to hand over to -------------------------------------------
+start_w1
+h_wait_for 20 "w1 owns every partition" b_all_active 1
+primed 4 p1
+b_produce 12 a
+h_wait_for 15 "w1 holds the 12 records unwritten" held_all 16
+declare -A E1=()
+for ((p = 0; p < B_PARTITIONS; p++)); do E1[$p]=$(b_epoch $p); done
+w1_leaves 1
+b_log_has w1 "event=stopping action=graceful_leave handover=0" || h_fail "w1, alone, did not log handover=0"
+((HELD == 12)) || h_fail "w1 held $HELD records, expected 12"
+for ((p = 0; p < B_PARTITIONS; p++)); do
+    ((GAVE[$p] == 0)) || h_fail "w1, alone, handed over ${GAVE[$p]} records of partition $p"
+done
+(($(b_sink_count) == 16)) || h_fail "the sink holds $(b_sink_count) records once w1 left, not 16"
+for ((p = 0; p < B_PARTITIONS; p++)); do
+    (($(rows_at $p 0 "${NEXT[$p]}" "${E1[$p]}") == NEXT[$p])) ||
+        h_fail "partition $p: not every row up to ${NEXT[$p]} is w1's (epoch ${E1[$p]})"
+done
+
+# --- 2. a hot successor ---------------------------------------------------------
+from=$(($(wc -l <"$H_DIR/w1.log") + 1))
+start_w1
+b_worker w2 "${HOT[@]}"
+h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
+h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
+primed 20 p2
+b_produce 40 b
+h_wait_for 20 "w2's records written, w1's held" held_all 60
+w2lines=$(wc -l <"$H_DIR/w2.log")
+w1_leaves "$from"
+tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
+    h_fail "w1 did not hand over (no handover=1)"
+gave=0
+for p in $W1_PARTS; do gave=$((gave + GAVE[$p])); done
+((gave == HELD)) || h_fail "w1 held $HELD records and handed over $gave"
+tail -n +"$from" "$H_DIR/w1.log" | grep -qE "event=stopped .* records_handed_over=$HELD( |$)" ||
+    h_fail "w1's exit line does not count $HELD records handed over"
+h_wait_for 20 "all 60 records in the sink" b_sink_has 60
+for p in $W1_PARTS; do
+    ((GAVE[$p] > 0)) || continue
+    e=$(b_epoch "$p")
+    to=$((NEXT[$p] + GAVE[$p]))
+    (($(rows_at "$p" "${NEXT[$p]}" "$to" "$e") == GAVE[$p])) ||
+        h_fail "partition $p: offsets ${NEXT[$p]}..$((to - 1)) (handed over) are not all w2's (epoch $e)"
+    tail -n +"$w2lines" "$H_DIR/w2.log" | grep -qE "event=prefetch_used partition=$p .*written_with_fence=[1-9]" ||
+        h_fail "w2 did not write partition $p's handed-over records with its fence"
+done
+
+# --- 3. a cold successor ----------------------------------------------------------
+h_kill w2 TERM
+rc=0; h_wait_exit w2 15 || rc=$?
+((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
+from=$(($(wc -l <"$H_DIR/w1.log") + 1))
+b_worker w2 --standby-claim ahead --standby-notice 127.0.0.1:0 --log-level debug
+start_w1
+h_wait_for 30 "w1 and w2 share the partitions again, standbys queued" b_queued_ahead 2
+h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
+primed 64 p3
+b_produce 40 c
+h_wait_for 20 "w2's records written, w1's held" held_all 104
+w1_leaves "$from"
+tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
+    h_fail "w1 did not hand over to a cold successor (no handover=1)"
+h_wait_for 20 "all 104 records in the sink" b_sink_has 104
+n=0
+for p in $W1_PARTS; do
+    ((GAVE[$p] > 0)) || continue
+    n=$((n + GAVE[$p]))
+    e=$(b_epoch "$p")
+    to=$((NEXT[$p] + GAVE[$p]))
+    (($(rows_at "$p" "${NEXT[$p]}" "$to" "$e") == GAVE[$p])) ||
+        h_fail "partition $p: offsets ${NEXT[$p]}..$((to - 1)) (handed over) are not all w2's (epoch $e)"
+done
+((n == HELD && n > 0)) || h_fail "w1 held $HELD records and handed over $n"
+
+verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
+h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone it wrote them"
