@@ -40,7 +40,9 @@ usage() {
     echo "  appendfsync: everysec, the default, or always), BENCH_SINK_DIR (rebalance: an existing"
     echo "  directory for every system's SQLite sink file instead of the run's own, e.g. /dev/shm to"
     echo "  take the disk's fsync out of the handoff; default: the run's directory),"
-    echo "  BENCH_PRODUCER_LINGER_MS (rebalance: the producer's linger.ms, default 5)"
+    echo "  BENCH_PRODUCER_LINGER_MS (rebalance: the producer's linger.ms, default 5),"
+    echo "  BENCH_REBALANCE_SINK (rebalance: baton's sink, sqlite, the default, or postgresql: a"
+    echo "  throwaway server with fsync on; the Kafka groups keep their SQLite files)"
     echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
     echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
     echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5), BENCH_ROLL_SINK (baton's"
@@ -284,7 +286,8 @@ rb_env_up() {
         # (the first churn after a quiet period is acted on at once).
         # BENCH_REBALANCE_DELAY_MS sets it explicitly.
         b_coord c1 ${BENCH_REBALANCE_DELAY_MS:+--rebalance-delay-ms "$BENCH_REBALANCE_DELAY_MS"}
-        bench_watch "watch-$sys" "$B_SINK" "$B_GROUP"
+        # On PostgreSQL every run's group has its rows in the one database.
+        bench_watch "watch-$sys" "${RB_PG_URI:-$B_SINK}" "$B_GROUP"
     else
         bench_watch "watch-$sys" "$RB_SINK_DIR/$sys-$RB_RUN.db" "kg-$sys"
     fi
@@ -332,6 +335,11 @@ bench_rebalance() {
         echo "bench/run.sh rebalance: BENCH_SINK_DIR: '$BENCH_SINK_DIR' is not a writable directory" >&2
         exit 2
     fi
+    local rb_sink=${BENCH_REBALANCE_SINK:-sqlite}
+    if [[ ! $rb_sink =~ ^(sqlite|postgresql)$ ]]; then
+        echo "bench/run.sh rebalance: BENCH_REBALANCE_SINK: '$rb_sink' is not sqlite or postgresql" >&2
+        exit 2
+    fi
     h_init bench_rebalance
     # Every system's sink file: in the run's directory, or in a directory of
     # its own under BENCH_SINK_DIR, linked from the run's directory as
@@ -352,6 +360,16 @@ bench_rebalance() {
     RB_LINGER=${BENCH_PRODUCER_LINGER_MS:-5}
     [[ $RB_LINGER =~ ^[0-9]+$ ]] || h_fail "BENCH_PRODUCER_LINGER_MS: '$RB_LINGER' is not a number of ms"
     h_zk_start
+    RB_PG_URI=""
+    if [[ $rb_sink == postgresql ]]; then
+        # baton's workers write to PostgreSQL, durably (the test server's
+        # fsync=off would flatter it); one database, a group per run.
+        source "$BATON_SRC/tests/lib/pg.sh"
+        PG_SERVER_OPTS=(-c fsync=on -c synchronous_commit=on)
+        pg_start
+        pg_use_sink
+        RB_PG_URI=$PG_URI
+    fi
     # The day's ZooKeeper, before anything else runs: a 1-byte set 500
     # times, 2 ms apart (its threads idle in between, as a handoff meets
     # them). A handoff waits for two or three such updates in a row, so
@@ -432,7 +450,7 @@ bench_rebalance() {
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
             "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate producer_linger_ms=$RB_LINGER" \
-            "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99 sink_fs=$sink_fs"
+            "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99 sink_fs=$sink_fs baton_sink=$rb_sink"
     }
     if [[ $RB_SINK_DIR != "$H_DIR" && ${BATON_KEEP:-0} != 1 ]]; then rm -rf "$RB_SINK_DIR"; fi
 }

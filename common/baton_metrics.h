@@ -75,6 +75,9 @@ extern const size_t baton_metrics_seconds_nbuckets;
     "baton_worker_records_written_total", "records written to the sink (applied, not duplicates)"
 #define BATON_M_W_BUFFERED \
     "baton_worker_records_buffered", "records read from Kafka and not yet written"
+#define BATON_M_W_HELD                                                                         \
+    "baton_worker_standby_records_held", "records fetched ahead (standby.prefetch) and held, " \
+                                         "not ours to write yet"
 #define BATON_M_W_BATCHES "baton_worker_sink_batches_total", "batches written to the sink"
 #define BATON_M_W_BATCH_ERRORS \
     "baton_worker_sink_batch_errors_total", "sink writes that failed and will be retried"

@@ -260,6 +260,10 @@ void mb_standby_promote(baton_membership_t *m);
 void mb_ahead_lowest(baton_membership_t *m, size_t row);
 void mb_ahead_after_release(baton_membership_t *m, size_t row);
 int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int64_t seq);
+/* A graceful leaver that stands by for others tells each such owner to
+ * forget it as a subscriber (UNS): one read of each owner's member node
+ * for its address, best effort. */
+void mb_notice_unsubscribe(baton_membership_t *m);
 
 /* member_notice.c */
 int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n);

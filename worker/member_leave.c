@@ -96,7 +96,8 @@ void mb_leave(baton_membership_t *m) {
     for (size_t row = 0; row < m->res.n; row++)
         if (m->st[row].claim[0])
             rows[n++] = row;
-    /* standby.notice: flushed, we write nothing more; our standbys hear it
+    /* standby.notice: released (flushed or handed over), we write nothing
+     * more; our standbys hear it
      * now rather than from ZooKeeper once the multi below commits
      * (member_notice.c). */
     mb_notice_release(m, rows, n);
@@ -114,6 +115,10 @@ void mb_leave(baton_membership_t *m) {
     if (serr != BATON_OK)
         BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path,
                   baton_err_name(serr));
+    /* standby.notice: the owners we stood by for forget us as a
+     * subscriber, off the handoff's path (our claims are gone): one left
+     * alone then writes its own tail when it leaves (worker.c). */
+    mb_notice_unsubscribe(m);
     /* The member node goes only once the coordinator has acted on the mark,
      * so it records this departure as a leave, not a crash. */
     if (serr == BATON_OK && baton_zk_connected(m->zk))

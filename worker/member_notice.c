@@ -7,8 +7,10 @@
  * them directly. Every member with standby.notice binds one datagram socket
  * and names it in its member node ("notice"). A standby, when it sets its
  * watch on an owner's member node, reads the address there and subscribes
- * (SUB). A leaver, once it has flushed everything (on_released) and before
- * its claims' multi, sends each subscriber the claims it holds (REL). A
+ * (SUB), and tells it to forget it (UNS) when it leaves. A leaver, once
+ * every on_released has returned (each flushes, or hands its unwritten
+ * records over: worker.c, leave_hands_over) and before its claims' multi,
+ * sends each subscriber the claims it holds (REL). A
  * standby whose claim waits right behind one of them takes it as deleted:
  * the deletion's event, come early (mb_claim_noticed), and for the owner it
  * stands by for also its leave mark's (a promotion without the read,
@@ -307,6 +309,48 @@ static void sub_note(baton_membership_t *m, const char *id, const struct sockadd
     slot->heard_ms = baton_now_ms();
 }
 
+/* A standby that left (UNS): forgotten, so that an owner it no longer
+ * stands by for writes its own tail at its leave (worker.c,
+ * leave_hands_over). */
+static void sub_forget(baton_membership_t *m, const char *id) {
+    mnotice_t *nt = &m->notice;
+    for (size_t i = 0; i < nt->nsubs; i++)
+        if (strcmp(nt->subs[i].id, id) == 0) {
+            nt->subs[i] = nt->subs[--nt->nsubs];
+            BLOG_DEBUG("event=notice_unsubscribed id=%s subscribers=%zu", id, nt->nsubs);
+            return;
+        }
+}
+
+void mb_notice_unsubscribe(baton_membership_t *m) {
+    if (m->notice.fd < 0 || !m->zk || m->nstandby == 0)
+        return;
+    char msg[BATON_ID_MAX + 512];
+    int len = snprintf(msg, sizeof(msg), NOTICE_MAGIC "UNS\n%s\n%s\n", m->base, m->conf.id);
+    if (len < 0 || (size_t)len >= sizeof(msg))
+        return;
+    size_t sent = 0;
+    for (size_t i = 0; i < m->nstandby; i++) {
+        char *path = baton_layout_worker(m->base, m->standby[i].owner);
+        char *data = NULL;
+        size_t dlen = 0;
+        int err = baton_zk_get(m->zk, path, 0, &data, &dlen, NULL);
+        free(path);
+        baton_member_t mb;
+        char why[128];
+        struct sockaddr_storage sa;
+        socklen_t salen = 0;
+        const char *bad = NULL;
+        if (err == BATON_OK && baton_member_decode(data, dlen, &mb, why, sizeof(why)) == BATON_OK &&
+            mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0 &&
+            sendto(m->notice.fd, msg, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&sa, salen) >=
+                0)
+            sent++;
+        free(data);
+    }
+    BLOG_INFO("event=notice_unsubscribed_all owners=%zu sent=%zu", m->nstandby, sent);
+}
+
 /* Sends buf[0..len) to every subscriber; returns how many sends failed. */
 static size_t rel_send(baton_membership_t *m, const char *buf, size_t len) {
     size_t failed = 0;
@@ -444,6 +488,10 @@ static void notice_handle(baton_membership_t *m, char *buf, const struct sockadd
     }
     if (strcmp(kind, "SUB") == 0 && !*p) {
         sub_note(m, id, from, fromlen);
+        return;
+    }
+    if (strcmp(kind, "UNS") == 0 && !*p) {
+        sub_forget(m, id);
         return;
     }
     if (strcmp(kind, "REL") == 0) {

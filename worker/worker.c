@@ -1652,12 +1652,13 @@ static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char 
  * when the new owner's first write lands, without waiting a linger). */
 static void flush_due(worker_t *w, int force) {
     int64_t now = baton_now_ms();
-    size_t buffered = 0, ndue = 0;
+    size_t buffered = 0, ndue = 0, held = 0;
     int32_t *due = xmalloc(sizeof(int32_t) * (w->nlive + 1));
     for (size_t i = 0; i < w->nlive; i++) {
         int32_t p = w->live[i];
         wpart_t *wp = &w->parts[p];
         buffered += wp->nrecs; /* before this flush: good enough for a gauge */
+        held += wp->npre;
         if (!wpart_consuming(wp->state) || wp->nrecs == 0 || wp->retry_at > now)
             continue;
         if (force || wp->state == WPART_FENCED || wp->nrecs >= (size_t)w->conf->batch_size ||
@@ -1681,6 +1682,7 @@ static void flush_due(worker_t *w, int force) {
             kafka_pause(w, p, 0);
     }
     baton_metric_set(baton_metric_gauge(BATON_M_W_BUFFERED), (double)buffered);
+    baton_metric_set(baton_metric_gauge(BATON_M_W_HELD), (double)held);
 }
 
 /* Milliseconds until flush_due has something to do (at most cap). */
@@ -1747,6 +1749,7 @@ static void worker_metrics_register(void) {
     baton_metric_gauge_vec(BATON_M_W_EPOCH);
     baton_metric_counter(BATON_M_W_RECORDS);
     baton_metric_gauge(BATON_M_W_BUFFERED);
+    baton_metric_gauge(BATON_M_W_HELD);
     baton_metric_counter(BATON_M_W_BATCHES);
     baton_metric_counter(BATON_M_W_BATCH_ERRORS);
     baton_metric_histogram(BATON_M_W_BATCH_SECONDS);
@@ -2054,10 +2057,10 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     BLOG_INFO("event=stopping action=graceful_leave handover=%d", w.handover);
     /* The leave marks our member node first (the coordinator names our
      * successors at once), then releases every partition (on_released
-     * writes its buffered batches, unless the sink failed for good: then
-     * the successors read them again from the sink's next_offset) while
-     * the coordinator works, waits for the new assignment and only then
-     * deletes the claims. */
+     * writes its buffered batches, or hands them over with handover; if
+     * the sink failed for good the successors read them again from the
+     * sink's next_offset) while the coordinator works, waits for the new
+     * assignment and only then deletes the claims. */
     baton_membership_leave(w.m);
     rc = w.sink_fatal ? 1 : 0;
 out:

@@ -17,6 +17,9 @@
 #   3. Cold successor: w2 without prefetch (notices on). w1 hands over
 #      again; w2 holds nothing and reads them from Kafka at the sink's
 #      next_offset, under its own epochs.
+#   4. The standby left: w1 back (hot), w2 subscribed to it, then w2 leaves
+#      gracefully and tells w1 to forget it (UNS, notice_unsubscribed).
+#      w1, alone again, logs handover=0 and writes its own tail.
 # Every record once throughout (verify_sink).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -103,13 +106,18 @@ done
 # --- 2. a hot successor ---------------------------------------------------------
 from=$(($(wc -l <"$H_DIR/w1.log") + 1))
 start_w1
-b_worker w2 "${HOT[@]}"
+W2PORT=$(h_free_port)
+b_worker w2 "${HOT[@]}" --metrics-addr "127.0.0.1:$W2PORT"
 h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
 h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
 primed 20 p2
 b_produce 40 b
 h_wait_for 20 "w2's records written, w1's held" held_all 60
-w2lines=$(wc -l <"$H_DIR/w2.log")
+# w2 holds (at least) what w1 holds unwritten: it fetches w1's partitions
+# ahead, and drops what w1 wrote (nothing since the primer).
+w2_holds() { (($(b_counter "127.0.0.1:$W2PORT" baton_worker_standby_records_held) >= $(buffered))); }
+h_wait_for 15 "w2 holds w1's unwritten records" w2_holds
+w2lines=$(($(wc -l <"$H_DIR/w2.log") + 1))
 w1_leaves "$from"
 tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
     h_fail "w1 did not hand over (no handover=1)"
@@ -156,5 +164,32 @@ for p in $W1_PARTS; do
 done
 ((n == HELD && n > 0)) || h_fail "w1 held $HELD records and handed over $n"
 
+# --- 4. the standby left: w1 writes its own tail ------------------------------
+from=$(($(wc -l <"$H_DIR/w1.log") + 1))
+start_w1
+h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
+h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
+h_kill w2 TERM
+rc=0; h_wait_exit w2 15 || rc=$?
+((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
+b_log_has w2 "event=notice_unsubscribed_all owners=[1-9][0-9]* sent=[1-9]" ||
+    h_fail "w2 did not tell the owner it stood by for to forget it"
+h_wait_for 15 "w1 forgot w2" bash -c "tail -n +$from '$H_DIR/w1.log' | grep -q 'event=notice_unsubscribed id=w2 subscribers=0'"
+h_wait_for 20 "w1 owns every partition" b_all_active 1
+primed 108 p4
+b_produce 12 d
+h_wait_for 15 "w1 holds the 12 records unwritten" held_all 120
+declare -A E4=()
+for ((p = 0; p < B_PARTITIONS; p++)); do E4[$p]=$(b_epoch $p); done
+w1_leaves "$from"
+tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=0" ||
+    h_fail "w1, its standby gone, did not log handover=0"
+((HELD == 12)) || h_fail "w1 held $HELD records, expected 12"
+(($(b_sink_count) == 120)) || h_fail "the sink holds $(b_sink_count) records once w1 left, not 120"
+for ((p = 0; p < B_PARTITIONS; p++)); do
+    (($(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$p AND offset < ${NEXT[$p]} AND epoch=${E4[$p]}") >= 3)) ||
+        h_fail "partition $p: w1 did not write its last records (epoch ${E4[$p]}) before ${NEXT[$p]}"
+done
+
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone it wrote them"
+h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone, or once its standby left, it wrote them"
