@@ -39,6 +39,8 @@ enum {
     S_LOG_LEVEL,
     S_STATE_DIR,
     S_MEMBER_WAIT,
+    S_STANDBY_CLAIM,
+    S_STANDBY_NOTICE,
     S_COUNT
 };
 
@@ -59,6 +61,8 @@ static const setting_t settings[S_COUNT] = {
     [S_LOG_LEVEL] = {"log.level", NULL, SET_LEVEL, 0, 0},
     [S_STATE_DIR] = {"state.dir", NULL, SET_STR, 0, 0},
     [S_MEMBER_WAIT] = {"member.wait.ms", NULL, SET_INT, 0, 3600000},
+    [S_STANDBY_CLAIM] = {"standby.claim", NULL, SET_STR, 0, 0},
+    [S_STANDBY_NOTICE] = {"standby.notice", NULL, SET_STR, 0, 0},
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
@@ -212,6 +216,17 @@ static int check_str(int idx, const char *v, char *errstr, size_t size) {
             return baton_seterr(errstr, size, BATON_INVALID,
                                 "%s: '%s' is not a valid name (1-128 of [A-Za-z0-9._-])", name, v);
         break;
+    case S_STANDBY_CLAIM:
+        if (strcmp(v, "takeover") != 0 && strcmp(v, "ahead") != 0)
+            return baton_seterr(errstr, size, BATON_INVALID, "%s: '%s' is not takeover or ahead",
+                                name, v);
+        break;
+    case S_STANDBY_NOTICE: {
+        char why[256];
+        if (baton_membership__notice_check(v, why, sizeof(why)) != BATON_OK)
+            return baton_seterr(errstr, size, BATON_INVALID, "%s: %s", name, why);
+        break;
+    }
     case S_RACK:
         if (strlen(v) >= 64)
             return baton_seterr(errstr, size, BATON_INVALID, "%s: longer than 63 bytes", name);
@@ -320,6 +335,8 @@ int baton_conf_get(const baton_conf_t *c, const char *name, char *buf, size_t si
             need = (size_t)snprintf(buf, size, "%.*s:***", ulen, c->str[idx]);
         } else if (idx == S_ROOT && !c->str[idx]) {
             need = (size_t)snprintf(buf, size, "%s", BATON_DEFAULT_ROOT);
+        } else if ((idx == S_STANDBY_CLAIM || idx == S_STANDBY_NOTICE) && !c->str[idx]) {
+            need = (size_t)snprintf(buf, size, "%s", idx == S_STANDBY_CLAIM ? "takeover" : "off");
         } else {
             need = (size_t)snprintf(buf, size, "%s", c->str[idx] ? c->str[idx] : "");
         }
@@ -455,7 +472,10 @@ int baton_membership_new_conf(const baton_conf_t *conf, baton_membership_t **out
                                   .keep = c,
                                   .keep_free = conf_free,
                                   .state_dir = c->str[S_STATE_DIR],
-                                  .member_wait_ms = c->num[S_MEMBER_WAIT]};
+                                  .member_wait_ms = c->num[S_MEMBER_WAIT],
+                                  .claim_ahead = c->str[S_STANDBY_CLAIM] &&
+                                                 strcmp(c->str[S_STANDBY_CLAIM], "ahead") == 0,
+                                  .notice = c->str[S_STANDBY_NOTICE]};
     if (err == BATON_OK)
         err = baton_membership__new(&mc, &c->cbs, &ext, out, errstr, size);
     baton_zk_auth_destroy(auth);

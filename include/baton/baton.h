@@ -270,8 +270,10 @@ BATON_EXPORT void baton_membership_destroy(baton_membership_t *m);
 BATON_EXPORT const char *baton_membership_topic(const baton_membership_t *m);
 BATON_EXPORT int32_t baton_membership_partitions(const baton_membership_t *m);
 
-/* A descriptor readable when ZooKeeper has news; poll it with your own
- * descriptors, then call baton_membership_poll(). */
+/* A descriptor readable when ZooKeeper has news (with standby.notice, an
+ * epoll descriptor also readable when a release notice arrives); poll it
+ * with your own descriptors, then call baton_membership_poll(). Call it
+ * again after each poll, from the thread that polls: it may change. */
 BATON_EXPORT int baton_membership_fd(const baton_membership_t *m);
 /* Processes ZooKeeper events and reconciles claims with the assignment,
  * calling the callbacks. Never blocks on the network for long (each

@@ -14,6 +14,9 @@
 #     no debug line; c has no callback, so its lines go to stderr as
 #     before, and a's and b's never do;
 #   - a bad setting or a missing required one is a clear error naming it;
+#   - standby.claim and standby.notice reach the member: a, with
+#     standby.notice=127.0.0.1:0, binds a socket and advertises it in its
+#     member node;
 #   - baton-run (the library's conf form, its identity from --zk-auth-file)
 #     writes as alice under /ra, and as bob is refused naming --zk-auth.
 set -euo pipefail
@@ -47,6 +50,8 @@ expect_err 2 "session.timeout.ms: '10s' is not an integer" --member --set sessio
 expect_err 2 "keys: 'bad/key' is not a key name" --member --set keys=ka,bad/key
 expect_err 2 "zookeeper.auth: the scheme must be 'digest'" --member --set zookeeper.auth=sasl:x:y
 expect_err 2 "zookeeper.auth.file: cannot read '/nonexistent'" --member --set zookeeper.auth.file=/nonexistent
+expect_err 2 "standby.claim: 'early' is not takeover or ahead" --member --set standby.claim=early
+expect_err 2 "standby.notice: '0.0.0.0:0' is a wildcard" --member --set standby.notice=0.0.0.0:0
 expect_err 1 "zookeeper.connect is required" --member --set group=g --set id=x
 ! grep -q "$PA\|$PB" "$H_DIR/bad.out" || h_fail "a password in an error message"
 
@@ -55,6 +60,7 @@ common=(--set "zookeeper.connect=$ZK" --set "group=$B_GROUP" --set no.partitions
 h_spawn m "$MULTI" \
     --member "${common[@]}" --set zookeeper.root=/ra --set id=a --set keys=ka \
     --set "zookeeper.auth.file=$H_DIR/alice.auth" --set log.level=debug --log "$H_DIR/a.lines" \
+    --set standby.claim=ahead --set standby.notice=127.0.0.1:0 \
     --member "${common[@]}" --set zookeeper.root=/rb --set worker.id=b --set keys=kb \
     --set "zookeeper.auth=digest:bob:$PB" --set log.level=info --log "$H_DIR/b.lines" \
     --member "${common[@]}" --set zookeeper.root=/ra --set id=c --set keys=kc \
@@ -62,6 +68,12 @@ h_spawn m "$MULTI" \
 owns() { grep -q "^acquired id=$1 key=$2 epoch=" "$H_DIR/m.log"; }
 h_wait_for 30 "a owns ka, b owns kb, c owns kc (each as its own identity)" \
     eval 'owns a ka && owns b kb && owns c kc'
+
+# a's notice address, bound and advertised (standby.notice from its conf).
+h_wait_for 10 "a logged its notice address" grep -q "event=notice_bound addr=127.0.0.1:" "$H_DIR/a.lines"
+addr=$(grep -o "event=notice_bound addr=[0-9.:]*" "$H_DIR/a.lines" | head -1 | sed 's/.*addr=//')
+adv=$(h_zk get "/ra/$B_GROUP/workers/a" | jq -r .notice)
+[[ $adv == "$addr" ]] || h_fail "a's member node advertises notice '$adv', its log says '$addr'"
 
 # Each claim carries its creator's identity.
 acl_of() { # ROOT KEY: the claim's ACL, as zkCli prints it

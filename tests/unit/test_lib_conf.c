@@ -61,6 +61,8 @@ static void test_defaults(void **state) {
         {"log.level", "info"},
         {"state.dir", ""},
         {"member.wait.ms", "0"},
+        {"standby.claim", "takeover"},
+        {"standby.notice", "off"},
     };
     for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
         assert_string_equal(get(c, defaults[i][0]), defaults[i][1]);
@@ -106,6 +108,11 @@ static void test_every_setting(void **state) {
         {"state.dir", "/var/lib/baton-test", NULL},
         {"member.wait.ms", "0", NULL},
         {"member.wait.ms", "3600000", NULL},
+        {"standby.claim", "ahead", NULL},
+        {"standby.claim", "takeover", NULL},
+        {"standby.notice", "127.0.0.1:0", NULL},
+        {"standby.notice", "[::1]:7000", NULL},
+        {"standby.notice", "off", NULL},
     };
     baton_conf_t *c = baton_conf_new();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -184,6 +191,10 @@ static void test_bad_values(void **state) {
         {"id", "x/y", "worker.id: 'x/y'"},
         {"capacity", "0", "capacity: '0' is not an integer in 1..1000000"},
         {"member.wait.ms", "-1", "member.wait.ms: '-1' is not an integer in 0..3600000"},
+        {"standby.claim", "early", "standby.claim: 'early' is not takeover or ahead"},
+        {"standby.notice", "0.0.0.0:0", "standby.notice: '0.0.0.0:0' is a wildcard"},
+        {"standby.notice", "localhost:1", "standby.notice: 'localhost:1' is not an address"},
+        {"standby.notice", "127.0.0.1:70000", "standby.notice: '127.0.0.1:70000'"},
         {"capacity", "1000001", "capacity: '1000001'"},
         {"capacity", "-3", "capacity: '-3'"},
         {"capacity", "12abc", "capacity: '12abc'"},
