@@ -335,7 +335,8 @@ int baton_conf_get(const baton_conf_t *c, const char *name, char *buf, size_t si
             need = (size_t)snprintf(buf, size, "%.*s:***", ulen, c->str[idx]);
         } else if (idx == S_ROOT && !c->str[idx]) {
             need = (size_t)snprintf(buf, size, "%s", BATON_DEFAULT_ROOT);
-        } else if ((idx == S_STANDBY_CLAIM || idx == S_STANDBY_NOTICE) && !c->str[idx]) {
+        } else if ((idx == S_STANDBY_CLAIM || idx == S_STANDBY_NOTICE) &&
+                   (!c->str[idx] || !c->str[idx][0])) {
             need = (size_t)snprintf(buf, size, "%s", idx == S_STANDBY_CLAIM ? "takeover" : "off");
         } else {
             need = (size_t)snprintf(buf, size, "%s", c->str[idx] ? c->str[idx] : "");

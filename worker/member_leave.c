@@ -115,14 +115,16 @@ void mb_leave(baton_membership_t *m) {
     if (serr != BATON_OK)
         BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path,
                   baton_err_name(serr));
-    /* standby.notice: the owners we stood by for forget us as a
-     * subscriber, off the handoff's path (our claims are gone): one left
-     * alone then writes its own tail when it leaves (worker.c). */
-    mb_notice_unsubscribe(m);
     /* The member node goes only once the coordinator has acted on the mark,
-     * so it records this departure as a leave, not a crash. */
-    if (serr == BATON_OK && baton_zk_connected(m->zk))
+     * so it records this departure as a leave, not a crash. Before that,
+     * standby.notice: the owners we stood by for forget us as a subscriber
+     * (one read of their member nodes, off the handoff's path: our claims
+     * are gone), so one left alone writes its own tail when it leaves
+     * (worker.c). */
+    if (serr == BATON_OK && baton_zk_connected(m->zk)) {
+        mb_notice_unsubscribe(m);
         leave_wait(m);
+    }
     baton_zk_delete(m->zk, m->member_path, -1);
     BLOG_INFO("event=left member=%s", m->member_path);
 }

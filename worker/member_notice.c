@@ -27,12 +27,14 @@
  *
  * The datagrams are text, one field per line:
  *   BATON-NOTICE 1 / SUB / <group base> / <standby id>
+ *   BATON-NOTICE 1 / UNS / <group base> / <standby id>   (it left: forget it)
  *   BATON-NOTICE 1 / REL / <group base> / <owner id> / <its assignment's generation> /
  *     p<N>:<seq> | k<key>:<seq> ...
  * Anything else, another group's, or malformed, is counted and dropped. */
 #include "member_int.h"
 
 #include "baton_layout.h"
+#include "baton_zkbatch.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
 #include "baton_util.h"
@@ -323,32 +325,37 @@ static void sub_forget(baton_membership_t *m, const char *id) {
 }
 
 void mb_notice_unsubscribe(baton_membership_t *m) {
-    if (m->notice.fd < 0 || !m->zk || m->nstandby == 0)
+    if (m->notice.fd < 0 || !m->zk || m->nstandby == 0 || !baton_zk_connected(m->zk))
         return;
     char msg[BATON_ID_MAX + 512];
     int len = snprintf(msg, sizeof(msg), NOTICE_MAGIC "UNS\n%s\n%s\n", m->base, m->conf.id);
     if (len < 0 || (size_t)len >= sizeof(msg))
         return;
-    size_t sent = 0;
-    for (size_t i = 0; i < m->nstandby; i++) {
-        char *path = baton_layout_worker(m->base, m->standby[i].owner);
-        char *data = NULL;
-        size_t dlen = 0;
-        int err = baton_zk_get(m->zk, path, 0, &data, &dlen, NULL);
-        free(path);
+    /* Every owner's member node in one round trip (baton_zkbatch_get). */
+    size_t n = m->nstandby, sent = 0;
+    char **paths = xmalloc(sizeof(char *) * n);
+    baton_zkread_t *reads = xcalloc(n, sizeof(*reads));
+    for (size_t i = 0; i < n; i++)
+        paths[i] = baton_layout_worker(m->base, m->standby[i].owner);
+    baton_zkbatch_get(m->zk, paths, n, reads);
+    for (size_t i = 0; i < n; i++) {
         baton_member_t mb;
         char why[128];
         struct sockaddr_storage sa;
         socklen_t salen = 0;
         const char *bad = NULL;
-        if (err == BATON_OK && baton_member_decode(data, dlen, &mb, why, sizeof(why)) == BATON_OK &&
+        if (reads[i].err == BATON_OK &&
+            baton_member_decode(reads[i].data, reads[i].len, &mb, why, sizeof(why)) == BATON_OK &&
             mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0 &&
             sendto(m->notice.fd, msg, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&sa, salen) >=
                 0)
             sent++;
-        free(data);
+        baton_zkread_release(&reads[i]);
+        free(paths[i]);
     }
-    BLOG_INFO("event=notice_unsubscribed_all owners=%zu sent=%zu", m->nstandby, sent);
+    free(reads);
+    free(paths);
+    BLOG_INFO("event=notice_unsubscribed_all owners=%zu sent=%zu", n, sent);
 }
 
 /* Sends buf[0..len) to every subscriber; returns how many sends failed. */

@@ -239,7 +239,8 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
     if (err != BATON_OK)
         return baton_seterr(errstr, n, err, "cannot register '%s': %s", m->member_path,
                             baton_strerror(err));
-    BLOG_INFO("event=joined member=%s session=0x%s", m->member_path, m->session_hex);
+    BLOG_INFO("event=joined member=%s session=0x%s standby_claim=%s", m->member_path,
+              m->session_hex, m->claim_ahead ? "ahead" : "takeover");
     char why[256];
     if (m->inc.fd >= 0 && baton_incarnation_confirm(&m->inc, why, sizeof(why)) != BATON_OK)
         BLOG_WARN("event=member_lock_write_failed error=\"%s\"", why); /* the list stays: safe */

@@ -197,6 +197,12 @@ BATON_EXPORT int baton_membership_new(const baton_membership_conf_t *conf,
  *   member.wait.ms       how long a live member node under our id that is
  *                        not our dead incarnation is waited for before
  *                        BATON_EXISTS, 0..3600000 (0: three session timeouts)
+ *   standby.claim        takeover (default) or ahead: claim what we are named
+ *                        standby for all along, queued behind its owner's
+ *                        claim (docs/design.md, "Claims made ahead of time")
+ *   standby.notice       "ip:port" (numeric, not a wildcard; port 0: any
+ *                        free one) to bind for release notices and advertise,
+ *                        or off (default; docs/design.md, "Release notices")
  *
  * A NULL value resets a setting to its default. */
 typedef struct baton_conf_s baton_conf_t;

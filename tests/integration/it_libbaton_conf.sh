@@ -74,6 +74,8 @@ h_wait_for 10 "a logged its notice address" grep -q "event=notice_bound addr=127
 addr=$(grep -o "event=notice_bound addr=[0-9.:]*" "$H_DIR/a.lines" | head -1 | sed 's/.*addr=//')
 adv=$(h_zk get "/ra/$B_GROUP/workers/a" | jq -r .notice)
 [[ $adv == "$addr" ]] || h_fail "a's member node advertises notice '$adv', its log says '$addr'"
+grep -q "event=joined .*standby_claim=ahead" "$H_DIR/a.lines" || h_fail "a did not join with standby.claim=ahead"
+grep -q "event=joined .*standby_claim=takeover" "$H_DIR/b.lines" || h_fail "b did not join with standby.claim=takeover (the default)"
 
 # Each claim carries its creator's identity.
 acl_of() { # ROOT KEY: the claim's ACL, as zkCli prints it

@@ -113,6 +113,7 @@ static void test_every_setting(void **state) {
         {"standby.notice", "127.0.0.1:0", NULL},
         {"standby.notice", "[::1]:7000", NULL},
         {"standby.notice", "off", NULL},
+        {"standby.notice", "", "off"},
     };
     baton_conf_t *c = baton_conf_new();
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
