@@ -20,7 +20,8 @@ typedef enum { SET_STR, SET_INT, SET_BOOL, SET_LEVEL, SET_KEYS } set_kind_t;
 typedef struct {
     const char *name, *alias;
     set_kind_t kind;
-    int min, max; /* SET_INT */
+    int min, max;     /* SET_INT */
+    const char *dflt; /* SET_STR: what baton_conf_get says when not set (NULL: "") */
 } setting_t;
 
 enum {
@@ -46,7 +47,7 @@ enum {
 
 static const setting_t settings[S_COUNT] = {
     [S_CONNECT] = {"zookeeper.connect", "zookeeper.hosts", SET_STR, 0, 0},
-    [S_ROOT] = {"zookeeper.root", NULL, SET_STR, 0, 0},
+    [S_ROOT] = {"zookeeper.root", NULL, SET_STR, 0, 0, BATON_DEFAULT_ROOT},
     [S_GROUP] = {"group", NULL, SET_STR, 0, 0},
     [S_ID] = {"worker.id", "id", SET_STR, 0, 0},
     [S_CAPACITY] = {"capacity", NULL, SET_INT, 1, 1000000},
@@ -61,8 +62,8 @@ static const setting_t settings[S_COUNT] = {
     [S_LOG_LEVEL] = {"log.level", NULL, SET_LEVEL, 0, 0},
     [S_STATE_DIR] = {"state.dir", NULL, SET_STR, 0, 0},
     [S_MEMBER_WAIT] = {"member.wait.ms", NULL, SET_INT, 0, 3600000},
-    [S_STANDBY_CLAIM] = {"standby.claim", NULL, SET_STR, 0, 0},
-    [S_STANDBY_NOTICE] = {"standby.notice", NULL, SET_STR, 0, 0},
+    [S_STANDBY_CLAIM] = {"standby.claim", NULL, SET_STR, 0, 0, "takeover"},
+    [S_STANDBY_NOTICE] = {"standby.notice", NULL, SET_STR, 0, 0, "off"},
 };
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
@@ -333,11 +334,8 @@ int baton_conf_get(const baton_conf_t *c, const char *name, char *buf, size_t si
             const char *colon = strchr(c->str[idx] + 7, ':');
             int ulen = colon ? (int)(colon - c->str[idx]) : (int)strlen(c->str[idx]);
             need = (size_t)snprintf(buf, size, "%.*s:***", ulen, c->str[idx]);
-        } else if (idx == S_ROOT && !c->str[idx]) {
-            need = (size_t)snprintf(buf, size, "%s", BATON_DEFAULT_ROOT);
-        } else if ((idx == S_STANDBY_CLAIM || idx == S_STANDBY_NOTICE) &&
-                   (!c->str[idx] || !c->str[idx][0])) {
-            need = (size_t)snprintf(buf, size, "%s", idx == S_STANDBY_CLAIM ? "takeover" : "off");
+        } else if (s->dflt && (!c->str[idx] || !c->str[idx][0])) {
+            need = (size_t)snprintf(buf, size, "%s", s->dflt);
         } else {
             need = (size_t)snprintf(buf, size, "%s", c->str[idx] ? c->str[idx] : "");
         }

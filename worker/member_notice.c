@@ -236,6 +236,19 @@ int mb_notice_fd(baton_membership_t *m) {
     return m->notice.epfd;
 }
 
+/* Sends msg[0..len) from fd to the notice address a member node's data
+ * names (any thread: it only decodes and sends). Returns 1 if sent. */
+static int member_notice_send(int fd, const char *data, size_t dlen, const char *msg, size_t len) {
+    baton_member_t mb;
+    char why[128];
+    struct sockaddr_storage sa;
+    socklen_t salen = 0;
+    const char *bad = NULL;
+    return baton_member_decode(data, dlen, &mb, why, sizeof(why)) == BATON_OK && mb.notice[0] &&
+           addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0 &&
+           sendto(fd, msg, len, MSG_DONTWAIT, (struct sockaddr *)&sa, salen) >= 0;
+}
+
 /* ---- subscribing (a standby, on ZooKeeper's completion thread) ---------- */
 
 typedef struct {
@@ -255,16 +268,8 @@ static void notice_watch_done(int rc, const char *value, int len, const struct S
     notice_watch_t *nw = (notice_watch_t *)data;
     if (rc == ZNONODE) {
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, nw->path, nw->zk);
-    } else if (rc == ZOK) {
-        baton_member_t mb;
-        char why[128];
-        struct sockaddr_storage sa;
-        socklen_t salen = 0;
-        const char *bad = NULL;
-        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
-                BATON_OK &&
-            nw->msg[0] && mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0)
-            sendto(nw->fd, nw->msg, strlen(nw->msg), MSG_DONTWAIT, (struct sockaddr *)&sa, salen);
+    } else if (rc == ZOK && nw->msg[0]) {
+        member_notice_send(nw->fd, value, len > 0 ? (size_t)len : 0, nw->msg, strlen(nw->msg));
     }
     free(nw);
 }
@@ -339,16 +344,8 @@ void mb_notice_unsubscribe(baton_membership_t *m) {
         paths[i] = baton_layout_worker(m->base, m->standby[i].owner);
     baton_zkbatch_get(m->zk, paths, n, reads);
     for (size_t i = 0; i < n; i++) {
-        baton_member_t mb;
-        char why[128];
-        struct sockaddr_storage sa;
-        socklen_t salen = 0;
-        const char *bad = NULL;
         if (reads[i].err == BATON_OK &&
-            baton_member_decode(reads[i].data, reads[i].len, &mb, why, sizeof(why)) == BATON_OK &&
-            mb.notice[0] && addr_parse(mb.notice, 0, &sa, &salen, &bad) == 0 &&
-            sendto(m->notice.fd, msg, (size_t)len, MSG_DONTWAIT, (struct sockaddr *)&sa, salen) >=
-                0)
+            member_notice_send(m->notice.fd, reads[i].data, reads[i].len, msg, (size_t)len))
             sent++;
         baton_zkread_release(&reads[i]);
         free(paths[i]);

@@ -1344,15 +1344,13 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     if (w->refused)
         reason = BATON_RELEASE_LOST;
     /* A hot leave hands over what it has not written: its standbys hold
-     * it, and write it with their fences (leave_hands_over). */
+     * it, and write it with their fences (leave_hands_over). Nothing is
+     * written here then, as for a lost partition. */
+    size_t handed = 0;
     if (reason == BATON_RELEASE_LEAVE && w->handover) {
-        w->handed_over += (int64_t)w->parts[p].nrecs;
-        BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld "
-                  "handed_over=%zu",
-                  p, (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset,
-                  w->parts[p].nrecs);
-        part_deactivate(w, p, "released");
-        return;
+        handed = w->parts[p].nrecs;
+        w->handed_over += (int64_t)handed;
+        reason = BATON_RELEASE_LOST;
     }
     /* A leave releases them all: write every batch in one transaction. A
      * rebalance's revokes come together (the member deletes their claims
@@ -1377,8 +1375,8 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
             }
         }
     }
-    BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld", p,
-              (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset);
+    BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld handed_over=%zu", p,
+              (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset, handed);
     part_deactivate(w, p, "released");
 }
 

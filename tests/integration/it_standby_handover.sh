@@ -82,6 +82,38 @@ w1_leaves() {
 rows_at() {
     b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$1 AND offset >= $2 AND offset < $3 AND epoch=$4"
 }
+# left_alone FROM TOTAL WHO: w1, holding 12 records unwritten with nobody
+# to hand them over to, leaves (its log from line FROM): handover=0, it
+# hands over nothing, and the sink holds TOTAL records. Sets EP[p] (w1's
+# epochs before it left).
+declare -A EP=()
+left_alone() {
+    local p
+    EP=()
+    for ((p = 0; p < B_PARTITIONS; p++)); do EP[$p]=$(b_epoch $p); done
+    w1_leaves "$1"
+    tail -n +"$1" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=0" ||
+        h_fail "w1, $3, did not log handover=0"
+    ((HELD == 12)) || h_fail "w1 held $HELD records, expected 12"
+    for ((p = 0; p < B_PARTITIONS; p++)); do
+        ((GAVE[$p] == 0)) || h_fail "w1, $3, handed over ${GAVE[$p]} records of partition $p"
+    done
+    (($(b_sink_count) == $2)) || h_fail "the sink holds $(b_sink_count) records once w1 left, not $2"
+}
+# handed_to_w2: every partition w1 handed records over from has them at
+# w2's epoch, and they add up to HELD, which is not 0.
+handed_to_w2() {
+    local p e to n=0
+    for p in $W1_PARTS; do
+        ((GAVE[$p] > 0)) || continue
+        n=$((n + GAVE[$p]))
+        e=$(b_epoch "$p")
+        to=$((NEXT[$p] + GAVE[$p]))
+        (($(rows_at "$p" "${NEXT[$p]}" "$to" "$e") == GAVE[$p])) ||
+            h_fail "partition $p: offsets ${NEXT[$p]}..$((to - 1)) (handed over) are not all w2's (epoch $e)"
+    done
+    ((n == HELD && n > 0)) || h_fail "w1 held $HELD records and handed over $n"
+}
 
 # --- 1. alone: nobody to hand over to -------------------------------------------
 start_w1
@@ -89,18 +121,10 @@ h_wait_for 20 "w1 owns every partition" b_all_active 1
 primed 4 p1
 b_produce 12 a
 h_wait_for 15 "w1 holds the 12 records unwritten" held_all 16
-declare -A E1=()
-for ((p = 0; p < B_PARTITIONS; p++)); do E1[$p]=$(b_epoch $p); done
-w1_leaves 1
-b_log_has w1 "event=stopping action=graceful_leave handover=0" || h_fail "w1, alone, did not log handover=0"
-((HELD == 12)) || h_fail "w1 held $HELD records, expected 12"
+left_alone 1 16 alone
 for ((p = 0; p < B_PARTITIONS; p++)); do
-    ((GAVE[$p] == 0)) || h_fail "w1, alone, handed over ${GAVE[$p]} records of partition $p"
-done
-(($(b_sink_count) == 16)) || h_fail "the sink holds $(b_sink_count) records once w1 left, not 16"
-for ((p = 0; p < B_PARTITIONS; p++)); do
-    (($(rows_at $p 0 "${NEXT[$p]}" "${E1[$p]}") == NEXT[$p])) ||
-        h_fail "partition $p: not every row up to ${NEXT[$p]} is w1's (epoch ${E1[$p]})"
+    (($(rows_at $p 0 "${NEXT[$p]}" "${EP[$p]}") == NEXT[$p])) ||
+        h_fail "partition $p: not every row up to ${NEXT[$p]} is w1's (epoch ${EP[$p]})"
 done
 
 # --- 2. a hot successor ---------------------------------------------------------
@@ -121,18 +145,12 @@ w2lines=$(($(wc -l <"$H_DIR/w2.log") + 1))
 w1_leaves "$from"
 tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
     h_fail "w1 did not hand over (no handover=1)"
-gave=0
-for p in $W1_PARTS; do gave=$((gave + GAVE[$p])); done
-((gave == HELD)) || h_fail "w1 held $HELD records and handed over $gave"
 tail -n +"$from" "$H_DIR/w1.log" | grep -qE "event=stopped .* records_handed_over=$HELD( |$)" ||
     h_fail "w1's exit line does not count $HELD records handed over"
 h_wait_for 20 "all 60 records in the sink" b_sink_has 60
+handed_to_w2
 for p in $W1_PARTS; do
     ((GAVE[$p] > 0)) || continue
-    e=$(b_epoch "$p")
-    to=$((NEXT[$p] + GAVE[$p]))
-    (($(rows_at "$p" "${NEXT[$p]}" "$to" "$e") == GAVE[$p])) ||
-        h_fail "partition $p: offsets ${NEXT[$p]}..$((to - 1)) (handed over) are not all w2's (epoch $e)"
     tail -n +"$w2lines" "$H_DIR/w2.log" | grep -qE "event=prefetch_used partition=$p .*written_with_fence=[1-9]" ||
         h_fail "w2 did not write partition $p's handed-over records with its fence"
 done
@@ -154,16 +172,7 @@ w1_leaves "$from"
 tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
     h_fail "w1 did not hand over to a cold successor (no handover=1)"
 h_wait_for 20 "all 104 records in the sink" b_sink_has 104
-n=0
-for p in $W1_PARTS; do
-    ((GAVE[$p] > 0)) || continue
-    n=$((n + GAVE[$p]))
-    e=$(b_epoch "$p")
-    to=$((NEXT[$p] + GAVE[$p]))
-    (($(rows_at "$p" "${NEXT[$p]}" "$to" "$e") == GAVE[$p])) ||
-        h_fail "partition $p: offsets ${NEXT[$p]}..$((to - 1)) (handed over) are not all w2's (epoch $e)"
-done
-((n == HELD && n > 0)) || h_fail "w1 held $HELD records and handed over $n"
+handed_to_w2
 
 # --- 4. the standby left: w1 writes its own tail ------------------------------
 from=$(($(wc -l <"$H_DIR/w1.log") + 1))
@@ -180,16 +189,10 @@ h_wait_for 20 "w1 owns every partition" b_all_active 1
 primed 108 p4
 b_produce 12 d
 h_wait_for 15 "w1 holds the 12 records unwritten" held_all 120
-declare -A E4=()
-for ((p = 0; p < B_PARTITIONS; p++)); do E4[$p]=$(b_epoch $p); done
-w1_leaves "$from"
-tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=0" ||
-    h_fail "w1, its standby gone, did not log handover=0"
-((HELD == 12)) || h_fail "w1 held $HELD records, expected 12"
-(($(b_sink_count) == 120)) || h_fail "the sink holds $(b_sink_count) records once w1 left, not 120"
+left_alone "$from" 120 "its standby gone"
 for ((p = 0; p < B_PARTITIONS; p++)); do
-    (($(b_sql "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND partition=$p AND offset < ${NEXT[$p]} AND epoch=${E4[$p]}") >= 3)) ||
-        h_fail "partition $p: w1 did not write its last records (epoch ${E4[$p]}) before ${NEXT[$p]}"
+    (($(rows_at $p 0 "${NEXT[$p]}" "${EP[$p]}") >= 3)) ||
+        h_fail "partition $p: w1 did not write its last records (epoch ${EP[$p]}) before ${NEXT[$p]}"
 done
 
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
