@@ -75,6 +75,49 @@ bench_handoff_ms() {
         }' "$1"
 }
 
+# bench_input_ms WATCH ARRIVALS T0_US T_END_US "P...": a handoff taken
+# apart at the input. For each listed partition, the first record its new
+# owner had to write is the old owner's last next_offset (WATCH, as
+# bench_handoff_ms reads it); ARRIVALS (baton-bench-arrivals: "a TS_US
+# PARTITION LAST_OFFSET") says when that record reached a consumer of the
+# same broker. Its input time is that arrival after T0, or 0 if it had
+# arrived before (the old owner held it unwritten). Prints "INPUT AFTER":
+# the longest input time over the partitions, and the longest time from a
+# partition's input time until it was written (the part no faster input
+# would have shortened); ms, floored like bench_handoff_ms. Prints "- -"
+# if a partition was never written or its record never seen arriving.
+bench_input_ms() {
+    awk -v t0="$3" -v tend="$4" -v plist="$5" '
+        BEGIN { n = split(plist, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+        FNR == NR {
+            if ($1 != "w" || !($3 in want)) next
+            t = $2; p = $3; e = $4; o = $5
+            if (t <= t0) { e0[p] = e; last[p] = o; next }
+            if (t > tend || (p in done)) next
+            if (e != e0[p]) {
+                if (!(p in base)) base[p] = last[p]
+                if (o > base[p]) done[p] = t
+            }
+            last[p] = o
+            next
+        }
+        # An earlier run (appended to the same file, offsets from 0 again)
+        # ended seconds before T0; a record held unwritten arrived at most
+        # a linger before it.
+        $1 != "a" || !($3 in base) || ($3 in seen) || $2 < t0 - 1000000 || $2 > tend { next }
+        $4 >= base[$3] { seen[$3] = $2 }
+        END {
+            inp = 0; aft = 0
+            for (p in want) {
+                if (!(p in done) || !(p in seen)) { print "- -"; exit }
+                s = seen[p] > t0 ? seen[p] : t0
+                if (s - t0 > inp) inp = s - t0
+                if (done[p] - s > aft) aft = done[p] - s
+            }
+            printf "%d %d\n", inp / 1000, aft / 1000
+        }' "$1" "$2"
+}
+
 # bench_pause_ms FILE T0_US T_END_US: the pause of partitions that did not
 # move between T0 and T_END (no epoch change): the longest gap between two
 # advances in that window (the gap spanning T0 and the one up to T_END

@@ -147,6 +147,14 @@ rb_loss() {
         f=$(bench_handoff_ms "$w" "$t0" "$tend" "$parts" fenced)
         eval "RB_${ev}fenced_${sys}+=(\"\$f\")"
     fi
+    # A leave taken apart at the input: when the first record each moved
+    # partition's successor had to write reached a consumer, and how long
+    # after that it was written.
+    local inp="" aft=""
+    if [[ $ev == leave ]] && rb_baton "$sys"; then
+        read -r inp aft < <(bench_input_ms "$w" "$H_DIR/arrivals-$sys.log" "$t0" "$tend" "$parts")
+        if [[ $inp == - ]]; then inp=""; else eval "RB_leaveinput_${sys}+=(\"\$inp\"); RB_leaveafter_${sys}+=(\"\$aft\")"; fi
+    fi
     local rc=0
     h_wait_exit "$name" 15 || rc=$?
     # A graceful leave's ZooKeeper part: until the leaver's claims were
@@ -155,7 +163,7 @@ rb_loss() {
     if [[ $ev == leave ]] && rb_baton "$sys"; then
         r=$(rb_released_ms "$H_DIR/$name.log" "$t0") && eval "RB_leavereleased_${sys}+=(\"\$r\")"
     fi
-    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)}${r:+ (claims deleted after $r ms)} (exit $rc)"
+    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)}${r:+ (claims deleted after $r ms)}${inp:+ (input after $inp ms, written $aft ms after its input)} (exit $rc)"
     eval "RB_${ev}_${sys}+=(\"\$v\")"
 }
 
@@ -253,6 +261,7 @@ rb_system() {
     if rb_baton "$sys"; then rb_warmup; fi
     eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
     eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=(); RB_leavereleased_${sys}=()"
+    eval "RB_leaveinput_${sys}=(); RB_leaveafter_${sys}=()"
     for ((i = 1; i <= runs; i++)); do
         h_log "== $sys run $i/$runs"
         rb_run "$sys" "$i"
@@ -276,6 +285,11 @@ rb_env_up() {
     h_kafka_start "$B_TOPIC" $RB_PARTS
     h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
         --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE" --linger-ms "$RB_LINGER"
+    # When each record reaches a consumer of the broker: a leave's input part
+    # (bench_input_ms). Run for every system, so each shares the machine with
+    # the same processes.
+    h_spawn "arrivals-$sys" "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" \
+        --topic "$B_TOPIC" --partitions $RB_PARTS
     if rb_baton "$sys"; then
         B_GROUP=g$sys$RB_RUN
         B_SINK=$RB_SINK_DIR/$sys-$RB_RUN.db
@@ -303,7 +317,7 @@ rb_env_up() {
 # rb_env_down SYS: stops what rb_env_up started.
 rb_env_down() {
     local name
-    for name in m1 m2 m3 "watch-$1" producer; do h_stop "$name"; done
+    for name in m1 m2 m3 "watch-$1" "arrivals-$1" producer; do h_stop "$name"; done
     if rb_baton "$1"; then h_stop c1; fi
     h_kafka_stop
 }
@@ -390,7 +404,7 @@ bench_rebalance() {
     local -A med=() p99=() n=()
     local ev key
     for sys in baton hot range coop static; do
-        for ev in leave crash join restart leavefenced crashfenced leavereleased; do
+        for ev in leave crash join restart leavefenced crashfenced leavereleased leaveinput leaveafter; do
             key=${ev}_${sys}
             eval "set -- \"\${RB_${key}[@]}\""
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
@@ -419,6 +433,8 @@ bench_rebalance() {
         row "graceful leave: leaver's partitions written" leave baton hot coop range
         row "  of which until every one is fenced" leavefenced baton hot
         row "  of which until the leaver's claims are gone" leavereleased baton hot
+        row "  the input: until the records to write came" leaveinput baton hot
+        row "  written after the records to write came" leaveafter baton hot
         row "crash (SIGKILL): dead member's partitions" crash baton hot coop range
         row "join: pause of partitions that did not move" join baton hot coop range
         row "SIGKILL + restart, same id: written again" restart baton hot static
@@ -447,6 +463,9 @@ bench_rebalance() {
             "hot_handoff_fenced_ms=${med[leavefenced_hot]} hot_handoff_fenced_p99_ms=${p99[leavefenced_hot]}" \
             "handoff_released_ms=${med[leavereleased_baton]} hot_handoff_released_ms=${med[leavereleased_hot]}" \
             "hot_handoff_released_p99_ms=${p99[leavereleased_hot]}" \
+            "hot_handoff_input_ms=${med[leaveinput_hot]} hot_handoff_input_p99_ms=${p99[leaveinput_hot]}" \
+            "hot_handoff_after_input_ms=${med[leaveafter_hot]} hot_handoff_after_input_p99_ms=${p99[leaveafter_hot]}" \
+            "handoff_input_p99_ms=${p99[leaveinput_baton]} handoff_after_input_p99_ms=${p99[leaveafter_baton]}" \
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
             "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate producer_linger_ms=$RB_LINGER" \

@@ -1130,6 +1130,17 @@ static void bind_early(worker_t *w) {
     w->bind_early_at = baton_now_ms() + 1000;
 }
 
+/* Whether fence_pending has a partition fetched ahead to fence now (whose
+ * held records go in with its fence). */
+static int fence_waiting(const worker_t *w) {
+    if (w->fence_retry_at > baton_now_ms())
+        return 0;
+    for (size_t i = 0; i < w->nlive; i++)
+        if (w->parts[w->live[i]].state == WPART_FENCING_PREFETCHED)
+            return 1;
+    return 0;
+}
+
 /* Fences every partition acquired since the last call, in one sink
  * transaction (with the first batch of those fetched ahead:
  * baton_sink_fence_write), then assigns them in Kafka together. A stale fence drops the
@@ -2018,6 +2029,12 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         prefetch_check(&w);
         standby_sync(&w);
         kafka_unassign_pending(&w);
+        /* A partition just acquired is fenced with what we fetched ahead
+         * for it: take what Kafka delivered since the last drain first
+         * (while the last commit ran, say), or it waits for a commit of
+         * its own after the fence. */
+        if (fence_waiting(&w))
+            kafka_drain(&w, 10000);
         fence_pending(&w);
         if (w.refused) {
             /* Leave (writing nothing more: on_released skips the flush),

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# it_bench_input.sh: the rebalance benchmark's observer of the input
+# (bench/bench_arrivals.c) and its reading (bench/lib.sh, bench_input_ms).
+# baton-bench-arrivals, started on the embedded Kafka before a producer,
+# logs every partition's records up to the last one as they arrive, with
+# stamps on the watcher's clock, and refuses bad flags. bench_input_ms
+# takes a leave apart from a watcher log and an arrivals log with known
+# answers: a record the leaver held counts as there at the SIGTERM, one
+# arriving later counts from its arrival, and a partition never written
+# or never seen gives "- -".
+set -euo pipefail
+
+: "${BATON_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+# shellcheck source=../lib/harness.sh
+source "$BATON_SRC/tests/lib/harness.sh"
+# shellcheck source=../../bench/lib.sh
+source "$BATON_SRC/bench/lib.sh"
+h_init it_bench_input
+
+# --- baton-bench-arrivals: usage ----------------------------------------------
+for args in "" "--brokers x --topic t" "--brokers x --topic t --partitions 0" \
+    "--brokers x --topic t --partitions 2 --bogus 1" "--brokers x --topic t --partitions 2 --fetch-wait-ms -1"; do
+    rc=0
+    # shellcheck disable=SC2086 # word splitting is the point
+    timeout 10 "$BATON_BIN/baton-bench-arrivals" $args >/dev/null 2>"$H_DIR/usage.err" || rc=$?
+    ((rc == 2)) || h_fail "baton-bench-arrivals $args: exit $rc, want 2"
+    [[ -s $H_DIR/usage.err ]] || h_fail "baton-bench-arrivals $args: nothing on stderr"
+done
+
+# --- baton-bench-arrivals: what arrives ---------------------------------------
+PARTS=3
+COUNT=300
+h_kafka_start in "$PARTS"
+h_spawn arrivals "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" --topic in \
+    --partitions "$PARTS"
+# It starts at the end of each partition: let it find the ends first.
+sleep 1
+t0=$(bench_now_us)
+out=$("$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic in --partitions "$PARTS" \
+    --count "$COUNT" --rate 600 --timeout-ms 10000)
+[[ $out == "produced=$COUNT" ]] || h_fail "baton-produce printed '$out'"
+seen_all() {
+    awk -v n="$PARTS" -v last=$((COUNT / PARTS - 1)) '
+        $1 == "a" && $4 == last { done[$3] = 1 }
+        END { for (p = 0; p < n; p++) if (!(p in done)) exit 1 }' "$H_DIR/arrivals.log"
+}
+h_wait_for 15 "every partition's last record seen arriving" seen_all ||
+    h_fail "baton-bench-arrivals did not see every partition's last record"
+t1=$(bench_now_us)
+# Stamps on the watcher's clock, within the production; offsets only grow.
+awk -v t0="$t0" -v t1="$t1" '
+    $1 != "a" { next }
+    { lines++ }
+    $2 < t0 || $2 > t1 { print "stamp out of range: " $0; bad++ }
+    ($3 in last) && $4 <= last[$3] { print "offset went back: " $0; bad++ }
+    { last[$3] = $4 }
+    END { if (lines < 10) { print "only " lines " lines"; bad++ } exit bad > 0 }' \
+    "$H_DIR/arrivals.log" || h_fail "baton-bench-arrivals's lines are wrong"
+h_stop arrivals
+
+# --- bench_input_ms: known answers --------------------------------------------
+# Partition 0 moves from epoch 1 to 2 after T0=10000000 with its old owner's
+# last next_offset 10; partition 1 from epoch 1 to 3 with 20.
+W=$H_DIR/watch.txt A=$H_DIR/arr.txt
+cat >"$W" <<'EOF'
+w 9900000 0 1 10
+w 9900000 1 1 20
+w 10004000 0 2 10
+w 10006000 0 2 14
+w 10005000 1 3 20
+w 10012000 1 3 22
+EOF
+# Record 10 of partition 0 arrived before T0 (held, unwritten): input 0,
+# written 6 ms after. Record 20 of partition 1 arrived 9 ms after T0 and
+# was written 3 ms later.
+cat >"$A" <<'EOF'
+a 9990000 0 12
+a 9995000 1 19
+a 10009000 1 21
+EOF
+got=$(bench_input_ms "$W" "$A" 10000000 11000000 "0 1")
+[[ $got == "9 6" ]] || h_fail "bench_input_ms: '$got', want '9 6'"
+got=$(bench_input_ms "$W" "$A" 10000000 11000000 "0")
+[[ $got == "0 6" ]] || h_fail "bench_input_ms (partition 0): '$got', want '0 6'"
+# A record from an earlier run (appended to the same log, seconds before)
+# does not count as arrived.
+printf 'a 1000 1 25\n' | cat - "$A" >"$A.old"
+got=$(bench_input_ms "$W" "$A.old" 10000000 11000000 "1")
+[[ $got == "9 3" ]] || h_fail "bench_input_ms (an earlier run's line): '$got', want '9 3'"
+# Never seen arriving, or never written: no answer.
+got=$(bench_input_ms "$W" /dev/null 10000000 11000000 "0")
+[[ $got == "- -" ]] || h_fail "bench_input_ms (nothing arrived): '$got', want '- -'"
+got=$(bench_input_ms "$W" "$A" 10000000 10005500 "0")
+[[ $got == "- -" ]] || h_fail "bench_input_ms (not written by the end): '$got', want '- -'"
+
+h_pass
