@@ -30,14 +30,29 @@ static int64_t wall_us(void) {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: baton-bench-arrivals --brokers B --topic T --partitions N\n"
-               "                            [--fetch-wait-ms 2] [--max-s 600]\n");
+               "                            [--only P,P...] [--fetch-wait-ms 2] [--max-s 600]\n");
+}
+
+/* --only: "P,P..." each in 0..n-1 into want[] (1 = watched). */
+static int parse_only(const char *s, int64_t n, char *want) {
+    memset(want, 0, (size_t)n);
+    char *copy = xstrdup(s), *rest = copy, *t;
+    int bad = 0;
+    while (!bad && (t = strsep(&rest, ",")) != NULL) {
+        int64_t p;
+        bad = baton_parse_i64(t, 0, n - 1, &p);
+        if (!bad)
+            want[p] = 1;
+    }
+    free(copy);
+    return bad;
 }
 
 #define MAX_PARTS 100000
 #define BATCH 1024
 
 int main(int argc, char **argv) {
-    const char *brokers = NULL, *topic = NULL, *fetch_wait = "2";
+    const char *brokers = NULL, *topic = NULL, *fetch_wait = "2", *only = NULL;
     int64_t nparts = 0, max_s = 600, fw = 2;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
@@ -56,6 +71,8 @@ int main(int argc, char **argv) {
             topic = v;
         else if (!strcmp(a, "--partitions"))
             bad = baton_parse_i64(v, 1, MAX_PARTS, &nparts);
+        else if (!strcmp(a, "--only"))
+            only = v;
         else if (!strcmp(a, "--fetch-wait-ms")) {
             bad = baton_parse_i64(v, 0, 10000, &fw);
             fetch_wait = v;
@@ -76,6 +93,15 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    char *want = xmalloc((size_t)nparts);
+    if (!only)
+        memset(want, 1, (size_t)nparts);
+    else if (parse_only(only, nparts, want)) {
+        fprintf(stderr, "baton-bench-arrivals: bad value for --only: '%s' (partitions 0..%lld)\n",
+                only, (long long)nparts - 1);
+        free(want);
+        return 2;
+    }
     baton_signal_init();
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
     char errstr[512];
@@ -90,18 +116,22 @@ int main(int argc, char **argv) {
             RD_KAFKA_CONF_OK) {
             fprintf(stderr, "baton-bench-arrivals: %s\n", errstr);
             rd_kafka_conf_destroy(conf);
+            free(want);
             return 2;
         }
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof(errstr));
     if (!rk) {
         fprintf(stderr, "baton-bench-arrivals: %s\n", errstr);
         rd_kafka_conf_destroy(conf);
+        free(want);
         return 1;
     }
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nparts);
     for (int32_t p = 0; p < nparts; p++)
-        rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_END;
+        if (want[p])
+            rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_END;
+    free(want);
     rd_kafka_resp_err_t err = rd_kafka_assign(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     if (err) {

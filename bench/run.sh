@@ -128,6 +128,22 @@ rb_loss() {
     h_wait_for 15 "$sys: $name writes partitions before $ev" rb_owns "$sys" "$name" ||
         h_fail "$sys: $name owns no partition before $ev"
     parts=$(rb_parts_of "$sys" "$name")
+    # A baton leave is taken apart at the input (bench_input_ms): an
+    # observer of the leaver's partitions only, and only around the leave
+    # (another consumer fetching all along would load the embedded Kafka,
+    # whose every fetch walks the log), caught up before the SIGTERM.
+    local arr=""
+    if [[ $ev == leave ]] && rb_baton "$sys"; then
+        arr=$H_DIR/arrivals-$sys.log
+        local from=1 only pl
+        [[ -f $arr ]] && from=$(($(wc -l <"$arr") + 1))
+        read -ra pl <<<"$parts"
+        only=$(IFS=,; echo "${pl[*]}")
+        h_spawn "arrivals-$sys" "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" \
+            --topic "$B_TOPIC" --partitions $RB_PARTS --only "$only"
+        h_wait_for 10 "$sys: the input's observer sees partitions $parts" \
+            rb_arrivals_seen "$arr" "$from" "$parts" || h_fail "$sys: baton-bench-arrivals saw no records of $parts"
+    fi
     # The clock starts right at the kill: no subshell or liveness check
     # (a few ms of bash on these machines) in between.
     local pid=${H_PIDS[$name]}
@@ -151,8 +167,9 @@ rb_loss() {
     # partition's successor had to write reached a consumer, and how long
     # after that it was written.
     local inp="" aft=""
-    if [[ $ev == leave ]] && rb_baton "$sys"; then
-        read -r inp aft < <(bench_input_ms "$w" "$H_DIR/arrivals-$sys.log" "$t0" "$tend" "$parts")
+    if [[ -n $arr ]]; then
+        h_stop "arrivals-$sys"
+        read -r inp aft < <(bench_input_ms "$w" "$arr" "$t0" "$tend" "$parts")
         if [[ $inp == - ]]; then inp=""; else eval "RB_leaveinput_${sys}+=(\"\$inp\"); RB_leaveafter_${sys}+=(\"\$aft\")"; fi
     fi
     local rc=0
@@ -165,6 +182,15 @@ rb_loss() {
     fi
     h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)}${r:+ (claims deleted after $r ms)}${inp:+ (input after $inp ms, written $aft ms after its input)} (exit $rc)"
     eval "RB_${ev}_${sys}+=(\"\$v\")"
+}
+
+# rb_arrivals_seen LOG FROM "P...": LOG, from line FROM on, has an arrival of
+# every listed partition.
+rb_arrivals_seen() {
+    tail -n +"$2" "$1" 2>/dev/null | awk -v plist="$3" '
+        BEGIN { n = split(plist, a, " "); for (i = 1; i <= n; i++) want[a[i]] = 1 }
+        $1 == "a" && ($3 in want) { seen[$3] = 1 }
+        END { for (p in want) if (!(p in seen)) exit 1 }'
 }
 
 # rb_released_ms LOG T0_US: ms from T0 (wall-clock us) until the last
@@ -285,11 +311,6 @@ rb_env_up() {
     h_kafka_start "$B_TOPIC" $RB_PARTS
     h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
         --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE" --linger-ms "$RB_LINGER"
-    # When each record reaches a consumer of the broker: a leave's input part
-    # (bench_input_ms). Run for every system, so each shares the machine with
-    # the same processes.
-    h_spawn "arrivals-$sys" "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" \
-        --topic "$B_TOPIC" --partitions $RB_PARTS
     if rb_baton "$sys"; then
         B_GROUP=g$sys$RB_RUN
         B_SINK=$RB_SINK_DIR/$sys-$RB_RUN.db
@@ -317,7 +338,7 @@ rb_env_up() {
 # rb_env_down SYS: stops what rb_env_up started.
 rb_env_down() {
     local name
-    for name in m1 m2 m3 "watch-$1" "arrivals-$1" producer; do h_stop "$name"; done
+    for name in m1 m2 m3 "watch-$1" producer; do h_stop "$name"; done
     if rb_baton "$1"; then h_stop c1; fi
     h_kafka_stop
 }

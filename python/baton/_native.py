@@ -1,10 +1,12 @@
 """The ctypes declarations of libbaton's public C API, and nothing else.
 
 Every C type, prototype and constant the package uses is declared here, so
-that a change of the C API (for instance the opaque configuration object
-that may replace ``baton_membership_conf_t``) is a change of this module
-and of :func:`new_membership` alone. The rest of the package never touches
-``ctypes`` structures directly.
+that a change of the C API is a change of this module and of
+:func:`new_membership` alone. The rest of the package never touches
+``ctypes`` structures directly. A membership is made from the opaque
+configuration (``baton_conf_t``, filled by name), so a setting the C
+library gains needs no change here: :class:`baton.Member` passes any
+``baton_conf_set`` name through.
 
 The library is found, in this order:
 
@@ -67,25 +69,6 @@ class Resource(ctypes.Structure):
         ("kind", ctypes.c_int),
         ("partition", ctypes.c_int32),
         ("key", ctypes.c_char_p),
-    ]
-
-
-class MembershipConf(ctypes.Structure):
-    """baton_membership_conf_t (frozen in the C API)."""
-
-    _fields_ = [
-        ("zk_hosts", ctypes.c_char_p),
-        ("root", ctypes.c_char_p),
-        ("group", ctypes.c_char_p),
-        ("id", ctypes.c_char_p),
-        ("capacity", ctypes.c_int),
-        ("rack", ctypes.c_char_p),
-        ("session_timeout_ms", ctypes.c_int),
-        ("connect_timeout_ms", ctypes.c_int),
-        ("keys", ctypes.POINTER(ctypes.c_char_p)),
-        ("nkeys", ctypes.c_size_t),
-        ("no_partitions", ctypes.c_int),
-        ("zk_auth", ctypes.c_char_p),
     ]
 
 
@@ -155,16 +138,18 @@ def _declare(lib: ctypes.CDLL) -> None:
         "baton_err_name": (ctypes.c_char_p, [ctypes.c_int]),
         "baton_strerror": (ctypes.c_char_p, [ctypes.c_int]),
         "baton_release_reason_name": (ctypes.c_char_p, [ctypes.c_int]),
-        "baton_membership_new": (
+        "baton_conf_new": (P, []),
+        "baton_conf_destroy": (None, [P]),
+        "baton_conf_set": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+        "baton_conf_set_keys": (
             ctypes.c_int,
-            [
-                ctypes.POINTER(MembershipConf),
-                ctypes.POINTER(MembershipCbs),
-                ctypes.POINTER(P),
-                ctypes.c_char_p,
-                ctypes.c_size_t,
-            ],
+            [P, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t],
         ),
+        "baton_conf_set_acquired_cb": (None, [P, ON_ACQUIRED]),
+        "baton_conf_set_released_cb": (None, [P, ON_RELEASED]),
+        "baton_conf_set_assigned_cb": (None, [P, ON_ASSIGNED]),
+        "baton_conf_set_opaque": (None, [P, P]),
+        "baton_membership_new_conf": (ctypes.c_int, [P, ctypes.POINTER(P), ctypes.c_char_p, ctypes.c_size_t]),
         "baton_membership_destroy": (None, [P]),
         "baton_membership_topic": (ctypes.c_char_p, [P]),
         "baton_membership_partitions": (ctypes.c_int32, [P]),
@@ -191,52 +176,42 @@ def _declare(lib: ctypes.CDLL) -> None:
 def new_membership(
     lib: ctypes.CDLL,
     *,
-    zk_hosts: str,
-    root: str,
-    group: str,
-    member_id: str,
-    capacity: int,
-    rack: Optional[str],
-    session_timeout_ms: int,
-    connect_timeout_ms: int,
+    settings: Sequence["tuple[str, str]"],
     keys: Optional[Sequence[str]],
-    no_partitions: bool,
-    zk_auth: Optional[str],
     cbs: MembershipCbs,
     keep: list,
 ) -> "tuple[int, Optional[int], str]":
-    """baton_membership_new with the frozen conf struct.
+    """baton_membership_new_conf from ``settings``, (name, value) pairs of
+    baton_conf_set names (baton.h) set in order, and the key filter.
 
-    Returns (code, handle or None, message). Every object the library
-    keeps a pointer to is appended to ``keep``, which the caller holds for
-    the membership's lifetime (baton.h: conf strings outlive the object).
+    Returns (code, handle or None, message): a setting the library refuses
+    is its BATON_INVALID with the library's message naming it. The
+    callbacks in ``cbs`` are appended to ``keep``, which the caller holds
+    for the membership's lifetime (the library calls them until it is
+    destroyed); the configuration itself is copied by the library and
+    destroyed here.
     """
-
-    def b(s: Optional[str]) -> Optional[bytes]:
-        if s is None:
-            return None
-        v = s.encode()
-        keep.append(v)
-        return v
-
-    conf = MembershipConf()
-    conf.zk_hosts = b(zk_hosts)
-    conf.root = b(root)
-    conf.group = b(group)
-    conf.id = b(member_id)
-    conf.capacity = capacity
-    conf.rack = b(rack)
-    conf.session_timeout_ms = session_timeout_ms
-    conf.connect_timeout_ms = connect_timeout_ms
-    if keys is not None:
-        arr = (ctypes.c_char_p * max(1, len(keys)))(*[b(k) for k in keys])
-        keep.append(arr)
-        conf.keys = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
-        conf.nkeys = len(keys)
-    conf.no_partitions = 1 if no_partitions else 0
-    conf.zk_auth = b(zk_auth)
-    keep.extend([conf, cbs])
-    handle = ctypes.c_void_p()
     err = ctypes.create_string_buffer(ERRSTR_SIZE)
-    rc = lib.baton_membership_new(ctypes.byref(conf), ctypes.byref(cbs), ctypes.byref(handle), err, ERRSTR_SIZE)
-    return rc, handle.value, err.value.decode(errors="replace")
+    conf = lib.baton_conf_new()
+    if not conf:
+        return ERRORS["INTERNAL"][0], None, "baton_conf_new: out of memory"
+    try:
+        for name, value in settings:
+            rc = lib.baton_conf_set(conf, name.encode(), value.encode(), err, ERRSTR_SIZE)
+            if rc != OK:
+                return rc, None, err.value.decode(errors="replace")
+        if keys is not None:
+            arr = (ctypes.c_char_p * max(1, len(keys)))(*[k.encode() for k in keys])
+            rc = lib.baton_conf_set_keys(conf, arr, len(keys), err, ERRSTR_SIZE)
+            if rc != OK:
+                return rc, None, err.value.decode(errors="replace")
+        lib.baton_conf_set_acquired_cb(conf, cbs.on_acquired)
+        lib.baton_conf_set_released_cb(conf, cbs.on_released)
+        lib.baton_conf_set_assigned_cb(conf, cbs.on_assigned)
+        lib.baton_conf_set_opaque(conf, cbs.opaque)
+        keep.append(cbs)
+        handle = ctypes.c_void_p()
+        rc = lib.baton_membership_new_conf(conf, ctypes.byref(handle), err, ERRSTR_SIZE)
+        return rc, handle.value, err.value.decode(errors="replace")
+    finally:
+        lib.baton_conf_destroy(conf)

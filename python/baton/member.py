@@ -18,7 +18,7 @@ import ctypes
 import enum
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from .errors import BatonError, InvalidError, RetriableError, StaleError, error_for
@@ -146,6 +146,16 @@ class Member:
     Callbacks, if given, run inside :meth:`poll` before it returns the
     events; ``on_acquired`` decides whether an acquired resource is kept.
 
+    Hot standbys: ``standby_claim="ahead"`` claims what the coordinator
+    names this member standby for all along, queued behind its owner's
+    claim; ``standby_notice="ip:port"`` (port 0: any free one) binds a
+    socket for the owners' release notices and advertises it, so a
+    graceful leave reaches this member at once rather than through
+    ZooKeeper (docs/design.md, "Claims made ahead of time" and "Release
+    notices"). ``settings`` sets any other ``baton_conf_set`` name of the C
+    library (baton.h), e.g. ``{"state.dir": "/var/lib/app"}``, after the
+    arguments above; the library checks names and values.
+
     Raises :class:`~baton.ExistsError` when a live member has this id,
     :class:`~baton.DeniedError` for bad credentials,
     :class:`~baton.InvalidError` for bad arguments and
@@ -166,6 +176,9 @@ class Member:
         keys: Optional[Sequence[str]] = None,
         partitions: bool = True,
         zk_auth: Optional[str] = None,
+        standby_claim: str = "takeover",
+        standby_notice: Optional[str] = None,
+        settings: Optional[Mapping[str, str]] = None,
         on_assigned: Optional[AssignedCallback] = None,
         on_acquired: Optional[AcquiredCallback] = None,
         on_released: Optional[ReleasedCallback] = None,
@@ -180,9 +193,16 @@ class Member:
             bad = [k for k in keys if not isinstance(k, str) or not k]
             if bad:
                 raise InvalidError(f"Member: keys must be non-empty strings, not {bad[0]!r}")
-        for name, value in (("rack", rack), ("zk_auth", zk_auth)):
+        for name, value in (("rack", rack), ("zk_auth", zk_auth), ("standby_notice", standby_notice)):
             if value is not None and not isinstance(value, str):
                 raise InvalidError(f"Member: {name} must be a string or None, not {value!r}")
+        if not isinstance(standby_claim, str):
+            raise InvalidError(f"Member: standby_claim must be a string, not {standby_claim!r}")
+        if settings is not None and (
+            not isinstance(settings, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items())
+        ):
+            raise InvalidError(f"Member: settings maps baton_conf_set names to strings, not {settings!r}")
         for name, value in (
             ("capacity", capacity),
             ("session_timeout_ms", session_timeout_ms),
@@ -205,22 +225,16 @@ class Member:
         cbs.on_released = _native.ON_RELEASED(self._c_released)
         cbs.on_assigned = _native.ON_ASSIGNED(self._c_assigned)
         cbs.opaque = None
-        rc, handle, msg = _native.new_membership(
-            self._lib,
-            zk_hosts=zk,
-            root=root,
-            group=group,
-            member_id=id,
-            capacity=capacity,
-            rack=rack,
-            session_timeout_ms=session_timeout_ms,
-            connect_timeout_ms=connect_timeout_ms,
-            keys=keys,
-            no_partitions=not partitions,
-            zk_auth=zk_auth,
-            cbs=cbs,
-            keep=self._keep,
-        )
+        # The library's own names (baton.h, baton_conf_set), checked there;
+        # 0 leaves a number at its default, as it always has here.
+        conf = [("zookeeper.connect", zk), ("zookeeper.root", root), ("group", group), ("worker.id", id)]
+        conf += [(n, str(v)) for n, v in (("capacity", capacity), ("session.timeout.ms", session_timeout_ms),
+                                         ("connect.timeout.ms", connect_timeout_ms)) if v]
+        conf += [(n, v) for n, v in (("rack", rack), ("zookeeper.auth", zk_auth),
+                                     ("standby.notice", standby_notice)) if v is not None]
+        conf += [("no.partitions", "false" if partitions else "true"), ("standby.claim", standby_claim)]
+        conf += list((settings or {}).items())
+        rc, handle, msg = _native.new_membership(self._lib, settings=conf, keys=keys, cbs=cbs, keep=self._keep)
         if rc != _native.OK:
             raise error_for(rc, msg)
         self._handle = handle

@@ -55,6 +55,9 @@ def test_library_version_is_the_c_librarys():
     (dict(zk="127.0.0.1:1", group="g", id="m", rack=3), "rack"),
     (dict(zk="127.0.0.1:1", group="g", id="m", session_timeout_ms=-5), "session_timeout_ms"),
     (dict(zk="127.0.0.1:1", group="g", id="m", capacity=2**40), "capacity"),
+    (dict(zk="127.0.0.1:1", group="g", id="m", standby_notice=5), "standby_notice"),
+    (dict(zk="127.0.0.1:1", group="g", id="m", standby_claim=None), "standby_claim"),
+    (dict(zk="127.0.0.1:1", group="g", id="m", settings={"log.level": 1}), "settings"),
 ])
 def test_bad_arguments_are_invalid_error(kwargs, what):
     with pytest.raises(baton.InvalidError, match=what) as e:
@@ -207,6 +210,53 @@ def test_handoff_on_leave_gives_a_higher_epoch(make_group):
         assert released == [(Resource.of_key("a"), ReleaseReason.LEAVE)]
         collect(m2, lambda s: acquired(s, "a"), into=got)
         assert acquired(got, "a")[0].epoch > e1
+
+
+def test_hot_standby_takes_over_on_the_release_notice(make_group, capfd, tmp_path):
+    """standby_claim, standby_notice and settings reach the library: m2,
+    named standby for "a", claims it ahead and subscribes to m1's release
+    notices; m1's leave notifies it, and m2 takes the notice and "a"."""
+    g = make_group(keys=("a",))
+    hot = dict(session_timeout_ms=SESSION_MS, partitions=False, standby_claim="ahead",
+               standby_notice="127.0.0.1:0")
+    m1 = baton.Member(g.zk, g.name, "m1", settings={"state.dir": str(tmp_path)}, **hot)
+    assert (tmp_path / f"{g.name}.m1.lock").exists(), "settings did not reach the library"
+    e1 = acquired(collect(m1, lambda s: acquired(s, "a")), "a")[0].epoch
+    err = ""
+    with baton.Member(g.zk, g.name, "m2", **hot) as m2:
+        # m2 is named standby for "a" and claims it ahead (the second claim
+        # of "a"); it subscribes when it watches m1's node. m1 hears the
+        # subscription in its polls.
+        deadline = time.monotonic() + 20
+        while err.count("event=claimed key=a ") < 2:
+            assert time.monotonic() < deadline, f"m2 never claimed ahead:\n{err}"
+            m1.poll(0.05)
+            m2.poll(0.05)
+            err += capfd.readouterr().err
+        settle = time.monotonic() + 1.5
+        while time.monotonic() < settle:
+            m1.poll(0.05)
+            m2.poll(0.05)
+        m1.leave()
+        got = collect(m2, lambda s: acquired(s, "a"))
+        assert acquired(got, "a")[0].epoch > e1
+        err += capfd.readouterr().err
+    assert re.search(r"event=joined member=\S+/m2 .*standby_claim=ahead", err), err
+    assert re.search(r"event=notice_sent subscribers=1 ", err), err
+    # m2 took m1's release (the claim right ahead of its own) from the
+    # datagram; here the new assignment came in the same poll.
+    assert re.search(r"event=notice_received owner=m1 .*taken=1 ", err), err
+
+
+@pytest.mark.parametrize("kwargs,what", [
+    (dict(standby_claim="sideways"), "standby.claim"),
+    (dict(standby_notice="nowhere"), "standby.notice"),
+    (dict(settings={"no.such.setting": "1"}), "no.such.setting"),
+    (dict(settings={"member.wait.ms": "-3"}), "member.wait.ms"),
+])
+def test_bad_settings_are_refused_by_the_library(zk, kwargs, what):
+    with pytest.raises(baton.InvalidError, match=re.escape(what)):
+        baton.Member(zk, "g", "m", **kwargs)
 
 
 def test_fileno_for_select(make_group):

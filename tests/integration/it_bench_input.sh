@@ -19,7 +19,9 @@ h_init it_bench_input
 
 # --- baton-bench-arrivals: usage ----------------------------------------------
 for args in "" "--brokers x --topic t" "--brokers x --topic t --partitions 0" \
-    "--brokers x --topic t --partitions 2 --bogus 1" "--brokers x --topic t --partitions 2 --fetch-wait-ms -1"; do
+    "--brokers x --topic t --partitions 2 --bogus 1" "--brokers x --topic t --partitions 2 --fetch-wait-ms -1" \
+    "--brokers x --topic t --partitions 2 --only 2" "--brokers x --topic t --partitions 2 --only 0,,1" \
+    "--brokers x --topic t --partitions 2 --only x"; do
     rc=0
     # shellcheck disable=SC2086 # word splitting is the point
     timeout 10 "$BATON_BIN/baton-bench-arrivals" $args >/dev/null 2>"$H_DIR/usage.err" || rc=$?
@@ -28,11 +30,14 @@ for args in "" "--brokers x --topic t" "--brokers x --topic t --partitions 0" \
 done
 
 # --- baton-bench-arrivals: what arrives ---------------------------------------
+# Two observers: one of every partition, one of partition 1 only (--only).
 PARTS=3
 COUNT=300
 h_kafka_start in "$PARTS"
 h_spawn arrivals "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" --topic in \
     --partitions "$PARTS"
+h_spawn only1 "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" --topic in \
+    --partitions "$PARTS" --only 1
 # It starts at the end of each partition: let it find the ends first.
 sleep 1
 t0=$(bench_now_us)
@@ -57,6 +62,9 @@ awk -v t0="$t0" -v t1="$t1" '
     END { if (lines < 10) { print "only " lines " lines"; bad++ } exit bad > 0 }' \
     "$H_DIR/arrivals.log" || h_fail "baton-bench-arrivals's lines are wrong"
 h_stop arrivals
+h_stop only1
+awk '$1 == "a" { n[$3]++ } END { exit !(n[1] > 0 && length(n) == 1) }' "$H_DIR/only1.log" ||
+    h_fail "baton-bench-arrivals --only 1 logged other partitions, or none"
 
 # --- bench_input_ms: known answers --------------------------------------------
 # Partition 0 moves from epoch 1 to 2 after T0=10000000 with its old owner's
