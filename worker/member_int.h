@@ -91,12 +91,14 @@ typedef struct {
 } mstandby_t;
 
 /* A subscriber of our release notices (member_notice.c): a standby, by
- * id, at the address its SUB came from. */
+ * id, at the address its SUB came from. watched: an exists watch on its
+ * member node is set in this session (forgotten when the node goes). */
 typedef struct {
     char id[BATON_ID_MAX + 1];
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int64_t heard_ms;
+    int watched;
 } msub_t;
 
 /* standby.notice (member_notice.c). fd < 0: off. */
@@ -264,6 +266,8 @@ int mb_standby_noticed(baton_membership_t *m, const char *owner, size_t row, int
  * forget it as a subscriber (UNS): one read of each owner's member node
  * for its address, best effort. */
 void mb_notice_unsubscribe(baton_membership_t *m);
+void mb_notice_member_event(baton_membership_t *m, const char *id, int type);
+void mb_notice_session_reset(baton_membership_t *m);
 
 /* member_notice.c */
 int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n);

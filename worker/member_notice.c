@@ -292,6 +292,43 @@ int mb_notice_watch_send(baton_membership_t *m, const char *path) {
 
 /* ---- releasing (the leaver) ---------------------------------------------- */
 
+/* A subscriber's member node is watched (exists), so that one that
+ * crashed is forgotten once its session ends and its node goes: a leaver
+ * that kept it would hand its unwritten records over to nobody (worker.c,
+ * leave_hands_over), and its cold successor would read them from Kafka
+ * again. Forgetting a live one by mistake (its node replaced by its next
+ * incarnation's) costs only that: it subscribes again when it watches our
+ * node. The completion runs on ZooKeeper's thread: an absent node is
+ * queued as its deletion, for the main thread. */
+typedef struct {
+    baton_zk_t *zk;
+    char path[];
+} sub_watch_t;
+
+static void sub_watch_done(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    sub_watch_t *sw = (sub_watch_t *)data;
+    if (rc == ZNONODE)
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, sw->path, sw->zk);
+    free(sw);
+}
+
+static void sub_watch(baton_membership_t *m, msub_t *s) {
+    if (!m->zk || s->watched)
+        return;
+    char *path = baton_layout_worker(m->base, s->id);
+    size_t plen = strlen(path) + 1;
+    sub_watch_t *sw = xmalloc(sizeof(*sw) + plen);
+    sw->zk = m->zk;
+    memcpy(sw->path, path, plen);
+    free(path);
+    if (zoo_awexists(baton_zk_handle(m->zk), sw->path, baton_zk_watcher, m->zk, sub_watch_done,
+                     sw) == ZOK)
+        s->watched = 1;
+    else
+        free(sw); /* not connected: set at the next SUB or event */
+}
+
 static void sub_note(baton_membership_t *m, const char *id, const struct sockaddr_storage *from,
                      socklen_t fromlen) {
     mnotice_t *nt = &m->notice;
@@ -310,24 +347,48 @@ static void sub_note(baton_membership_t *m, const char *id, const struct sockadd
             if (nt->subs[i].heard_ms < slot->heard_ms)
                 slot = &nt->subs[i];
     }
+    if (strcmp(slot->id, id) != 0)
+        slot->watched = 0; /* a new one, or another in an evicted one's slot */
     snprintf(slot->id, sizeof(slot->id), "%s", id);
     memcpy(&slot->addr, from, sizeof(*from));
     slot->addrlen = fromlen;
     slot->heard_ms = baton_now_ms();
+    sub_watch(m, slot);
 }
 
 /* A standby that left (UNS): forgotten, so that an owner it no longer
  * stands by for writes its own tail at its leave (worker.c,
  * leave_hands_over). */
-static void sub_forget(baton_membership_t *m, const char *id) {
+static int sub_forget(baton_membership_t *m, const char *id) {
     mnotice_t *nt = &m->notice;
     for (size_t i = 0; i < nt->nsubs; i++)
         if (strcmp(nt->subs[i].id, id) == 0) {
             nt->subs[i] = nt->subs[--nt->nsubs];
-            BLOG_DEBUG("event=notice_unsubscribed id=%s subscribers=%zu", id, nt->nsubs);
+            return 1;
+        }
+    return 0;
+}
+
+/* A watch on workers/<id> fired (note_event): a subscriber whose node went
+ * is forgotten; for one whose node changed or came, the watch is set again. */
+void mb_notice_member_event(baton_membership_t *m, const char *id, int type) {
+    mnotice_t *nt = &m->notice;
+    if (type == ZOO_DELETED_EVENT) {
+        if (sub_forget(m, id))
+            BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", id, nt->nsubs);
+        return;
+    }
+    for (size_t i = 0; i < nt->nsubs; i++)
+        if (strcmp(nt->subs[i].id, id) == 0) {
+            nt->subs[i].watched = 0;
+            sub_watch(m, &nt->subs[i]);
             return;
         }
 }
+
+/* A new session has none of our watches, and none of the old session's
+ * claims: the standbys subscribe again when they watch our new member node. */
+void mb_notice_session_reset(baton_membership_t *m) { m->notice.nsubs = 0; }
 
 void mb_notice_unsubscribe(baton_membership_t *m) {
     if (m->notice.fd < 0 || !m->zk || m->nstandby == 0 || !baton_zk_connected(m->zk))
@@ -495,7 +556,8 @@ static void notice_handle(baton_membership_t *m, char *buf, const struct sockadd
         return;
     }
     if (strcmp(kind, "UNS") == 0 && !*p) {
-        sub_forget(m, id);
+        if (sub_forget(m, id))
+            BLOG_DEBUG("event=notice_unsubscribed id=%s subscribers=%zu", id, m->notice.nsubs);
         return;
     }
     if (strcmp(kind, "REL") == 0) {

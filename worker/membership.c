@@ -508,6 +508,7 @@ static void lose_all(baton_membership_t *m, const char *why) {
     /* A new session has none of our watches, and what we stood by for is
      * decided anew by the assignment we read then. */
     mb_standby_clear(m);
+    mb_notice_session_reset(m);
     m->nlater = 0; /* held-back own watches: their claims went with the session */
 }
 
@@ -529,6 +530,7 @@ static void note_event(baton_membership_t *m, const char *path, int type) {
             char id[BATON_ID_MAX + 1];
             snprintf(id, sizeof(id), "%.*s", (int)at.name_len, at.name);
             mb_standby_note(m, id, type);
+            mb_notice_member_event(m, id, type);
         }
         return;
     case BATON_PATH_CONFIG:

@@ -20,6 +20,9 @@
 #   4. The standby left: w1 back (hot), w2 subscribed to it, then w2 leaves
 #      gracefully and tells w1 to forget it (UNS, notice_unsubscribed).
 #      w1, alone again, logs handover=0 and writes its own tail.
+#   5. The standby crashed: w2 (hot, subscribed) is SIGKILLed. Once its
+#      session ends and its member node goes, w1 forgets it
+#      (notice_subscriber_gone) and, alone, writes its own tail again.
 # Every record once throughout (verify_sink).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -195,5 +198,21 @@ for ((p = 0; p < B_PARTITIONS; p++)); do
         h_fail "partition $p: w1 did not write its last records (epoch ${EP[$p]}) before ${NEXT[$p]}"
 done
 
+# --- 5. the standby crashed: w1 forgets it once its node goes -------------------
+from=$(($(wc -l <"$H_DIR/w1.log") + 1))
+start_w1
+b_worker w2 "${HOT[@]}"
+h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
+h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
+h_kill w2 KILL
+h_wait_exit w2 15 >/dev/null 2>&1 || true
+forgot_w2() { tail -n +"$from" "$H_DIR/w1.log" | grep -q 'event=notice_subscriber_gone id=w2 subscribers=0'; }
+h_wait_for 30 "w1 forgot the crashed w2" forgot_w2
+h_wait_for 30 "w1 owns every partition" b_all_active 1
+primed 124 p5
+b_produce 12 e
+h_wait_for 15 "w1 holds the 12 records unwritten" held_all 136
+left_alone "$from" 136 "its standby crashed"
+
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone, or once its standby left, it wrote them"
+h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone, once its standby left, or once it crashed, it wrote them"
