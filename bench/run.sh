@@ -143,6 +143,9 @@ rb_loss() {
             --topic "$B_TOPIC" --partitions $RB_PARTS --only "$only"
         h_wait_for 10 "$sys: the input's observer sees partitions $parts" \
             rb_arrivals_seen "$arr" "$from" "$parts" || h_fail "$sys: baton-bench-arrivals saw no records of $parts"
+        # Its start (threads, connection, the broker's new client) and the
+        # wait's polling are over before the clock starts.
+        sleep 0.5
     fi
     # The clock starts right at the kill: no subshell or liveness check
     # (a few ms of bash on these machines) in between.
