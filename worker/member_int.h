@@ -92,13 +92,15 @@ typedef struct {
 
 /* A subscriber of our release notices (member_notice.c): a standby, by
  * id, at the address its SUB came from. watched: an exists watch on its
- * member node is set in this session (forgotten when the node goes). */
+ * member node is set in this session; checking: its node's deletion was
+ * seen and is being confirmed (forgotten if the node is still gone). */
 typedef struct {
     char id[BATON_ID_MAX + 1];
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int64_t heard_ms;
     int watched;
+    int checking;
 } msub_t;
 
 /* standby.notice (member_notice.c). fd < 0: off. */

@@ -296,10 +296,11 @@ int mb_notice_watch_send(baton_membership_t *m, const char *path) {
  * crashed is forgotten once its session ends and its node goes: a leaver
  * that kept it would hand its unwritten records over to nobody (worker.c,
  * leave_hands_over), and its cold successor would read them from Kafka
- * again. Forgetting a live one by mistake (its node replaced by its next
- * incarnation's) costs only that: it subscribes again when it watches our
- * node. The completion runs on ZooKeeper's thread: an absent node is
- * queued as its deletion, for the main thread. */
+ * again. A deletion is confirmed before the subscriber is forgotten: the
+ * watch follows the path, and the node deleted may be an earlier
+ * incarnation's, replaced by the live one that subscribed meanwhile
+ * (mb_notice_member_event). The completion runs on ZooKeeper's thread: an
+ * absent node is queued as its deletion, for the main thread. */
 typedef struct {
     baton_zk_t *zk;
     char path[];
@@ -347,8 +348,9 @@ static void sub_note(baton_membership_t *m, const char *id, const struct sockadd
             if (nt->subs[i].heard_ms < slot->heard_ms)
                 slot = &nt->subs[i];
     }
-    if (strcmp(slot->id, id) != 0)
-        slot->watched = 0; /* a new one, or another in an evicted one's slot */
+    if (strcmp(slot->id, id) != 0) /* a new one, or another in an evicted one's slot */
+        slot->watched = 0;
+    slot->checking = 0; /* it spoke: a deletion seen before is checked again */
     snprintf(slot->id, sizeof(slot->id), "%s", id);
     memcpy(&slot->addr, from, sizeof(*from));
     slot->addrlen = fromlen;
@@ -369,21 +371,27 @@ static int sub_forget(baton_membership_t *m, const char *id) {
     return 0;
 }
 
-/* A watch on workers/<id> fired (note_event): a subscriber whose node went
- * is forgotten; for one whose node changed or came, the watch is set again. */
+/* A watch on workers/<id> fired (note_event), or a watch's read found no
+ * node. A subscriber's first deletion is checked with another read (which
+ * sets the watch again): a node there, its next incarnation's, keeps it; a
+ * second deletion (that read found none, or the node went again) forgets
+ * it. A node that changed or came sets the watch again. */
 void mb_notice_member_event(baton_membership_t *m, const char *id, int type) {
     mnotice_t *nt = &m->notice;
-    if (type == ZOO_DELETED_EVENT) {
-        if (sub_forget(m, id))
-            BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", id, nt->nsubs);
+    msub_t *s = NULL;
+    for (size_t i = 0; i < nt->nsubs && !s; i++)
+        if (strcmp(nt->subs[i].id, id) == 0)
+            s = &nt->subs[i];
+    if (!s)
+        return;
+    if (type == ZOO_DELETED_EVENT && s->checking) {
+        sub_forget(m, id);
+        BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", id, nt->nsubs);
         return;
     }
-    for (size_t i = 0; i < nt->nsubs; i++)
-        if (strcmp(nt->subs[i].id, id) == 0) {
-            nt->subs[i].watched = 0;
-            sub_watch(m, &nt->subs[i]);
-            return;
-        }
+    s->checking = type == ZOO_DELETED_EVENT;
+    s->watched = 0;
+    sub_watch(m, s);
 }
 
 /* A new session has none of our watches, and none of the old session's

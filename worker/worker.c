@@ -1130,10 +1130,11 @@ static void bind_early(worker_t *w) {
     w->bind_early_at = baton_now_ms() + 1000;
 }
 
-/* Whether fence_pending has a partition fetched ahead to fence now (whose
- * held records go in with its fence). */
+/* Whether fence_pending has a partition fetched ahead to fence now whose
+ * held records would go in with its fence (its conditions below). */
 static int fence_waiting(const worker_t *w) {
-    if (w->fence_retry_at > baton_now_ms())
+    if (w->fence_retry_at > baton_now_ms() || w->sink_fatal || w->refused || !w->copy ||
+        w->withheld || !w->bind_checked || !baton_membership_can_write(w->m))
         return 0;
     for (size_t i = 0; i < w->nlive; i++)
         if (w->parts[w->live[i]].state == WPART_FENCING_PREFETCHED)

@@ -126,6 +126,18 @@ ReleasedCallback = Callable[[Resource, ReleaseReason], None]
 AssignedCallback = Callable[[Tuple[Resource, ...]], None]
 
 
+# The baton_conf_set names (and aliases) the named arguments set: not
+# accepted in settings, where they would silently win over the argument.
+_ARGUMENT_SETTINGS = {
+    "zookeeper.connect": "zk", "zookeeper.hosts": "zk", "zookeeper.root": "root", "group": "group",
+    "worker.id": "id", "id": "id", "capacity": "capacity", "rack": "rack",
+    "session.timeout.ms": "session_timeout_ms", "zookeeper.session.timeout.ms": "session_timeout_ms",
+    "connect.timeout.ms": "connect_timeout_ms", "zookeeper.connect.timeout.ms": "connect_timeout_ms",
+    "keys": "keys", "no.partitions": "partitions", "zookeeper.auth": "zk_auth",
+    "standby.claim": "standby_claim", "standby.notice": "standby_notice",
+}
+
+
 class Member:
     """A member of a baton group; a context manager.
 
@@ -203,13 +215,17 @@ class Member:
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items())
         ):
             raise InvalidError(f"Member: settings maps baton_conf_set names to strings, not {settings!r}")
-        for name, value in (
-            ("capacity", capacity),
-            ("session_timeout_ms", session_timeout_ms),
-            ("connect_timeout_ms", connect_timeout_ms),
+        for name in settings or {}:
+            if name in _ARGUMENT_SETTINGS:
+                raise InvalidError(f"Member: settings: '{name}' is the argument {_ARGUMENT_SETTINGS[name]}")
+        # The library's ranges (baton.h); 0 is the default, as it always was.
+        for name, value, lo, hi in (
+            ("capacity", capacity, 1, 1000000),
+            ("session_timeout_ms", session_timeout_ms, 100, 3600000),
+            ("connect_timeout_ms", connect_timeout_ms, 100, 3600000),
         ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value > 2**31 - 1:
-                raise InvalidError(f"Member: {name} must be an int in 0..2147483647, not {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or (value != 0 and not lo <= value <= hi):
+                raise InvalidError(f"Member: {name} must be 0 (the default) or an int in {lo}..{hi}, not {value!r}")
         self._lib = _library()
         self._thread = threading.get_ident()
         self._handle: Optional[int] = None

@@ -253,6 +253,10 @@ def test_hot_standby_takes_over_on_the_release_notice(make_group, capfd, tmp_pat
     (dict(standby_notice="nowhere"), "standby.notice"),
     (dict(settings={"no.such.setting": "1"}), "no.such.setting"),
     (dict(settings={"member.wait.ms": "-3"}), "member.wait.ms"),
+    (dict(settings={"worker.id": "other"}), "'worker.id' is the argument id"),
+    (dict(settings={"zookeeper.session.timeout.ms": "5000"}), "is the argument session_timeout_ms"),
+    (dict(session_timeout_ms=50), "session_timeout_ms must be 0"),
+    (dict(connect_timeout_ms=3600001), "connect_timeout_ms must be 0"),
 ])
 def test_bad_settings_are_refused_by_the_library(zk, kwargs, what):
     with pytest.raises(baton.InvalidError, match=re.escape(what)):
