@@ -41,6 +41,8 @@ usage() {
     echo "  directory for every system's SQLite sink file instead of the run's own, e.g. /dev/shm to"
     echo "  take the disk's fsync out of the handoff; default: the run's directory),"
     echo "  BENCH_PRODUCER_LINGER_MS (rebalance: the producer's linger.ms, default 5),"
+    echo "  BENCH_INPUT_NICE (rebalance: the nice value of the embedded Kafka and the producer,"
+    echo "  default 0: unchanged),"
     echo "  BENCH_REBALANCE_SINK (rebalance: baton's sink, sqlite, the default, or postgresql: a"
     echo "  throwaway server with fsync on; the Kafka groups keep their SQLite files)"
     echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
@@ -308,6 +310,20 @@ rb_system() {
     return 0
 }
 
+# rb_input_nice PID...: BENCH_INPUT_NICE (default 0: unchanged) for every
+# thread of the input's processes, the embedded Kafka and the producer (nice
+# is per thread on Linux; threads they start later inherit it).
+rb_input_nice() {
+    ((RB_INPUT_NICE != 0)) || return 0
+    local pid
+    local -a tids
+    for pid in "$@"; do
+        tids=("/proc/$pid/task/"*)
+        renice -n "$RB_INPUT_NICE" -p "${tids[@]##*/}" >/dev/null ||
+            h_fail "renice -n $RB_INPUT_NICE of pid $pid failed"
+    done
+}
+
 # rb_env_up SYS RUN: everything run RUN of SYS measures on, started afresh:
 # the embedded Kafka and its producer (librdkafka's mock broker finds a
 # fetch's offset by walking its partition's log from the start, so its cost
@@ -321,6 +337,7 @@ rb_env_up() {
     h_kafka_start "$B_TOPIC" $RB_PARTS
     h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
         --partitions $RB_PARTS --count $((RB_RATE * 1200)) --rate "$RB_RATE" --linger-ms "$RB_LINGER"
+    rb_input_nice "${H_PIDS[kafka]}" "${H_PIDS[producer]}"
     if rb_baton "$sys"; then
         B_GROUP=g$sys$RB_RUN
         B_SINK=$RB_SINK_DIR/$sys-$RB_RUN.db
@@ -404,6 +421,10 @@ bench_rebalance() {
     # comes, so this is part of what it measures (docs/benchmarks.md).
     RB_LINGER=${BENCH_PRODUCER_LINGER_MS:-5}
     [[ $RB_LINGER =~ ^[0-9]+$ ]] || h_fail "BENCH_PRODUCER_LINGER_MS: '$RB_LINGER' is not a number of ms"
+    RB_INPUT_NICE=${BENCH_INPUT_NICE:-0}
+    if ! [[ $RB_INPUT_NICE =~ ^-?[0-9]+$ ]] || ((RB_INPUT_NICE < -20 || RB_INPUT_NICE > 19)); then
+        h_fail "BENCH_INPUT_NICE: '$RB_INPUT_NICE' is not a nice value in -20..19"
+    fi
     h_zk_start
     RB_PG_URI=""
     if [[ $rb_sink == postgresql ]]; then
@@ -499,7 +520,7 @@ bench_rebalance() {
             "handoff_input_p99_ms=${p99[leaveinput_baton]} handoff_after_input_p99_ms=${p99[leaveafter_baton]}" \
             "hot_failover_ms=${med[crash_hot]} hot_restart_ms=${med[restart_hot]}" \
             "hot_worker_rss_kb=${RB_RSS_KB[hot]:--} hot_kafka_read_ratio=${RB_READ_RATIO[hot]:--}" \
-            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate producer_linger_ms=$RB_LINGER" \
+            "zk_cold_handoff_ms=${RB_cold_handoff[0]:--} rate=$rate producer_linger_ms=$RB_LINGER input_nice=$RB_INPUT_NICE" \
             "zk_set_p50_ms=$zk_p50 zk_set_p99_ms=$zk_p99 sink_fs=$sink_fs baton_sink=$rb_sink"
     }
     if [[ $RB_SINK_DIR != "$H_DIR" && ${BATON_KEEP:-0} != 1 ]]; then rm -rf "$RB_SINK_DIR"; fi

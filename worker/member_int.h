@@ -276,6 +276,13 @@ int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t
 void mb_notice_close(baton_membership_t *m);
 int mb_notice_fd(baton_membership_t *m);
 int mb_notice_watch_send(baton_membership_t *m, const char *path);
+/* We no longer stand by for owner (a new assignment dropped it from our
+ * standby list): it is told to forget us as a subscriber (UNS), so that it
+ * writes its own tail at its leave rather than hand it over to us, who no
+ * longer hold it. One read of its member node for its address, without
+ * waiting; best effort (a lost UNS leaves a handover that a cold successor
+ * reads again from Kafka). */
+void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner);
 void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n);
 void mb_notice_drain(baton_membership_t *m);
 

@@ -254,19 +254,21 @@ static int member_notice_send(int fd, const char *data, size_t dlen, const char 
 typedef struct {
     baton_zk_t *zk;
     int fd;
+    int watch; /* the read set a watch (SUB): its ZNONODE is news */
     char msg[BATON_ID_MAX + 512];
     char path[];
 } notice_watch_t;
 
-/* The answer to the data watch a standby sets on its owner's member node
- * (mb_notice_watch_send): ZNONODE is queued as the node's deletion, as
- * standby_watch_done does; a node naming a notice address gets our SUB.
- * The socket outlives the session (closed after it: mb_notice_close). */
+/* The answer to the read of an owner's member node for its notice address
+ * (notice_send_to): a node naming one gets our message. With the data
+ * watch a standby sets (SUB), ZNONODE is queued as the node's deletion, as
+ * standby_watch_done does. The socket outlives the session (closed after
+ * it: mb_notice_close). */
 static void notice_watch_done(int rc, const char *value, int len, const struct Stat *st,
                               const void *data) {
     (void)st;
     notice_watch_t *nw = (notice_watch_t *)data;
-    if (rc == ZNONODE) {
+    if (rc == ZNONODE && nw->watch) {
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, nw->path, nw->zk);
     } else if (rc == ZOK && nw->msg[0]) {
         member_notice_send(nw->fd, value, len > 0 ? (size_t)len : 0, nw->msg, strlen(nw->msg));
@@ -274,20 +276,38 @@ static void notice_watch_done(int rc, const char *value, int len, const struct S
     free(nw);
 }
 
-int mb_notice_watch_send(baton_membership_t *m, const char *path) {
+/* Reads the member node at path (with a data watch if watch) and sends our
+ * KIND message (SUB, UNS) to the notice address it names, without waiting
+ * for the answer. Returns ZOK, or the client's error when nothing was sent. */
+static int notice_send_to(baton_membership_t *m, const char *path, const char *kind, int watch) {
     size_t plen = strlen(path) + 1;
     notice_watch_t *nw = xmalloc(sizeof(*nw) + plen);
     nw->zk = m->zk;
     nw->fd = m->notice.fd;
-    int len = snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "SUB\n%s\n%s\n", m->base, m->conf.id);
+    nw->watch = watch;
+    int len = snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "%s\n%s\n%s\n", kind, m->base,
+                       m->conf.id);
     if (len < 0 || (size_t)len >= sizeof(nw->msg))
-        nw->msg[0] = 0; /* a base too long to subscribe with: the watch only */
+        nw->msg[0] = 0; /* a base too long to send: the watch only */
     memcpy(nw->path, path, plen);
-    int rc =
-        zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, notice_watch_done, nw);
+    int rc = zoo_awget(baton_zk_handle(m->zk), path, watch ? baton_zk_watcher : NULL,
+                       watch ? m->zk : NULL, notice_watch_done, nw);
     if (rc != ZOK)
         free(nw);
     return rc;
+}
+
+int mb_notice_watch_send(baton_membership_t *m, const char *path) {
+    return notice_send_to(m, path, "SUB", 1);
+}
+
+void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner) {
+    if (m->notice.fd < 0 || !m->zk || !baton_zk_connected(m->zk))
+        return;
+    char *path = baton_layout_worker(m->base, owner);
+    if (notice_send_to(m, path, "UNS", 0) == ZOK)
+        BLOG_DEBUG("event=notice_unsubscribe owner=%s reason=not_standby", owner);
+    free(path);
 }
 
 /* ---- releasing (the leaver) ---------------------------------------------- */
@@ -330,13 +350,18 @@ static void sub_watch(baton_membership_t *m, msub_t *s) {
         free(sw); /* not connected: set at the next SUB or event */
 }
 
+/* The subscriber with this id, or NULL. */
+static msub_t *sub_find(baton_membership_t *m, const char *id) {
+    for (size_t i = 0; i < m->notice.nsubs; i++)
+        if (strcmp(m->notice.subs[i].id, id) == 0)
+            return &m->notice.subs[i];
+    return NULL;
+}
+
 static void sub_note(baton_membership_t *m, const char *id, const struct sockaddr_storage *from,
                      socklen_t fromlen) {
     mnotice_t *nt = &m->notice;
-    msub_t *slot = NULL;
-    for (size_t i = 0; i < nt->nsubs && !slot; i++)
-        if (strcmp(nt->subs[i].id, id) == 0)
-            slot = &nt->subs[i];
+    msub_t *slot = sub_find(m, id);
     if (!slot && nt->nsubs < NOTICE_SUBS_MAX) {
         nt->subs = xrealloc(nt->subs, sizeof(msub_t) * (nt->nsubs + 1));
         slot = &nt->subs[nt->nsubs++];
@@ -362,13 +387,11 @@ static void sub_note(baton_membership_t *m, const char *id, const struct sockadd
  * stands by for writes its own tail at its leave (worker.c,
  * leave_hands_over). */
 static int sub_forget(baton_membership_t *m, const char *id) {
-    mnotice_t *nt = &m->notice;
-    for (size_t i = 0; i < nt->nsubs; i++)
-        if (strcmp(nt->subs[i].id, id) == 0) {
-            nt->subs[i] = nt->subs[--nt->nsubs];
-            return 1;
-        }
-    return 0;
+    msub_t *s = sub_find(m, id);
+    if (!s)
+        return 0;
+    *s = m->notice.subs[--m->notice.nsubs];
+    return 1;
 }
 
 /* A watch on workers/<id> fired (note_event), or a watch's read found no
@@ -377,16 +400,12 @@ static int sub_forget(baton_membership_t *m, const char *id) {
  * second deletion (that read found none, or the node went again) forgets
  * it. A node that changed or came sets the watch again. */
 void mb_notice_member_event(baton_membership_t *m, const char *id, int type) {
-    mnotice_t *nt = &m->notice;
-    msub_t *s = NULL;
-    for (size_t i = 0; i < nt->nsubs && !s; i++)
-        if (strcmp(nt->subs[i].id, id) == 0)
-            s = &nt->subs[i];
+    msub_t *s = sub_find(m, id);
     if (!s)
         return;
     if (type == ZOO_DELETED_EVENT && s->checking) {
         sub_forget(m, id);
-        BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", id, nt->nsubs);
+        BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", id, m->notice.nsubs);
         return;
     }
     s->checking = type == ZOO_DELETED_EVENT;

@@ -200,6 +200,12 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
         }
         n++;
     }
+    /* Owners we no longer stand by for forget us as their subscriber. */
+    for (size_t i = 0; i < m->nstandby; i++) {
+        mstandby_t key = {.owner = m->standby[i].owner};
+        if (!bsearch(&key, next, n, sizeof(key), standby_cmp))
+            mb_notice_unsubscribe_owner(m, m->standby[i].owner);
+    }
     ahead_update(m, next, n);
     mb_standby_clear(m);
     m->standby = next;

@@ -1038,7 +1038,7 @@ static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
 
 /* Starts consuming p, fenced at epoch with the sink's next_offset (the
  * Kafka assign is done by the caller, for every partition at once). */
-static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
+static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next, int64_t fence_us) {
     char errstr[512];
     wpart_t *wp = &w->parts[p];
     batch_clear(wp);
@@ -1051,8 +1051,8 @@ static void part_activate(worker_t *w, int32_t p, int64_t epoch, int64_t next) {
     baton_processor_close(w->proc, wp->pstate);
     wp->pstate = NULL;
     metrics_owned(w, p);
-    BLOG_INFO("event=fenced partition=%d epoch=%lld next_offset=%lld", p, (long long)epoch,
-              (long long)next);
+    BLOG_INFO("event=fenced partition=%d epoch=%lld next_offset=%lld fence_us=%lld", p,
+              (long long)epoch, (long long)next, (long long)fence_us);
     /* One processor state per ownership. A failed init fails the partition
      * at next_offset, like a failed record: we keep the claim (it is ours;
      * fenced) but consume nothing. */
@@ -1130,11 +1130,20 @@ static void bind_early(worker_t *w) {
     w->bind_early_at = baton_now_ms() + 1000;
 }
 
+/* Whether records fetched ahead (a hot standby's, or an on_assigned
+ * prefetch's) go in with their partition's fence: copy only (another
+ * processor would process records the fence then skips), and not while
+ * writes are refused or the commit gate refuses (withheld: the gate would
+ * roll back the fences with them, which alone are never gated). */
+static int fence_takes_held(const worker_t *w) {
+    return w->copy && !w->withheld && baton_membership_can_write(w->m);
+}
+
 /* Whether fence_pending has a partition fetched ahead to fence now whose
- * held records would go in with its fence (its conditions below). */
+ * held records would go in with its fence. */
 static int fence_waiting(const worker_t *w) {
-    if (w->fence_retry_at > baton_now_ms() || w->sink_fatal || w->refused || !w->copy ||
-        w->withheld || !w->bind_checked || !baton_membership_can_write(w->m))
+    if (w->fence_retry_at > baton_now_ms() || w->sink_fatal || w->refused || !w->bind_checked ||
+        !fence_takes_held(w))
         return 0;
     for (size_t i = 0; i < w->nlive; i++)
         if (w->parts[w->live[i]].state == WPART_FENCING_PREFETCHED)
@@ -1160,7 +1169,7 @@ static void fence_pending(worker_t *w) {
         return;
     baton_sink_fence_t *f = xcalloc((size_t)n, sizeof(*f));
     wbatch_t *held = xcalloc((size_t)n, sizeof(*held));
-    int may_write = baton_membership_can_write(w->m);
+    int takes_held = fence_takes_held(w);
     int32_t k = 0;
     for (size_t i = 0; i < w->nlive && k < n; i++) {
         int32_t p = w->live[i];
@@ -1169,13 +1178,8 @@ static void fence_pending(worker_t *w) {
         if (!wpart_fencing(wp->state) || !baton_epoch_valid(w->m, &r, wp->fence_epoch))
             continue;
         f[k] = (baton_sink_fence_t){.partition = p, .epoch = wp->fence_epoch};
-        /* Records fetched ahead (a hot standby's, or an on_assigned
-         * prefetch's) go in with the fence (copy only: another processor
-         * would process records the fence then skips). Not while the
-         * commit gate refuses (withheld): the gate would roll back the
-         * fences with them, which alone are never gated. */
-        if (w->copy && may_write && !w->withheld && wp->state == WPART_FENCING_PREFETCHED &&
-            wp->npre > 0 && wp->pre_offset >= 0) {
+        if (takes_held && wp->state == WPART_FENCING_PREFETCHED && wp->npre > 0 &&
+            wp->pre_offset >= 0) {
             held_take(w, wp, &held[k]);
             f[k].from = wp->pre_offset;
             f[k].inputs = held[k].ins;
@@ -1243,7 +1247,7 @@ static void fence_pending(worker_t *w) {
                                   p, (long long)wp->pre_offset, (long long)next, wp->npre);
                     if (wp->paused)
                         kafka_pause(w, p, 0);
-                    part_activate(w, p, epoch, next);
+                    part_activate(w, p, epoch, next, us);
                     size_t npre = wp->npre, used = 0;
                     for (size_t j = 0; j < npre; j++)
                         used += wp->pre[j]->offset >= next;
@@ -1285,7 +1289,7 @@ static void fence_pending(worker_t *w) {
                     rd_kafka_topic_partition_list_add(ul, w->topic, p);
                 }
                 rd_kafka_topic_partition_list_add(l, w->topic, p)->offset = next;
-                part_activate(w, p, epoch, next);
+                part_activate(w, p, epoch, next, us);
             }
             if (ul) {
                 kafka_incremental(w, ul, 0, "kafka_unassign_failed");

@@ -218,14 +218,12 @@ class Member:
         for name in settings or {}:
             if name in _ARGUMENT_SETTINGS:
                 raise InvalidError(f"Member: settings: '{name}' is the argument {_ARGUMENT_SETTINGS[name]}")
-        # The library's ranges (baton.h); 0 is the default, as it always was.
-        for name, value, lo, hi in (
-            ("capacity", capacity, 1, 1000000),
-            ("session_timeout_ms", session_timeout_ms, 100, 3600000),
-            ("connect_timeout_ms", connect_timeout_ms, 100, 3600000),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or (value != 0 and not lo <= value <= hi):
-                raise InvalidError(f"Member: {name} must be 0 (the default) or an int in {lo}..{hi}, not {value!r}")
+        # The ranges are the library's (baton_conf_set checks them); 0 is
+        # the default, as it always was.
+        for name, value in (("capacity", capacity), ("session_timeout_ms", session_timeout_ms),
+                            ("connect_timeout_ms", connect_timeout_ms)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidError(f"Member: {name} must be an int (0: the default), not {value!r}")
         self._lib = _library()
         self._thread = threading.get_ident()
         self._handle: Optional[int] = None
@@ -252,7 +250,11 @@ class Member:
         conf += list((settings or {}).items())
         rc, handle, msg = _native.new_membership(self._lib, settings=conf, keys=keys, cbs=cbs, keep=self._keep)
         if rc != _native.OK:
-            raise error_for(rc, msg)
+            # The library names the setting ("capacity: '0' is not ..."):
+            # one a named argument set is named as that argument too.
+            name = (msg or "").split(":", 1)[0]
+            arg = _ARGUMENT_SETTINGS.get(name, name)
+            raise error_for(rc, f"Member: {arg}: {msg}" if arg != name else msg)
         self._handle = handle
         self.group = group
         self.id = id

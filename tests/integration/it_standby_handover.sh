@@ -23,6 +23,10 @@
 #   5. The standby crashed: w2 (hot, subscribed) is SIGKILLed. Once its
 #      session ends and its member node goes, w1 forgets it
 #      (notice_subscriber_gone) and, alone, writes its own tail again.
+#   6. The standby dropped from the list: w2 (hot, subscribed) is drained,
+#      so the coordinator no longer names it standby for w1; w2 tells w1 to
+#      forget it (UNS, notice_unsubscribe ... reason=not_standby), and w1,
+#      alone, writes its own tail again.
 # Every record once throughout (verify_sink).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -214,5 +218,29 @@ b_produce 12 e
 h_wait_for 15 "w1 holds the 12 records unwritten" held_all 136
 left_alone "$from" 136 "its standby crashed"
 
+# --- 6. the standby dropped from the list: w1 forgets it -------------------------
+# w2 drained: the coordinator names no standby at a drained worker, so w2's
+# new assignment drops w1 from its standby list, and w2 tells w1 (UNS).
+from=$(($(wc -l <"$H_DIR/w1.log") + 1))
+w2from=$(($(wc -l <"$H_DIR/w2.log") + 1))
+start_w1
+b_worker w2 "${HOT[@]}"
+h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
+h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
+b_ctl drain w2 | grep -q "draining w2" || h_fail "batonctl drain did not confirm"
+unsubscribed() { tail -n +"$w2from" "$H_DIR/w2.log" | grep -q 'event=notice_unsubscribe owner=w1 reason=not_standby'; }
+h_wait_for 30 "w2 told w1 it no longer stands by for it" unsubscribed
+forgot_drained() { tail -n +"$from" "$H_DIR/w1.log" | grep -q 'event=notice_unsubscribed id=w2 subscribers=0'; }
+h_wait_for 15 "w1 forgot the drained w2" forgot_drained
+w1_owns_all() { b_status | jq -e 'all(.partitions[]; .state == "active" and .owner == "w1")' >/dev/null; }
+h_wait_for 30 "w1 owns every partition (w2 drained)" w1_owns_all
+primed 140 p6
+b_produce 12 f
+h_wait_for 15 "w1 holds the 12 records unwritten" held_all 152
+left_alone "$from" 152 "its standby drained"
+h_kill w2 TERM
+rc=0; h_wait_exit w2 15 || rc=$?
+((rc == 0)) || h_fail "the drained w2 exited $rc on SIGTERM"
+
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone, once its standby left, or once it crashed, it wrote them"
+h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone, once its standby left, crashed or was dropped from the list, it wrote them"
