@@ -113,6 +113,7 @@ typedef struct {
     char addr[64];      /* the bound address, advertised in our member node */
     msub_t *subs;       /* who stands by for us and subscribed */
     size_t nsubs;
+    int left; /* our leave told every owner we stand by for (mb_notice_unsubscribe) */
 } mnotice_t;
 
 /* mstandby_t.fired: taken on a release notice (mb_standby_noticed): a

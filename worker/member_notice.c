@@ -285,10 +285,15 @@ static int notice_send_to(baton_membership_t *m, const char *path, const char *k
     nw->zk = m->zk;
     nw->fd = m->notice.fd;
     nw->watch = watch;
-    int len = snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "%s\n%s\n%s\n", kind, m->base,
-                       m->conf.id);
-    if (len < 0 || (size_t)len >= sizeof(nw->msg))
+    int len =
+        snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "%s\n%s\n%s\n", kind, m->base, m->conf.id);
+    if (len < 0 || (size_t)len >= sizeof(nw->msg)) {
         nw->msg[0] = 0; /* a base too long to send: the watch only */
+        if (!watch) {
+            free(nw);
+            return ZBADARGUMENTS;
+        }
+    }
     memcpy(nw->path, path, plen);
     int rc = zoo_awget(baton_zk_handle(m->zk), path, watch ? baton_zk_watcher : NULL,
                        watch ? m->zk : NULL, notice_watch_done, nw);
@@ -302,7 +307,7 @@ int mb_notice_watch_send(baton_membership_t *m, const char *path) {
 }
 
 void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner) {
-    if (m->notice.fd < 0 || !m->zk || !baton_zk_connected(m->zk))
+    if (m->notice.fd < 0 || m->notice.left || !m->zk || !baton_zk_connected(m->zk))
         return;
     char *path = baton_layout_worker(m->base, owner);
     if (notice_send_to(m, path, "UNS", 0) == ZOK)
@@ -418,7 +423,13 @@ void mb_notice_member_event(baton_membership_t *m, const char *id, int type) {
 void mb_notice_session_reset(baton_membership_t *m) { m->notice.nsubs = 0; }
 
 void mb_notice_unsubscribe(baton_membership_t *m) {
-    if (m->notice.fd < 0 || !m->zk || m->nstandby == 0 || !baton_zk_connected(m->zk))
+    if (m->notice.fd < 0)
+        return;
+    /* Leaving: the assignments read from here on drop every owner from
+     * our list, and each is told now (mb_notice_unsubscribe_owner would
+     * tell it again). */
+    m->notice.left = 1;
+    if (!m->zk || m->nstandby == 0 || !baton_zk_connected(m->zk))
         return;
     char msg[BATON_ID_MAX + 512];
     int len = snprintf(msg, sizeof(msg), NOTICE_MAGIC "UNS\n%s\n%s\n", m->base, m->conf.id);

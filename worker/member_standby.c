@@ -200,11 +200,15 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
         }
         n++;
     }
-    /* Owners we no longer stand by for forget us as their subscriber. */
+    /* Owners we no longer stand by for forget us as their subscriber;
+     * not one that left or went, or that we took over from (its release
+     * is decided: the publish after its leave drops it from every list). */
     for (size_t i = 0; i < m->nstandby; i++) {
-        mstandby_t key = {.owner = m->standby[i].owner};
-        if (!bsearch(&key, next, n, sizeof(key), standby_cmp))
-            mb_notice_unsubscribe_owner(m, m->standby[i].owner);
+        const mstandby_t *e = &m->standby[i];
+        mstandby_t key = {.owner = e->owner};
+        if (!e->fired && !e->verify && !e->verify_due &&
+            !bsearch(&key, next, n, sizeof(key), standby_cmp))
+            mb_notice_unsubscribe_owner(m, e->owner);
     }
     ahead_update(m, next, n);
     mb_standby_clear(m);
