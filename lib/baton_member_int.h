@@ -44,6 +44,12 @@ typedef struct {
      * datagram socket binds for release notices and our member node
      * advertises (port 0: any free one); NULL, "" or "off": none. */
     const char *notice;
+    /* With notice: we hold ahead, as a standby, the records of what we
+     * stand by for (baton-worker's standby.prefetch), and tell each owner
+     * which (HLD): its graceful leave hands those over to us instead of
+     * writing them (baton_membership__notice_covers). 0: we hold none, and
+     * our HLDs say so. */
+    int notice_holds;
 } baton_membership_ext_t;
 
 /* Whether spec is a usable standby.notice value (ext->notice): NULL, "",

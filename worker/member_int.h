@@ -93,7 +93,9 @@ typedef struct {
 /* A subscriber of our release notices (member_notice.c): a standby, by
  * id, at the address its SUB came from. watched: an exists watch on its
  * member node is set in this session; checking: its node's deletion was
- * seen and is being confirmed (forgotten if the node is still gone). */
+ * seen and is being confirmed (forgotten if the node is still gone).
+ * What it holds of ours (HLD): all (its SUB alone, as from a standby
+ * older than HLD), or rows[0..nrows), sorted (none: it holds nothing). */
 typedef struct {
     char id[BATON_ID_MAX + 1];
     struct sockaddr_storage addr;
@@ -101,6 +103,9 @@ typedef struct {
     int64_t heard_ms;
     int watched;
     int checking;
+    int all;
+    size_t *rows;
+    size_t nrows;
 } msub_t;
 
 /* standby.notice (member_notice.c). fd < 0: off. */
@@ -113,7 +118,8 @@ typedef struct {
     char addr[64];      /* the bound address, advertised in our member node */
     msub_t *subs;       /* who stands by for us and subscribed */
     size_t nsubs;
-    int left; /* our leave told every owner we stand by for (mb_notice_unsubscribe) */
+    int left;  /* our leave told every owner we stand by for (mb_notice_unsubscribe) */
+    int holds; /* baton_membership_ext_t.notice_holds */
 } mnotice_t;
 
 /* mstandby_t.fired: taken on a release notice (mb_standby_noticed): a
@@ -276,7 +282,16 @@ void mb_notice_session_reset(baton_membership_t *m);
 int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t n);
 void mb_notice_close(baton_membership_t *m);
 int mb_notice_fd(baton_membership_t *m);
-int mb_notice_watch_send(baton_membership_t *m, const char *path);
+/* Sets the data watch on the member node at path of the owner e stands by
+ * for, and subscribes us to its notices (SUB, then HLD: what of e we hold
+ * ahead), without waiting. Returns ZOK, or the client's error. */
+int mb_notice_watch_send(baton_membership_t *m, const mstandby_t *e, const char *path);
+/* What we stand by for of e's owner changed (a new assignment, the owner
+ * kept): it is told again (SUB and HLD, one read without a watch), so
+ * that its leave hands over exactly what we hold. Best effort, without
+ * waiting; only with notice_holds (without, our HLD is empty whatever
+ * the list). */
+void mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e);
 /* We no longer stand by for owner (a new assignment dropped it from our
  * standby list): it is told to forget us as a subscriber (UNS), so that it
  * writes its own tail at its leave rather than hand it over to us, who no

@@ -7,7 +7,9 @@
  * them directly. Every member with standby.notice binds one datagram socket
  * and names it in its member node ("notice"). A standby, when it sets its
  * watch on an owner's member node, reads the address there and subscribes
- * (SUB), and tells it to forget it (UNS) when it leaves. A leaver, once
+ * (SUB), then tells it what of its resources it holds ahead (HLD: all it
+ * stands by for with notice_holds, none without), and tells it to forget
+ * it (UNS) when it leaves. A leaver, once
  * every on_released has returned (each flushes, or hands its unwritten
  * records over: worker.c, leave_hands_over) and before its claims' multi,
  * sends each subscriber the claims it holds (REL). A
@@ -28,6 +30,8 @@
  * The datagrams are text, one field per line:
  *   BATON-NOTICE 1 / SUB / <group base> / <standby id>
  *   BATON-NOTICE 1 / UNS / <group base> / <standby id>   (it left: forget it)
+ *   BATON-NOTICE 1 / HLD / <group base> / <standby id> / p<N> | k<key> ...
+ *     (what it holds ahead of ours; after a SUB, which alone means all)
  *   BATON-NOTICE 1 / REL / <group base> / <owner id> / <its assignment's generation> /
  *     p<N>:<seq> | k<key>:<seq> ...
  * Anything else, another group's, or malformed, is counted and dropped. */
@@ -191,12 +195,20 @@ int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t
     return BATON_OK;
 }
 
+/* Forgets every subscriber. */
+static void subs_clear(mnotice_t *nt) {
+    for (size_t i = 0; i < nt->nsubs; i++)
+        free(nt->subs[i].rows);
+    nt->nsubs = 0;
+}
+
 void mb_notice_close(baton_membership_t *m) {
     if (m->notice.fd >= 0)
         close(m->notice.fd);
     if (m->notice.epfd >= 0)
         close(m->notice.epfd);
     m->notice.fd = m->notice.epfd = -1;
+    subs_clear(&m->notice);
     free(m->notice.subs);
     m->notice.subs = NULL;
     free(m->notice.buf);
@@ -249,6 +261,43 @@ static int member_notice_send(int fd, const char *data, size_t dlen, const char 
            sendto(fd, msg, len, MSG_DONTWAIT, (struct sockaddr *)&sa, salen) >= 0;
 }
 
+/* ---- the messages -------------------------------------------------------- */
+
+/* Our KIND message with no items (SUB, UNS; HLD's and REL's header) into
+ * buf. Returns its length, or -1 if it does not fit (a base too long). */
+static int notice_format(const baton_membership_t *m, const char *kind, char *buf, size_t size) {
+    int len = snprintf(buf, size, NOTICE_MAGIC "%s\n%s\n%s\n", kind, m->base, m->conf.id);
+    return len < 0 || (size_t)len >= size ? -1 : len;
+}
+
+/* Row's item ("p<N>" or "k<key>", then tail) into buf. Returns its
+ * length, or -1 if it does not fit. */
+static int res_item(const baton_membership_t *m, size_t row, const char *tail, char *buf,
+                    size_t size) {
+    const baton_resource_t *r = baton_res_at(&m->res, row);
+    int len = r->kind == BATON_RESOURCE_KEY ? snprintf(buf, size, "k%s%s", r->key, tail)
+                                            : snprintf(buf, size, "p%d%s", r->partition, tail);
+    return len < 0 || (size_t)len >= size ? -1 : len;
+}
+
+/* Our HLD for the owner e stands by for: every row of e if we hold what
+ * we stand by for (notice_holds), none if not. A heap string, or NULL if
+ * it does not fit one datagram: our SUB alone then means all of them. */
+static char *hld_format(const baton_membership_t *m, const mstandby_t *e) {
+    char *buf = xmalloc(NOTICE_DGRAM_MAX + 1);
+    int head = notice_format(m, "HLD", buf, NOTICE_DGRAM_MAX + 1);
+    size_t len = head < 0 ? NOTICE_DGRAM_MAX + 1 : (size_t)head;
+    for (size_t i = 0; m->notice.holds && i < e->n && len <= NOTICE_DGRAM_MAX; i++) {
+        int il = res_item(m, e->rows[i], "\n", buf + len, NOTICE_DGRAM_MAX + 1 - len);
+        len = il < 0 ? NOTICE_DGRAM_MAX + 1 : len + (size_t)il;
+    }
+    if (len > NOTICE_DGRAM_MAX) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 /* ---- subscribing (a standby, on ZooKeeper's completion thread) ---------- */
 
 typedef struct {
@@ -256,61 +305,80 @@ typedef struct {
     int fd;
     int watch; /* the read set a watch (SUB): its ZNONODE is news */
     char msg[BATON_ID_MAX + 512];
+    char *hld; /* after msg, or NULL */
     char path[];
-} notice_watch_t;
+} notice_read_t;
 
 /* The answer to the read of an owner's member node for its notice address
- * (notice_send_to): a node naming one gets our message. With the data
- * watch a standby sets (SUB), ZNONODE is queued as the node's deletion, as
- * standby_watch_done does. The socket outlives the session (closed after
- * it: mb_notice_close). */
-static void notice_watch_done(int rc, const char *value, int len, const struct Stat *st,
-                              const void *data) {
+ * (notice_send_to): a node naming one gets our message, and our HLD after
+ * it. With the data watch a standby sets (SUB), ZNONODE is queued as the
+ * node's deletion, as standby_watch_done does. The socket outlives the
+ * session (closed after it: mb_notice_close). */
+static void notice_read_done(int rc, const char *value, int len, const struct Stat *st,
+                             const void *data) {
     (void)st;
-    notice_watch_t *nw = (notice_watch_t *)data;
-    if (rc == ZNONODE && nw->watch) {
-        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, nw->path, nw->zk);
-    } else if (rc == ZOK && nw->msg[0]) {
-        member_notice_send(nw->fd, value, len > 0 ? (size_t)len : 0, nw->msg, strlen(nw->msg));
+    notice_read_t *nr = (notice_read_t *)data;
+    if (rc == ZNONODE && nr->watch) {
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, nr->path, nr->zk);
+    } else if (rc == ZOK && nr->msg[0]) {
+        size_t dlen = len > 0 ? (size_t)len : 0;
+        if (member_notice_send(nr->fd, value, dlen, nr->msg, strlen(nr->msg)) && nr->hld)
+            member_notice_send(nr->fd, value, dlen, nr->hld, strlen(nr->hld));
     }
-    free(nw);
+    free(nr->hld);
+    free(nr);
 }
 
 /* Reads the member node at path (with a data watch if watch) and sends our
- * KIND message (SUB, UNS) to the notice address it names, without waiting
- * for the answer. Returns ZOK, or the client's error when nothing was sent. */
-static int notice_send_to(baton_membership_t *m, const char *path, const char *kind, int watch) {
+ * KIND message (SUB, UNS) to the notice address it names, and after a SUB
+ * our HLD for e, without waiting for the answer. Returns ZOK, or the
+ * client's error when nothing was sent. */
+static int notice_send_to(baton_membership_t *m, const char *path, const char *kind, int watch,
+                          const mstandby_t *e) {
     size_t plen = strlen(path) + 1;
-    notice_watch_t *nw = xmalloc(sizeof(*nw) + plen);
-    nw->zk = m->zk;
-    nw->fd = m->notice.fd;
-    nw->watch = watch;
-    int len =
-        snprintf(nw->msg, sizeof(nw->msg), NOTICE_MAGIC "%s\n%s\n%s\n", kind, m->base, m->conf.id);
-    if (len < 0 || (size_t)len >= sizeof(nw->msg)) {
-        nw->msg[0] = 0; /* a base too long to send: the watch only */
+    notice_read_t *nr = xmalloc(sizeof(*nr) + plen);
+    nr->zk = m->zk;
+    nr->fd = m->notice.fd;
+    nr->watch = watch;
+    nr->hld = NULL;
+    if (notice_format(m, kind, nr->msg, sizeof(nr->msg)) < 0) {
+        nr->msg[0] = 0; /* a base too long to send: the watch only */
         if (!watch) {
-            free(nw);
+            free(nr);
             return ZBADARGUMENTS;
         }
+    } else if (e) {
+        nr->hld = hld_format(m, e);
     }
-    memcpy(nw->path, path, plen);
+    memcpy(nr->path, path, plen);
     int rc = zoo_awget(baton_zk_handle(m->zk), path, watch ? baton_zk_watcher : NULL,
-                       watch ? m->zk : NULL, notice_watch_done, nw);
-    if (rc != ZOK)
-        free(nw);
+                       watch ? m->zk : NULL, notice_read_done, nr);
+    if (rc != ZOK) {
+        free(nr->hld);
+        free(nr);
+    }
     return rc;
 }
 
-int mb_notice_watch_send(baton_membership_t *m, const char *path) {
-    return notice_send_to(m, path, "SUB", 1);
+int mb_notice_watch_send(baton_membership_t *m, const mstandby_t *e, const char *path) {
+    return notice_send_to(m, path, "SUB", 1, e);
+}
+
+void mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e) {
+    if (m->notice.fd < 0 || !m->notice.holds || m->notice.left || !m->zk ||
+        !baton_zk_connected(m->zk))
+        return;
+    char *path = baton_layout_worker(m->base, e->owner);
+    if (notice_send_to(m, path, "SUB", 0, e) == ZOK)
+        BLOG_DEBUG("event=notice_holds_sent owner=%s resources=%zu", e->owner, e->n);
+    free(path);
 }
 
 void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner) {
     if (m->notice.fd < 0 || m->notice.left || !m->zk || !baton_zk_connected(m->zk))
         return;
     char *path = baton_layout_worker(m->base, owner);
-    if (notice_send_to(m, path, "UNS", 0) == ZOK)
+    if (notice_send_to(m, path, "UNS", 0, NULL) == ZOK)
         BLOG_DEBUG("event=notice_unsubscribe owner=%s reason=not_standby", owner);
     free(path);
 }
@@ -363,13 +431,24 @@ static msub_t *sub_find(baton_membership_t *m, const char *id) {
     return NULL;
 }
 
-static void sub_note(baton_membership_t *m, const char *id, const struct sockaddr_storage *from,
-                     socklen_t fromlen) {
+/* Its HLD's rows, or (rows NULL) all of ours, as a SUB alone says. */
+static void sub_holds(msub_t *s, size_t *rows, size_t n) {
+    free(s->rows);
+    s->all = rows == NULL;
+    s->rows = rows;
+    s->nrows = n;
+}
+
+/* Notes that standby id subscribed, from `from`: its slot, a new one
+ * holding all of ours until its HLD says what. */
+static msub_t *sub_note(baton_membership_t *m, const char *id, const struct sockaddr_storage *from,
+                        socklen_t fromlen) {
     mnotice_t *nt = &m->notice;
     msub_t *slot = sub_find(m, id);
     if (!slot && nt->nsubs < NOTICE_SUBS_MAX) {
         nt->subs = xrealloc(nt->subs, sizeof(msub_t) * (nt->nsubs + 1));
         slot = &nt->subs[nt->nsubs++];
+        memset(slot, 0, sizeof(*slot));
         BLOG_DEBUG("event=notice_subscriber id=%s subscribers=%zu", id, nt->nsubs);
     }
     if (!slot) { /* full: the one heard from longest ago */
@@ -378,14 +457,17 @@ static void sub_note(baton_membership_t *m, const char *id, const struct sockadd
             if (nt->subs[i].heard_ms < slot->heard_ms)
                 slot = &nt->subs[i];
     }
-    if (strcmp(slot->id, id) != 0) /* a new one, or another in an evicted one's slot */
+    if (strcmp(slot->id, id) != 0) { /* a new one, or another in an evicted one's slot */
         slot->watched = 0;
+        sub_holds(slot, NULL, 0);
+    }
     slot->checking = 0; /* it spoke: a deletion seen before is checked again */
     snprintf(slot->id, sizeof(slot->id), "%s", id);
     memcpy(&slot->addr, from, sizeof(*from));
     slot->addrlen = fromlen;
     slot->heard_ms = baton_now_ms();
     sub_watch(m, slot);
+    return slot;
 }
 
 /* A standby that left (UNS): forgotten, so that an owner it no longer
@@ -395,8 +477,29 @@ static int sub_forget(baton_membership_t *m, const char *id) {
     msub_t *s = sub_find(m, id);
     if (!s)
         return 0;
+    free(s->rows);
     *s = m->notice.subs[--m->notice.nsubs];
     return 1;
+}
+
+static int row_cmp(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int baton_membership__notice_covers(const baton_membership_t *m, const baton_resource_t *r) {
+    if (m->notice.fd < 0 || m->notice.nsubs == 0)
+        return 0;
+    long row = baton_res_table_find(&m->res, r);
+    if (row < 0)
+        return 0;
+    size_t key = (size_t)row;
+    for (size_t i = 0; i < m->notice.nsubs; i++) {
+        const msub_t *s = &m->notice.subs[i];
+        if (s->all || (s->nrows && bsearch(&key, s->rows, s->nrows, sizeof(key), row_cmp)))
+            return 1;
+    }
+    return 0;
 }
 
 /* A watch on workers/<id> fired (note_event), or a watch's read found no
@@ -420,7 +523,7 @@ void mb_notice_member_event(baton_membership_t *m, const char *id, int type) {
 
 /* A new session has none of our watches, and none of the old session's
  * claims: the standbys subscribe again when they watch our new member node. */
-void mb_notice_session_reset(baton_membership_t *m) { m->notice.nsubs = 0; }
+void mb_notice_session_reset(baton_membership_t *m) { subs_clear(&m->notice); }
 
 void mb_notice_unsubscribe(baton_membership_t *m) {
     if (m->notice.fd < 0)
@@ -432,8 +535,8 @@ void mb_notice_unsubscribe(baton_membership_t *m) {
     if (!m->zk || m->nstandby == 0 || !baton_zk_connected(m->zk))
         return;
     char msg[BATON_ID_MAX + 512];
-    int len = snprintf(msg, sizeof(msg), NOTICE_MAGIC "UNS\n%s\n%s\n", m->base, m->conf.id);
-    if (len < 0 || (size_t)len >= sizeof(msg))
+    int len = notice_format(m, "UNS", msg, sizeof(msg));
+    if (len < 0)
         return;
     /* Every owner's member node in one round trip (baton_zkbatch_get). */
     size_t n = m->nstandby, sent = 0;
@@ -474,9 +577,13 @@ void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n) {
         return;
     }
     char buf[NOTICE_DGRAM_MAX + 256];
-    int head = snprintf(buf, sizeof(buf), NOTICE_MAGIC "REL\n%s\n%s\n%lld\n", m->base, m->conf.id,
-                        (long long)m->generation);
-    if (head < 0 || (size_t)head >= NOTICE_DGRAM_MAX) {
+    int head = notice_format(m, "REL", buf, NOTICE_DGRAM_MAX);
+    if (head >= 0) {
+        int gl = snprintf(buf + head, NOTICE_DGRAM_MAX - (size_t)head, "%lld\n",
+                          (long long)m->generation);
+        head = gl < 0 || (size_t)(head + gl) >= NOTICE_DGRAM_MAX ? -1 : head + gl;
+    }
+    if (head < 0) {
         BLOG_WARN("event=notice_skipped reason=header_too_long");
         return;
     }
@@ -486,12 +593,10 @@ void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n) {
         int64_t seq = baton_claim_seq(mp->claim);
         if (seq < 0)
             continue;
-        char item[BATON_RES_LABEL_SIZE + 32];
-        const baton_resource_t *r = baton_res_at(&m->res, rows[i]);
-        int il = r->kind == BATON_RESOURCE_KEY
-                     ? snprintf(item, sizeof(item), "k%s:%lld\n", r->key, (long long)seq)
-                     : snprintf(item, sizeof(item), "p%d:%lld\n", r->partition, (long long)seq);
-        if (il < 0 || (size_t)il >= sizeof(item))
+        char item[BATON_RES_LABEL_SIZE + 32], tail[32];
+        snprintf(tail, sizeof(tail), ":%lld\n", (long long)seq);
+        int il = res_item(m, rows[i], tail, item, sizeof(item));
+        if (il < 0)
             continue;
         if (len + (size_t)il > NOTICE_DGRAM_MAX && items) {
             failed += rel_send(m, buf, len);
@@ -575,6 +680,39 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
               owner, (long long)gen, items, taken, bad);
 }
 
+/* An HLD from standby id, its items in p: what it holds of ours. An item
+ * we do not know (a key we have not heard of, a partition past ours) is
+ * nothing of ours to hand over; a malformed one is counted. */
+static void hld_apply(baton_membership_t *m, const char *id, char *p,
+                      const struct sockaddr_storage *from, socklen_t fromlen) {
+    size_t n = 0, cap = 16, bad = 0;
+    size_t *rows = xmalloc(sizeof(size_t) * cap);
+    char *line;
+    while ((line = next_line(&p)) != NULL) {
+        long row = -1;
+        if (line[0] == 'p' && line[1]) {
+            int64_t part = -1;
+            if (parse_seq(line + 1, &part) == 0 && part < m->res.npartitions)
+                row = (long)part;
+            bad += part < 0;
+        } else if (line[0] == 'k' && baton_key_valid(line + 1) == 0) {
+            row = baton_res_table_find_key(&m->res, line + 1, strlen(line + 1));
+        } else {
+            bad++;
+        }
+        if (row < 0 || (size_t)row >= m->res.n)
+            continue;
+        if (n == cap)
+            rows = xrealloc(rows, sizeof(size_t) * (cap *= 2));
+        rows[n++] = (size_t)row;
+    }
+    qsort(rows, n, sizeof(size_t), row_cmp);
+    if (bad)
+        baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
+    sub_holds(sub_note(m, id, from, fromlen), rows, n);
+    BLOG_DEBUG("event=notice_holds id=%s resources=%zu malformed=%zu", id, n, bad);
+}
+
 /* One datagram (NUL-terminated in buf) from `from`. */
 static void notice_handle(baton_membership_t *m, char *buf, const struct sockaddr_storage *from,
                           socklen_t fromlen) {
@@ -590,7 +728,11 @@ static void notice_handle(baton_membership_t *m, char *buf, const struct sockadd
         return;
     }
     if (strcmp(kind, "SUB") == 0 && !*p) {
-        sub_note(m, id, from, fromlen);
+        sub_holds(sub_note(m, id, from, fromlen), NULL, 0);
+        return;
+    }
+    if (strcmp(kind, "HLD") == 0) {
+        hld_apply(m, id, p, from, fromlen);
         return;
     }
     if (strcmp(kind, "UNS") == 0 && !*p) {

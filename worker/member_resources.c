@@ -157,5 +157,8 @@ int mb_grow_parts(baton_membership_t *m, int32_t nparts) {
     for (size_t i = 0; i < m->nstandby; i++)
         for (size_t j = 0; j < m->standby[i].n; j++)
             m->standby[i].rows[j] = row_moved(m->standby[i].rows[j], old_np, delta);
+    for (size_t i = 0; i < m->notice.nsubs; i++) /* the order stays: sorted still */
+        for (size_t j = 0; j < m->notice.subs[i].nrows; j++)
+            m->notice.subs[i].rows[j] = row_moved(m->notice.subs[i].rows[j], old_np, delta);
     return 1;
 }

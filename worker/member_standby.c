@@ -192,6 +192,11 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
             e->rows[e->n++] = mb_key_row(m, s->keys[j]);
         const mstandby_t *old = standby_find(m, s->owner);
         if (old) {
+            /* Subscribed already (armed), to an owner that has not gone:
+             * it hears what we hold of it now. */
+            if (old->armed && !old->fired && !old->verify && !old->verify_due &&
+                (old->n != e->n || memcmp(old->rows, e->rows, sizeof(size_t) * e->n) != 0))
+                mb_notice_holds_changed(m, e);
             e->armed = old->armed;
             e->fired = old->fired;
             e->verify = old->verify;
@@ -286,7 +291,7 @@ void mb_standby_arm(baton_membership_t *m) {
         } else if (m->notice.fd >= 0) {
             /* standby.notice: a read with its watch, whose answer
              * subscribes us to the owner's release notices. */
-            e->armed = mb_notice_watch_send(m, path) == ZOK;
+            e->armed = mb_notice_watch_send(m, e, path) == ZOK;
         } else {
             /* Not sent: armed stays 0, tried again next poll. */
             e->armed = mb_watch_send(m, path, standby_watch_done) == ZOK;

@@ -350,6 +350,7 @@ int baton_membership__new(const baton_membership_conf_t *conf, const baton_membe
     }
     baton_membership_t *m = xcalloc(1, sizeof(*m));
     m->notice.fd = m->notice.epfd = m->notice.ep_zkfd = -1;
+    m->notice.holds = ext ? ext->notice_holds : 0;
     m->conf = c;
     m->cbs = *cbs;
     m->base = baton_group_base(m->conf.root, m->conf.group); /* defaults applied */

@@ -35,4 +35,10 @@ int baton_membership__holds(const baton_membership_t *m, const baton_resource_t 
  * (standby.notice; 0 when off). A leaver with some hands its unwritten
  * records over instead of writing them (worker.c, leave_hands_over). */
 size_t baton_membership__notice_subscribers(const baton_membership_t *m);
+
+/* In-tree only: 1 if a subscriber holds r ahead for us: its HLD named r,
+ * or it sent none (a standby older than HLD: all of ours). A leaver hands
+ * over the unwritten records of such a resource, and writes the others'
+ * (worker.c, on_released). */
+int baton_membership__notice_covers(const baton_membership_t *m, const baton_resource_t *r);
 #endif

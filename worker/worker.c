@@ -1307,16 +1307,15 @@ static void fence_pending(worker_t *w) {
 }
 
 /* Writes, in one transaction, the buffered batches of the partitions we
- * still hold that the assignment no longer gives us (a rebalance's revokes,
- * from the first one's on_released): the ones kept are not written early. */
-static void flush_unassigned(worker_t *w) {
+ * still hold for which keep(w, r) is 0. */
+static void flush_unless(worker_t *w,
+                         int (*keep)(const baton_membership_t *, const baton_resource_t *)) {
     int32_t *parts = xmalloc(sizeof(int32_t) * (w->nlive + 1));
     size_t n = 0;
     for (size_t i = 0; i < w->nlive; i++) {
         int32_t q = w->live[i];
         baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = q};
-        if (wpart_consuming(w->parts[q].state) && w->parts[q].nrecs > 0 &&
-            !baton_membership_assigned(w->m, &r))
+        if (wpart_consuming(w->parts[q].state) && w->parts[q].nrecs > 0 && !keep(w->m, &r))
             parts[n++] = q;
     }
     if (n > 0)
@@ -1324,20 +1323,42 @@ static void flush_unassigned(worker_t *w) {
     free(parts);
 }
 
+/* A rebalance's revokes, from the first one's on_released: the batches of
+ * the partitions the assignment no longer gives us, in one transaction
+ * (the ones kept are not written early). */
+static void flush_unassigned(worker_t *w) { flush_unless(w, baton_membership_assigned); }
+
+/* A hot leave's first release of a partition no standby holds ahead: the
+ * batches of every such partition, in one transaction (the others are
+ * handed over). */
+static void flush_uncovered(worker_t *w) { flush_unless(w, baton_membership__notice_covers); }
+
 static void flush_due(worker_t *w, int force);
 
 /* Whether a graceful leave hands over what it read and has not written
- * instead of writing it: with standby.prefetch on and standbys subscribed
- * to our release notices (standby.notice). They hear the notice at once,
- * hold those records already (they fetch what we fetch), and write them in
- * their fence's transaction: the moved partitions are written again one
- * fsync after the notice, where our flush put a transaction (behind the
- * file's other writers) before it and the successors then waited for the
- * producer's next record. Nothing is lost either way: a successor starts
- * at the sink's next_offset, and one that does not hold them (a cold one,
- * a bound that dropped them) reads them again from Kafka. */
-static int leave_hands_over(worker_t *w) {
-    return w->conf->standby_prefetch && baton_membership__notice_subscribers(w->m) > 0;
+ * instead of writing it: with standby.prefetch on, for each partition a
+ * standby subscribed to our release notices (standby.notice) holds ahead
+ * (its HLD named it: baton_membership__notice_covers). They hear the
+ * notice at once, hold those records already (they fetch what we fetch),
+ * and write them in their fence's transaction: the moved partitions are
+ * written again one fsync after the notice, where our flush put a
+ * transaction (behind the file's other writers) before it and the
+ * successors then waited for the producer's next record. The partitions
+ * no subscriber holds (a cold standby's, one not subscribed yet, none
+ * named) are written by us as usual (on_released). Nothing is lost either
+ * way: a successor starts at the sink's next_offset, and one that does
+ * not hold them (a bound that dropped them, a successor other than the
+ * standby) reads them again from Kafka. Returns how many of our
+ * partitions would be handed over now. */
+static size_t leave_hands_over(worker_t *w) {
+    size_t n = 0;
+    if (!w->conf->standby_prefetch || baton_membership__notice_subscribers(w->m) == 0)
+        return 0;
+    for (size_t i = 0; i < w->nlive; i++) {
+        baton_resource_t r = {.kind = BATON_RESOURCE_PARTITION, .partition = w->live[i]};
+        n += wpart_owned(w->parts[w->live[i]].state) && baton_membership__notice_covers(w->m, &r);
+    }
+    return n;
 }
 
 static void on_released(void *opaque, const baton_resource_t *r, baton_release_reason_t reason) {
@@ -1363,17 +1384,24 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
      * it, and write it with their fences (leave_hands_over). Nothing is
      * written here then, as for a lost partition. */
     size_t handed = 0;
-    if (reason == BATON_RELEASE_LEAVE && w->handover) {
+    int handover =
+        reason == BATON_RELEASE_LEAVE && w->handover && baton_membership__notice_covers(w->m, r);
+    if (handover) {
         handed = w->parts[p].nrecs;
         w->handed_over += (int64_t)handed;
         reason = BATON_RELEASE_LOST;
     }
-    /* A leave releases them all: write every batch in one transaction. A
-     * rebalance's revokes come together (the member deletes their claims
-     * in one multi after the last of them): at the first, the batches of
-     * every partition we are letting go of, in one transaction. */
-    if (reason == BATON_RELEASE_LEAVE && !w->sink_fatal)
-        flush_due(w, 1);
+    /* A leave releases them all: write every batch in one transaction
+     * (a hot leave: every batch it does not hand over). A rebalance's
+     * revokes come together (the member deletes their claims in one multi
+     * after the last of them): at the first, the batches of every
+     * partition we are letting go of, in one transaction. */
+    if (reason == BATON_RELEASE_LEAVE && !w->sink_fatal) {
+        if (w->handover)
+            flush_uncovered(w);
+        else
+            flush_due(w, 1);
+    }
     if (reason == BATON_RELEASE_REVOKED && !w->sink_fatal)
         flush_unassigned(w);
     if (reason != BATON_RELEASE_LOST) {
@@ -1391,8 +1419,10 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
             }
         }
     }
-    BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld handed_over=%zu", p,
-              (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset, handed);
+    BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld handover=%d "
+              "handed_over=%zu",
+              p, (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset, handover,
+              handed);
     part_deactivate(w, p, "released");
 }
 
@@ -1988,7 +2018,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
                                   .member_wait_ms = conf->member_wait_ms,
                                   .lock = &lock,
                                   .claim_ahead = conf->standby_claim_ahead,
-                                  .notice = conf->standby_notice};
+                                  .notice = conf->standby_notice,
+                                  .notice_holds = conf->standby_prefetch};
     err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
         BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
@@ -2073,8 +2104,9 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
             }
         }
     }
-    w.handover = !w.sink_fatal && leave_hands_over(&w);
-    BLOG_INFO("event=stopping action=graceful_leave handover=%d", w.handover);
+    size_t covered = w.sink_fatal ? 0 : leave_hands_over(&w);
+    w.handover = covered > 0;
+    BLOG_INFO("event=stopping action=graceful_leave handover=%d covered=%zu", w.handover, covered);
     /* The leave marks our member node first (the coordinator names our
      * successors at once), then releases every partition (on_released
      * writes its buffered batches, or hands them over with handover; if

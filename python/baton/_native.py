@@ -180,12 +180,14 @@ def new_membership(
     keys: Optional[Sequence[str]],
     cbs: MembershipCbs,
     keep: list,
-) -> "tuple[int, Optional[int], str]":
+) -> "tuple[int, Optional[int], str, Optional[str]]":
     """baton_membership_new_conf from ``settings``, (name, value) pairs of
     baton_conf_set names (baton.h) set in order, and the key filter.
 
-    Returns (code, handle or None, message): a setting the library refuses
-    is its BATON_INVALID with the library's message naming it. The
+    Returns (code, handle or None, message, refused): a setting the library
+    refuses is its BATON_INVALID with the library's message, and refused
+    is that setting's name ("keys" for the key filter); None when the
+    membership itself failed. The
     callbacks in ``cbs`` are appended to ``keep``, which the caller holds
     for the membership's lifetime (the library calls them until it is
     destroyed); the configuration itself is copied by the library and
@@ -194,17 +196,17 @@ def new_membership(
     err = ctypes.create_string_buffer(ERRSTR_SIZE)
     conf = lib.baton_conf_new()
     if not conf:
-        return ERRORS["INTERNAL"][0], None, "baton_conf_new: out of memory"
+        return ERRORS["INTERNAL"][0], None, "baton_conf_new: out of memory", None
     try:
         for name, value in settings:
             rc = lib.baton_conf_set(conf, name.encode(), value.encode(), err, ERRSTR_SIZE)
             if rc != OK:
-                return rc, None, err.value.decode(errors="replace")
+                return rc, None, err.value.decode(errors="replace"), name
         if keys is not None:
             arr = (ctypes.c_char_p * max(1, len(keys)))(*[k.encode() for k in keys])
             rc = lib.baton_conf_set_keys(conf, arr, len(keys), err, ERRSTR_SIZE)
             if rc != OK:
-                return rc, None, err.value.decode(errors="replace")
+                return rc, None, err.value.decode(errors="replace"), "keys"
         lib.baton_conf_set_acquired_cb(conf, cbs.on_acquired)
         lib.baton_conf_set_released_cb(conf, cbs.on_released)
         lib.baton_conf_set_assigned_cb(conf, cbs.on_assigned)
@@ -212,6 +214,6 @@ def new_membership(
         keep.append(cbs)
         handle = ctypes.c_void_p()
         rc = lib.baton_membership_new_conf(conf, ctypes.byref(handle), err, ERRSTR_SIZE)
-        return rc, handle.value, err.value.decode(errors="replace")
+        return rc, handle.value, err.value.decode(errors="replace"), None
     finally:
         lib.baton_conf_destroy(conf)

@@ -248,13 +248,13 @@ class Member:
                                      ("standby.notice", standby_notice)) if v is not None]
         conf += [("no.partitions", "false" if partitions else "true"), ("standby.claim", standby_claim)]
         conf += list((settings or {}).items())
-        rc, handle, msg = _native.new_membership(self._lib, settings=conf, keys=keys, cbs=cbs, keep=self._keep)
+        rc, handle, msg, refused = _native.new_membership(
+            self._lib, settings=conf, keys=keys, cbs=cbs, keep=self._keep)
         if rc != _native.OK:
-            # The library names the setting ("capacity: '0' is not ..."):
-            # one a named argument set is named as that argument too.
-            name = (msg or "").split(":", 1)[0]
-            arg = _ARGUMENT_SETTINGS.get(name, name)
-            raise error_for(rc, f"Member: {arg}: {msg}" if arg != name else msg)
+            # A setting a named argument set is named as that argument too
+            # (the library's message names the setting).
+            arg = _ARGUMENT_SETTINGS.get(refused) if refused else None
+            raise error_for(rc, f"Member: {arg}: {msg}" if arg and arg != refused else msg)
         self._handle = handle
         self.group = group
         self.id = id

@@ -14,9 +14,9 @@
 #      (revoked ... handed_over, records_handed_over at exit), exits 0;
 #      w2 writes those records in its fences' transaction
 #      (prefetch_used ... written_with_fence > 0), under its own epochs.
-#   3. Cold successor: w2 without prefetch (notices on). w1 hands over
-#      again; w2 holds nothing and reads them from Kafka at the sink's
-#      next_offset, under its own epochs.
+#   3. Cold successor: w2 without prefetch (notices on) subscribes and
+#      tells w1 it holds nothing ahead (HLD, notice_holds resources=0).
+#      w1 logs handover=0 and writes its own tail under its own epochs.
 #   4. The standby left: w1 back (hot), w2 subscribed to it, then w2 leaves
 #      gracefully and tells w1 to forget it (UNS, notice_unsubscribed).
 #      w1, alone again, logs handover=0 and writes its own tail.
@@ -27,6 +27,13 @@
 #      so the coordinator no longer names it standby for w1; w2 tells w1 to
 #      forget it (UNS, notice_unsubscribe ... reason=not_standby), and w1,
 #      alone, writes its own tail again.
+#   7. One hot standby, one cold: w1, w2 (hot) and w3 (notices on, no
+#      prefetch) share the partitions, w1 owning two, one with standby w2
+#      and one with w3. w1 hands over per partition: the one w2 holds
+#      (revoked ... handover=1, written at w2's epoch with its fence), and
+#      writes the one w3 stands by for itself (handover=0, at w1's epoch).
+#      Once w1 is gone, w2 stands by for both of w3's partitions, and
+#      tells w3 so again (notice_holds_sent).
 # Every record once throughout (verify_sink).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -175,11 +182,18 @@ h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
 primed 64 p3
 b_produce 40 c
 h_wait_for 20 "w2's records written, w1's held" held_all 104
+tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=notice_holds id=w2 resources=0 " ||
+    h_fail "the cold w2 did not tell w1 it holds nothing (notice_holds id=w2 resources=0)"
+for ((p = 0; p < B_PARTITIONS; p++)); do EP[$p]=$(b_epoch $p); done
 w1_leaves "$from"
-tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
-    h_fail "w1 did not hand over to a cold successor (no handover=1)"
+tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=0" ||
+    h_fail "w1 handed over to a cold successor (no handover=0)"
 h_wait_for 20 "all 104 records in the sink" b_sink_has 104
-handed_to_w2
+for p in $W1_PARTS; do
+    ((GAVE[$p] == 0)) || h_fail "w1 handed over ${GAVE[$p]} records of partition $p to a cold successor"
+    (($(rows_at "$p" $((NEXT[$p] - 1)) "${NEXT[$p]}" "${EP[$p]}") == 1)) ||
+        h_fail "partition $p: w1 did not write its tail (epoch ${EP[$p]}) up to ${NEXT[$p]}"
+done
 
 # --- 4. the standby left: w1 writes its own tail ------------------------------
 from=$(($(wc -l <"$H_DIR/w1.log") + 1))
@@ -244,6 +258,70 @@ left_alone "$from" 152 "its standby drained"
 h_kill w2 TERM
 rc=0; h_wait_exit w2 15 || rc=$?
 ((rc == 0)) || h_fail "the drained w2 exited $rc on SIGTERM"
+b_ctl undrain w2 >/dev/null || h_fail "batonctl undrain w2 failed"
+
+# --- 7. one hot standby, one cold: w1 hands over per partition ------------------
+# w1 first, owning all four: the two that join take one each from it.
+from=$(($(wc -l <"$H_DIR/w1.log") + 1))
+start_w1
+h_wait_for 20 "w1 owns every partition" b_all_active 1
+b_worker w2 "${HOT[@]}"
+b_worker w3 --standby-claim ahead --standby-notice 127.0.0.1:0 --log-level debug
+h_wait_for 30 "w1, w2 and w3 share the partitions, standbys queued" b_queued_ahead 3
+# SB[p]: the standby of each of w1's partitions.
+declare -A SB=()
+split_standbys() {
+    local s
+    s=$(b_status) || return 1
+    [[ $(jq -c '[.partitions[] | select(.owner == "w1") | .standby] | sort' <<<"$s") == '["w2","w3"]' ]] ||
+        return 1
+    SB=()
+    while read -r p sb; do SB[$p]=$sb; done < <(jq -r '.partitions[] | select(.owner == "w1") | "\(.partition) \(.standby)"' <<<"$s")
+}
+h_wait_for 30 "w1 owns two partitions, one with standby w2, one with w3" split_standbys
+holds_heard() {
+    tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=notice_holds id=w2 resources=1 " &&
+        tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=notice_holds id=w3 resources=0 "
+}
+h_wait_for 15 "w2 and w3 told w1 what they hold (one partition, none)" holds_heard
+primed 156 p7
+b_produce 40 g
+h_wait_for 20 "w2's and w3's records written, w1's held" held_all 196
+for p in "${!SB[@]}"; do EP[$p]=$(b_epoch "$p"); done
+w1lines=$from
+w1_leaves "$from"
+tail -n +"$w1lines" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1 covered=1" ||
+    h_fail "w1 did not hand over exactly one partition (handover=1 covered=1)"
+h_wait_for 20 "all 196 records in the sink" b_sink_has 196
+for p in $W1_PARTS; do
+    line=$(tail -n +"$w1lines" "$H_DIR/w1.log" | grep -E "event=revoked partition=$p " | tail -n 1)
+    if [[ ${SB[$p]} == w2 ]]; then
+        if [[ $line != *" handover=1 "* ]] || ((GAVE[$p] == 0)); then
+            h_fail "partition $p (standby w2, hot): not handed over: $line"
+        fi
+        e=$(b_epoch "$p")
+        ((e > EP[$p])) || h_fail "partition $p: no new epoch after w1 left"
+        (($(rows_at "$p" "${NEXT[$p]}" $((NEXT[$p] + GAVE[$p])) "$e") == GAVE[$p])) ||
+            h_fail "partition $p: the ${GAVE[$p]} records handed over are not all at w2's epoch $e"
+    else
+        if [[ $line != *" handover=0 "* ]] || ((GAVE[$p] != 0)); then
+            h_fail "partition $p (standby w3, cold): handed over: $line"
+        fi
+        (($(rows_at "$p" $((NEXT[$p] - 1)) "${NEXT[$p]}" "${EP[$p]}") == 1)) ||
+            h_fail "partition $p: w1 did not write its tail (epoch ${EP[$p]}) up to ${NEXT[$p]}"
+    fi
+done
+# w1 gone, w2 stands by for both of w3's partitions where it stood by for
+# one: it told w3 again what it holds (SUB and HLD, notice_holds_sent).
+w3_heard_two() { grep -q "event=notice_holds id=w2 resources=2 " "$H_DIR/w3.log"; }
+h_wait_for 15 "w3 heard that w2 holds both its partitions now" w3_heard_two
+grep -q "event=notice_holds_sent owner=w3 resources=2" "$H_DIR/w2.log" ||
+    h_fail "w2 did not tell w3 again when what it stands by for of w3 changed"
+for w in w2 w3; do
+    h_kill $w TERM
+    rc=0; h_wait_exit $w 15 || rc=$?
+    ((rc == 0)) || h_fail "$w exited $rc on SIGTERM"
+done
 
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
-h_pass "a hot leaver's unwritten records were written by its successors, hot or cold; alone, once its standby left, crashed or was dropped from the list, it wrote them"
+h_pass "a hot leaver handed its unwritten records over to a hot successor, per partition; to a cold one, alone, once its standby left, crashed or was dropped from the list, it wrote them"
