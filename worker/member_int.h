@@ -95,7 +95,8 @@ typedef struct {
  * member node is set in this session; checking: its node's deletion was
  * seen and is being confirmed (forgotten if the node is still gone).
  * What it holds of ours (HLD): all (its SUB alone, as from a standby
- * older than HLD), or rows[0..nrows), sorted (none: it holds nothing). */
+ * older than HLD), or rows[0..nrows), sorted, unique (none: it holds
+ * nothing). */
 typedef struct {
     char id[BATON_ID_MAX + 1];
     struct sockaddr_storage addr;
@@ -106,6 +107,7 @@ typedef struct {
     int all;
     size_t *rows;
     size_t nrows;
+    int hld_seen; /* it sent an HLD since it took this slot: a SUB keeps its rows */
 } msub_t;
 
 /* standby.notice (member_notice.c). fd < 0: off. */
@@ -290,8 +292,9 @@ int mb_notice_watch_send(baton_membership_t *m, const mstandby_t *e, const char 
  * kept): it is told again (SUB and HLD, one read without a watch), so
  * that its leave hands over exactly what we hold. Best effort, without
  * waiting; only with notice_holds (without, our HLD is empty whatever
- * the list). */
-void mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e);
+ * the list). Returns 0 if nothing could be sent (the caller arms the
+ * owner's watch again, which subscribes anew), else 1. */
+int mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e);
 /* We no longer stand by for owner (a new assignment dropped it from our
  * standby list): it is told to forget us as a subscriber (UNS), so that it
  * writes its own tail at its leave rather than hand it over to us, who no

@@ -31,7 +31,8 @@
  *   BATON-NOTICE 1 / SUB / <group base> / <standby id>
  *   BATON-NOTICE 1 / UNS / <group base> / <standby id>   (it left: forget it)
  *   BATON-NOTICE 1 / HLD / <group base> / <standby id> / p<N> | k<key> ...
- *     (what it holds ahead of ours; after a SUB, which alone means all)
+ *     (what it holds ahead of ours: after its SUB, which alone means all;
+ *     a list past one datagram goes on in HLD+ datagrams, which add to it)
  *   BATON-NOTICE 1 / REL / <group base> / <owner id> / <its assignment's generation> /
  *     p<N>:<seq> | k<key>:<seq> ...
  * Anything else, another group's, or malformed, is counted and dropped. */
@@ -281,20 +282,41 @@ static int res_item(const baton_membership_t *m, size_t row, const char *tail, c
 }
 
 /* Our HLD for the owner e stands by for: every row of e if we hold what
- * we stand by for (notice_holds), none if not. A heap string, or NULL if
- * it does not fit one datagram: our SUB alone then means all of them. */
+ * we stand by for (notice_holds), none if not. One datagram per
+ * NOTICE_DGRAM_MAX bytes, the first an HLD (what we hold is this), the
+ * rest HLD+ (and this), each NUL-terminated, an empty one after the last:
+ * a heap buffer, or NULL if the base is too long (our SUB alone then
+ * means all of them). */
 static char *hld_format(const baton_membership_t *m, const mstandby_t *e) {
-    char *buf = xmalloc(NOTICE_DGRAM_MAX + 1);
-    int head = notice_format(m, "HLD", buf, NOTICE_DGRAM_MAX + 1);
-    size_t len = head < 0 ? NOTICE_DGRAM_MAX + 1 : (size_t)head;
-    for (size_t i = 0; m->notice.holds && i < e->n && len <= NOTICE_DGRAM_MAX; i++) {
-        int il = res_item(m, e->rows[i], "\n", buf + len, NOTICE_DGRAM_MAX + 1 - len);
-        len = il < 0 ? NOTICE_DGRAM_MAX + 1 : len + (size_t)il;
-    }
-    if (len > NOTICE_DGRAM_MAX) {
-        free(buf);
+    char head[NOTICE_DGRAM_MAX], more[NOTICE_DGRAM_MAX];
+    int hl = notice_format(m, "HLD", head, sizeof(head));
+    int ml = notice_format(m, "HLD+", more, sizeof(more));
+    if (hl < 0 || ml < 0 || ml + BATON_RES_LABEL_SIZE + 2 > NOTICE_DGRAM_MAX)
         return NULL;
+    size_t cap = NOTICE_DGRAM_MAX + 2, len = 0, start = 0;
+    char *buf = xmalloc(cap);
+    memcpy(buf, head, (size_t)hl);
+    len = (size_t)hl;
+    for (size_t i = 0; m->notice.holds && i < e->n; i++) {
+        char item[BATON_RES_LABEL_SIZE + 2];
+        int il = res_item(m, e->rows[i], "\n", item, sizeof(item));
+        if (il < 0)
+            continue;
+        if (len + (size_t)il - start > NOTICE_DGRAM_MAX) { /* the next datagram */
+            buf[len++] = 0;
+            start = len;
+            if (len + (size_t)ml + NOTICE_DGRAM_MAX + 2 > cap)
+                buf = xrealloc(buf, cap = 2 * cap + (size_t)ml + NOTICE_DGRAM_MAX + 2);
+            memcpy(buf + len, more, (size_t)ml);
+            len += (size_t)ml;
+        }
+        if (len + (size_t)il + 2 > cap)
+            buf = xrealloc(buf, cap = 2 * cap + (size_t)il + 2);
+        memcpy(buf + len, item, (size_t)il);
+        len += (size_t)il;
     }
+    buf[len++] = 0;
+    buf[len] = 0; /* the empty one after the last */
     return buf;
 }
 
@@ -305,7 +327,7 @@ typedef struct {
     int fd;
     int watch; /* the read set a watch (SUB): its ZNONODE is news */
     char msg[BATON_ID_MAX + 512];
-    char *hld; /* after msg, or NULL */
+    char *hld; /* after msg, or NULL: hld_format's datagrams */
     char path[];
 } notice_read_t;
 
@@ -323,7 +345,8 @@ static void notice_read_done(int rc, const char *value, int len, const struct St
     } else if (rc == ZOK && nr->msg[0]) {
         size_t dlen = len > 0 ? (size_t)len : 0;
         if (member_notice_send(nr->fd, value, dlen, nr->msg, strlen(nr->msg)) && nr->hld)
-            member_notice_send(nr->fd, value, dlen, nr->hld, strlen(nr->hld));
+            for (const char *h = nr->hld; *h; h += strlen(h) + 1)
+                member_notice_send(nr->fd, value, dlen, h, strlen(h));
     }
     free(nr->hld);
     free(nr);
@@ -364,14 +387,17 @@ int mb_notice_watch_send(baton_membership_t *m, const mstandby_t *e, const char 
     return notice_send_to(m, path, "SUB", 1, e);
 }
 
-void mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e) {
-    if (m->notice.fd < 0 || !m->notice.holds || m->notice.left || !m->zk ||
-        !baton_zk_connected(m->zk))
-        return;
+int mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e) {
+    if (m->notice.fd < 0 || !m->notice.holds || m->notice.left)
+        return 1;
+    if (!m->zk || !baton_zk_connected(m->zk))
+        return 0;
     char *path = baton_layout_worker(m->base, e->owner);
-    if (notice_send_to(m, path, "SUB", 0, e) == ZOK)
+    int rc = notice_send_to(m, path, "SUB", 0, e);
+    if (rc == ZOK)
         BLOG_DEBUG("event=notice_holds_sent owner=%s resources=%zu", e->owner, e->n);
     free(path);
+    return rc == ZOK;
 }
 
 void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner) {
@@ -439,6 +465,15 @@ static void sub_holds(msub_t *s, size_t *rows, size_t n) {
     s->nrows = n;
 }
 
+/* A SUB: all of ours, unless it has said what it holds (HLD) since it
+ * took its slot. A SUB is followed by its HLD; one that came first
+ * (datagrams are not ordered), or a SUB whose HLD was lost, leaves what
+ * it said last. */
+static void sub_subscribed(msub_t *s) {
+    if (!s->hld_seen)
+        sub_holds(s, NULL, 0);
+}
+
 /* Notes that standby id subscribed, from `from`: its slot, a new one
  * holding all of ours until its HLD says what. */
 static msub_t *sub_note(baton_membership_t *m, const char *id, const struct sockaddr_storage *from,
@@ -459,6 +494,7 @@ static msub_t *sub_note(baton_membership_t *m, const char *id, const struct sock
     }
     if (strcmp(slot->id, id) != 0) { /* a new one, or another in an evicted one's slot */
         slot->watched = 0;
+        slot->hld_seen = 0;
         sub_holds(slot, NULL, 0);
     }
     slot->checking = 0; /* it spoke: a deletion seen before is checked again */
@@ -680,16 +716,26 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
               owner, (long long)gen, items, taken, bad);
 }
 
-/* An HLD from standby id, its items in p: what it holds of ours. An item
- * we do not know (a key we have not heard of, a partition past ours) is
- * nothing of ours to hand over; a malformed one is counted. */
-static void hld_apply(baton_membership_t *m, const char *id, char *p,
+/* An HLD (more: an HLD+) from standby id, its items in p: what it holds
+ * of ours is these (and, with more, what it said before). An item we do
+ * not know (a key we have not heard of, a partition past ours) is nothing
+ * of ours to hand over; a malformed one is counted. At most one row per
+ * resource of ours is kept, whatever the datagrams repeat. */
+static void hld_apply(baton_membership_t *m, const char *id, char *p, int more,
                       const struct sockaddr_storage *from, socklen_t fromlen) {
-    size_t n = 0, cap = 16, bad = 0;
+    msub_t *s = sub_note(m, id, from, fromlen);
+    size_t n = 0, cap = 16, bad = 0, items = 0;
     size_t *rows = xmalloc(sizeof(size_t) * cap);
+    if (more && s->hld_seen && !s->all)
+        for (size_t i = 0; i < s->nrows; i++) {
+            if (n == cap)
+                rows = xrealloc(rows, sizeof(size_t) * (cap *= 2));
+            rows[n++] = s->rows[i];
+        }
     char *line;
-    while ((line = next_line(&p)) != NULL) {
+    while ((line = next_line(&p)) != NULL && n < m->res.n + s->nrows + 1) {
         long row = -1;
+        items++;
         if (line[0] == 'p' && line[1]) {
             int64_t part = -1;
             if (parse_seq(line + 1, &part) == 0 && part < m->res.npartitions)
@@ -707,10 +753,16 @@ static void hld_apply(baton_membership_t *m, const char *id, char *p,
         rows[n++] = (size_t)row;
     }
     qsort(rows, n, sizeof(size_t), row_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (u == 0 || rows[u - 1] != rows[i])
+            rows[u++] = rows[i];
     if (bad)
         baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
-    sub_holds(sub_note(m, id, from, fromlen), rows, n);
-    BLOG_DEBUG("event=notice_holds id=%s resources=%zu malformed=%zu", id, n, bad);
+    s->hld_seen = 1;
+    sub_holds(s, rows, u);
+    BLOG_DEBUG("event=notice_holds id=%s resources=%zu items=%zu more=%d malformed=%zu", id, u,
+               items, more, bad);
 }
 
 /* One datagram (NUL-terminated in buf) from `from`. */
@@ -728,11 +780,11 @@ static void notice_handle(baton_membership_t *m, char *buf, const struct sockadd
         return;
     }
     if (strcmp(kind, "SUB") == 0 && !*p) {
-        sub_holds(sub_note(m, id, from, fromlen), NULL, 0);
+        sub_subscribed(sub_note(m, id, from, fromlen));
         return;
     }
-    if (strcmp(kind, "HLD") == 0) {
-        hld_apply(m, id, p, from, fromlen);
+    if (strcmp(kind, "HLD") == 0 || strcmp(kind, "HLD+") == 0) {
+        hld_apply(m, id, p, kind[3] == '+', from, fromlen);
         return;
     }
     if (strcmp(kind, "UNS") == 0 && !*p) {

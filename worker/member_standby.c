@@ -194,10 +194,11 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
         if (old) {
             /* Subscribed already (armed), to an owner that has not gone:
              * it hears what we hold of it now. */
+            int told = 1;
             if (old->armed && !old->fired && !old->verify && !old->verify_due &&
                 (old->n != e->n || memcmp(old->rows, e->rows, sizeof(size_t) * e->n) != 0))
-                mb_notice_holds_changed(m, e);
-            e->armed = old->armed;
+                told = mb_notice_holds_changed(m, e);
+            e->armed = old->armed && told; /* not told: the watch again, with a SUB */
             e->fired = old->fired;
             e->verify = old->verify;
             e->verify_due = old->verify_due;

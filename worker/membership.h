@@ -32,8 +32,9 @@ void baton_membership__set_wait_hook(baton_membership_t *m, baton_zk_wait_hook_f
 int baton_membership__holds(const baton_membership_t *m, const baton_resource_t *r, int64_t epoch);
 
 /* In-tree only: how many standbys subscribed to our release notices
- * (standby.notice; 0 when off). A leaver with some hands its unwritten
- * records over instead of writing them (worker.c, leave_hands_over). */
+ * (standby.notice; 0 when off). A leaver with none writes its unwritten
+ * records itself; with some, it asks baton_membership__notice_covers
+ * per partition (worker.c, leave_hands_over). */
 size_t baton_membership__notice_subscribers(const baton_membership_t *m);
 
 /* In-tree only: 1 if a subscriber holds r ahead for us: its HLD named r,

@@ -252,7 +252,13 @@ class Member:
             self._lib, settings=conf, keys=keys, cbs=cbs, keep=self._keep)
         if rc != _native.OK:
             # A setting a named argument set is named as that argument too
-            # (the library's message names the setting).
+            # (the library's message names the setting): the one
+            # baton_conf_set refused, or, for what the membership itself
+            # refused (an address standby.notice cannot bind, say), the
+            # setting its message begins with, if it is one.
+            if refused is None:
+                head = (msg or "").split(":", 1)[0]
+                refused = head if head in _ARGUMENT_SETTINGS else None
             arg = _ARGUMENT_SETTINGS.get(refused) if refused else None
             raise error_for(rc, f"Member: {arg}: {msg}" if arg and arg != refused else msg)
         self._handle = handle

@@ -65,21 +65,21 @@ jq -n -e --argjson a "$s4" --argjson b "$s5" \
 
 # --- pin: a partition of w1 to w2, counted in w2's share ---------------------
 p=$(jq -r '[.partitions[] | select(.owner == "w1") | .partition][0]' <<<"$s5")
-b_ctl pin "$p" w2 | grep -q "pinned partition $p to w2" || h_fail "batonctl pin did not confirm"
+b_ctl pin "$p" w2 | grep "pinned partition $p to w2" >/dev/null || h_fail "batonctl pin did not confirm"
 pinned_to_w2() { [[ $(b_owner "$p") == w2 ]] && b_all_active 3; }
 h_wait_for 20 "partition $p owned by w2" pinned_to_w2
 s6=$(b_status)
 [[ $(counts "$s6") == "4 4 4" ]] || h_fail "the pin broke balance: $(counts "$s6")"
 m=$(moved "$s5" "$s6")
 ((m == 2)) || h_fail "the pin moved $m partitions, expected 2 (the pinned one, and one back to w1)"
-b_ctl pin "$p" w2 | grep -q "already pinned" || h_fail "pinning again is not idempotent"
+b_ctl pin "$p" w2 | grep "already pinned" >/dev/null || h_fail "pinning again is not idempotent"
 rc=0; b_ctl pin 99 w2 2>"$H_DIR/err" || rc=$?
 ((rc == 1)) && grep -q "partition 99 is not in group" "$H_DIR/err" || h_fail "pin of a bad partition: rc=$rc"
 rc=0; b_ctl pin 1 'bad/id' 2>"$H_DIR/err" || rc=$?
 ((rc == 2)) && grep -q "not a valid worker id" "$H_DIR/err" || h_fail "pin to a bad id: rc=$rc"
 
 # --- drain w3: it ends with nothing, w1 and w2 take 6 each -----------------
-b_ctl drain w3 | grep -q "draining w3" || h_fail "batonctl drain did not confirm"
+b_ctl drain w3 | grep "draining w3" >/dev/null || h_fail "batonctl drain did not confirm"
 # w3 stays a member (3 workers) but owns and is assigned nothing.
 drained() {
     b_all_active && [[ -z $(assigned_to w3) ]] &&
@@ -94,12 +94,12 @@ h_alive w3 || h_fail "a drained worker must stay alive"
 b_log_has c1 'reason=drain' || h_fail "coordinator did not log reason=drain"
 
 # --- undrain and unpin: back to 4/4/4 ---------------------------------------
-b_ctl undrain w3 | grep -q "undrained w3" || h_fail "batonctl undrain did not confirm"
-b_ctl unpin "$p" | grep -q "unpinned partition $p" || h_fail "batonctl unpin did not confirm"
+b_ctl undrain w3 | grep "undrained w3" >/dev/null || h_fail "batonctl undrain did not confirm"
+b_ctl unpin "$p" | grep "unpinned partition $p" >/dev/null || h_fail "batonctl unpin did not confirm"
 h_wait_for 20 "w3 back in" b_all_active 3
 s8=$(b_status)
 [[ $(counts "$s8") == "4 4 4" ]] || h_fail "not 4/4/4 after undrain: $(counts "$s8")"
-b_ctl unpin "$p" | grep -q "was not pinned" || h_fail "unpin again is not idempotent"
+b_ctl unpin "$p" | grep "was not pinned" >/dev/null || h_fail "unpin again is not idempotent"
 
 h_wait_for 20 "1200 records in the sink" b_sink_has 1200
 source "$BATON_SRC/tests/lib/verify.sh"

@@ -145,7 +145,7 @@ expect_exit nz "$o" "$cfg_path" "$B/baton-worker" --zk "$ZK" --group g --id w9 \
     --brokers "$BOOTSTRAP" --sink "sqlite:$H_DIR/w9.db" --connect-timeout-ms 5000
 alive_both
 h_zk set $cfg_path "$(jq -c '.partitions = "four"' <<<"$good_cfg")" >/dev/null
-h_wait_for 20 "the wrong type is named" bash -c "grep -c 'event=config_error' '$H_DIR/c1.log' | grep -qv '^1$'"
+h_wait_for 20 "the wrong type is named" bash -c "grep -c 'event=config_error' '$H_DIR/c1.log' | grep -v '^1$' >/dev/null"
 grep -q 'partitions' <<<"$(grep 'event=config_error' "$H_DIR/c1.log" | tail -n 1)" ||
     h_fail "c1's config error does not name the wrong field: $(grep 'event=config_error' "$H_DIR/c1.log" | tail -n 1)"
 # 120 kB (past the 4 kB first read, below the kernel's argument limit)
@@ -154,8 +154,8 @@ big=$(head -c 120000 /dev/zero | tr '\0' 'x')
 h_zk set $cfg_path "$(jq -c --arg t "$big" '.topic = $t' <<<"$good_cfg")" >/dev/null
 # Wait for the topic's error itself: the previous config may be reported
 # more than once (each read of it logs), so counting lines races.
-h_wait_for 20 "the oversized config is reported" bash -c "grep 'event=config_error' '$H_DIR/c1.log' | tail -n 1 | grep -q \"field 'topic'\""
-grep 'event=config_error' "$H_DIR/c1.log" | tail -n 1 | grep -q topic ||
+h_wait_for 20 "the oversized config is reported" bash -c "grep 'event=config_error' '$H_DIR/c1.log' | tail -n 1 | grep \"field 'topic'\" >/dev/null"
+grep 'event=config_error' "$H_DIR/c1.log" | tail -n 1 | grep topic >/dev/null ||
     h_fail "the oversized config's error does not name the topic: $(grep 'event=config_error' "$H_DIR/c1.log" | tail -n 1 | head -c 300)"
 alive_both
 h_zk set $cfg_path "$good_cfg" >/dev/null
@@ -176,7 +176,7 @@ corrupt_check w1 "event=corrupt_znode path=/baton/g/assignment/w1 .*action=keep_
 corrupt_check c1 "event=corrupt_znode path=/baton/g/assignment/w1 .*action=rewrite" "c1 rewrites w1's assignment"
 h_wait_for 20 "w1's assignment is valid again" bash -c "'$B/baton-zk' --zk '$ZK' get /baton/g/assignment/w1 | jq -e '.partitions | length == 4'"
 h_zk set /baton/g/assignment/w1 '{"generation":"seven","partitions":[0,1,2,3]}' >/dev/null
-h_wait_for 20 "w1 names the wrongly typed generation" bash -c "grep 'event=corrupt_znode path=/baton/g/assignment/w1' '$H_DIR/w1.log' | tail -n 1 | grep -q generation"
+h_wait_for 20 "w1 names the wrongly typed generation" bash -c "grep 'event=corrupt_znode path=/baton/g/assignment/w1' '$H_DIR/w1.log' | tail -n 1 | grep generation >/dev/null"
 # The assignment meta node.
 h_zk set /baton/g/assignment '[1,2' >/dev/null
 corrupt_check c1 "event=corrupt_znode path=/baton/g/assignment error" "c1 reports the corrupt assignment meta"

@@ -16,8 +16,8 @@ h_init it_keys
 h_zk_start
 
 # --- batonctl: init --keys, keys add|remove|list, validation -------------
-b_ctl init --keys nightly,compaction-a,report.x | grep -q "keys only" || h_fail "init --keys"
-b_ctl init --keys nightly,compaction-a | grep -q "no change" || h_fail "init --keys again should change nothing"
+b_ctl init --keys nightly,compaction-a,report.x | grep "keys only" >/dev/null || h_fail "init --keys"
+b_ctl init --keys nightly,compaction-a | grep "no change" >/dev/null || h_fail "init --keys again should change nothing"
 for bad in 'bad/name' 'has space' '' "$(printf 'k%.0s' {1..129})" '..'; do
     rc=0; b_ctl init --keys "$bad" >/dev/null 2>&1 || rc=$?
     ((rc == 2)) || h_fail "init --keys '$bad' should exit 2, got $rc"
@@ -28,19 +28,19 @@ err=$(b_ctl keys add ok,bad/x 2>&1 >/dev/null) && h_fail "a bad name in a list s
 [[ $err == *"bad/x"* ]] || h_fail "the error should name the bad key: $err"
 b_ctl keys list --json | jq -e '.group == "'"$B_GROUP"'" and (.keys | map(.key)) == ["compaction-a","nightly","report.x"]' >/dev/null ||
     h_fail "keys list: $(b_ctl keys list --json)"
-b_ctl keys add extra | grep -q "added 1" || h_fail "keys add"
-b_ctl keys remove extra | grep -q "removed 1" || h_fail "keys remove"
+b_ctl keys add extra | grep "added 1" >/dev/null || h_fail "keys add"
+b_ctl keys remove extra | grep "removed 1" >/dev/null || h_fail "keys remove"
 # A key with --once run records (keys/K/runs/ID) goes with them.
 b_ctl keys add with-runs >/dev/null
 h_zk create /baton/g/keys/with-runs/runs '' >/dev/null
 h_zk create /baton/g/keys/with-runs/runs/2026-11-29 '{"epoch":1}' >/dev/null
-b_ctl keys remove with-runs | grep -q "removed 1" || h_fail "keys remove of a key with run records"
+b_ctl keys remove with-runs | grep "removed 1" >/dev/null || h_fail "keys remove of a key with run records"
 ! h_zk exists /baton/g/keys/with-runs >/dev/null 2>&1 || h_fail "with-runs still exists"
 rc=0; b_ctl keys frobnicate >/dev/null 2>&1 || rc=$?
 ((rc == 2)) || h_fail "keys with an unknown subcommand should exit 2, got $rc"
-b_ctl keys --help | grep -q '^examples:' || h_fail "keys --help has no examples"
+b_ctl keys --help | grep '^examples:' >/dev/null || h_fail "keys --help has no examples"
 # init --topic on a keys-only group adopts the topic; the keys stay.
-b_ctl init --topic in --partitions 2 | grep -q "now consumes topic in" || h_fail "a keys-only group should take a topic"
+b_ctl init --topic in --partitions 2 | grep "now consumes topic in" >/dev/null || h_fail "a keys-only group should take a topic"
 
 # --- ownership -------------------------------------------------------------
 b_coord c1
@@ -55,11 +55,11 @@ keys_json | jq -e 'map(select(.key != "nightly")) | all(.[]; .owner == "p1")' >/
 b_jq '.summary.unowned == 2 and all(.partitions[]; .assigned == null)' >/dev/null ||
     h_fail "keys-only members must not be assigned partitions: $(b_status | jq -c .partitions)"
 b_jq '.keys | length == 3' >/dev/null || h_fail "status --json has no keys"
-b_ctl status | grep -q '^KEY ' || h_fail "status has no KEY table"
+b_ctl status | grep '^KEY ' >/dev/null || h_fail "status has no KEY table"
 b_ctl status | grep -Eq '^keys: +3: 3 active, 0 handoff, 0 unowned' || h_fail "status summary has no keys line"
 for p in p1 p2; do
     if grep -q '^acquired' "$H_DIR/$p.log"; then
-        grep '^acquired' "$H_DIR/$p.log" | grep -qv 'own_thread=1 valid=1' &&
+        grep '^acquired' "$H_DIR/$p.log" | grep -v 'own_thread=1 valid=1' >/dev/null &&
             h_fail "$p: a callback off its own thread, or an epoch not valid inside on_acquired"
     fi
 done

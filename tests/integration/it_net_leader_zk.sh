@@ -67,7 +67,7 @@ cut_c1() {
     local after=$((SUSP_MS - last))
     ((after <= LIMIT_MS + TOL_MS)) ||
         h_fail "c1 stopped leading $after ms after its last ZooKeeper answer (limit $LIMIT_MS + $TOL_MS ms): $line"
-    nth_line c1 'event=step_down reason=zk_silent' "$n" | grep -q . ||
+    nth_line c1 'event=step_down reason=zk_silent' "$n" | grep . >/dev/null ||
         h_fail "c1 logged leader_suspended without its step_down"
     SUSP_AFTER=$after
 }
@@ -80,7 +80,7 @@ b_metric_is "$m1" baton_coordinator_leader_suspended 1 || h_fail "c1 suspended, 
 net_heal c1-zk
 h_wait_for 10 "c1 hears ZooKeeper again" b_log_has c1 'event=zk_heard'
 h_wait_for 10 "c1 leads again" has_nth c1 'event=elected' 2
-nth_line c1 'event=elected' 2 | grep -q -- "$epoch1\b" ||
+nth_line c1 'event=elected' 2 | grep -- "$epoch1\b" >/dev/null ||
     h_fail "c1 came back with another epoch than $epoch1: $(nth_line c1 'event=elected' 2)"
 b_log_has c1 'event=session_expired' && h_fail "c1's session expired in a cut inside its session"
 b_log_has c2 'event=elected' && h_fail "c2 was elected while c1's session lived"

@@ -63,7 +63,7 @@ grep -q '^earlier=' "$BATON_STATE_DIR/$B_GROUP.w1.lock" ||
 b_worker w1 --session-timeout-ms 8000
 # The log of w1's latest process only.
 w1_last() { awk '/=== .* spawn w1:/ { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$H_DIR/w1.log"; }
-w1_joined() { w1_last | grep -q 'event=joined'; }
+w1_joined() { w1_last | grep 'event=joined' >/dev/null; }
 h_wait_for 30 "the restarted w1 joined" w1_joined
 h_wait_for 30 "w1 owns everything again" b_all_active 1
 last=$(w1_last)

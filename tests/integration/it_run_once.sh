@@ -54,7 +54,7 @@ h_log "R1 ran once (epoch $e1), recorded; the other four exited 0 without runnin
 JOB2='"$FW" --state "$S" --append "start $BATON_RUN_ID $BATON_EPOCH $$" &&
   sleep 3 && "$FW" --state "$S" --append "done $BATON_RUN_ID $BATON_EPOCH $$"'
 for i in 1 2 3 4 5; do start_run "b$i" R2 "$JOB2"; done
-h_wait_for 20 "the R2 job starts" bash -c "tail -n +2 '$S' | grep -q '^start R2 '"
+h_wait_for 20 "the R2 job starts" bash -c "tail -n +2 '$S' | grep '^start R2 ' >/dev/null"
 read -r _ _ es pid < <(lines | grep '^start R2 ')
 ppid=$(awk '{print $4}' "/proc/$pid/stat")
 victim=

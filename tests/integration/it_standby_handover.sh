@@ -106,7 +106,7 @@ left_alone() {
     EP=()
     for ((p = 0; p < B_PARTITIONS; p++)); do EP[$p]=$(b_epoch $p); done
     w1_leaves "$1"
-    tail -n +"$1" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=0" ||
+    tail -n +"$1" "$H_DIR/w1.log" | grep "event=stopping action=graceful_leave handover=0" >/dev/null ||
         h_fail "w1, $3, did not log handover=0"
     ((HELD == 12)) || h_fail "w1 held $HELD records, expected 12"
     for ((p = 0; p < B_PARTITIONS; p++)); do
@@ -157,15 +157,15 @@ w2_holds() { (($(b_counter "127.0.0.1:$W2PORT" baton_worker_standby_records_held
 h_wait_for 15 "w2 holds w1's unwritten records" w2_holds
 w2lines=$(($(wc -l <"$H_DIR/w2.log") + 1))
 w1_leaves "$from"
-tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1" ||
+tail -n +"$from" "$H_DIR/w1.log" | grep "event=stopping action=graceful_leave handover=1" >/dev/null ||
     h_fail "w1 did not hand over (no handover=1)"
-tail -n +"$from" "$H_DIR/w1.log" | grep -qE "event=stopped .* records_handed_over=$HELD( |$)" ||
+tail -n +"$from" "$H_DIR/w1.log" | grep -E "event=stopped .* records_handed_over=$HELD( |$)" >/dev/null ||
     h_fail "w1's exit line does not count $HELD records handed over"
 h_wait_for 20 "all 60 records in the sink" b_sink_has 60
 handed_to_w2
 for p in $W1_PARTS; do
     ((GAVE[$p] > 0)) || continue
-    tail -n +"$w2lines" "$H_DIR/w2.log" | grep -qE "event=prefetch_used partition=$p .*written_with_fence=[1-9]" ||
+    tail -n +"$w2lines" "$H_DIR/w2.log" | grep -E "event=prefetch_used partition=$p .*written_with_fence=[1-9]" >/dev/null ||
         h_fail "w2 did not write partition $p's handed-over records with its fence"
 done
 
@@ -182,30 +182,40 @@ h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
 primed 64 p3
 b_produce 40 c
 h_wait_for 20 "w2's records written, w1's held" held_all 104
-tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=notice_holds id=w2 resources=0 " ||
+tail -n +"$from" "$H_DIR/w1.log" | grep "event=notice_holds id=w2 resources=0 items=0 " >/dev/null ||
     h_fail "the cold w2 did not tell w1 it holds nothing (notice_holds id=w2 resources=0)"
 for ((p = 0; p < B_PARTITIONS; p++)); do EP[$p]=$(b_epoch $p); done
 w1_leaves "$from"
-tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=0" ||
+tail -n +"$from" "$H_DIR/w1.log" | grep "event=stopping action=graceful_leave handover=0" >/dev/null ||
     h_fail "w1 handed over to a cold successor (no handover=0)"
 h_wait_for 20 "all 104 records in the sink" b_sink_has 104
+# The 10 records of each of its partitions after the primer (40 round-robin
+# over 4), written by w1 under its own epoch.
 for p in $W1_PARTS; do
     ((GAVE[$p] == 0)) || h_fail "w1 handed over ${GAVE[$p]} records of partition $p to a cold successor"
-    (($(rows_at "$p" $((NEXT[$p] - 1)) "${NEXT[$p]}" "${EP[$p]}") == 1)) ||
-        h_fail "partition $p: w1 did not write its tail (epoch ${EP[$p]}) up to ${NEXT[$p]}"
+    (($(rows_at "$p" $((NEXT[$p] - 10)) "${NEXT[$p]}" "${EP[$p]}") == 10)) ||
+        h_fail "partition $p: w1 did not write its 10-record tail (epoch ${EP[$p]}) up to ${NEXT[$p]}"
 done
 
 # --- 4. the standby left: w1 writes its own tail ------------------------------
+# w2 hot again, so that only its UNS can leave w1 alone.
+h_kill w2 TERM
+rc=0; h_wait_exit w2 15 || rc=$?
+((rc == 0)) || h_fail "the cold w2 exited $rc on SIGTERM"
+w2start=$(($(wc -l <"$H_DIR/w2.log") + 1))
+b_worker w2 "${HOT[@]}"
 from=$(($(wc -l <"$H_DIR/w1.log") + 1))
 start_w1
 h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
 h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
+holds_two() { tail -n +"$from" "$H_DIR/w1.log" | grep "event=notice_holds id=w2 resources=2 " >/dev/null; }
+h_wait_for 15 "w2 told w1 it holds both w1's partitions" holds_two
 h_kill w2 TERM
 rc=0; h_wait_exit w2 15 || rc=$?
 ((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
-tail -n +"$w2start" "$H_DIR/w2.log" | grep -qE "event=notice_unsubscribed_all owners=[1-9][0-9]* sent=[1-9]" ||
+tail -n +"$w2start" "$H_DIR/w2.log" | grep -E "event=notice_unsubscribed_all owners=[1-9][0-9]* sent=[1-9]" >/dev/null ||
     h_fail "w2 did not tell the owner it stood by for to forget it"
-h_wait_for 15 "w1 forgot w2" bash -c "tail -n +$from '$H_DIR/w1.log' | grep -q 'event=notice_unsubscribed id=w2 subscribers=0'"
+h_wait_for 15 "w1 forgot w2" bash -c "tail -n +$from '$H_DIR/w1.log' | grep 'event=notice_unsubscribed id=w2 subscribers=0' >/dev/null"
 h_wait_for 20 "w1 owns every partition" b_all_active 1
 primed 108 p4
 b_produce 12 d
@@ -224,7 +234,7 @@ h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
 h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
 h_kill w2 KILL
 h_wait_exit w2 15 >/dev/null 2>&1 || true
-forgot_w2() { tail -n +"$from" "$H_DIR/w1.log" | grep -q 'event=notice_subscriber_gone id=w2 subscribers=0'; }
+forgot_w2() { tail -n +"$from" "$H_DIR/w1.log" | grep 'event=notice_subscriber_gone id=w2 subscribers=0' >/dev/null; }
 h_wait_for 30 "w1 forgot the crashed w2" forgot_w2
 h_wait_for 30 "w1 owns every partition" b_all_active 1
 primed 124 p5
@@ -244,10 +254,10 @@ h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
 # list change while w2 joined.
 w1from=$(($(wc -l <"$H_DIR/w1.log") + 1))
 w2from=$(($(wc -l <"$H_DIR/w2.log") + 1))
-b_ctl drain w2 | grep -q "draining w2" || h_fail "batonctl drain did not confirm"
-unsubscribed() { tail -n +"$w2from" "$H_DIR/w2.log" | grep -q 'event=notice_unsubscribe owner=w1 reason=not_standby'; }
+b_ctl drain w2 | grep "draining w2" >/dev/null || h_fail "batonctl drain did not confirm"
+unsubscribed() { tail -n +"$w2from" "$H_DIR/w2.log" | grep 'event=notice_unsubscribe owner=w1 reason=not_standby' >/dev/null; }
 h_wait_for 30 "w2 told w1 it no longer stands by for it" unsubscribed
-forgot_drained() { tail -n +"$w1from" "$H_DIR/w1.log" | grep -q 'event=notice_unsubscribed id=w2 subscribers=0'; }
+forgot_drained() { tail -n +"$w1from" "$H_DIR/w1.log" | grep 'event=notice_unsubscribed id=w2 subscribers=0' >/dev/null; }
 h_wait_for 15 "w1 forgot the drained w2" forgot_drained
 w1_owns_all() { b_status | jq -e 'all(.partitions[]; .state == "active" and .owner == "w1")' >/dev/null; }
 h_wait_for 30 "w1 owns every partition (w2 drained)" w1_owns_all
@@ -280,8 +290,8 @@ split_standbys() {
 }
 h_wait_for 30 "w1 owns two partitions, one with standby w2, one with w3" split_standbys
 holds_heard() {
-    tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=notice_holds id=w2 resources=1 " &&
-        tail -n +"$from" "$H_DIR/w1.log" | grep -q "event=notice_holds id=w3 resources=0 "
+    tail -n +"$from" "$H_DIR/w1.log" | grep "event=notice_holds id=w2 resources=1 " >/dev/null &&
+        tail -n +"$from" "$H_DIR/w1.log" | grep "event=notice_holds id=w3 resources=0 " >/dev/null
 }
 h_wait_for 15 "w2 and w3 told w1 what they hold (one partition, none)" holds_heard
 primed 156 p7
@@ -290,7 +300,7 @@ h_wait_for 20 "w2's and w3's records written, w1's held" held_all 196
 for p in "${!SB[@]}"; do EP[$p]=$(b_epoch "$p"); done
 w1lines=$from
 w1_leaves "$from"
-tail -n +"$w1lines" "$H_DIR/w1.log" | grep -q "event=stopping action=graceful_leave handover=1 covered=1" ||
+tail -n +"$w1lines" "$H_DIR/w1.log" | grep "event=stopping action=graceful_leave handover=1 covered=1" >/dev/null ||
     h_fail "w1 did not hand over exactly one partition (handover=1 covered=1)"
 h_wait_for 20 "all 196 records in the sink" b_sink_has 196
 for p in $W1_PARTS; do
@@ -307,8 +317,8 @@ for p in $W1_PARTS; do
         if [[ $line != *" handover=0 "* ]] || ((GAVE[$p] != 0)); then
             h_fail "partition $p (standby w3, cold): handed over: $line"
         fi
-        (($(rows_at "$p" $((NEXT[$p] - 1)) "${NEXT[$p]}" "${EP[$p]}") == 1)) ||
-            h_fail "partition $p: w1 did not write its tail (epoch ${EP[$p]}) up to ${NEXT[$p]}"
+        (($(rows_at "$p" $((NEXT[$p] - 10)) "${NEXT[$p]}" "${EP[$p]}") == 10)) ||
+            h_fail "partition $p: w1 did not write its 10-record tail (epoch ${EP[$p]}) up to ${NEXT[$p]}"
     fi
 done
 # w1 gone, w2 stands by for both of w3's partitions where it stood by for

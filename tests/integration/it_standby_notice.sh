@@ -111,7 +111,7 @@ tail -n +"$w1from" "$H_DIR/w1.log" | grep -E "event=notice_sent subscribers=[1-9
     h_fail "w1 logged no notice sent to a subscriber"
 for p in $parts; do
     h_wait_for 15 "partition $p fenced and written by ${SB[$p]} at ${CZ[$p]}" fenced_written "$p" "${CZ[$p]}"
-    b_claims "$p" | grep -qx "${LEAVER[$p]}" ||
+    b_claims "$p" | grep -x "${LEAVER[$p]}" >/dev/null ||
         h_fail "partition $p: w1's claim ${LEAVER[$p]} is gone; the notice was not what moved it"
     tail -n +"${LINES[$p]}" "$H_DIR/${SB[$p]}.log" | grep -E "event=notice_received owner=w1 .*taken=[1-9]" >/dev/null ||
         h_fail "${SB[$p]} logged no notice from w1 that freed a claim"
@@ -128,7 +128,7 @@ h_kill w1 CONT
 rc=0; h_wait_exit w1 15 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc after its leave"
 for p in $parts; do
-    b_claims "$p" | grep -qx "${LEAVER[$p]}" && h_fail "w1's claim ${LEAVER[$p]} of partition $p outlived its leave"
+    b_claims "$p" | grep -x "${LEAVER[$p]}" >/dev/null && h_fail "w1's claim ${LEAVER[$p]} of partition $p outlived its leave"
 done
 start w1
 h_wait_for 30 "w1 back again: three share the partitions, standbys queued" b_queued_ahead 3
