@@ -7,6 +7,14 @@
  *
  *   a TS_US PARTITION LAST_OFFSET
  *
+ * "The end" is each partition's high watermark, asked of the broker before
+ * the assign; once it has them all it prints
+ *
+ *   ready TS_US
+ *
+ * and every record produced after that line is seen (no race with the
+ * consumer's own reset to the end, which happens at its first fetch).
+ *
  * A handoff cannot write a record before the record exists: the time until
  * the first record a moved partition's new owner must write reaches a
  * consumer of the same broker is the input's part of the handoff, what no
@@ -128,9 +136,21 @@ int main(int argc, char **argv) {
     }
     rd_kafka_poll_set_consumer(rk);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nparts);
-    for (int32_t p = 0; p < nparts; p++)
-        if (want[p])
-            rd_kafka_topic_partition_list_add(l, topic, p)->offset = RD_KAFKA_OFFSET_END;
+    for (int32_t p = 0; p < nparts; p++) {
+        if (!want[p])
+            continue;
+        int64_t lo = 0, hi = 0;
+        rd_kafka_resp_err_t qerr = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, 5000);
+        if (qerr) {
+            fprintf(stderr, "baton-bench-arrivals: the end of %s [%d]: %s\n", topic, p,
+                    rd_kafka_err2str(qerr));
+            rd_kafka_topic_partition_list_destroy(l);
+            rd_kafka_destroy(rk);
+            free(want);
+            return 1;
+        }
+        rd_kafka_topic_partition_list_add(l, topic, p)->offset = hi;
+    }
     free(want);
     rd_kafka_resp_err_t err = rd_kafka_assign(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
@@ -139,6 +159,8 @@ int main(int argc, char **argv) {
         rd_kafka_destroy(rk);
         return 1;
     }
+    printf("ready %lld\n", (long long)wall_us());
+    fflush(stdout);
     rd_kafka_queue_t *q = rd_kafka_queue_get_consumer(rk);
     rd_kafka_message_t *msgs[BATCH];
     int64_t *newest = xcalloc((size_t)nparts, sizeof(*newest));

@@ -38,8 +38,11 @@ h_spawn arrivals "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" --topi
     --partitions "$PARTS"
 h_spawn only1 "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" --topic in \
     --partitions "$PARTS" --only 1
-# It starts at the end of each partition: let it find the ends first.
-sleep 1
+# It starts at the end of each partition, as the broker gives it before
+# its "ready" line: every record produced after that line is seen.
+ready() { grep '^ready [0-9]*$' "$H_DIR/$1.log" >/dev/null; }
+both_ready() { ready arrivals && ready only1; }
+h_wait_for 15 "the observers found the partitions' ends" both_ready
 t0=$(bench_now_us)
 out=$("$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic in --partitions "$PARTS" \
     --count "$COUNT" --rate 600 --timeout-ms 10000)
