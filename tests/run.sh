@@ -13,7 +13,11 @@
 #                           log is kept in BUILD/repeat/run-K.log.
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-jobs=${BATON_TEST_JOBS:-2}
+# Tests at a time: the normal pass mostly waits (sessions, quiet periods),
+# so three fit two cores; the sanitizer pass is bound by its CPU, two
+# (docs/testing.md, "CI's time"). BATON_TEST_JOBS sets both.
+jobs=${BATON_TEST_JOBS:-3}
+san_jobs=${BATON_TEST_JOBS:-2}
 
 san_env() {
     # LeakSanitizer reports fail the run; halt on the first UBSan report too.
@@ -28,7 +32,7 @@ if [[ ${1:-} == --repeat ]]; then
     build=$src/build timeout=600 busy=0
     while (($#)); do
         case $1 in
-        --sanitize) build=$src/build-san timeout=900; shift ;;
+        --sanitize) build=$src/build-san timeout=900 jobs=$san_jobs; shift ;;
         --busy) busy=1; shift ;;
         *) break ;;
         esac
@@ -85,5 +89,5 @@ if (($# == 0)) && [[ ${BATON_SKIP_SANITIZE:-0} != 1 ]]; then
     # The random-seed chaos run stays in the normal pass only: one new seed
     # per CI run is enough, and a sanitizer build is too slow to add another.
     # So does the protocol's model (model.quick): it runs no baton code.
-    ctest --output-on-failure -j"$jobs" --timeout 900 -E 'chaos\.seed_random|model\.quick'
+    ctest --output-on-failure -j"$san_jobs" --timeout 900 -E 'chaos\.seed_random|model\.quick'
 fi

@@ -19,11 +19,12 @@ h_zk create /baton/g/partitions/0/claims/claim-00000000deadbeef-0000000000 '{"wo
 b_coord c1
 b_worker w1 --log-level debug
 h_wait_for 15 "w1 owns partition 1" b_jq '.partitions[1].state == "active" and .partitions[1].owner == "w1"'
-sleep 1
+behind_ghost() { b_jq '.partitions[0].state == "handoff" and .partitions[0].owner == "ghost" and .partitions[0].assigned == "w1" and .partitions[0].claims == 2'; }
+h_wait_for 15 "partition 0 waits behind the ghost claim (w1's claim queued)" behind_ghost ||
+    h_fail "partition 0 should wait behind the ghost claim: $(b_status | jq -c '.partitions[0]')"
 st=$(b_status)
-jq -e '.partitions[0].state == "handoff" and .partitions[0].owner == "ghost" and .partitions[0].assigned == "w1" and .partitions[0].claims == 2' \
-    <<<"$st" >/dev/null || h_fail "partition 0 should wait behind the ghost claim: $(jq -c '.partitions[0]' <<<"$st")"
-b_log_has w1 'event=waiting partition=0 behind=claim-00000000deadbeef-0000000000' || h_fail "w1 does not watch its predecessor"
+h_wait_for 10 "w1 watches its predecessor" b_log_has w1 'event=waiting partition=0 behind=claim-00000000deadbeef-0000000000' ||
+    h_fail "w1 does not watch its predecessor"
 ghost_epoch=$(jq -r '.partitions[0].epoch' <<<"$st")
 [[ -z $(b_sql "SELECT epoch FROM baton_fence WHERE grp='g' AND partition=0") ]] ||
     h_fail "w1 fenced partition 0 while not owning it"
