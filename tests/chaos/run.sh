@@ -231,7 +231,7 @@ ch_start() { # NAME [FAILPOINTS]
 
 # ch_log_since NAME PATTERN: PATTERN (grep -E) is in the log of NAME's latest process.
 ch_log_since() {
-    tail -c +$((${CH_LOGOFF[$1]:-0} + 1)) "$H_DIR/$1.log" 2>/dev/null | grep -Eq -- "$2"
+    tail -c +$((${CH_LOGOFF[$1]:-0} + 1)) "$H_DIR/$1.log" 2>/dev/null | grep -E -- "$2" >/dev/null
 }
 
 # ch_state NAME: R/S/D..., T if stopped, X if not running.

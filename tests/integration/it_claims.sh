@@ -23,6 +23,7 @@ behind_ghost() { b_jq '.partitions[0].state == "handoff" and .partitions[0].owne
 h_wait_for 15 "partition 0 waits behind the ghost claim (w1's claim queued)" behind_ghost ||
     h_fail "partition 0 should wait behind the ghost claim: $(b_status | jq -c '.partitions[0]')"
 st=$(b_status)
+sleep 1 # not a wait: the window in which a wrongful fence (checked below) would show
 h_wait_for 10 "w1 watches its predecessor" b_log_has w1 'event=waiting partition=0 behind=claim-00000000deadbeef-0000000000' ||
     h_fail "w1 does not watch its predecessor"
 ghost_epoch=$(jq -r '.partitions[0].epoch' <<<"$st")

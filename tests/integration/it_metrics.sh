@@ -58,7 +58,7 @@ grep -q '^baton_coordinator_rebalance_duration_seconds_bucket{le="+Inf"} ' "$H_D
 [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$cport/other") == 404 ]] ||
     h_fail "a path other than /metrics should be 404"
 curl -sS -D - -o /dev/null --max-time 5 "http://127.0.0.1:$cport/metrics" |
-    grep -qi '^content-type: text/plain; version=0.0.4' || h_fail "wrong Content-Type"
+    grep -i '^content-type: text/plain; version=0.0.4' >/dev/null || h_fail "wrong Content-Type"
 
 # w1's 3rd sink write stops the process just before the sink call (the
 # zombie of it_expiry_zombie).
