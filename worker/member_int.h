@@ -94,9 +94,9 @@ typedef struct {
  * id, at the address its SUB came from. watched: an exists watch on its
  * member node is set in this session; checking: its node's deletion was
  * seen and is being confirmed (forgotten if the node is still gone).
- * What it holds of ours (HLD): all (its SUB alone, as from a standby
- * older than HLD), or rows[0..nrows), sorted, unique (none: it holds
- * nothing). */
+ * What it holds of ours (HLD): rows[0..nrows), sorted, unique (none: it
+ * holds nothing), or, rows NULL, all (its SUB alone, as from a standby
+ * older than HLD). */
 typedef struct {
     char id[BATON_ID_MAX + 1];
     struct sockaddr_storage addr;
@@ -104,7 +104,6 @@ typedef struct {
     int64_t heard_ms;
     int watched;
     int checking;
-    int all;
     size_t *rows;
     size_t nrows;
     int hld_seen; /* it sent an HLD since it took this slot: a SUB keeps its rows */

@@ -460,7 +460,6 @@ static msub_t *sub_find(baton_membership_t *m, const char *id) {
 /* Its HLD's rows, or (rows NULL) all of ours, as a SUB alone says. */
 static void sub_holds(msub_t *s, size_t *rows, size_t n) {
     free(s->rows);
-    s->all = rows == NULL;
     s->rows = rows;
     s->nrows = n;
 }
@@ -532,7 +531,7 @@ int baton_membership__notice_covers(const baton_membership_t *m, const baton_res
     size_t key = (size_t)row;
     for (size_t i = 0; i < m->notice.nsubs; i++) {
         const msub_t *s = &m->notice.subs[i];
-        if (s->all || (s->nrows && bsearch(&key, s->rows, s->nrows, sizeof(key), row_cmp)))
+        if (!s->rows || (s->nrows && bsearch(&key, s->rows, s->nrows, sizeof(key), row_cmp)))
             return 1;
     }
     return 0;
@@ -676,6 +675,24 @@ static int parse_seq(const char *s, int64_t *out) {
     return 0;
 }
 
+/* The row of a notice's item ("p<N>" or "k<key>"), or -1: not one of
+ * ours (*bad is set too if it is not an item at all). */
+static long item_row(const baton_membership_t *m, const char *item, size_t *bad) {
+    long row = -1;
+    if (item[0] == 'p' && item[1]) {
+        int64_t part = -1;
+        if (parse_seq(item + 1, &part) != 0)
+            ++*bad;
+        else if (part < m->res.npartitions)
+            row = (long)part;
+    } else if (item[0] == 'k' && baton_key_valid(item + 1) == 0) {
+        row = baton_res_table_find_key(&m->res, item + 1, strlen(item + 1));
+    } else {
+        ++*bad;
+    }
+    return row >= 0 && (size_t)row < m->res.n ? row : -1;
+}
+
 /* A REL from owner, its items in p: each one that names the claim ours
  * waits right behind takes that claim as deleted. */
 static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
@@ -696,18 +713,9 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
             continue;
         }
         *colon = 0;
-        long row = -1;
-        if (line[0] == 'p' && line[1]) {
-            int64_t part = -1;
-            if (parse_seq(line + 1, &part) == 0 && part < m->res.npartitions)
-                row = (long)part;
-        } else if (line[0] == 'k' && baton_key_valid(line + 1) == 0) {
-            row = baton_res_table_find_key(&m->res, line + 1, strlen(line + 1));
-        }
-        if (row < 0 || (size_t)row >= m->res.n) {
-            bad += line[0] != 'p' && line[0] != 'k';
+        long row = item_row(m, line, &bad);
+        if (row < 0)
             continue; /* not a resource we know: nothing of ours waits on it */
-        }
         taken += mb_standby_noticed(m, owner, (size_t)row, seq);
     }
     baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_RECEIVED));
@@ -726,27 +734,17 @@ static void hld_apply(baton_membership_t *m, const char *id, char *p, int more,
     msub_t *s = sub_note(m, id, from, fromlen);
     size_t n = 0, cap = 16, bad = 0, items = 0;
     size_t *rows = xmalloc(sizeof(size_t) * cap);
-    if (more && s->hld_seen && !s->all)
-        for (size_t i = 0; i < s->nrows; i++) {
-            if (n == cap)
-                rows = xrealloc(rows, sizeof(size_t) * (cap *= 2));
-            rows[n++] = s->rows[i];
-        }
+    if (more && s->hld_seen && s->rows) { /* added to what it said */
+        cap += s->nrows;
+        rows = xrealloc(rows, sizeof(size_t) * cap);
+        memcpy(rows, s->rows, sizeof(size_t) * s->nrows);
+        n = s->nrows;
+    }
     char *line;
     while ((line = next_line(&p)) != NULL && n < m->res.n + s->nrows + 1) {
-        long row = -1;
         items++;
-        if (line[0] == 'p' && line[1]) {
-            int64_t part = -1;
-            if (parse_seq(line + 1, &part) == 0 && part < m->res.npartitions)
-                row = (long)part;
-            bad += part < 0;
-        } else if (line[0] == 'k' && baton_key_valid(line + 1) == 0) {
-            row = baton_res_table_find_key(&m->res, line + 1, strlen(line + 1));
-        } else {
-            bad++;
-        }
-        if (row < 0 || (size_t)row >= m->res.n)
+        long row = item_row(m, line, &bad);
+        if (row < 0)
             continue;
         if (n == cap)
             rows = xrealloc(rows, sizeof(size_t) * (cap *= 2));

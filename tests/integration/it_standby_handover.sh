@@ -48,6 +48,13 @@ b_init $B_PARTITIONS
 b_coord c1
 
 HOT=(--standby-claim ahead --standby-prefetch on --standby-notice 127.0.0.1:0 --log-level debug)
+# stopped_ok NAME [WHO]: SIGTERMs NAME and checks it exited 0.
+stopped_ok() {
+    local rc=0
+    h_kill "$1" TERM
+    h_wait_exit "$1" 15 || rc=$?
+    ((rc == 0)) || h_fail "${2:-$1} exited $rc on SIGTERM"
+}
 MPORT=$(h_free_port)
 # start_w1: hot, with a linger nothing reaches (it writes only when it
 # lets go), and /metrics for its buffered records.
@@ -78,10 +85,7 @@ w1_leaves() {
     W1_PARTS=$(b_partitions_of w1)
     [[ -n $W1_PARTS ]] || h_fail "w1 owns nothing"
     HELD=$(buffered)
-    h_kill w1 TERM
-    local rc=0
-    h_wait_exit w1 15 || rc=$?
-    ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
+    stopped_ok w1
     NEXT=() GAVE=()
     for p in $W1_PARTS; do
         line=$(tail -n +"$from" "$H_DIR/w1.log" | grep -E "event=revoked partition=$p " | tail -n 1)
@@ -170,9 +174,7 @@ for p in $W1_PARTS; do
 done
 
 # --- 3. a cold successor ----------------------------------------------------------
-h_kill w2 TERM
-rc=0; h_wait_exit w2 15 || rc=$?
-((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
+stopped_ok w2
 from=$(($(wc -l <"$H_DIR/w1.log") + 1))
 w2start=$(($(wc -l <"$H_DIR/w2.log") + 1))
 b_worker w2 --standby-claim ahead --standby-notice 127.0.0.1:0 --log-level debug
@@ -199,9 +201,7 @@ done
 
 # --- 4. the standby left: w1 writes its own tail ------------------------------
 # w2 hot again, so that only its UNS can leave w1 alone.
-h_kill w2 TERM
-rc=0; h_wait_exit w2 15 || rc=$?
-((rc == 0)) || h_fail "the cold w2 exited $rc on SIGTERM"
+stopped_ok w2 "the cold w2"
 w2start=$(($(wc -l <"$H_DIR/w2.log") + 1))
 b_worker w2 "${HOT[@]}"
 from=$(($(wc -l <"$H_DIR/w1.log") + 1))
@@ -210,9 +210,7 @@ h_wait_for 30 "w1 and w2 share the partitions, standbys queued" b_queued_ahead 2
 h_wait_for 15 "w2 subscribed to w1's notices" subscribed w1 w2 "$from"
 holds_two() { tail -n +"$from" "$H_DIR/w1.log" | grep "event=notice_holds id=w2 resources=2 " >/dev/null; }
 h_wait_for 15 "w2 told w1 it holds both w1's partitions" holds_two
-h_kill w2 TERM
-rc=0; h_wait_exit w2 15 || rc=$?
-((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
+stopped_ok w2
 tail -n +"$w2start" "$H_DIR/w2.log" | grep -E "event=notice_unsubscribed_all owners=[1-9][0-9]* sent=[1-9]" >/dev/null ||
     h_fail "w2 did not tell the owner it stood by for to forget it"
 h_wait_for 15 "w1 forgot w2" bash -c "tail -n +$from '$H_DIR/w1.log' | grep 'event=notice_unsubscribed id=w2 subscribers=0' >/dev/null"
@@ -265,9 +263,7 @@ primed 140 p6
 b_produce 12 f
 h_wait_for 15 "w1 holds the 12 records unwritten" held_all 152
 left_alone "$from" 152 "its standby drained"
-h_kill w2 TERM
-rc=0; h_wait_exit w2 15 || rc=$?
-((rc == 0)) || h_fail "the drained w2 exited $rc on SIGTERM"
+stopped_ok w2 "the drained w2"
 b_ctl undrain w2 >/dev/null || h_fail "batonctl undrain w2 failed"
 
 # --- 7. one hot standby, one cold: w1 hands over per partition ------------------
@@ -328,9 +324,7 @@ h_wait_for 15 "w3 heard that w2 holds both its partitions now" w3_heard_two
 grep -q "event=notice_holds_sent owner=w3 resources=2" "$H_DIR/w2.log" ||
     h_fail "w2 did not tell w3 again when what it stands by for of w3 changed"
 for w in w2 w3; do
-    h_kill $w TERM
-    rc=0; h_wait_exit $w 15 || rc=$?
-    ((rc == 0)) || h_fail "$w exited $rc on SIGTERM"
+    stopped_ok $w
 done
 
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
