@@ -18,6 +18,10 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # (docs/testing.md, "CI's time"). BATON_TEST_JOBS sets both.
 jobs=${BATON_TEST_JOBS:-3}
 san_jobs=${BATON_TEST_JOBS:-2}
+# What the sanitizer pass leaves out: the random-seed chaos run (one new
+# seed per CI run, in the normal pass, is enough), and what runs no baton
+# code (the model, the style checks).
+san_skip='chaos\.seed_random|model\.quick|^style\.'
 
 san_env() {
     # LeakSanitizer reports fail the run; halt on the first UBSan report too.
@@ -58,10 +62,11 @@ if [[ ${1:-} == --repeat ]]; then
     for ((k = 1; k <= n; k++)); do
         log=$build/repeat/run-$k.log
         start=$SECONDS
-        # As in CI's sanitizer pass, the random-seed chaos run stays out of
-        # sanitizer repeats (give -R chaos.seed_random to run it anyway).
+        # As in CI's sanitizer pass, the random-seed chaos run, the model and
+        # the style checks stay out of sanitizer repeats (give -R
+        # chaos.seed_random to run it anyway).
         extra=()
-        [[ $build == */build-san && $* != *chaos.seed_random* ]] && extra=(-E 'chaos\.seed_random|model\.quick')
+        [[ $build == */build-san && $* != *chaos.seed_random* ]] && extra=(-E "$san_skip")
         if ctest --output-on-failure -j"$jobs" --timeout "$timeout" "${extra[@]}" "$@" >"$log" 2>&1; then
             echo "repeat: run $k/$n passed ($((SECONDS - start)) s)"
         else
@@ -88,6 +93,7 @@ if (($# == 0)) && [[ ${BATON_SKIP_SANITIZE:-0} != 1 ]]; then
     san_env
     # The random-seed chaos run stays in the normal pass only: one new seed
     # per CI run is enough, and a sanitizer build is too slow to add another.
-    # So does the protocol's model (model.quick): it runs no baton code.
-    ctest --output-on-failure -j"$san_jobs" --timeout 900 -E 'chaos\.seed_random|model\.quick'
+    # So do the protocol's model (model.quick) and the style checks: they
+    # run no baton code.
+    ctest --output-on-failure -j"$san_jobs" --timeout 900 -E "$san_skip"
 fi
