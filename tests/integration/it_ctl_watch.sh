@@ -37,7 +37,15 @@ h_wait_for 15 "a view with a handoff or the w2 join" seen 'any(.workers[]; .id =
 # with the same bytes (its watch fires, the coordinator may republish with
 # nothing moved), then make one real change. Exactly one view more.
 h_wait_for 15 "the join settled in the views" seen '.summary.active == 4 and ([.partitions[].owner] | unique) == ["w1","w2"] and ([.partitions[].standby] | all(. != null))'
-sleep 1 # the join's follow-up publishes land (a no-change view would be one)
+# The join's follow-up publishes land first (their views would be taken
+# for the rewrite's): a second with no new view, waited for.
+views_quiet() {
+    local a
+    a=$(lines)
+    sleep 1
+    (($(lines) == a))
+}
+h_wait_for 20 "a second without a new view" views_quiet
 n=$(lines)
 h_zk set /baton/g/config "$(h_zk get /baton/g/config)"
 sleep 0.5 # apart from the drain below, so the two are not folded into one refresh

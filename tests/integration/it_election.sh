@@ -12,12 +12,15 @@ b_init 4
 
 b_coord c1
 h_wait_for 10 "c1 leads" b_jq '.coordinator.id == "c1"'
-b_coord c2
+b_coord c2 --log-level debug
 # c2 before c3 in the queue (started together, their creates could swap).
 h_wait_for 10 "c2 is a candidate" bash -c "[[ \$('$BATON_BIN/baton-zk' --zk $ZK ls /baton/g/coordinators | wc -l) == 2 ]]"
 b_coord c3 --log-level debug
 h_wait_for 10 "c2 and c3 are candidates" bash -c "[[ \$('$BATON_BIN/baton-zk' --zk $ZK ls /baton/g/coordinators | wc -l) == 3 ]]"
-sleep 0.5
+# Each has run its election and found a predecessor (so the checks below
+# that neither elected itself are not vacuous).
+h_wait_for 10 "c2 watches c1" b_log_has c2 'event=standby watching=/baton/g/coordinators/c-0000000000'
+h_wait_for 10 "c3 watches c2" b_log_has c3 'event=standby watching=/baton/g/coordinators/c-0000000001'
 [[ $(b_status | jq -r .coordinator.id) == c1 ]] || h_fail "leadership moved without cause"
 b_log_has c1 'event=elected' || h_fail "c1 did not log its election"
 ! b_log_has c2 'event=elected' || h_fail "c2 elected itself while c1 leads"
@@ -50,7 +53,9 @@ epoch3=$(b_status | jq -r .coordinator.epoch)
 ((epoch3 > epoch2)) || h_fail "coordinator epoch did not rise: $epoch2 -> $epoch3"
 rc=0; h_wait_exit c2 10 || rc=$?
 ((rc == 0)) || h_fail "c2 exited $rc on SIGTERM"
-# A new leader with nothing to change publishes nothing.
-sleep 0.5
+# A new leader with nothing to change publishes nothing: a window of a
+# second from its election (the usual quiet period is 200 ms).
+h_wait_for 10 "c3 elected" b_log_has c3 'event=elected'
+sleep 1
 [[ $(b_status | jq -r .generation) == "$gen" ]] || h_fail "a takeover without membership change rebalanced"
 h_pass "one leader at a time; failover ${took} ms; epochs $epoch1 < $epoch2 < $epoch3"

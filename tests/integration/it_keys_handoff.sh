@@ -22,7 +22,9 @@ runner() {
 runner r1 env BATON_FAILPOINTS=worker.before_release=stop BATON_SESSION_TIMEOUT_MS=20000
 h_wait_for 20 "r1 runs the command" grep -q '^r1 ' "$H_DIR/runs"
 runner r2 env
-sleep 1
+# r2 a member before r1 is drained: a drain with nobody else to take k
+# would leave it unassigned instead of moving it.
+h_wait_for 20 "r2 is a member" h_zk exists "/baton/$B_GROUP/workers/r2"
 e1=$(awk '$1 == "r1" {print $2}' "$H_DIR/runs")
 b_ctl drain r1 >/dev/null
 h_wait_for 15 "r1 froze itself releasing k" \
