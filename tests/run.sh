@@ -13,11 +13,12 @@
 #                           log is kept in BUILD/repeat/run-K.log.
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# Tests at a time: the normal pass mostly waits (sessions, quiet periods),
-# so three fit two cores; the sanitizer pass is bound by its CPU, two
-# (docs/testing.md, "CI's time"). BATON_TEST_JOBS sets both.
+# Tests at a time: three in both passes. The normal pass mostly waits
+# (sessions, quiet periods); the sanitizer pass is bound by its CPU, and
+# three at a time still finish sooner than two (docs/testing.md, "CI's
+# time"). BATON_TEST_JOBS sets both.
 jobs=${BATON_TEST_JOBS:-3}
-san_jobs=${BATON_TEST_JOBS:-2}
+san_jobs=${BATON_TEST_JOBS:-3}
 # What the sanitizer pass leaves out: the random-seed chaos run (one new
 # seed per CI run, in the normal pass, is enough), and what runs no baton
 # code (the model, the style checks).
