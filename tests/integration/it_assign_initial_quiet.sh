@@ -55,7 +55,7 @@ b_probe p9
 # the rebalance its join scheduled used the usual quiet period.
 nine_published() { published | tail -n +$((n0 + 1)) | workers_of | grep -x 9 >/dev/null; }
 h_wait_for 30 "a publish naming p9 alone" nine_published
-tail -n +"$s0" "$H_DIR/c1.log" | grep 'event=rebalance_scheduled in_ms=200 forming=0' >/dev/null ||
+tail -n +"$((s0 + 1))" "$H_DIR/c1.log" | grep 'event=rebalance_scheduled in_ms=200 forming=0' >/dev/null ||
     h_fail "p9's join was not scheduled with the usual quiet period (in_ms=200 forming=0)"
 b_probe p10
 h_wait_for 30 "every partition assigned, over the 10 probes" assigned_to 10

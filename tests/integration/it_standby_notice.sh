@@ -107,9 +107,9 @@ fenced_written() {
 h_log "leave: w1's partitions ($parts), standbys (${SB[*]})"
 # Records flow through the leave (the standbys' writes at their epochs are
 # checked below), however much of its 10,000 the first producer has left
-# on a slow machine: a second one, started now.
+# on a slow machine: a second one (15 s of records), started now.
 h_spawn producer2 "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-    --partitions $B_PARTITIONS --count 2000 --rate 400 --prefix leave
+    --partitions $B_PARTITIONS --count 6000 --rate 400 --prefix leave
 h_kill w1 TERM
 h_wait_for 15 "w1 frozen after its notices" h_at_failpoint w1 worker.after_notice
 tail -n +"$w1from" "$H_DIR/w1.log" | grep -E "event=notice_sent subscribers=[1-9]" >/dev/null ||
@@ -191,6 +191,6 @@ for pr in producer producer2; do
     rc=0; h_wait_exit $pr 40 || rc=$?
     ((rc == 0)) || h_fail "$pr failed ($rc)"
 done
-h_wait_for 30 "all 12000 records in the sink" b_sink_has 12000
+h_wait_for 30 "all 16000 records in the sink" b_sink_has 16000
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
 h_pass "release notices moved a leaver's partitions before its claims went; garbage changed nothing"
