@@ -18,7 +18,6 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # three at a time still finish sooner than two (docs/testing.md, "CI's
 # time"). BATON_TEST_JOBS sets both.
 jobs=${BATON_TEST_JOBS:-3}
-san_jobs=${BATON_TEST_JOBS:-3}
 # What the sanitizer pass leaves out: the random-seed chaos run (one new
 # seed per CI run, in the normal pass, is enough), and what runs no baton
 # code (the model, the style checks).
@@ -37,7 +36,7 @@ if [[ ${1:-} == --repeat ]]; then
     build=$src/build timeout=600 busy=0
     while (($#)); do
         case $1 in
-        --sanitize) build=$src/build-san timeout=900 jobs=$san_jobs; shift ;;
+        --sanitize) build=$src/build-san timeout=900; shift ;;
         --busy) busy=1; shift ;;
         *) break ;;
         esac
@@ -96,5 +95,5 @@ if (($# == 0)) && [[ ${BATON_SKIP_SANITIZE:-0} != 1 ]]; then
     # per CI run is enough, and a sanitizer build is too slow to add another.
     # So do the protocol's model (model.quick) and the style checks: they
     # run no baton code.
-    ctest --output-on-failure -j"$san_jobs" --timeout 900 -E "$san_skip"
+    ctest --output-on-failure -j"$jobs" --timeout 900 -E "$san_skip"
 fi

@@ -44,8 +44,7 @@ h_wait_for 20 "w2 owns everything" b_jq 'all(.partitions[]; .owner == "w2" and .
 b_all_active 1 || h_fail "w1 should be gone from the group"
 h_wait_for 10 "w2's epochs in the status" epochs_known
 new_epochs=$(epochs_of)
-jq -n -e --argjson a "$zombie_epochs" --argjson b "$new_epochs" \
-    'all(range(0; 4); ($a[.] | type) == "number" and ($b[.] | type) == "number" and $b[.] > $a[.])' >/dev/null ||
+jq -n -e --argjson a "$zombie_epochs" --argjson b "$new_epochs" 'all(range(0; 4); $b[.] > $a[.])' >/dev/null ||
     h_fail "new epochs $new_epochs are not all above the zombie's $zombie_epochs"
 b_produce 40 b
 h_wait_for 15 "w2 wrote the new records" b_sink_has 80
