@@ -213,6 +213,48 @@ bench_stall() {
         }' "$1"
 }
 
+# bench_stall_trace FILE T0_US T_END_US KIND LOG...: where the longest gap
+# of KIND ("same": between two writes under one epoch; "handoff": ending
+# in a write under another epoch) in [T0, T_END] went, from the baton
+# workers' debug logs (event=batch, worker.c): the write that ended the gap
+# is found by its partition, epoch and next_offset in LOG..., and its first
+# record's ages at that write tell the gap apart. Prints "GAP PARTITION
+# TAKEN CREATED" (ms): TAKEN is how long the worker had held that record
+# (its linger, the flush's turn, the commit); CREATED how old the record
+# was (its Kafka timestamp, the producer's clock). GAP - TAKEN is the time
+# the worker waited for that record; when CREATED >= GAP the record already
+# existed when the gap began, so that wait was the input's delivery (the
+# producer's batching, the embedded Kafka, the fetch). "- - - -" if no
+# such gap or no matching line (a log not at debug).
+bench_stall_trace() {
+    local file=$1 t0=$2 tend=$3 kind=$4 g p e o
+    shift 4
+    read -r g p e o < <(awk -v t0="$t0" -v tend="$tend" -v kind="$kind" '
+        $1 != "w" { next }
+        {
+            t = $2; p = $3; e = $4; o = $5
+            if (t > tend) next
+            if ((p in nx) && o == nx[p]) next
+            if (t > t0 && (p in last)) {
+                g = t - last[p]
+                if ((kind == "same") == (e == ep[p]) && g > best) { best = g; bp = p; be = e; bo = o }
+            }
+            last[p] = t; nx[p] = o; ep[p] = e
+        }
+        END { if (best > 0) printf "%d %d %s %s\n", best / 1000, bp, be, bo; else print "- - - -" }' "$file")
+    if [[ $g == - ]]; then
+        echo "- - - -"
+        return
+    fi
+    local line
+    line=$(grep -ah " event=batch partition=$p epoch=$e .* next_offset=$o " "$@" 2>/dev/null | head -n 1)
+    if [[ $line =~ \ taken_ms=([0-9-]+)\ created_ms=([0-9-]+) ]]; then
+        echo "$g $p ${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+    else
+        echo "$g $p - -"
+    fi
+}
+
 # bench_rps FILE TA_US TB_US: records/s written between TA and TB (the sum
 # over partitions of next_offset at TB minus at TA, per second).
 bench_rps() {

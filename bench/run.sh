@@ -41,14 +41,15 @@ usage() {
     echo "  directory for every system's SQLite sink file instead of the run's own, e.g. /dev/shm to"
     echo "  take the disk's fsync out of the handoff; default: the run's directory),"
     echo "  BENCH_PRODUCER_LINGER_MS (rebalance: the producer's linger.ms, default 5),"
-    echo "  BENCH_INPUT_NICE (rebalance: the nice value of the embedded Kafka and the producer,"
-    echo "  default 0: unchanged),"
+    echo "  BENCH_INPUT_NICE (rebalance and rolling: the nice value of the embedded Kafka and the"
+    echo "  producer, default 0: unchanged),"
     echo "  BENCH_REBALANCE_SINK (rebalance: baton's sink, sqlite, the default, or postgresql: a"
     echo "  throwaway server with fsync on; the Kafka groups keep their SQLite files)"
     echo "  rolling: BENCH_ROLL_SETUPS (PARTITIONSxWORKERS, default \"12x3 48x6\"), BENCH_ROLL_SYSTEMS"
     echo "  (default \"baton coop static\"), BENCH_ROLL_RATE (records/s per partition, default 100),"
     echo "  BENCH_ROLL_STEADY_S (steady window before the roll, default 5), BENCH_ROLL_SINK (baton's"
-    echo "  sink: sqlite, the default, or postgresql: a throwaway server with fsync on)"
+    echo "  sink: sqlite, the default, or postgresql: a throwaway server with fsync on), BENCH_ROLL_TRACE"
+    echo "  (1: baton's workers log at debug, and the longest gaps are taken apart; default 0)"
     echo "  bigworker: BENCH_BIG_PARTITIONS (default 100000), BENCH_BIG_MEMBERS (simulated members"
     echo "  beside the worker, default 99), BENCH_BIG_WINDOW_S (the idle window, default 10)"
 }
@@ -907,8 +908,10 @@ declare -gA RO_RES=()   # "MEASURE:PxW:SYS" -> its value
 ro_start() {
     local sys=$1 P=$2 name=$3
     if [[ $sys == baton ]]; then
+        local -a trace=()
+        ((RO_TRACE)) && trace=(--log-level debug)
         # shellcheck disable=SC2086
-        b_worker "$name" --batch-size 500 ${BENCH_WORKER_ARGS:-}
+        b_worker "$name" --batch-size 500 "${trace[@]}" ${BENCH_WORKER_ARGS:-}
         return
     fi
     KG_NEXT_ID=$((KG_NEXT_ID + 1))
@@ -922,14 +925,27 @@ ro_start() {
 }
 
 # ro_owns SYS P NAME: true once NAME's current incarnation owns a partition
-# (baton: its claims, from batonctl status; Kafka: its member number on a
+# (baton: an acquired claim, from its log; Kafka: its member number on a
 # write).
 ro_owns() {
     if [[ $1 == baton ]]; then
-        [[ -n $(b_partitions_of "$3") ]]
+        ro_acquired "$H_DIR/$3.log"
     else
-        [[ -n $(bench_owned_by "$H_DIR/watch-p$2-$1.log" "${RO_KG_ID[$3]}" | tr -d ' ') ]]
+        # The watcher log's last 20,000 lines (4 s of writes at 48 x 100
+        # records/s): not the whole log every 100 ms.
+        [[ -n $(bench_owned_by <(tail -n 20000 "$H_DIR/watch-p$2-$1.log") "${RO_KG_ID[$3]}" | tr -d ' ') ]]
     fi
+}
+
+# ro_acquired LOG: the worker whose log LOG is, in its latest incarnation
+# (the lines after h_spawn's last "=== ... spawn" line), acquired a
+# partition. Read from the log's end (tac), not asked of ZooKeeper: a
+# batonctl status every 100 ms during the roll was a process start, a
+# ZooKeeper session and a read of every claim, load on the two cores the
+# system under test runs on that the Kafka groups' check (their sink's
+# watcher log) does not add.
+ro_acquired() {
+    tac "$1" 2>/dev/null | awk '/ event=acquired / { print "y"; exit } /^=== [0-9:.]+ spawn / { exit }' | grep -q y
 }
 
 # ro_system SYS P W: the producer on topic in-SYS, W members of SYS; once
@@ -947,6 +963,7 @@ ro_system() {
     bench_watch "watch-p$P-$sys" "$sink" "$group"
     h_spawn "p$P-$sys-producer" "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "in-$sys" \
         --partitions "$P" --count $((rate * 3600)) --rate "$rate"
+    rb_input_nice "$(h_pid "p$P-$sys-producer")"
     for ((i = 1; i <= W; i++)); do ro_start "$sys" "$P" "p$P-$sys-m$i"; done
     if [[ $sys == baton ]]; then
         h_wait_for 60 "baton: $W workers own everything" b_all_active "$W" || h_fail "baton: $W workers never owned $P partitions"
@@ -998,6 +1015,18 @@ ro_system() {
     RO_RES[hmed:$k]=$hmed
     RO_RES[same:$k]=$same
     RO_RES[steadygap:$k]=$bmax
+    if [[ $sys == baton ]] && ((RO_TRACE)); then
+        # Where the longest gaps went (BENCH_ROLL_TRACE=1: the workers'
+        # debug logs): the worker's part, and the record's age.
+        local kind g tp held age
+        for kind in same handoff; do
+            read -r g tp held age < <(bench_stall_trace "$w" "$t0" "$t2" "$kind" "$H_DIR/p$P-baton-m"*.log)
+            RO_RES[${kind}held:$k]=$held
+            RO_RES[${kind}age:$k]=$age
+            h_log "$sys $P partitions: longest $kind-writer gap $g ms (partition $tp): its first record" \
+                "held by the worker $held ms, $age ms old when written"
+        done
+    fi
     RO_RES[roll_s:$k]=$(awk -v d=$((t1 - t0)) 'BEGIN { printf "%.1f", d / 1e6 }')
     RO_RES[rps:$k]=$(bench_rps "$w" "$t0" "$t1")
     RO_RES[steady_rps:$k]=$(bench_rps "$w" "$ts0" "$t0")
@@ -1022,6 +1051,7 @@ ro_setup() {
     B_PARTITIONS=$P
     B_SINK=$H_DIR/p$P-baton.db
     h_kafka_start "$topics" "$P"
+    rb_input_nice "$(h_pid kafka)"
     if [[ " $RO_SYSTEMS " == *" baton "* ]]; then
         b_init "$P"
         b_coord "p$P-c1"
@@ -1046,6 +1076,12 @@ bench_rolling() {
     [[ ${BENCH_ROLL_RATE:-100} =~ ^[1-9][0-9]{0,5}$ ]] || bad+="BENCH_ROLL_RATE: '$BENCH_ROLL_RATE' is not a positive number; "
     [[ ${BENCH_ROLL_STEADY_S:-5} =~ ^[1-9][0-9]{0,2}$ ]] || bad+="BENCH_ROLL_STEADY_S: '$BENCH_ROLL_STEADY_S' is not a positive number; "
     [[ ${BENCH_ROLL_SINK:-sqlite} =~ ^(sqlite|postgresql)$ ]] || bad+="BENCH_ROLL_SINK: '$BENCH_ROLL_SINK' is not sqlite or postgresql; "
+    RO_TRACE=${BENCH_ROLL_TRACE:-0}
+    [[ $RO_TRACE =~ ^[01]$ ]] || bad+="BENCH_ROLL_TRACE: '$RO_TRACE' is not 0 or 1; "
+    RB_INPUT_NICE=${BENCH_INPUT_NICE:-0}
+    if ! [[ $RB_INPUT_NICE =~ ^-?[0-9]+$ ]] || ((RB_INPUT_NICE < -20 || RB_INPUT_NICE > 19)); then
+        bad+="BENCH_INPUT_NICE: '$RB_INPUT_NICE' is not a nice value in -20..19; "
+    fi
     if [[ -n $bad ]]; then
         echo "bench/run.sh rolling: ${bad%; }" >&2
         exit 2
@@ -1098,6 +1134,10 @@ bench_rolling() {
             keys+=" ${sys}_${s}_max_stall_ms=${RO_RES[max:$k]} ${sys}_${s}_handoff_stall_ms=${RO_RES[hand:$k]}"
             keys+=" ${sys}_${s}_handoff_median_ms=${RO_RES[hmed:$k]}"
             keys+=" ${sys}_${s}_steady_gap_ms=${RO_RES[steadygap:$k]} ${sys}_${s}_roll_rps_ratio=${RO_RES[ratio:$k]}"
+            if [[ $sys == baton ]] && ((RO_TRACE)); then
+                keys+=" baton_${s}_same_writer_stall_held_ms=${RO_RES[sameheld:$k]} baton_${s}_same_writer_stall_record_age_ms=${RO_RES[sameage:$k]}"
+                keys+=" baton_${s}_handoff_stall_held_ms=${RO_RES[handoffheld:$k]} baton_${s}_handoff_stall_record_age_ms=${RO_RES[handoffage:$k]}"
+            fi
             keys+=" ${sys}_${s}_same_writer_stall_ms=${RO_RES[same:$k]} ${sys}_${s}_kafka_cpu_pct=${RO_RES[kcpu:$k]}"
             [[ -z ${RO_RES[bad:$k]:-} ]] || keys+=" ${sys}_${s}_bad_exits=${RO_RES[bad:$k]}"
         done

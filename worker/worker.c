@@ -61,6 +61,10 @@ typedef struct {
      * destroyed as soon as it was processed. */
     rd_kafka_message_t *msg;
     baton_processor_result_t out; /* other processors: the outputs, owned */
+    /* For the debug log's account of a batch's latency (event=batch): when
+     * the loop took the record from Kafka (monotonic ms) and the record's
+     * own Kafka timestamp (wall ms; -1 if it has none). */
+    int64_t in_ms, ts_ms;
 } wrec_t;
 
 typedef struct {
@@ -508,8 +512,18 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
         w->hook_batches += w->in_hook;
         baton_metric_observe(baton_metric_histogram(BATON_M_W_BATCH_SECONDS), (double)us / 1e6);
         baton_metric_add(baton_metric_counter(BATON_M_W_RECORDS), (double)applied);
-        BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu next_offset=%lld",
-                   p, (long long)wp->epoch, count, applied, (long long)next);
+        if (baton_log_on(BATON_LOG_DEBUG) && wp->nrecs) {
+            /* Where a late write's time went: before the loop took its
+             * first record (taken_ms less than created_ms: the producer,
+             * Kafka or a loop that did not drain), or after (the flush's
+             * turn and the commit). */
+            const wrec_t *r0 = &wp->recs[0];
+            BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu "
+                       "next_offset=%lld commit_us=%lld taken_ms=%lld created_ms=%lld",
+                       p, (long long)wp->epoch, count, applied, (long long)next, (long long)us,
+                       (long long)(baton_now_ms() - r0->in_ms),
+                       (long long)(r0->ts_ms >= 0 ? baton_wall_ms() - r0->ts_ms : -1));
+        }
         wp->next_offset = next;
         if (wp->state == WPART_FENCED)
             wpart_set_state(w, p, WPART_ACTIVE, "first_write");
@@ -1520,7 +1534,9 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     if (msg->offset > wp->expect)
         BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p, (long long)wp->expect,
                    (long long)msg->offset);
-    wrec_t rec = {.offset = msg->offset};
+    wrec_t rec = {.offset = msg->offset,
+                  .in_ms = baton_now_ms(),
+                  .ts_ms = rd_kafka_message_timestamp(msg, NULL)};
     if (w->copy) {
         rec.msg = msg;
     } else {
@@ -1920,6 +1936,27 @@ static void drops_apply(worker_t *w) {
     w->ndrops = 0;
 }
 
+/* At debug, an iteration of the loop that kept the partitions it writes
+ * waiting: its work (the membership's poll, the fences and Kafka before
+ * the drain, the drain, the flush) past LOOP_SLOW_MS, or a poll() that
+ * returned LOOP_SLOW_MS past its timeout (the process was not run). Each
+ * phase's share tells a late write's cause apart: ZooKeeper, the sink, or
+ * the machine. Times are monotonic us; timeout is poll()'s, in ms. */
+#define LOOP_SLOW_MS 30
+static void loop_trace(int64_t t0, int64_t mb, int64_t pre, int64_t drain, int64_t flush,
+                       int64_t wait, int timeout) {
+    if (!baton_log_on(BATON_LOG_DEBUG))
+        return;
+    int64_t end = mono_us(), over = (end - wait) / 1000 - (timeout < 0 ? 0 : timeout);
+    if ((wait - t0) / 1000 < LOOP_SLOW_MS && over < LOOP_SLOW_MS)
+        return;
+    BLOG_DEBUG("event=loop_slow work_ms=%lld membership_ms=%lld fences_ms=%lld drain_ms=%lld "
+               "flush_ms=%lld wait_ms=%lld timeout_ms=%d",
+               (long long)((wait - t0) / 1000), (long long)((mb - t0) / 1000),
+               (long long)((pre - mb) / 1000), (long long)((drain - pre) / 1000),
+               (long long)((flush - drain) / 1000), (long long)((end - wait) / 1000), timeout);
+}
+
 /* The membership's callbacks run inside its poll, in the worker's own
  * code: no hook while they run (a wait in them, none today, would
  * otherwise re-enter the loop's writes mid-callback). */
@@ -2052,9 +2089,11 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     while (!baton_signal_stop_requested()) {
         if (w.kafka_fatal)
             goto out; /* logged by kafka_error_cb */
+        int64_t it0 = mono_us();
         w.hook_on = 1;
         err = baton_membership_poll(w.m, &next_ms, errstr, sizeof(errstr));
         w.hook_on = 0;
+        int64_t it_mb = mono_us();
         drops_apply(&w);
         if (err != BATON_OK) {
             BLOG_ERROR("event=membership_failed error=\"%s\"", errstr);
@@ -2082,10 +2121,13 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         if (w.sink_fatal)
             break;
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
+        int64_t it_pre = mono_us();
         int more = kafka_drain(&w, 10000);
         if (baton_signal_stop_requested() && leave_hands_over(&w))
             break; /* what is due is handed over, not written */
+        int64_t it_drain = mono_us();
         flush_due(&w, 0);
+        int64_t it_flush = mono_us();
         metrics_lag(&w);
         live_compact(&w);
         if (baton_signal_stop_requested() || w.sink_fatal)
@@ -2098,11 +2140,13 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         struct pollfd pfds[3] = {{.fd = baton_membership_fd(w.m), .events = POLLIN},
                                  {.fd = kpipe[0], .events = POLLIN},
                                  {.fd = stop_fd, .events = POLLIN}};
+        int64_t it_wait = mono_us();
         if (poll(pfds, stop_fd >= 0 ? 3 : 2, timeout) > 0 && (pfds[1].revents & POLLIN)) {
             char buf[256];
             while (read(kpipe[0], buf, sizeof(buf)) > 0) {
             }
         }
+        loop_trace(it0, it_mb, it_pre, it_drain, it_flush, it_wait, timeout);
     }
     size_t covered = w.sink_fatal ? 0 : leave_hands_over(&w);
     w.handover = covered > 0;

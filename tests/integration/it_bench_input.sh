@@ -7,7 +7,8 @@
 # takes a leave apart from a watcher log and an arrivals log with known
 # answers: a record the leaver held counts as there at the SIGTERM, one
 # arriving later counts from its arrival, and a partition never written
-# or never seen gives "- -".
+# or never seen gives "- -". bench_stall_trace finds a roll's longest gap
+# and the worker's debug line of the write that ended it.
 set -euo pipefail
 
 : "${BATON_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -103,5 +104,37 @@ got=$(bench_input_ms "$W" /dev/null 10000000 11000000 "0")
 [[ $got == "- -" ]] || h_fail "bench_input_ms (nothing arrived): '$got', want '- -'"
 got=$(bench_input_ms "$W" "$A" 10000000 10005500 "0")
 [[ $got == "- -" ]] || h_fail "bench_input_ms (not written by the end): '$got', want '- -'"
+
+# --- bench_stall_trace: known answers -----------------------------------------
+# Partition 0: epoch 5 writes at 1.000 s and 1.090 s (a 90 ms same-writer
+# gap, ended by next_offset 30), then epoch 7 at 1.150 s (a 60 ms handoff
+# gap, next_offset 33). Partition 1: a 20 ms gap; an epoch change alone
+# (its fence, next_offset unchanged) is no write. The workers' debug lines
+# say how long each gap's first record was held and how old it was.
+cat >"$W" <<'EOF'
+w 1000000 0 5 25
+w 1000000 1 5 40
+w 1020000 1 5 41
+w 1090000 0 5 30
+w 1100000 0 7 30
+w 1150000 0 7 33
+EOF
+L1=$H_DIR/m1.log L2=$H_DIR/m2.log
+cat >"$L1" <<'EOF'
+ts=2026-12-07T00:00:01.090Z level=debug proc=baton-worker id=m1 event=batch partition=0 epoch=5 records=5 applied=5 next_offset=30 commit_us=900 taken_ms=12 created_ms=104
+ts=2026-12-07T00:00:01.091Z level=debug proc=baton-worker id=m1 event=batch partition=10 epoch=5 records=5 applied=5 next_offset=30 commit_us=900 taken_ms=1 created_ms=2
+EOF
+cat >"$L2" <<'EOF'
+ts=2026-12-07T00:00:01.150Z level=debug proc=baton-worker id=m2 event=batch partition=0 epoch=7 records=3 applied=3 next_offset=33 commit_us=800 taken_ms=3 created_ms=70
+EOF
+got=$(bench_stall_trace "$W" 1010000 2000000 same "$L1" "$L2")
+[[ $got == "90 0 12 104" ]] || h_fail "bench_stall_trace (same): '$got', want '90 0 12 104'"
+got=$(bench_stall_trace "$W" 1010000 2000000 handoff "$L1" "$L2")
+[[ $got == "60 0 3 70" ]] || h_fail "bench_stall_trace (handoff): '$got', want '60 0 3 70'"
+# A gap ending before T0 does not count; a log not at debug gives no split.
+got=$(bench_stall_trace "$W" 1095000 2000000 same "$L1" "$L2")
+[[ $got == "- - - -" ]] || h_fail "bench_stall_trace (none after T0): '$got', want '- - - -'"
+got=$(bench_stall_trace "$W" 1010000 2000000 same /dev/null)
+[[ $got == "90 0 - -" ]] || h_fail "bench_stall_trace (no debug line): '$got', want '90 0 - -'"
 
 h_pass

@@ -11,7 +11,8 @@
 # that moment and rolls the write back (event=sink_commit_withheld), to be
 # written once a fresh probe answers. Before the gate the flush asked only
 # before its transaction, and such a write committed late (the network
-# chaos soak saw a PostgreSQL commit 60 ms past the limit).
+# chaos soak saw a PostgreSQL commit 60 ms past the limit). At debug the
+# worker's loop logs the iteration the slow write held (event=loop_slow).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -24,8 +25,9 @@ h_kafka_start "$B_TOPIC" $B_PARTITIONS
 B_SINK=$H_DIR/sink.db
 b_init $B_PARTITIONS
 b_coord c1
-# The 3rd write blocks 4 s: more than twice the session timeout.
-BATON_FAILPOINTS="worker.before_sink_write=2:sleep-4000" b_worker w1
+# The 3rd write blocks 4 s: more than twice the session timeout. At debug,
+# so that the loop's own account of the stall (event=loop_slow) is seen.
+BATON_FAILPOINTS="worker.before_sink_write=2:sleep-4000" b_worker w1 --log-level debug
 h_wait_for 20 "w1 owns everything" b_all_active 1
 b_produce 400 a
 h_wait_for 15 "the slow write started" b_log_has w1 'event=failpoint name=worker.before_sink_write action=sleep'
@@ -41,6 +43,9 @@ b_log_has w1 'event=revoked' && h_fail "w1 lost a partition during the slow writ
 b_log_has w1 'event=zk_silent .*action=suspend_writes' || h_fail "w1 did not suspend after the stall"
 b_log_has w1 'event=zk_heard .*action=resume_writes' || h_fail "w1 did not resume after the stall"
 h_wait_for 10 "every partition active with w1" b_all_active 1
+# The loop's iteration that held the write says so, with the time it took.
+grep -Eq 'event=loop_slow work_ms=(39[5-9][0-9]|[4-9][0-9]{3}) ' "$H_DIR/w1.log" ||
+    h_fail "w1 logged no event=loop_slow of the 4 s write: $(grep -a 'event=loop_slow' "$H_DIR/w1.log" | head -3)"
 
 # w2's first write waits 2.5 s before its commit: past the 1 s limit.
 BATON_FAILPOINTS="sink.before_commit=sleep-2500" b_worker w2

@@ -88,6 +88,19 @@ for e in $gaps; do
     ((nb >= 3)) || h_fail "partition $p: only $nb writes by w1 around the handoff"
     ((g < GAP_MAX_MS)) || h_fail "partition $p: w1 wrote nothing for $g ms while its ZooKeeper round trips took $((2 * DELAY_MS)) ms or more (limit $GAP_MAX_MS): its writes waited for its membership"
 done
+# Each write's debug line also says where its first record's time went
+# (worker.c, event=batch): the commit's duration, how long the worker held
+# the record, and how old it was (its Kafka timestamp), so the age is at
+# least the time held (both truncated to ms) and both are plausible.
+grep -a ' event=batch ' "$H_DIR/w1.log" | awk '
+    {
+        n++
+        if (!match($0, / commit_us=[0-9]+ taken_ms=[0-9]+ created_ms=-?[0-9]+$/)) { print "no latency fields: " $0; bad++; next }
+        split(substr($0, RSTART + 1), f, /[ =]/)
+        if (f[6] < f[4] - 2 || f[6] > 60000 || f[4] > 60000) { print "implausible: " $0; bad++ }
+    }
+    END { if (n < 10) { print "only " n " batch lines"; bad++ } exit bad > 0 }' ||
+    h_fail "w1's event=batch lines lack or garble commit_us, taken_ms, created_ms"
 net_heal w1-zk
 rc=0; h_wait_exit producer 60 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"
