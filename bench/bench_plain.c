@@ -3,6 +3,9 @@
  * ZooKeeper) that writes what it consumes to the same SQLite schema, batched
  * like baton-worker (--batch-size, --linger-ms; every due partition's batch
  * in one transaction), but without a fence check. It exits once --count records are written.
+ * --member I/N makes it one of N such consumers that split the partitions
+ * (those with p % N == I are its own): the group-level baseline, beside N
+ * baton-workers.
  *
  * --micro instead times the sinks alone, without Kafka: N batches through
  * baton's fenced sink (baton_sink_write: BEGIN, read the fence row, insert,
@@ -26,6 +29,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: baton-bench-plain --brokers B --topic T --partitions N --sink PATH --count C\n"
             "                         [--group G] [--batch-size 500] [--linger-ms 10]\n"
+            "                         [--member I/N]\n"
             "       baton-bench-plain --micro --dir DIR [--batches 400] [--batch-size 500]\n");
 }
 
@@ -136,6 +140,7 @@ static int micro(const char *dir, int64_t nb, int64_t bs) {
 int main(int argc, char **argv) {
     const char *brokers = NULL, *topic = NULL, *sink = NULL, *group = "g", *dir = NULL;
     int64_t nparts = 0, count = -1, batch = 500, linger = 10, batches = 400;
+    int64_t member = 0, members = 1;
     int do_micro = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -173,7 +178,19 @@ int main(int argc, char **argv) {
             bad = baton_parse_i64(v, 0, 600000, &linger);
         else if (!strcmp(a, "--batches"))
             bad = baton_parse_i64(v, 1, 10000000, &batches);
-        else {
+        else if (!strcmp(a, "--member")) {
+            /* I/N, 0 <= I < N */
+            const char *slash = strchr(v, '/');
+            char ibuf[16];
+            size_t il = slash ? (size_t)(slash - v) : 0;
+            bad = !slash || il == 0 || il >= sizeof(ibuf);
+            if (!bad) {
+                memcpy(ibuf, v, il);
+                ibuf[il] = '\0';
+                bad = baton_parse_i64(slash + 1, 1, 100000, &members) ||
+                      baton_parse_i64(ibuf, 0, members - 1, &member);
+            }
+        } else {
             fprintf(stderr, "baton-bench-plain: unknown option '%s'\n", a);
             usage(stderr);
             return 2;
@@ -225,6 +242,8 @@ int main(int argc, char **argv) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nparts);
     for (int32_t p = 0; p < nparts; p++) {
         int64_t next = 0;
+        if (p % members != member)
+            continue;
         if (bench_out_take(out, p, 1, &next) != 0)
             return 1;
         rd_kafka_topic_partition_list_add(l, topic, p)->offset = next;

@@ -36,6 +36,9 @@ usage() {
     echo "  baton-coordinator flags), BENCH_SYSTEMS"
     echo "  (rebalance, default \"baton hot range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
+    echo "  BENCH_TP_WORKERS (throughput: baton-workers, and plain consumers splitting the partitions,"
+    echo "  default 1), BENCH_TP_WORKER_ARGS (throughput: extra flags of those workers, e.g."
+    echo "  \"--standby-prefetch on\"),"
     echo "  BENCH_SINK=redis (throughput: SQLite and Redis side by side), BENCH_REDIS_FSYNC (its"
     echo "  appendfsync: everysec, the default, or always), BENCH_SINK_DIR (rebalance: an existing"
     echo "  directory for every system's SQLite sink file instead of the run's own, e.g. /dev/shm to"
@@ -529,11 +532,15 @@ bench_rebalance() {
 
 # --- throughput ----------------------------------------------------------------
 
-# tp_run KIND I N: one run of baton-worker (KIND=baton) or baton-bench-plain
-# (KIND=plain) into a fresh sink; sets TP_RPS to records/s from spawn until
-# the watcher sees N records in the sink. (Not in $( ): it spawns.)
+# tp_run KIND I N: one run of TP_WORKERS baton-workers (KIND=baton) or
+# baton-bench-plain consumers (KIND=plain; several split the partitions,
+# --member) into a fresh sink; sets TP_RPS to records/s from spawn until the
+# watcher sees N records in the sink, and for baton TP_READS to the records
+# its workers received from Kafka per record written (their exit lines:
+# standby.prefetch reads ahead for the partitions they stand by for).
+# (Not in $( ): it spawns.)
 tp_run() {
-    local kind=$1 i=$2 n=$3 db=$H_DIR/tp-$1-$2.db t0 line
+    local kind=$1 i=$2 n=$3 db=$H_DIR/tp-$1-$2.db t0 line j
     # Each baton run writes a fresh sink: move the group's binding to it
     # deliberately (the first run binds it; no worker is live in between).
     if [[ $kind == baton ]] && ((i > 1)); then
@@ -541,19 +548,27 @@ tp_run() {
     fi
     bench_watch "tpwatch" "$db" "$B_GROUP" --until-total "$n" --max-s 300 --interval-us 5000
     t0=$(bench_now_us)
-    if [[ $kind == baton ]]; then
-        B_SINK=$db b_worker tp --batch-size 500 --linger-ms 10
-    else
-        h_spawn tp "$BATON_BIN/baton-bench-plain" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-            --partitions "$B_PARTITIONS" --sink "$db" --group "$B_GROUP" --count "$n" \
-            --batch-size 500 --linger-ms 10
-    fi
+    for ((j = 1; j <= TP_WORKERS; j++)); do
+        if [[ $kind == baton ]]; then
+            # shellcheck disable=SC2086 # flags, split on purpose
+            B_SINK=$db b_worker "tp$j" --batch-size 500 --linger-ms 10 ${BENCH_TP_WORKER_ARGS:-}
+        else
+            h_spawn "tp$j" "$BATON_BIN/baton-bench-plain" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
+                --partitions "$B_PARTITIONS" --sink "$db" --group "$B_GROUP" --count "$n" \
+                --batch-size 500 --linger-ms 10 --member "$((j - 1))/$TP_WORKERS"
+        fi
+    done
     local rc=0
     h_wait_exit tpwatch 300 || rc=$?
     ((rc == 0)) || h_fail "throughput: $kind run $i: watcher exited $rc"
     line=$(grep '^done ' "$H_DIR/tpwatch.log" | tail -n 1)
     [[ -n $line ]] || h_fail "throughput: $kind run $i never reached $n records"
-    h_stop tp
+    for ((j = 1; j <= TP_WORKERS; j++)); do h_stop "tp$j"; done
+    if [[ $kind == baton ]]; then
+        TP_READS=$(for ((j = 1; j <= TP_WORKERS; j++)); do grep 'event=stopped ' "$H_DIR/tp$j.log" | tail -n 1; done |
+            awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "records_written") w += kv[2]; if (kv[1] == "records_fetched") f += kv[2] } }
+                 END { printf "%.2f", f / (w > 0 ? w : 1) }')
+    fi
     rm -f "$H_DIR/tpwatch.log"
     TP_RPS=$(awk -v t0="$t0" -v l="$line" -v n="$n" 'BEGIN { split(l, a, " "); printf "%d\n", n / ((a[2] - t0) / 1e6) }')
 }
@@ -616,6 +631,11 @@ bench_throughput_redis() {
 
 bench_throughput() {
     local n=${BENCH_RECORDS:-1000000} runs=${BENCH_TP_RUNS:-5} i
+    TP_WORKERS=${BENCH_TP_WORKERS:-1}
+    if ! [[ $TP_WORKERS =~ ^[1-9]$|^1[0-2]$ ]]; then
+        echo "bench/run.sh throughput: BENCH_TP_WORKERS: '$TP_WORKERS' is not 1..12" >&2
+        exit 2
+    fi
     h_init bench_throughput
     h_zk_start
     B_PARTITIONS=12
@@ -632,13 +652,14 @@ bench_throughput() {
         bench_throughput_redis
         return
     fi
-    local -a tb=() tpl=()
+    local -a tb=() tpl=() trd=()
     for ((i = 1; i <= runs; i++)); do
         tp_run baton "$i" "$n"
         tb+=("$TP_RPS")
+        trd+=("$TP_READS")
         tp_run plain "$i" "$n"
         tpl+=("$TP_RPS")
-        h_log "throughput run $i/$runs: baton ${tb[-1]} records/s, plain ${tpl[-1]} records/s"
+        h_log "throughput run $i/$runs: baton ${tb[-1]} records/s (${trd[-1]} read per written), plain ${tpl[-1]} records/s"
     done
     local micro
     micro=$("$BATON_BIN/baton-bench-plain" --micro --dir "$H_DIR" --batches 400 --batch-size 500 2>/dev/null)
@@ -653,14 +674,17 @@ bench_throughput() {
     c_us=$(sed -n 's/.*fence_check_us=\([0-9.]*\).*/\1/p' <<<"$micro")
     echo
     echo "throughput: $n records, 12 partitions, topic -> SQLite sink (WAL, synchronous=FULL),"
-    echo "batches of 500, linger 10 ms, one worker; records/s from process start, $runs runs"
+    echo "batches of 500, linger 10 ms, $TP_WORKERS worker(s) on one sink file${BENCH_TP_WORKER_ARGS:+ ($BENCH_TP_WORKER_ARGS)};"
+    echo "records/s from process start, $runs runs"
     printf '%-40s %12s %12s\n' "" "baton" "plain"
     printf '%-40s %12s %12s\n' "records/s (median)" "$bmed" "$pmed"
     printf '%-40s %12s %12s\n' "records/s (runs)" "${tb[*]}" "${tpl[*]}"
+    printf '%-40s %12s\n' "records read from Kafka per written" "${trd[*]}"
     printf '%-40s %12s %12s\n' "us per 500-record batch, sink alone" "$f_us" "$p_us"
     printf '%-40s %12s\n' "one fence check (read of the fence row)" "${c_us} us"
     echo
-    echo "RESULT baton_rps=$bmed plain_rps=$pmed ratio=$ratio"
+    echo "RESULT baton_rps=$bmed plain_rps=$pmed ratio=$ratio workers=$TP_WORKERS" \
+        "kafka_read_ratio=$(printf '%s\n' "${trd[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
 }
 
 # --- scale ---------------------------------------------------------------------

@@ -8,7 +8,8 @@
 # answers: a record the leaver held counts as there at the SIGTERM, one
 # arriving later counts from its arrival, and a partition never written
 # or never seen gives "- -". bench_stall_trace finds a roll's longest gap
-# and the worker's debug line of the write that ended it.
+# and the worker's debug line of the write that ended it. baton-bench-plain
+# --member takes only its share of the partitions.
 set -euo pipefail
 
 : "${BATON_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -69,6 +70,21 @@ h_stop arrivals
 h_stop only1
 awk '$1 == "a" { n[$3]++ } END { exit !(n[1] > 0 && length(n) == 1) }' "$H_DIR/only1.log" ||
     h_fail "baton-bench-arrivals --only 1 logged other partitions, or none"
+
+# --- baton-bench-plain --member: the throughput benchmark's group baseline ----
+# One of three consumers splitting the partitions (p % 3 == 1) writes
+# partition 1's 100 records and nothing of the others'.
+for m in 3/3 x/3 1/0 1 /3; do
+    rc=0
+    timeout 10 "$BATON_BIN/baton-bench-plain" --brokers "$BOOTSTRAP" --topic in --partitions "$PARTS" \
+        --sink "$H_DIR/plain-bad.db" --count 1 --member "$m" >/dev/null 2>&1 || rc=$?
+    ((rc == 2)) || h_fail "baton-bench-plain --member $m: exit $rc, want 2"
+done
+timeout 30 "$BATON_BIN/baton-bench-plain" --brokers "$BOOTSTRAP" --topic in --partitions "$PARTS" \
+    --sink "$H_DIR/plain.db" --count $((COUNT / PARTS)) --member 1/3 2>"$H_DIR/plain.err" ||
+    h_fail "baton-bench-plain --member 1/3 failed: $(tail -n 3 "$H_DIR/plain.err")"
+got=$(sqlite3 "$H_DIR/plain.db" "SELECT group_concat(partition || ':' || n) FROM (SELECT partition, count(*) AS n FROM baton_output GROUP BY partition)")
+[[ $got == "1:$((COUNT / PARTS))" ]] || h_fail "baton-bench-plain --member 1/3 wrote '$got', want '1:$((COUNT / PARTS))'"
 
 # --- bench_input_ms: known answers --------------------------------------------
 # Partition 0 moves from epoch 1 to 2 after T0=10000000 with its old owner's
