@@ -213,6 +213,16 @@ bench_stall() {
         }' "$1"
 }
 
+# bench_acquired LOG: the baton worker logging to LOG acquired a partition
+# in its latest incarnation (the lines after h_spawn's last "=== ...
+# spawn" line), read from the log's end. The test is on tac's output, not
+# the pipeline's status: awk stops at the first match, and tac then dies
+# of SIGPIPE on any log past the pipe's buffer (a debug log), which
+# pipefail would take for "no".
+bench_acquired() {
+    [[ $(tac "$1" 2>/dev/null | awk '/ event=acquired / { print "y"; exit } /^=== [0-9:.]+ spawn / { exit }') == y ]]
+}
+
 # bench_stall_trace FILE T0_US T_END_US KIND LOG...: where the longest gap
 # of KIND ("same": between two writes under one epoch; "handoff": ending
 # in a write under another epoch) in [T0, T_END] went, from the baton
@@ -247,7 +257,9 @@ bench_stall_trace() {
         return
     fi
     local line
-    line=$(grep -ah " event=batch partition=$p epoch=$e .* next_offset=$o " "$@" 2>/dev/null | head -n 1)
+    # No such line (a log not at debug) is an answer, not a failure: under
+    # set -e a failed grep here would end the caller's read < <(...).
+    line=$(grep -ah " event=batch partition=$p epoch=$e .* next_offset=$o " "$@" 2>/dev/null | head -n 1) || true
     if [[ $line =~ \ taken_ms=([0-9-]+)\ created_ms=([0-9-]+) ]]; then
         echo "$g $p ${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
     else

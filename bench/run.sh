@@ -953,23 +953,16 @@ ro_start() {
 # write).
 ro_owns() {
     if [[ $1 == baton ]]; then
-        ro_acquired "$H_DIR/$3.log"
+        # From its log's end, not from ZooKeeper: a batonctl status every
+        # 100 ms during the roll was a process, a ZooKeeper session and a
+        # read of every claim on the cores under measurement, load the
+        # Kafka groups' check (a file read) does not add.
+        bench_acquired "$H_DIR/$3.log"
     else
         # The watcher log's last 20,000 lines (4 s of writes at 48 x 100
         # records/s): not the whole log every 100 ms.
         [[ -n $(bench_owned_by <(tail -n 20000 "$H_DIR/watch-p$2-$1.log") "${RO_KG_ID[$3]}" | tr -d ' ') ]]
     fi
-}
-
-# ro_acquired LOG: the worker whose log LOG is, in its latest incarnation
-# (the lines after h_spawn's last "=== ... spawn" line), acquired a
-# partition. Read from the log's end (tac), not asked of ZooKeeper: a
-# batonctl status every 100 ms during the roll was a process start, a
-# ZooKeeper session and a read of every claim, load on the two cores the
-# system under test runs on that the Kafka groups' check (their sink's
-# watcher log) does not add.
-ro_acquired() {
-    tac "$1" 2>/dev/null | awk '/ event=acquired / { print "y"; exit } /^=== [0-9:.]+ spawn / { exit }' | grep -q y
 }
 
 # ro_system SYS P W: the producer on topic in-SYS, W members of SYS; once
@@ -1176,7 +1169,7 @@ bench_rolling() {
     echo "RESULT baton_max_stall_ms=${worst[baton]:-} kafka_coop_max_stall_ms=${worst[coop]:-}" \
         "kafka_static_max_stall_ms=${worst[static]:-} baton_roll_rps_ratio=${low[baton]:-}$keys" \
         "kafka_coop_roll_rps_ratio=${low[coop]:-} kafka_static_roll_rps_ratio=${low[static]:-} mock_static_membership=0" \
-        "baton_sink=${BENCH_ROLL_SINK:-sqlite}"
+        "baton_sink=${BENCH_ROLL_SINK:-sqlite} input_nice=$RB_INPUT_NICE roll_trace=$RO_TRACE"
 }
 
 # --- bigworker ------------------------------------------------------------------

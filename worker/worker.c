@@ -62,8 +62,9 @@ typedef struct {
     rd_kafka_message_t *msg;
     baton_processor_result_t out; /* other processors: the outputs, owned */
     /* For the debug log's account of a batch's latency (event=batch): when
-     * the loop took the record from Kafka (monotonic ms) and the record's
-     * own Kafka timestamp (wall ms; -1 if it has none). */
+     * the loop took the record into the partition's buffer (monotonic ms:
+     * from Kafka, or for one fetched ahead of the fence and held, at the
+     * fence) and the record's own Kafka timestamp (wall ms; -1 if none). */
     int64_t in_ms, ts_ms;
 } wrec_t;
 

@@ -8,7 +8,8 @@
 # answers: a record the leaver held counts as there at the SIGTERM, one
 # arriving later counts from its arrival, and a partition never written
 # or never seen gives "- -". bench_stall_trace finds a roll's longest gap
-# and the worker's debug line of the write that ended it. baton-bench-plain
+# and the worker's debug line of the write that ended it; bench_acquired
+# whether a restarted worker acquired a partition. baton-bench-plain
 # --member takes only its share of the partitions.
 set -euo pipefail
 
@@ -150,7 +151,28 @@ got=$(bench_stall_trace "$W" 1010000 2000000 handoff "$L1" "$L2")
 # A gap ending before T0 does not count; a log not at debug gives no split.
 got=$(bench_stall_trace "$W" 1095000 2000000 same "$L1" "$L2")
 [[ $got == "- - - -" ]] || h_fail "bench_stall_trace (none after T0): '$got', want '- - - -'"
-got=$(bench_stall_trace "$W" 1010000 2000000 same /dev/null)
-[[ $got == "90 0 - -" ]] || h_fail "bench_stall_trace (no debug line): '$got', want '90 0 - -'"
+# As the rolling benchmark reads it (under set -e, in a process
+# substitution, where a failed grep would end the read).
+read -r g tp held age < <(bench_stall_trace "$W" 1010000 2000000 same /dev/null)
+[[ "$g $tp $held $age" == "90 0 - -" ]] || h_fail "bench_stall_trace (no debug line): '$g $tp $held $age', want '90 0 - -'"
+
+# --- bench_acquired: a restarted worker's latest incarnation ------------------
+# A debug-sized log (past the pipe's buffer, so tac dies of SIGPIPE once
+# awk has its answer): acquired in the first incarnation only, then in the
+# second too.
+LOG=$H_DIR/worker.log
+{
+    echo "=== 00:00:00.000 spawn m1: baton-worker"
+    echo "ts=2026-12-07T00:00:01.000Z level=info proc=baton-worker id=m1 event=acquired partition=3 epoch=7 generation=1"
+    for ((i = 0; i < 3000; i++)); do echo "ts=2026-12-07T00:00:02.000Z level=debug proc=baton-worker id=m1 event=batch partition=3 epoch=7 records=1 applied=1 next_offset=$i"; done
+    echo "=== 00:00:03.000 spawn m1: baton-worker"
+    for ((i = 0; i < 3000; i++)); do echo "ts=2026-12-07T00:00:04.000Z level=debug proc=baton-worker id=m1 event=member_state partition=$i from=idle to=wanted reason=assignment"; done
+} >"$LOG"
+(($(stat -c %s "$LOG") > 200000)) || h_fail "the test log is too small to fill a pipe"
+bench_acquired "$LOG" && h_fail "bench_acquired: the restarted worker has acquired nothing yet"
+echo "ts=2026-12-07T00:00:05.000Z level=info proc=baton-worker id=m1 event=acquired partition=4 epoch=9 generation=2" >>"$LOG"
+for ((i = 0; i < 3000; i++)); do echo "ts=2026-12-07T00:00:06.000Z level=debug proc=baton-worker id=m1 event=batch partition=4 epoch=9 records=1 applied=1 next_offset=$i"; done >>"$LOG"
+bench_acquired "$LOG" || h_fail "bench_acquired: the restarted worker's acquired line was missed"
+bench_acquired "$H_DIR/no-such.log" && h_fail "bench_acquired: a missing log acquired something"
 
 h_pass
