@@ -2260,11 +2260,29 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
                c->forming);
 }
 
+/* The earliest rebalance a timer has scheduled but not yet asked for (a
+ * join's quiet period, a leave's hold, a leave grace, the standbys' quiet
+ * rebalance): its due time, or 0 if none is armed for later than now. */
+static int64_t rebalance_scheduled_at(const coord_t *c, int64_t now) {
+    static const int asks[] = {T_DEBOUNCE, T_GRACE, T_STANDBY, T_LEAVE};
+    int64_t at = 0;
+    for (size_t i = 0; i < BATON_ARRAY_SIZE(asks); i++) {
+        int64_t due = coord_timers_due_ms(&c->timers, asks[i]);
+        if (due > now && (at == 0 || due < at))
+            at = due;
+    }
+    return at;
+}
+
 /* The timers that ask for a rebalance, in deadline order. The debounce and
  * the leave grace stay due until a rebalance has run (it clears them). The
  * resync reads everything (tens of ms on a busy server): never in the
  * rebalance something else asked for (a leave mark, a crash): half a
- * second later, when the successors' claims are done. */
+ * second later, when the successors' claims are done; nor ahead of one
+ * they have scheduled: a leave's hold, while the standbys take over, or a
+ * join's quiet period would end early (it_leave_hold saw a resync publish
+ * 965 ms into a 1,500 ms hold), so it comes half a second after that
+ * one is due (and looks again then). */
 static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
     int ids[COORD_TIMERS_MAX], resync = 0;
     int n = coord_timers_due(&c->timers, now, G_BEFORE, ids);
@@ -2278,10 +2296,17 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
         }
     }
     if (resync) {
-        /* after the others: it defers to a rebalance they asked for */
+        /* after the others: it defers to a rebalance they asked for, or
+         * have scheduled */
+        int64_t sched = l->dirty ? 0 : rebalance_scheduled_at(c, now);
         if (l->dirty) {
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_DEFER_MS);
+        } else if (sched) {
+            coord_timers_arm(&c->timers, T_RESYNC, sched + RESYNC_DEFER_MS);
+            BLOG_DEBUG("event=resync_deferred until_ms=%lld reason=rebalance_scheduled",
+                       (long long)(sched + RESYNC_DEFER_MS - now));
         } else {
+            BLOG_DEBUG("event=resync");
             l->dirty = c->pc.full_read = 1;
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_INTERVAL_MS);
         }

@@ -26,7 +26,10 @@ b_worker w1
 b_worker w2
 # w3 is frozen in part 2 and must still be a member when it is evicted.
 b_worker w3 --session-timeout-ms 10000
-b_coord c1 --leave-hold-ms $HOLD --rebalance-delay-ms 4000 --max-rebalance-delay-ms 4000
+# At debug: its safety net's full reads (event=resync, every 10 s) are
+# timed against the hold below.
+b_coord c1 --leave-hold-ms $HOLD --rebalance-delay-ms 4000 --max-rebalance-delay-ms 4000 \
+    --log-level debug
 h_wait_for 30 "three workers share the partitions" b_all_active 3
 covered() { b_jq 'all(.partitions[]; .standby != null and .standby != .assigned)' >/dev/null; }
 h_wait_for 20 "every partition has a standby" covered
@@ -52,6 +55,16 @@ published_after() { [[ -n $(ts_of c1 "event=published " "$1") ]]; }
 # registers, so its join is one step once released, however slow its start.
 BATON_FAILPOINTS=member.before_register=stop b_worker w4 --session-timeout-ms 10000
 h_wait_for 30 "w4 stopped before registering" h_stopped w4
+# The leave lands some 800 ms before c1's next full read (10 s after its
+# last), so that read falls inside the hold: it must wait for the hold's
+# rebalance, not publish ahead of it (a sanitizer run's leave met one by
+# chance and published 965 ms into the hold).
+resynced() { [[ -n $(ts_of c1 "event=resync( |$)") ]]; }
+h_wait_for 15 "c1's first full read" resynced
+last_resync() { grep -E 'event=resync( |$)' "$H_DIR/c1.log" | tail -n 1; }
+next_resync=$(($(b_ts_ms "$(last_resync)") + 10000))
+wait_ms=$((next_resync - 800 - $(date +%s%3N)))
+((wait_ms > 0)) && sleep "$(awk -v m="$wait_ms" 'BEGIN { printf "%.3f", m / 1000 }')"
 h_kill w1 TERM
 h_wait_for 5 "c1 leaves w1's partitions to their standbys" marked w1
 h_kill w4 CONT
@@ -66,6 +79,15 @@ echo "w1's mark at $mark, w4 joined $((${joined:-0} - mark)) ms and the publish 
     h_fail "the join brought the held rebalance forward: published $((pub - mark)) ms after the mark"
 ((pub - mark < HOLD + 2000)) ||
     h_fail "the join pushed the held rebalance later: published $((pub - mark)) ms after the mark"
+# The full read that fell due inside the hold waited (when the timing put
+# it there: the leave's own latency can move the mark).
+if ((next_resync > mark + 50 && next_resync < mark + HOLD - 50)); then
+    [[ -n $(ts_of c1 "event=resync_deferred " "$mark") ]] ||
+        h_fail "c1's full read fell due $((next_resync - mark)) ms into the hold and was not deferred"
+    h_log "c1's full read fell due $((next_resync - mark)) ms into the hold: deferred"
+else
+    h_log "c1's full read fell due $((next_resync - mark)) ms after the mark, outside the hold: not checked this run"
+fi
 rc=0; h_wait_exit w1 10 || rc=$?
 ((rc == 0)) || h_fail "w1 exited $rc on SIGTERM"
 w1_gone=$(date +%s%3N)
