@@ -267,6 +267,19 @@ bench_stall_trace() {
     fi
 }
 
+# bench_steady_rps FILE N: records/s while the sink went from 20% to 80%
+# of N records (the sum of next_offset over the watcher's lines): the
+# rate once every writer is writing, without a start-up or the last
+# partitions' tail. 0 if it never got there.
+bench_steady_rps() {
+    awk -v n="$2" '
+        $1 != "w" { next }
+        { tot += $5 - (($3 in nx) ? nx[$3] : 0); nx[$3] = $5 }
+        !a && tot >= 0.2 * n { a = $2; ta = tot }
+        a && !b && tot >= 0.8 * n { b = $2; tb = tot }
+        END { printf "%d\n", (b > a) ? (tb - ta) / ((b - a) / 1e6) : 0 }' "$1"
+}
+
 # bench_rps FILE TA_US TB_US: records/s written between TA and TB (the sum
 # over partitions of next_offset at TB minus at TA, per second).
 bench_rps() {

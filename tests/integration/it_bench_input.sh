@@ -156,6 +156,22 @@ got=$(bench_stall_trace "$W" 1095000 2000000 same "$L1" "$L2")
 read -r g tp held age < <(bench_stall_trace "$W" 1010000 2000000 same /dev/null)
 [[ "$g $tp $held $age" == "90 0 - -" ]] || h_fail "bench_stall_trace (no debug line): '$g $tp $held $age', want '90 0 - -'"
 
+# --- bench_steady_rps: the rate from 20% to 80% of N -------------------------
+# Two partitions, N=1000: the total reaches 200 at 1.0 s and 800 at 2.0 s
+# (a start-up before, a slow tail after): 600 records in 1 s.
+cat >"$W" <<'EOF'
+w 500000 0 1 10
+w 1000000 0 1 100
+w 1000000 1 1 100
+w 1500000 1 1 300
+w 2000000 0 1 500
+w 9000000 1 1 500
+EOF
+got=$(bench_steady_rps "$W" 1000)
+[[ $got == 600 ]] || h_fail "bench_steady_rps: '$got', want 600"
+got=$(bench_steady_rps "$W" 100000)
+[[ $got == 0 ]] || h_fail "bench_steady_rps (never at 80%): '$got', want 0"
+
 # --- bench_acquired: a restarted worker's latest incarnation ------------------
 # A debug-sized log (past the pipe's buffer, so tac dies of SIGPIPE once
 # awk has its answer): acquired in the first incarnation only, then in the
