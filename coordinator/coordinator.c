@@ -2087,6 +2087,7 @@ typedef struct {
     int64_t wait_ms;      /* the poll's timeout, at most */
     int probe_ms;         /* the silence clock's next tick, at most */
     int churn, crash;     /* this iteration's events: membership churn, a crash */
+    int64_t resync_since; /* when the full read first came due and waited; 0: it did not */
 } coord_loop_t;
 
 static void timers_setup(coord_timers_t *ts) {
@@ -2261,10 +2262,12 @@ static void loop_churn(coord_t *c, coord_loop_t *l, int64_t now) {
 }
 
 /* The earliest rebalance a timer has scheduled but not yet asked for (a
- * join's quiet period, a leave's hold, a leave grace, the standbys' quiet
- * rebalance): its due time, or 0 if none is armed for later than now. */
+ * join's quiet period, a leave's hold, the standbys' quiet rebalance): its
+ * due time, or 0 if none is armed for later than now. Not a leave grace:
+ * a full read inside one does not end it (the vanished worker is kept
+ * until its grace ends), and a grace can be a day long. */
 static int64_t rebalance_scheduled_at(const coord_t *c, int64_t now) {
-    static const int asks[] = {T_DEBOUNCE, T_GRACE, T_STANDBY, T_LEAVE};
+    static const int asks[] = {T_DEBOUNCE, T_STANDBY, T_LEAVE};
     int64_t at = 0;
     for (size_t i = 0; i < BATON_ARRAY_SIZE(asks); i++) {
         int64_t due = coord_timers_due_ms(&c->timers, asks[i]);
@@ -2281,8 +2284,10 @@ static int64_t rebalance_scheduled_at(const coord_t *c, int64_t now) {
  * second later, when the successors' claims are done; nor ahead of one
  * they have scheduled: a leave's hold, while the standbys take over, or a
  * join's quiet period would end early (it_leave_hold saw a resync publish
- * 965 ms into a 1,500 ms hold), so it comes half a second after that
- * one is due (and looks again then). */
+ * 965 ms into a 1,500 ms hold), so it looks again every half second until
+ * half a second after that one is due, but waits RESYNC_INTERVAL_MS at
+ * most: a long quiet period (--rebalance-delay-ms can be an hour) must
+ * not hold the safety net back. */
 static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
     int ids[COORD_TIMERS_MAX], resync = 0;
     int n = coord_timers_due(&c->timers, now, G_BEFORE, ids);
@@ -2298,15 +2303,20 @@ static void loop_timers_before(coord_t *c, coord_loop_t *l, int64_t now) {
     if (resync) {
         /* after the others: it defers to a rebalance they asked for, or
          * have scheduled */
-        int64_t sched = l->dirty ? 0 : rebalance_scheduled_at(c, now);
-        if (l->dirty) {
+        int64_t sched = l->dirty || !c->el.leader ? 0 : rebalance_scheduled_at(c, now);
+        if (!l->resync_since)
+            l->resync_since = now;
+        if (sched && now - l->resync_since >= RESYNC_INTERVAL_MS)
+            sched = 0; /* waited long enough */
+        if (l->dirty || sched) {
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_DEFER_MS);
-        } else if (sched) {
-            coord_timers_arm(&c->timers, T_RESYNC, sched + RESYNC_DEFER_MS);
-            BLOG_DEBUG("event=resync_deferred until_ms=%lld reason=rebalance_scheduled",
-                       (long long)(sched + RESYNC_DEFER_MS - now));
+            if (sched)
+                BLOG_DEBUG("event=resync_deferred rebalance_in_ms=%lld "
+                           "reason=rebalance_scheduled",
+                           (long long)(sched - now));
         } else {
             BLOG_DEBUG("event=resync");
+            l->resync_since = 0;
             l->dirty = c->pc.full_read = 1;
             coord_timers_arm(&c->timers, T_RESYNC, now + RESYNC_INTERVAL_MS);
         }

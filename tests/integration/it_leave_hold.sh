@@ -34,8 +34,11 @@ h_wait_for 30 "three workers share the partitions" b_all_active 3
 covered() { b_jq 'all(.partitions[]; .standby != null and .standby != .assigned)' >/dev/null; }
 h_wait_for 20 "every partition has a standby" covered
 
+# 24 s of records: through both parts, however long part 1 waits for its
+# moment.
+TOTAL=12000
 h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-    --partitions $B_PARTITIONS --count 4000 --rate 500
+    --partitions $B_PARTITIONS --count $TOTAL --rate 500
 h_wait_for 10 "records flowing" b_sink_has 200
 
 # ts_of NAME PATTERN [AFTER_MS]: the time (ms) of NAME's first log line
@@ -103,7 +106,13 @@ acq=$(ts_of w4 "event=acquired " "$mark")
 h_wait_for 20 "every partition has a standby again" covered
 # w1's member node went after the publish: churn, whose quiet period (4 s)
 # must be over, or the crash would join it instead of rebalancing at once.
+# And c1's full read, which waited for that quiet period, must be over
+# too: one that read w2's node with its leave mark in it would rebalance
+# at once instead of holding (a read is not the mark's event).
 while (($(date +%s%3N) < w1_gone + 4500)); do sleep 0.2; done
+resynced_after() { [[ -n $(ts_of c1 "event=resync( |$)" "$1") ]]; }
+h_wait_for 15 "c1's full read after w1's departure" resynced_after "$w1_gone"
+sleep 1 # its rebalance's reads and publish are over; the next is 10 s away
 h_kill w2 TERM
 h_wait_for 5 "c1 leaves w2's partitions to their standbys" marked w2
 # Frozen now, w3 may hold the sink's write lock: the others get BUSY and
@@ -124,8 +133,8 @@ rc=0; h_wait_exit w2 10 || rc=$?
 ((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"
 h_wait_for 20 "w4 owns every partition" b_all_active 1
 
-rc=0; h_wait_exit producer 30 || rc=$?
+rc=0; h_wait_exit producer 40 || rc=$?
 ((rc == 0)) || h_fail "producer failed ($rc)"
-h_wait_for 30 "all 4000 records in the sink" b_sink_has 4000
+h_wait_for 30 "all $TOTAL records in the sink" b_sink_has $TOTAL
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
 h_pass
