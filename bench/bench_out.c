@@ -2,6 +2,7 @@
 #include "bench_out.h"
 
 #include "baton_util.h"
+#include "sqlite_wait.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@ struct bench_out_s {
     sqlite3 *db;
     char *group;
     sqlite3_stmt *begin, *commit, *rollback, *get, *take, *ins, *next;
-    int64_t busy_since_us; /* out_busy: when the current lock wait began */
+    baton_sqlite_wait_t busy; /* the wait for the write lock */
 };
 
 static const char schema_sql[] =
@@ -32,21 +33,6 @@ static void fail(bench_out_t *o, const char *what) {
         run(o->rollback);
 }
 
-/* The lock wait baton's SQLite sink uses (sink_sqlite.c, sq_busy): again
- * after 100 us, then every 250 us, for up to 5 s. SQLite's own
- * (sqlite3_busy_timeout) sleeps up to 25 ms between tries, which would
- * handicap these writers against baton's wherever several share a file
- * (the throughput benchmark's group runs). */
-static int out_busy(void *arg, int count) {
-    int64_t *since = arg, now = baton_now_us();
-    if (count == 0)
-        *since = now;
-    if (now - *since >= 5000000)
-        return 0;
-    baton_sleep_us(count < 20 ? 100 : 250);
-    return 1;
-}
-
 bench_out_t *bench_out_open(const char *path, const char *group, char *errstr, size_t n) {
     bench_out_t *o = xcalloc(1, sizeof(*o));
     o->group = xstrdup(group);
@@ -55,7 +41,11 @@ bench_out_t *bench_out_open(const char *path, const char *group, char *errstr, s
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK)
         goto err;
-    sqlite3_busy_handler(o->db, out_busy, &o->busy_since_us);
+    /* The lock wait baton's SQLite sink uses, for up to 5 s. SQLite's own
+     * (sqlite3_busy_timeout) sleeps up to 25 ms between tries, which would
+     * handicap these writers against baton's wherever several share a file
+     * (the throughput benchmark's group runs). */
+    baton_sqlite_wait_set(o->db, &o->busy, 5000);
     step = "pragmas and schema";
     if (sqlite3_exec(o->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
                      NULL) ||

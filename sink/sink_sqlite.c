@@ -24,6 +24,7 @@
 #include "baton_log.h"
 #include "baton_util.h"
 #include "sink_int.h"
+#include "sqlite_wait.h"
 
 /* Opening (schema creation races) may wait long for the lock. A fence or a
  * write waits only briefly: the caller's loop also serves ZooKeeper, so it
@@ -54,8 +55,7 @@ typedef struct {
     sqlite3_stmt *more_insert;     /* the same and ?7 seq, into baton_output_more */
     sqlite3_stmt *groups_get;      /* the group's baton_groups row: group_uuid, bound_ms */
     sqlite3_stmt *groups_insert;   /* ?2 group_uuid, ?3 bound_ms */
-    int busy_ms;                   /* how long a statement waits for the write lock */
-    int64_t busy_since_us;         /* when the current wait began */
+    baton_sqlite_wait_t busy;      /* the wait for the write lock */
     /* sq_run's failed step's message: the reset after it can clear the
      * connection's (a statement whose re-preparation failed, for one, leaves
      * "not an error"), and sq_fail must name the error. */
@@ -67,31 +67,35 @@ typedef struct {
  * sleeps 10-25 ms: with every worker of a host sharing the file, that was
  * most of a handoff's fence and a good part of the throughput lost to
  * contention. This one tries again after 100 us, then every 250 us, and
- * gives up after busy_ms like the built-in one.
+ * gives up after its timeout like the built-in one.
  *
  * SQLite's write lock has no queue: whoever tries first after the commit
  * gets it. The pause must not grow with the wait (it went up to 2 ms
  * here): behind a commit whose fsync stalls for hundreds of ms (a loaded
  * disk), a writer that had waited all along then tried 8 times less often
- * than one that had just arrived, lost to it, and ran out of its busy_ms
+ * than one that had just arrived, lost to it, and ran out of its timeout
  * (six workers on one file in the rolling-restart bench: 250 ms busy, then
  * the retry). Every 250 us costs a waiter a few syscalls per try. */
 #define SQ_BUSY_FIRST_US 100
 #define SQ_BUSY_PAUSE_US 250
 static int sq_busy(void *arg, int count) {
-    sq_t *sq = arg;
+    baton_sqlite_wait_t *w = arg;
     int64_t now = baton_now_us();
     if (count == 0)
-        sq->busy_since_us = now;
-    if (now - sq->busy_since_us >= (int64_t)sq->busy_ms * 1000)
+        w->since_us = now;
+    if (now - w->since_us >= (int64_t)w->timeout_ms * 1000)
         return 0;
     baton_sleep_us(count < 20 ? SQ_BUSY_FIRST_US : SQ_BUSY_PAUSE_US);
     return 1;
 }
 
+void baton_sqlite_wait_set(sqlite3 *db, baton_sqlite_wait_t *w, int timeout_ms) {
+    w->timeout_ms = timeout_ms;
+    sqlite3_busy_handler(db, sq_busy, w);
+}
+
 static void sq_busy_set(sq_t *sq, int timeout_ms) {
-    sq->busy_ms = timeout_ms;
-    sqlite3_busy_handler(sq->db, sq_busy, sq);
+    baton_sqlite_wait_set(sq->db, &sq->busy, timeout_ms);
 }
 
 static const char schema_sql[] =
