@@ -61,11 +61,6 @@ typedef struct {
      * destroyed as soon as it was processed. */
     rd_kafka_message_t *msg;
     baton_processor_result_t out; /* other processors: the outputs, owned */
-    /* For the debug log's account of a batch's latency (event=batch): when
-     * the loop took the record into the partition's buffer (monotonic ms:
-     * from Kafka, or for one fetched ahead of the fence and held, at the
-     * fence) and the record's own Kafka timestamp (wall ms; -1 if none). */
-    int64_t in_ms, ts_ms;
 } wrec_t;
 
 typedef struct {
@@ -93,7 +88,13 @@ typedef struct {
     /* The processor's state for this ownership (NULL for copy, or when the
      * processor keeps none), opened after the fence, closed on release. */
     void *pstate;
-    int64_t first_ms;  /* when the oldest buffered record arrived */
+    /* When the oldest buffered record was taken into the buffer (monotonic
+     * ms: from Kafka, or for one fetched ahead of the fence and held, at the
+     * fence); the linger counts from it, and the debug log's taken_ms. */
+    int64_t first_ms;
+    /* At debug only, for event=batch's created_ms: that record's own Kafka
+     * timestamp (wall ms; -1 if none or not known). */
+    int64_t first_ts_ms;
     int64_t fenced_ms; /* when the fence returned; 0 once the first record came */
     int64_t retry_at;  /* after a failed write */
     /* fencing: the epoch fence_pending fences with (on_acquired's). */
@@ -244,6 +245,9 @@ static void batch_drop_front(wpart_t *wp, size_t n) {
     memmove(wp->recs, wp->recs + n, sizeof(wp->recs[0]) * (wp->nrecs - n));
     wp->nrecs -= n;
     wp->first_ms = baton_now_ms();
+    /* The copy processor keeps the message; another's timestamp is gone. */
+    if (baton_log_on(BATON_LOG_DEBUG))
+        wp->first_ts_ms = wp->recs[0].msg ? rd_kafka_message_timestamp(wp->recs[0].msg, NULL) : -1;
 }
 
 static void ensure_parts(worker_t *w) {
@@ -518,12 +522,11 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
              * first record (taken_ms less than created_ms: the producer,
              * Kafka or a loop that did not drain), or after (the flush's
              * turn and the commit). */
-            const wrec_t *r0 = &wp->recs[0];
             BLOG_DEBUG("event=batch partition=%d epoch=%lld records=%zu applied=%zu "
                        "next_offset=%lld commit_us=%lld taken_ms=%lld created_ms=%lld",
                        p, (long long)wp->epoch, count, applied, (long long)next, (long long)us,
-                       (long long)(baton_now_ms() - r0->in_ms),
-                       (long long)(r0->ts_ms >= 0 ? baton_wall_ms() - r0->ts_ms : -1));
+                       (long long)(baton_now_ms() - wp->first_ms),
+                       (long long)(wp->first_ts_ms >= 0 ? baton_wall_ms() - wp->first_ts_ms : -1));
         }
         wp->next_offset = next;
         if (wp->state == WPART_FENCED)
@@ -1535,9 +1538,11 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
     if (msg->offset > wp->expect)
         BLOG_DEBUG("event=offset_gap partition=%d expected=%lld got=%lld", p, (long long)wp->expect,
                    (long long)msg->offset);
-    wrec_t rec = {.offset = msg->offset,
-                  .in_ms = baton_now_ms(),
-                  .ts_ms = rd_kafka_message_timestamp(msg, NULL)};
+    wrec_t rec = {.offset = msg->offset};
+    /* At debug, event=batch's created_ms (taken before a processor's
+     * message is destroyed). */
+    int64_t ts =
+        !wp->nrecs && baton_log_on(BATON_LOG_DEBUG) ? rd_kafka_message_timestamp(msg, NULL) : -1;
     if (w->copy) {
         rec.msg = msg;
     } else {
@@ -1562,9 +1567,11 @@ static void part_append(worker_t *w, rd_kafka_message_t *msg) {
         wp->cap = wp->cap ? wp->cap * 2 : 64;
         wp->recs = xrealloc(wp->recs, sizeof(*wp->recs) * wp->cap);
     }
-    wp->recs[wp->nrecs++] = rec;
-    if (!wp->first_ms)
+    if (!wp->nrecs) {
         wp->first_ms = baton_now_ms();
+        wp->first_ts_ms = ts;
+    }
+    wp->recs[wp->nrecs++] = rec;
     wp->expect = rec.offset + 1;
 }
 
@@ -1944,18 +1951,34 @@ static void drops_apply(worker_t *w) {
  * phase's share tells a late write's cause apart: ZooKeeper, the sink, or
  * the machine. Times are monotonic us; timeout is poll()'s, in ms. */
 #define LOOP_SLOW_MS 30
-static void loop_trace(int64_t t0, int64_t mb, int64_t pre, int64_t drain, int64_t flush,
-                       int64_t wait, int timeout) {
-    if (!baton_log_on(BATON_LOG_DEBUG))
+enum { LC_START, LC_MEMBERSHIP, LC_FENCES, LC_DRAIN, LC_FLUSH, LC_WAIT, LC_N };
+typedef struct {
+    int on; /* at debug: the times are taken */
+    int64_t t[LC_N];
+} loop_clock_t;
+
+static void lc_mark(loop_clock_t *c, int phase) {
+    if (phase == LC_START)
+        c->on = baton_log_on(BATON_LOG_DEBUG);
+    if (c->on)
+        c->t[phase] = mono_us();
+}
+
+static void loop_trace(const loop_clock_t *c, int timeout) {
+    if (!c->on)
         return;
-    int64_t end = mono_us(), over = (end - wait) / 1000 - (timeout < 0 ? 0 : timeout);
-    if ((wait - t0) / 1000 < LOOP_SLOW_MS && over < LOOP_SLOW_MS)
+    const int64_t *t = c->t;
+    int64_t end = mono_us(), over = (end - t[LC_WAIT]) / 1000 - (timeout < 0 ? 0 : timeout);
+    if ((t[LC_WAIT] - t[LC_START]) / 1000 < LOOP_SLOW_MS && over < LOOP_SLOW_MS)
         return;
     BLOG_DEBUG("event=loop_slow work_ms=%lld membership_ms=%lld fences_ms=%lld drain_ms=%lld "
                "flush_ms=%lld wait_ms=%lld timeout_ms=%d",
-               (long long)((wait - t0) / 1000), (long long)((mb - t0) / 1000),
-               (long long)((pre - mb) / 1000), (long long)((drain - pre) / 1000),
-               (long long)((flush - drain) / 1000), (long long)((end - wait) / 1000), timeout);
+               (long long)((t[LC_WAIT] - t[LC_START]) / 1000),
+               (long long)((t[LC_MEMBERSHIP] - t[LC_START]) / 1000),
+               (long long)((t[LC_FENCES] - t[LC_MEMBERSHIP]) / 1000),
+               (long long)((t[LC_DRAIN] - t[LC_FENCES]) / 1000),
+               (long long)((t[LC_FLUSH] - t[LC_DRAIN]) / 1000),
+               (long long)((end - t[LC_WAIT]) / 1000), timeout);
 }
 
 /* The membership's callbacks run inside its poll, in the worker's own
@@ -2087,14 +2110,15 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     worker_metrics_register();
 
     int next_ms = 0;
+    loop_clock_t lc = {0};
     while (!baton_signal_stop_requested()) {
         if (w.kafka_fatal)
             goto out; /* logged by kafka_error_cb */
-        int64_t it0 = mono_us();
+        lc_mark(&lc, LC_START);
         w.hook_on = 1;
         err = baton_membership_poll(w.m, &next_ms, errstr, sizeof(errstr));
         w.hook_on = 0;
-        int64_t it_mb = mono_us();
+        lc_mark(&lc, LC_MEMBERSHIP);
         drops_apply(&w);
         if (err != BATON_OK) {
             BLOG_ERROR("event=membership_failed error=\"%s\"", errstr);
@@ -2122,13 +2146,13 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         if (w.sink_fatal)
             break;
         /* Drain what Kafka has, bounded so ZooKeeper events never wait long. */
-        int64_t it_pre = mono_us();
+        lc_mark(&lc, LC_FENCES);
         int more = kafka_drain(&w, 10000);
         if (baton_signal_stop_requested() && leave_hands_over(&w))
             break; /* what is due is handed over, not written */
-        int64_t it_drain = mono_us();
+        lc_mark(&lc, LC_DRAIN);
         flush_due(&w, 0);
-        int64_t it_flush = mono_us();
+        lc_mark(&lc, LC_FLUSH);
         metrics_lag(&w);
         live_compact(&w);
         if (baton_signal_stop_requested() || w.sink_fatal)
@@ -2141,13 +2165,13 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         struct pollfd pfds[3] = {{.fd = baton_membership_fd(w.m), .events = POLLIN},
                                  {.fd = kpipe[0], .events = POLLIN},
                                  {.fd = stop_fd, .events = POLLIN}};
-        int64_t it_wait = mono_us();
+        lc_mark(&lc, LC_WAIT);
         if (poll(pfds, stop_fd >= 0 ? 3 : 2, timeout) > 0 && (pfds[1].revents & POLLIN)) {
             char buf[256];
             while (read(kpipe[0], buf, sizeof(buf)) > 0) {
             }
         }
-        loop_trace(it0, it_mb, it_pre, it_drain, it_flush, it_wait, timeout);
+        loop_trace(&lc, timeout);
     }
     size_t covered = w.sink_fatal ? 0 : leave_hands_over(&w);
     w.handover = covered > 0;
