@@ -2111,12 +2111,44 @@ static void timers_setup(coord_timers_t *ts) {
         coord_timers_add(ts, def[i].name, def[i].groups); /* id i */
 }
 
+/* A new leave mark, learned from its event (whether the event alone or a
+ * read of the node confirmed it): one rule for both. A new mark asks for a
+ * rebalance at once, not debounced (the leaver waits for it, holding its
+ * claims, so its successors queue behind them) -- unless every resource of
+ * the leaver has a live standby: the standbys take them over by
+ * themselves, and a publish's reads and multi would only be more work for
+ * the server in the handoff's few milliseconds. The rebalance after the
+ * hold (T_LEAVE) names the same workers (nothing moves); the leaver waits
+ * for it before it deletes its member node (the history then records a
+ * leave). Its own timer: churn meanwhile (a join's debounce) does not push
+ * it later, and a crash meanwhile is still rebalanced at once (loop_churn:
+ * T_DEBOUNCE is the churn's alone).
+ *
+ * The hold only keeps the mark from asking for a rebalance: any rebalance
+ * that runs inside it (a crash's, a debounce's, a full read's) drains the
+ * leaver as it would without one, naming the standbys that are taking
+ * over. Keeping them on the leaver there would publish a new generation
+ * naming as their owner a worker that is going while its standbys claim
+ * them. A full read that finds a
+ * mark is such a rebalance, which is why the full read waits for a hold
+ * (loop_timers_before). */
+static void leave_mark_act(coord_t *c, coord_loop_t *l, const char *id) {
+    int hold = c->conf->leave_hold_ms;
+    if (hold > 0 && c->el.leader && leave_covered(c, id)) {
+        coord_timers_arm_once(&c->timers, T_LEAVE, baton_now_ms() + hold);
+        BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d", id,
+                  hold);
+        return;
+    }
+    BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
+    l->dirty = 1;
+}
+
 /* A member's own node changed or went (its data watch, set to see a leave
- * mark). A change: note the mark now and re-arm the watch; a new mark
- * rebalances at once, not debounced (the leaver waits for it, holding its
- * claims, so its successors queue behind them). A deletion is churn like
- * the children event it comes with; an unmarked one (a crash, an expiry)
- * is rebalanced at once too unless more churn is pending. */
+ * mark). A change: note the mark now and re-arm the watch; a new mark goes
+ * to leave_mark_act. A deletion is churn like the children event it comes
+ * with; an unmarked one (a crash, an expiry) is rebalanced at once too
+ * unless more churn is pending. */
 static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev, const char *id) {
     if (ev->type == ZOO_CHANGED_EVENT && c->el.leader && c->conf->leave_grace_ms <= 0 &&
         !leaving_has(c, id) && mc_find(c, id)) {
@@ -2130,27 +2162,8 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
         leaving_note(c, id);
         c->lv.verify = xrealloc(c->lv.verify, sizeof(char *) * (c->lv.nverify + 1));
         c->lv.verify[c->lv.nverify++] = xstrdup(id);
-        int64_t now = baton_now_ms();
-        coord_timers_arm_once(&c->timers, T_VERIFY, now + VERIFY_DELAY_MS);
-        int hold = c->conf->leave_hold_ms;
-        if (hold > 0 && leave_covered(c, id)) {
-            /* When every resource of the leaver has a live standby, the
-             * standbys take them over by themselves, and a publish's reads
-             * and multi would only be more work for the server in the
-             * handoff's few milliseconds. The rebalance after the hold
-             * names the same workers (nothing moves); the leaver waits for
-             * it before it deletes its member node (the history then
-             * records a leave). Its own timer: churn meanwhile (a join's
-             * debounce) does not push it later, and a crash meanwhile is
-             * still rebalanced at once (loop_churn: T_DEBOUNCE is the
-             * churn's alone). */
-            coord_timers_arm_once(&c->timers, T_LEAVE, now + hold);
-            BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d",
-                      id, hold);
-            return;
-        }
-        BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
-        l->dirty = 1;
+        coord_timers_arm_once(&c->timers, T_VERIFY, baton_now_ms() + VERIFY_DELAY_MS);
+        leave_mark_act(c, l, id);
         return;
     }
     mc_invalidate(c, id);
@@ -2160,10 +2173,8 @@ static void event_member(coord_t *c, coord_loop_t *l, const baton_zk_event_t *ev
         if (read_member(c, l->wdir, id, &tmp) == BATON_OK)
             mc_update(c, id, &tmp); /* the rebalance need not read it again */
         free(tmp.keys);
-        if (!was && leaving_has(c, id) && c->conf->leave_grace_ms <= 0) {
-            BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
-            l->dirty = 1;
-        }
+        if (!was && leaving_has(c, id) && c->conf->leave_grace_ms <= 0)
+            leave_mark_act(c, l, id);
     } else {
         l->churn = 1;
         c->gs.live_valid = 0;

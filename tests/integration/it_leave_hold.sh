@@ -107,8 +107,9 @@ h_wait_for 20 "every partition has a standby again" covered
 # w1's member node went after the publish: churn, whose quiet period (4 s)
 # must be over, or the crash would join it instead of rebalancing at once.
 # And c1's full read, which waited for that quiet period, must be over
-# too: one that read w2's node with its leave mark in it would rebalance
-# at once instead of holding (a read is not the mark's event).
+# too: a rebalance inside the hold (this one, overdue, no longer waits)
+# drains the leaver and publishes at once, as any rebalance does
+# (coordinator.c, leave_mark_act), and this part checks what a crash asks.
 while (($(date +%s%3N) < w1_gone + 4500)); do sleep 0.2; done
 resynced_after() { [[ -n $(ts_of c1 "event=resync( |$)" "$1") ]]; }
 h_wait_for 15 "c1's full read after w1's departure" resynced_after "$w1_gone"
