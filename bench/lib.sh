@@ -213,14 +213,29 @@ bench_stall() {
         }' "$1"
 }
 
-# bench_acquired LOG: the baton worker logging to LOG acquired a partition
-# in its latest incarnation (the lines after h_spawn's last "=== ...
-# spawn" line), read from the log's end. The test is on tac's output, not
-# the pipeline's status: awk stops at the first match, and tac then dies
-# of SIGPIPE on any log past the pipe's buffer (a debug log), which
-# pipefail would take for "no".
-bench_acquired() {
-    [[ $(tac "$1" 2>/dev/null | awk '/ event=acquired / { print "y"; exit } /^=== [0-9:.]+ spawn / { exit }') == y ]]
+# bench_follow FILE ERE TIMEOUT_S: starts following FILE from its end for a
+# line matching ERE (grep -E): one tail, woken by inotify as FILE grows,
+# and one grep, for the whole wait, where polling would start processes
+# every 100 ms on the cores under measurement (a 48 x 6 roll's polls and
+# their subshells took 40% of a core, perf, 2026-12-07). Returns at once;
+# start it before what writes the line, then bench_follow_wait. One follow
+# at a time.
+bench_follow() {
+    exec {BENCH_FOLLOW_FD}< <(exec timeout "$3" bash -c \
+        'tail -n 0 -F -- "$1" 2>/dev/null | grep -m 1 -E -e "$2"' _ "$1" "$2")
+    BENCH_FOLLOW_PID=$!
+}
+
+# bench_follow_wait: true once a matching line came, false once the follow's
+# TIMEOUT_S passed (timeout then stops tail and grep: their pipe ends);
+# stops them either way.
+bench_follow_wait() {
+    local line rc=0
+    IFS= read -r -u "$BENCH_FOLLOW_FD" line || rc=1
+    kill -TERM "$BENCH_FOLLOW_PID" 2>/dev/null || true # timeout passes it on to both
+    exec {BENCH_FOLLOW_FD}<&-
+    wait "$BENCH_FOLLOW_PID" 2>/dev/null || true
+    return $rc
 }
 
 # bench_stall_trace FILE T0_US T_END_US KIND LOG...: where the longest gap

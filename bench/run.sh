@@ -967,20 +967,15 @@ ro_start() {
         --linger-ms 10 "${extra[@]}"
 }
 
-# ro_owns SYS P NAME: true once NAME's current incarnation owns a partition
-# (baton: an acquired claim, from its log; Kafka: its member number on a
-# write).
-ro_owns() {
+# ro_follow_owns SYS P NAME: starts following for the first sign that
+# NAME's next incarnation owns a partition (bench_follow): baton, an
+# acquired claim in its log; Kafka, a write with its member number in the
+# watcher's log. Then bench_follow_wait.
+ro_follow_owns() {
     if [[ $1 == baton ]]; then
-        # From its log's end, not from ZooKeeper: a batonctl status every
-        # 100 ms during the roll was a process, a ZooKeeper session and a
-        # read of every claim on the cores under measurement, load the
-        # Kafka groups' check (a file read) does not add.
-        bench_acquired "$H_DIR/$3.log"
+        bench_follow "$H_DIR/$3.log" ' event=acquired ' 60
     else
-        # The watcher log's last 20,000 lines (4 s of writes at 48 x 100
-        # records/s): not the whole log every 100 ms.
-        [[ -n $(bench_owned_by <(tail -n 20000 "$H_DIR/watch-p$2-$1.log") "${RO_KG_ID[$3]}" | tr -d ' ') ]]
+        bench_follow "$H_DIR/watch-p$2-$1.log" "^w [0-9]+ [0-9]+ ${RO_KG_ID[$3]} " 60
     fi
 }
 
@@ -1016,7 +1011,7 @@ ro_system() {
     h_log "== $sys, $P partitions, $W members: rolling restart"
     for ((i = 1; i <= W; i++)); do
         name=p$P-$sys-m$i
-        ts=$(bench_now_us)
+        ts=${EPOCHREALTIME/./}
         h_kill "$name" TERM || h_fail "$sys: $name is not running before its restart"
         rc=0
         h_wait_exit "$name" 30 || rc=$?
@@ -1028,11 +1023,14 @@ ro_system() {
             h_log "$sys $name: exited $rc on SIGTERM (counted in ${sys}_${P}x${W}_bad_exits)"
             RO_RES[bad:$k]=$((${RO_RES[bad:$k]:-0} + 1))
         fi
-        td=$(bench_now_us)
+        td=${EPOCHREALTIME/./}
+        # The next incarnation's member number (Kafka) is known once it is
+        # started, and what it writes comes later than a follow begins.
+        [[ $sys == baton ]] || RO_KG_ID[$name]=$((KG_NEXT_ID + 1))
+        ro_follow_owns "$sys" "$P" "$name"
         ro_start "$sys" "$P" "$name"
-        h_wait_for 60 "$sys: restarted $name owns partitions again" ro_owns "$sys" "$P" "$name" ||
-            h_fail "$sys: restarted $name never owned a partition"
-        h_log "$sys $name: exited $(((td - ts) / 1000)) ms after SIGTERM, owns partitions again $((($(bench_now_us) - ts) / 1000)) ms after"
+        bench_follow_wait || h_fail "$sys: restarted $name owned no partition within 60 s"
+        h_log "$sys $name: exited $(((td - ts) / 1000)) ms after SIGTERM, owns partitions again $(((${EPOCHREALTIME/./} - ts) / 1000)) ms after"
     done
     t1=$(bench_now_us)
     # The embedded Kafka's CPU during the roll, in % of one core: its fetch

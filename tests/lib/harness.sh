@@ -60,6 +60,41 @@ _h_now_ms() {
     echo $((t / 1000))
 }
 
+# _h_clock VAR: VAR = milliseconds since the epoch. Unlike $(_h_now_ms),
+# no subshell: the waiting loops below run on the cores a benchmark
+# measures, and each fork of this script's shell cost 4-15 ms of CPU there
+# (perf, 48 x 6 rolling restart, 2026-12-07: the harness's subshells,
+# sleeps and pipes took 40% of a core during the roll).
+_h_clock() {
+    local t=${EPOCHREALTIME/./}
+    printf -v "$1" '%d' $((t / 1000))
+}
+
+# _h_nap SECONDS: sleeps without starting a process: read's timeout on a
+# FIFO that nobody writes to (this shell holds it open for writing too, so
+# it never sees an end of file; made once per shell, in H_DIR, and
+# unlinked at once). sleep(1) before h_init, or if the FIFO cannot be had.
+# Not a process substitution: bash 5.2's wait for a spawned process then
+# hung now and then (it_bench_input, 2026-12-07).
+_H_NAP_FD=
+_H_NAP_PID=
+_h_nap() {
+    if [[ $_H_NAP_PID != "$BASHPID" && -n ${H_DIR:-} && -d $H_DIR ]]; then
+        local fifo=$H_DIR/.nap.$BASHPID
+        _H_NAP_FD=-1
+        if mkfifo "$fifo" 2>/dev/null; then
+            exec {_H_NAP_FD}<>"$fifo" || _H_NAP_FD=-1
+            rm -f "$fifo"
+        fi
+        _H_NAP_PID=$BASHPID
+    fi
+    if [[ $_H_NAP_PID == "$BASHPID" ]] && ((_H_NAP_FD >= 0)); then
+        read -r -t "$1" -u "$_H_NAP_FD" _ || true
+    else
+        sleep "$1"
+    fi
+}
+
 # --- setup and teardown -----------------------------------------------------
 
 # h_init NAME: creates H_DIR, resolves BATON_SRC / BATON_BIN, installs the
@@ -91,7 +126,9 @@ h_init() {
 
 # h_log MSG...: a timestamped harness line on stderr.
 h_log() {
-    echo "[$(date +%H:%M:%S.%3N)] $*" >&2
+    local t=$EPOCHREALTIME frac
+    frac=${t#*.}
+    printf '[%(%H:%M:%S)T.%s] %s\n' "${t%.*}" "${frac:0:3}" "$*" >&2
 }
 
 # h_dump_logs [LINES]: the tail of every log in H_DIR, on stderr.
@@ -171,11 +208,20 @@ _h_alive() {
 # _h_starttime PID: the process's start time (clock ticks since boot), which
 # tells a process from a later one that reuses its pid.
 _h_starttime() {
+    local t
+    _h_starttime_to t "$1" || return 1
+    echo "$t"
+}
+
+# _h_starttime_to VAR PID: the same into VAR, without a subshell (or the
+# temporary file of a here-string).
+_h_starttime_to() {
     local st
-    read -r st 2>/dev/null <"/proc/$1/stat" || return 1
+    read -r st 2>/dev/null <"/proc/$2/stat" || return 1
     local -a f
-    read -r -a f <<<"${st##*) }"
-    echo "${f[19]}"
+    # shellcheck disable=SC2206 # numbers and a state letter: split on blanks
+    f=(${st##*) })
+    printf -v "$1" '%s' "${f[19]}"
 }
 
 # _h_reaper_start: a background watchdog for the case the EXIT trap never
@@ -223,15 +269,18 @@ _h_stop_pids() {
             kill -TERM "$pid" 2>/dev/null || true
         fi
     done
-    deadline=$(($(_h_now_ms) + H_STOP_TIMEOUT * 1000))
+    local now
+    _h_clock now
+    deadline=$((now + H_STOP_TIMEOUT * 1000))
     while :; do
         any=0
         for pid in "$@"; do
             if _h_alive "$pid"; then any=1; fi
         done
         ((any)) || break
-        (($(_h_now_ms) < deadline)) || break
-        sleep 0.05
+        _h_clock now
+        ((now < deadline)) || break
+        _h_nap 0.05
     done
     for pid in "$@"; do
         if _h_alive "$pid"; then
@@ -254,7 +303,9 @@ _h_spawn_io() {
     if [[ -n $old ]] && _h_alive "$old"; then
         h_fail "h_spawn: '$name' is already running (pid $old)"
     fi
-    echo "=== $(date +%H:%M:%S.%3N) spawn $name: $*" >>"$err"
+    local now=$EPOCHREALTIME frac
+    frac=${now#*.}
+    printf '=== %(%H:%M:%S)T.%s spawn %s: %s\n' "${now%.*}" "${frac:0:3}" "$name" "$*" >>"$err"
     # The subshell restores SIGINT/SIGQUIT, which bash ignores for
     # background commands of a non-interactive shell, then becomes CMD.
     (
@@ -271,7 +322,9 @@ _h_spawn_io() {
     H_PIDS[$name]=$pid
     H_ALL+=("$pid")
     echo "$pid" >"$H_DIR/$name.pid"
-    echo "$pid $(_h_starttime "$pid")" >>"$H_DIR/spawned"
+    local start=""
+    _h_starttime_to start "$pid" || true
+    echo "$pid $start" >>"$H_DIR/spawned"
 }
 
 # h_spawn NAME CMD...: runs CMD in the background, stdout and stderr
@@ -342,13 +395,16 @@ h_wait_exit() {
     local name=${1:?h_wait_exit NAME TIMEOUT_S} timeout=${2:?h_wait_exit NAME TIMEOUT_S}
     local pid=${H_PIDS[$name]:-}
     [[ -n $pid ]] || { echo "h_wait_exit: no process named '$name'" >&2; return 127; }
-    local deadline=$(($(_h_now_ms) + timeout * 1000))
+    local now deadline
+    _h_clock now
+    deadline=$((now + timeout * 1000))
     while _h_alive "$pid"; do
-        if (($(_h_now_ms) >= deadline)); then
+        _h_clock now
+        if ((now >= deadline)); then
             echo "h_wait_exit: '$name' (pid $pid) still running after ${timeout}s" >&2
             return 124
         fi
-        sleep 0.05
+        _h_nap 0.05
     done
     _h_collect "$pid"
     return "${H_RC[$pid]}"
@@ -360,20 +416,21 @@ h_wait_exit() {
 h_wait_for() {
     local timeout=${1:?h_wait_for TIMEOUT_S DESCRIPTION CMD...} desc=${2:?}
     shift 2
-    local start deadline
-    start=$(_h_now_ms)
-    deadline=$((start + timeout * 1000))
+    local _hw_now deadline
+    _h_clock _hw_now
+    deadline=$((_hw_now + timeout * 1000))
     while :; do
         if "$@" >/dev/null 2>&1; then
             return 0
         fi
-        if (($(_h_now_ms) >= deadline)); then
+        _h_clock _hw_now
+        if ((_hw_now >= deadline)); then
             echo "TIMEOUT: ${H_NAME:-test}: after ${timeout}s waiting for: $desc" >&2
             echo "  (polled: $*)" >&2
             h_dump_logs 40
             return 1
         fi
-        sleep 0.1
+        _h_nap 0.1
     done
 }
 
