@@ -264,6 +264,13 @@ int mb_claim_noticed(baton_membership_t *m, size_t row, int64_t seq);
 
 /* member_standby.c */
 int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done);
+/* The answer (rc, value) to a read that set the watch on the member node
+ * at path of an owner we stand by for, on ZooKeeper's completion thread:
+ * the node gone is queued as its deletion, a leave mark already in it as
+ * the mark's event (the watch was set after the mark: its event never
+ * comes, and the coordinator, counting on us, holds its rebalance), for
+ * the next poll to act on. Queues, nothing else. */
+void mb_standby_armed(int rc, const char *value, int len, const char *path, baton_zk_t *zk);
 void mb_standby_clear(baton_membership_t *m);
 void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *wa);
 void mb_standby_arm(baton_membership_t *m);

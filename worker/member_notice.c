@@ -333,16 +333,17 @@ typedef struct {
 
 /* The answer to the read of an owner's member node for its notice address
  * (notice_send_to): a node naming one gets our message, and our HLD after
- * it. With the data watch a standby sets (SUB), ZNONODE is queued as the
- * node's deletion, as standby_watch_done does. The socket outlives the
- * session (closed after it: mb_notice_close). */
+ * it. With the data watch a standby sets (SUB), the answer is also what
+ * the watch found (mb_standby_armed: the node gone, or marked leaving
+ * already). The socket outlives the session (closed after it:
+ * mb_notice_close). */
 static void notice_read_done(int rc, const char *value, int len, const struct Stat *st,
                              const void *data) {
     (void)st;
     notice_read_t *nr = (notice_read_t *)data;
-    if (rc == ZNONODE && nr->watch) {
-        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, nr->path, nr->zk);
-    } else if (rc == ZOK && nr->msg[0]) {
+    if (nr->watch)
+        mb_standby_armed(rc, value, len, nr->path, nr->zk);
+    if (rc == ZOK && nr->msg[0]) {
         size_t dlen = len > 0 ? (size_t)len : 0;
         if (member_notice_send(nr->fd, value, dlen, nr->msg, strlen(nr->msg)) && nr->hld)
             for (const char *h = nr->hld; *h; h += strlen(h) + 1)

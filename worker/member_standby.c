@@ -3,6 +3,7 @@
  * giving them back if it turns out live. */
 #include "member_int.h"
 
+#include "baton_failpoint.h"
 #include "baton_layout.h"
 #include "baton_log.h"
 #include "baton_metrics.h"
@@ -222,14 +223,27 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
     m->nstandby = n;
 }
 
-/* ZooKeeper's completion thread: the answer to a watch set on an owner's
- * member node. ZNONODE means the owner is gone already: queued as the
- * node's deletion, which the next poll acts on. Queues, nothing else. */
-static void standby_watch_done(int rc, const struct Stat *st, const void *data) {
+void mb_standby_armed(int rc, const char *value, int len, const char *path, baton_zk_t *zk) {
+    if (rc == ZNONODE) {
+        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, zk);
+    } else if (rc == ZOK) {
+        baton_member_t mb;
+        char why[128];
+        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
+                BATON_OK &&
+            mb.leaving)
+            baton_zk_watcher(NULL, ZOO_CHANGED_EVENT, ZOO_CONNECTED_STATE, path, zk);
+    }
+}
+
+/* ZooKeeper's completion thread: the answer to the read that set the
+ * watch on an owner's member node (mb_standby_armed). Queues, nothing
+ * else. */
+static void standby_watch_done(int rc, const char *value, int len, const struct Stat *st,
+                               const void *data) {
     (void)st;
     own_watch_t *ow = (own_watch_t *)data;
-    if (rc == ZNONODE)
-        baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
+    mb_standby_armed(rc, value, len, ow->path, ow->zk);
     free(ow);
 }
 
@@ -269,33 +283,43 @@ static void standby_verify_done(int rc, const char *value, int len, const struct
     }
 }
 
+/* Reads path with a data watch, without waiting: done gets the answer
+ * (and frees the own_watch_t it is given). */
+static int standby_read_send(baton_membership_t *m, const char *path, data_completion_t done) {
+    size_t len = strlen(path) + 1;
+    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
+    ow->zk = m->zk;
+    memcpy(ow->path, path, len);
+    int rc = zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
+    if (rc != ZOK)
+        free(ow);
+    return rc;
+}
+
 /* Sets the watch on every owner's member node not watched yet, without
  * waiting for the answers (off the handoff's path). After a promotion the
  * watch is a read (standby_verify_done): is the owner still what we took
  * over from? */
 void mb_standby_arm(baton_membership_t *m) {
+    int hit = 0;
     for (size_t i = 0; i < m->nstandby; i++) {
         mstandby_t *e = &m->standby[i];
         if (e->armed)
             continue;
+        if (!hit++)
+            BATON_FAILPOINT("worker.before_standby_arm");
         char *path = baton_layout_worker(m->base, e->owner);
         if (e->verify) {
-            size_t len = strlen(path) + 1;
-            own_watch_t *ow = xmalloc(sizeof(*ow) + len);
-            ow->zk = m->zk;
-            memcpy(ow->path, path, len);
-            e->armed = zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk,
-                                 standby_verify_done, ow) == ZOK;
-            if (!e->armed)
-                free(ow);
+            e->armed = standby_read_send(m, path, standby_verify_done) == ZOK;
             e->verify = !e->armed;
         } else if (m->notice.fd >= 0) {
             /* standby.notice: a read with its watch, whose answer
              * subscribes us to the owner's release notices. */
             e->armed = mb_notice_watch_send(m, e, path) == ZOK;
         } else {
-            /* Not sent: armed stays 0, tried again next poll. */
-            e->armed = mb_watch_send(m, path, standby_watch_done) == ZOK;
+            /* A read with its watch: the mark may be there already.
+             * Not sent: armed stays 0, tried again next poll. */
+            e->armed = standby_read_send(m, path, standby_watch_done) == ZOK;
         }
         free(path);
     }

@@ -41,18 +41,8 @@ h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_T
     --partitions $B_PARTITIONS --count $TOTAL --rate 500
 h_wait_for 10 "records flowing" b_sink_has 200
 
-# ts_of NAME PATTERN [AFTER_MS]: the time (ms) of NAME's first log line
-# matching PATTERN at or after AFTER_MS; empty if none.
-ts_of() {
-    local line t
-    while IFS= read -r line; do
-        t=$(b_ts_ms "$line") || continue
-        ((t >= ${3:-0})) && { echo "$t"; return 0; }
-    done < <(grep -E -- "$2" "$H_DIR/$1.log")
-    return 0
-}
-marked() { [[ -n $(ts_of c1 "event=leave_marked worker=$1 action=standbys_take_over rebalance_in_ms=$HOLD") ]]; }
-published_after() { [[ -n $(ts_of c1 "event=published " "$1") ]]; }
+marked() { [[ -n $(b_ts_of c1 "event=leave_marked worker=$1 action=standbys_take_over rebalance_in_ms=$HOLD") ]]; }
+published_after() { [[ -n $(b_ts_of c1 "event=published " "$1") ]]; }
 
 # 1. A join inside the hold. w4 starts beforehand and stops right before it
 # registers, so its join is one step once released, however slow its start.
@@ -62,7 +52,7 @@ h_wait_for 30 "w4 stopped before registering" h_stopped w4
 # last), so that read falls inside the hold: it must wait for the hold's
 # rebalance, not publish ahead of it (a sanitizer run's leave met one by
 # chance and published 965 ms into the hold).
-resynced() { [[ -n $(ts_of c1 "event=resync( |$)") ]]; }
+resynced() { [[ -n $(b_ts_of c1 "event=resync( |$)") ]]; }
 h_wait_for 15 "c1's first full read" resynced
 last_resync() { grep -E 'event=resync( |$)' "$H_DIR/c1.log" | tail -n 1; }
 next_resync=$(($(b_ts_ms "$(last_resync)") + 10000))
@@ -71,10 +61,10 @@ wait_ms=$((next_resync - 800 - $(date +%s%3N)))
 h_kill w1 TERM
 h_wait_for 5 "c1 leaves w1's partitions to their standbys" marked w1
 h_kill w4 CONT
-mark=$(ts_of c1 "event=leave_marked worker=w1 ")
+mark=$(b_ts_of c1 "event=leave_marked worker=w1 ")
 h_wait_for 10 "a publish after w1's mark" published_after "$mark"
-pub=$(ts_of c1 "event=published " "$mark")
-joined=$(ts_of w4 "event=joined " "$mark")
+pub=$(b_ts_of c1 "event=published " "$mark")
+joined=$(b_ts_of w4 "event=joined " "$mark")
 echo "w1's mark at $mark, w4 joined $((${joined:-0} - mark)) ms and the publish $((pub - mark)) ms after it"
 [[ -n $joined ]] && ((joined < mark + HOLD)) ||
     h_fail "w4 did not join inside the hold (joined at ${joined:-never}, the mark at $mark)"
@@ -85,7 +75,7 @@ echo "w1's mark at $mark, w4 joined $((${joined:-0} - mark)) ms and the publish 
 # The full read that fell due inside the hold waited (when the timing put
 # it there: the leave's own latency can move the mark).
 if ((next_resync > mark + 50 && next_resync < mark + HOLD - 50)); then
-    [[ -n $(ts_of c1 "event=resync_deferred " "$mark") ]] ||
+    [[ -n $(b_ts_of c1 "event=resync_deferred " "$mark") ]] ||
         h_fail "c1's full read fell due $((next_resync - mark)) ms into the hold and was not deferred"
     h_log "c1's full read fell due $((next_resync - mark)) ms into the hold: deferred"
 else
@@ -98,7 +88,7 @@ w4_owns() { [[ -n $(b_partitions_of w4) ]]; }
 h_wait_for 10 "w4 owns partitions" w4_owns
 # ... from the held rebalance: acquired well before its own join's quiet
 # period (4 s) could have ended.
-acq=$(ts_of w4 "event=acquired " "$mark")
+acq=$(b_ts_of w4 "event=acquired " "$mark")
 [[ -n $acq ]] && ((acq < joined + 3000)) ||
     h_fail "w4 acquired at ${acq:-never}, $((${acq:-0} - joined)) ms after its join: not from the held rebalance"
 
@@ -111,7 +101,7 @@ h_wait_for 20 "every partition has a standby again" covered
 # drains the leaver and publishes at once, as any rebalance does
 # (coordinator.c, leave_mark_act), and this part checks what a crash asks.
 while (($(date +%s%3N) < w1_gone + 4500)); do sleep 0.2; done
-resynced_after() { [[ -n $(ts_of c1 "event=resync( |$)" "$1") ]]; }
+resynced_after() { [[ -n $(b_ts_of c1 "event=resync( |$)" "$1") ]]; }
 h_wait_for 15 "c1's full read after w1's departure" resynced_after "$w1_gone"
 sleep 1 # its rebalance's reads and publish are over; the next is 10 s away
 h_kill w2 TERM
@@ -120,11 +110,11 @@ h_wait_for 5 "c1 leaves w2's partitions to their standbys" marked w2
 # retry until it is killed below (nothing lost; the checks here are the
 # coordinator's).
 h_kill w3 STOP
-mark=$(ts_of c1 "event=leave_marked worker=w2 ")
+mark=$(b_ts_of c1 "event=leave_marked worker=w2 ")
 evicting=$(date +%s%3N)
 b_ctl evict w3 >/dev/null || h_fail "batonctl evict w3 failed"
 h_wait_for 10 "a publish after w2's mark" published_after "$mark"
-pub=$(ts_of c1 "event=published " "$mark")
+pub=$(b_ts_of c1 "event=published " "$mark")
 echo "w2's mark at $mark, the evict begun $((evicting - mark)) ms and the publish $((pub - mark)) ms after it"
 ((pub >= evicting)) || h_fail "a publish came before the eviction, $((pub - mark)) ms after the mark"
 ((pub < mark + HOLD - 100)) ||

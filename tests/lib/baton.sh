@@ -101,6 +101,17 @@ b_log_has() { grep -Eq -- "${2:?}" "$H_DIR/${1:?}.log"; }
 # b_ts_ms LINE: a log line's ts= as epoch milliseconds.
 b_ts_ms() { [[ $1 =~ ts=([0-9T:.-]+)Z ]] && date -d "${BASH_REMATCH[1]}Z" +%s%3N; }
 
+# b_ts_of NAME PATTERN [AFTER_MS]: the time (epoch ms) of NAME's first log
+# line matching PATTERN (grep -E) at or after AFTER_MS; empty if none.
+b_ts_of() {
+    local line t
+    while IFS= read -r line; do
+        t=$(b_ts_ms "$line") || continue
+        ((t >= ${3:-0})) && { echo "$t"; return 0; }
+    done < <(grep -E -- "$2" "$H_DIR/$1.log")
+    return 0
+}
+
 # b_scrape ADDR: the /metrics page at ADDR. b_metric ADDR NAME[{LABELS}]:
 # one sample's value ("" if absent); b_metric_is ADDR NAME VALUE: it equals VALUE.
 b_scrape() { curl -sS --max-time 5 "http://$1/metrics"; }
