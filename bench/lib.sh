@@ -213,28 +213,32 @@ bench_stall() {
         }' "$1"
 }
 
-# bench_follow FILE ERE TIMEOUT_S: starts following FILE from its end for a
-# line matching ERE (grep -E): one tail, woken by inotify as FILE grows,
-# and one grep, for the whole wait, where polling would start processes
-# every 100 ms on the cores under measurement (a 48 x 6 roll's polls and
-# their subshells took 40% of a core, perf, 2026-12-07). Returns at once;
-# start it before what writes the line, then bench_follow_wait. One follow
-# at a time.
+# bench_follow FILE ERE TIMEOUT_S: starts following FILE, from its size
+# now, for a line matching ERE (grep -E): one tail, woken by inotify as
+# FILE grows, and one grep, for the whole wait, where polling would start
+# processes every 100 ms on the cores under measurement (a 48 x 6 roll's
+# polls and their subshells took 40% of a core, perf, 2026-12-07).
+# Returns at once; start it before what writes the line, then
+# bench_follow_wait. One follow at a time.
 bench_follow() {
+    local size
+    size=$(stat -c %s -- "$1" 2>/dev/null) || size=0
     exec {BENCH_FOLLOW_FD}< <(exec timeout "$3" bash -c \
-        'tail -n 0 -F -- "$1" 2>/dev/null | grep -m 1 -E -e "$2"' _ "$1" "$2")
+        'tail -s 0.1 -c +"$3" -F -- "$1" 2>/dev/null | grep -m 1 -E -e "$2"' _ "$1" "$2" $((size + 1)))
     BENCH_FOLLOW_PID=$!
 }
 
-# bench_follow_wait: true once a matching line came, false once the follow's
-# TIMEOUT_S passed (timeout then stops tail and grep: their pipe ends);
-# stops them either way.
+# bench_follow_wait: true once a matching line came (in BENCH_FOLLOW_LINE),
+# false once the follow's TIMEOUT_S passed (timeout then stops tail and
+# grep, and their pipe ends); either way nothing of the follow is left.
 bench_follow_wait() {
-    local line rc=0
-    IFS= read -r -u "$BENCH_FOLLOW_FD" line || rc=1
-    kill -TERM "$BENCH_FOLLOW_PID" 2>/dev/null || true # timeout passes it on to both
+    local rc=0
+    BENCH_FOLLOW_LINE=
+    IFS= read -r -u "$BENCH_FOLLOW_FD" BENCH_FOLLOW_LINE || rc=1
+    # On a match timeout still runs (tail may not have noticed grep's exit):
+    # it passes the TERM on to both. On a timeout it has exited already.
+    ((rc != 0)) || kill -TERM "$BENCH_FOLLOW_PID" 2>/dev/null || true
     exec {BENCH_FOLLOW_FD}<&-
-    wait "$BENCH_FOLLOW_PID" 2>/dev/null || true
     return $rc
 }
 

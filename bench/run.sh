@@ -957,14 +957,19 @@ ro_start() {
         b_worker "$name" --batch-size 500 "${trace[@]}" ${BENCH_WORKER_ARGS:-}
         return
     fi
-    KG_NEXT_ID=$((KG_NEXT_ID + 1))
-    RO_KG_ID[$name]=$KG_NEXT_ID
     local -a extra=()
     [[ $sys == static ]] && extra=(--instance-id "$name")
     h_spawn "$name" "$BATON_BIN/baton-bench-kgroup" --brokers "$BOOTSTRAP" --topic "in-$sys" \
-        --partitions "$P" --group "kg-$sys-$P" --id "$KG_NEXT_ID" --sink "$H_DIR/p$P-$sys.db" \
+        --partitions "$P" --group "kg-$sys-$P" --id "${RO_KG_ID[$name]:?ro_new_member first}" --sink "$H_DIR/p$P-$sys.db" \
         --assignor cooperative-sticky --session-timeout-ms $RO_SESSION_MS --batch-size 500 \
         --linger-ms 10 "${extra[@]}"
+}
+
+# ro_new_member NAME: the member number NAME's next incarnation writes
+# under (the Kafka groups' epoch column), known before it starts.
+ro_new_member() {
+    KG_NEXT_ID=$((KG_NEXT_ID + 1))
+    RO_KG_ID[$1]=$KG_NEXT_ID
 }
 
 # ro_follow_owns SYS P NAME: starts following for the first sign that
@@ -995,7 +1000,10 @@ ro_system() {
     h_spawn "p$P-$sys-producer" "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "in-$sys" \
         --partitions "$P" --count $((rate * 3600)) --rate "$rate"
     rb_input_nice "$(h_pid "p$P-$sys-producer")"
-    for ((i = 1; i <= W; i++)); do ro_start "$sys" "$P" "p$P-$sys-m$i"; done
+    for ((i = 1; i <= W; i++)); do
+        ro_new_member "p$P-$sys-m$i"
+        ro_start "$sys" "$P" "p$P-$sys-m$i"
+    done
     if [[ $sys == baton ]]; then
         h_wait_for 60 "baton: $W workers own everything" b_all_active "$W" || h_fail "baton: $W workers never owned $P partitions"
     fi
@@ -1024,9 +1032,7 @@ ro_system() {
             RO_RES[bad:$k]=$((${RO_RES[bad:$k]:-0} + 1))
         fi
         td=${EPOCHREALTIME/./}
-        # The next incarnation's member number (Kafka) is known once it is
-        # started, and what it writes comes later than a follow begins.
-        [[ $sys == baton ]] || RO_KG_ID[$name]=$((KG_NEXT_ID + 1))
+        ro_new_member "$name"
         ro_follow_owns "$sys" "$P" "$name"
         ro_start "$sys" "$P" "$name"
         bench_follow_wait || h_fail "$sys: restarted $name owned no partition within 60 s"

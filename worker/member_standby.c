@@ -15,11 +15,17 @@
 /* Sets an exists-watch on path without waiting for the answer, which goes
  * to done (on ZooKeeper's completion thread; it frees the own_watch_t).
  * Returns ZOK, or the client's error when nothing was sent. */
-int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done) {
+/* A completion's context: the client and the path it was about. */
+static own_watch_t *own_watch_new(baton_membership_t *m, const char *path) {
     size_t len = strlen(path) + 1;
     own_watch_t *ow = xmalloc(sizeof(*ow) + len);
     ow->zk = m->zk;
     memcpy(ow->path, path, len);
+    return ow;
+}
+
+int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done) {
+    own_watch_t *ow = own_watch_new(m, path);
     int rc = zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
     if (rc != ZOK)
         free(ow);
@@ -223,17 +229,21 @@ void mb_standby_update(baton_membership_t *m, const baton_worker_assignment_t *w
     m->nstandby = n;
 }
 
+/* A member node's data: 1 if it is marked leaving, 0 if it is not, -1 if
+ * it cannot be read as a member node (nothing is concluded from it). */
+static int node_leaving(const char *value, size_t len) {
+    baton_member_t mb;
+    char why[128];
+    if (baton_member_decode(value, len, &mb, why, sizeof(why)) != BATON_OK)
+        return -1;
+    return mb.leaving ? 1 : 0;
+}
+
 void mb_standby_armed(int rc, const char *value, int len, const char *path, baton_zk_t *zk) {
-    if (rc == ZNONODE) {
+    if (rc == ZNONODE)
         baton_zk_watcher(NULL, ZOO_DELETED_EVENT, ZOO_CONNECTED_STATE, path, zk);
-    } else if (rc == ZOK) {
-        baton_member_t mb;
-        char why[128];
-        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
-                BATON_OK &&
-            mb.leaving)
-            baton_zk_watcher(NULL, ZOO_CHANGED_EVENT, ZOO_CONNECTED_STATE, path, zk);
-    }
+    else if (rc == ZOK && node_leaving(value, len > 0 ? (size_t)len : 0) == 1)
+        baton_zk_watcher(NULL, ZOO_CHANGED_EVENT, ZOO_CONNECTED_STATE, path, zk);
 }
 
 /* ZooKeeper's completion thread: the answer to the read that set the
@@ -266,11 +276,7 @@ static void standby_verify_done(int rc, const char *value, int len, const struct
     (void)st;
     own_watch_t *ow = (own_watch_t *)data;
     if (rc == ZOK) {
-        baton_member_t mb;
-        char why[128];
-        if (baton_member_decode(value, len > 0 ? (size_t)len : 0, &mb, why, sizeof(why)) ==
-                BATON_OK &&
-            !mb.leaving)
+        if (node_leaving(value, len > 0 ? (size_t)len : 0) == 0)
             baton_zk_watcher(NULL, ZOO_CREATED_EVENT, ZOO_CONNECTED_STATE, ow->path, ow->zk);
         free(ow);
     } else if (rc == ZNONODE) {
@@ -286,10 +292,7 @@ static void standby_verify_done(int rc, const char *value, int len, const struct
 /* Reads path with a data watch, without waiting: done gets the answer
  * (and frees the own_watch_t it is given). */
 static int standby_read_send(baton_membership_t *m, const char *path, data_completion_t done) {
-    size_t len = strlen(path) + 1;
-    own_watch_t *ow = xmalloc(sizeof(*ow) + len);
-    ow->zk = m->zk;
-    memcpy(ow->path, path, len);
+    own_watch_t *ow = own_watch_new(m, path);
     int rc = zoo_awget(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
     if (rc != ZOK)
         free(ow);
@@ -331,7 +334,8 @@ void mb_standby_arm(baton_membership_t *m) {
  * (the next poll's mb_standby_arm), so its deletion is seen too; after a
  * deletion it is not (a watch set on a missing node would answer ZNONODE,
  * which is queued as a deletion again: a loop). A new incarnation's
- * creation fires the watch that ZNONODE left. */
+ * creation is seen by the exists watch the verify read leaves on the
+ * missing node (standby_verify_done). */
 void mb_standby_note(baton_membership_t *m, const char *id, int type) {
     mstandby_t *e = standby_find(m, id);
     if (!e)
@@ -415,13 +419,16 @@ void mb_standby_promote(baton_membership_t *m) {
             mb_assigned_note(m, e->rows[j]);
             took++;
         }
-        /* Whatever we took, or after a deletion: the next watch reads the
-         * owner's node, to give back if it turns out live (a restart). Not
-         * on a release notice: the leave mark sent before it may not be
-         * applied yet, and the read would take the owner for live; the
-         * mark's event or the node's deletion comes next, and reads. */
+        /* After a leave mark or a deletion, taken or not: the next watch
+         * reads the owner's node only to give back if it turns out live (a
+         * restart). Not the plain read of mb_standby_arm: a mark still
+         * there would be queued as its event again, and again, every poll
+         * until the owner's node goes. Not on a release notice: the leave
+         * mark sent before it may not be applied yet, and the read would
+         * take the owner for live; the mark's event or the node's deletion
+         * comes next, and reads. */
         int notice = e->fired == MB_FIRED_NOTICE;
-        if (!notice && (took || e->fired == ZOO_DELETED_EVENT)) {
+        if (!notice) {
             e->verify = 1;
             e->armed = 0;
         }
@@ -453,11 +460,8 @@ static int owner_departed(baton_membership_t *m, const char *owner) {
     int fired = 0;
     if (err == BATON_NOTFOUND) {
         fired = ZOO_DELETED_EVENT;
-    } else if (err == BATON_OK) {
-        baton_member_t mb;
-        char why[128];
-        if (baton_member_decode(data, len, &mb, why, sizeof(why)) == BATON_OK && mb.leaving)
-            fired = ZOO_CHANGED_EVENT;
+    } else if (err == BATON_OK && node_leaving(data, len) == 1) {
+        fired = ZOO_CHANGED_EVENT;
     }
     free(data);
     return fired;

@@ -6,7 +6,7 @@
 # hold's rebalance: a 48 x 6 rolling restart showed it (2026-12-07), a
 # worker restarted 33 ms before its neighbour's SIGTERM, named that
 # neighbour's standby, armed its watch after the mark, and the partition
-# waited 100 ms for the publish.
+# went unwritten 118-125 ms, waiting for the publish.
 #   1. w1 owns the one partition; w2 joins, is named its standby, and stops
 #      at worker.before_standby_arm, before it reads w1's member node.
 #   2. w1 gets SIGTERM and marks its node leaving: the coordinator holds
@@ -34,7 +34,8 @@ b_worker w1
 h_wait_for 15 "w1 owns the partition" b_all_active 1
 b_produce 10 a
 h_wait_for 15 "10 records in the sink" b_sink_has 10
-BATON_FAILPOINTS="worker.before_standby_arm=stop" b_worker w2
+# Its session outlives the stop (ZooKeeper hears nothing from it meanwhile).
+BATON_FAILPOINTS="worker.before_standby_arm=stop" b_worker w2 --session-timeout-ms 20000
 h_wait_for 20 "w2 stopped before it watches its owner" h_at_failpoint w2 worker.before_standby_arm
 b_log_has w2 "event=assignment generation=[0-9]+ partitions=0 keys=0 standby_for=1" ||
     h_fail "w2 stopped at its standby watch without being named a standby"

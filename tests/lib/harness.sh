@@ -66,8 +66,16 @@ _h_now_ms() {
 # (perf, 48 x 6 rolling restart, 2026-12-07: the harness's subshells,
 # sleeps and pipes took 40% of a core during the roll).
 _h_clock() {
-    local t=${EPOCHREALTIME/./}
-    printf -v "$1" '%d' $((t / 1000))
+    local _hc_t=${EPOCHREALTIME/./} # a name no caller passes as VAR
+    printf -v "$1" '%d' $((_hc_t / 1000))
+}
+
+# _h_stamp VAR: VAR = the time of day as HH:MM:SS.mmm (date +%H:%M:%S.%3N),
+# without a process.
+_h_stamp() {
+    local _hs_t=$EPOCHREALTIME _hs_frac # names no caller passes as VAR
+    _hs_frac=${_hs_t#*.}
+    printf -v "$1" '%(%H:%M:%S)T.%s' "${_hs_t%.*}" "${_hs_frac:0:3}"
 }
 
 # _h_nap SECONDS: sleeps without starting a process: read's timeout on a
@@ -126,9 +134,9 @@ h_init() {
 
 # h_log MSG...: a timestamped harness line on stderr.
 h_log() {
-    local t=$EPOCHREALTIME frac
-    frac=${t#*.}
-    printf '[%(%H:%M:%S)T.%s] %s\n' "${t%.*}" "${frac:0:3}" "$*" >&2
+    local t
+    _h_stamp t
+    printf '[%s] %s\n' "$t" "$*" >&2
 }
 
 # h_dump_logs [LINES]: the tail of every log in H_DIR, on stderr.
@@ -216,12 +224,12 @@ _h_starttime() {
 # _h_starttime_to VAR PID: the same into VAR, without a subshell (or the
 # temporary file of a here-string).
 _h_starttime_to() {
-    local st
-    read -r st 2>/dev/null <"/proc/$2/stat" || return 1
-    local -a f
+    local _hst_st # names no caller passes as VAR
+    read -r _hst_st 2>/dev/null <"/proc/$2/stat" || return 1
+    local -a _hst_f
     # shellcheck disable=SC2206 # numbers and a state letter: split on blanks
-    f=(${st##*) })
-    printf -v "$1" '%s' "${f[19]}"
+    _hst_f=(${_hst_st##*) })
+    printf -v "$1" '%s' "${_hst_f[19]}"
 }
 
 # _h_reaper_start: a background watchdog for the case the EXIT trap never
@@ -303,9 +311,9 @@ _h_spawn_io() {
     if [[ -n $old ]] && _h_alive "$old"; then
         h_fail "h_spawn: '$name' is already running (pid $old)"
     fi
-    local now=$EPOCHREALTIME frac
-    frac=${now#*.}
-    printf '=== %(%H:%M:%S)T.%s spawn %s: %s\n' "${now%.*}" "${frac:0:3}" "$name" "$*" >>"$err"
+    local stamp
+    _h_stamp stamp
+    printf '=== %s spawn %s: %s\n' "$stamp" "$name" "$*" >>"$err"
     # The subshell restores SIGINT/SIGQUIT, which bash ignores for
     # background commands of a non-interactive shell, then becomes CMD.
     (
