@@ -2129,9 +2129,8 @@ static void timers_setup(coord_timers_t *ts) {
  * leaver as it would without one, naming the standbys that are taking
  * over. Keeping them on the leaver there would publish a new generation
  * naming as their owner a worker that is going while its standbys claim
- * them. A full read that finds a
- * mark is such a rebalance, which is why the full read waits for a hold
- * (loop_timers_before). */
+ * them. A full read that finds a mark is such a rebalance, which is why the
+ * full read waits for a hold (loop_timers_before). */
 static void leave_mark_act(coord_t *c, coord_loop_t *l, const char *id) {
     int hold = c->conf->leave_hold_ms;
     if (hold > 0 && c->el.leader && leave_covered(c, id)) {

@@ -12,9 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sets an exists-watch on path without waiting for the answer, which goes
- * to done (on ZooKeeper's completion thread; it frees the own_watch_t).
- * Returns ZOK, or the client's error when nothing was sent. */
 /* A completion's context: the client and the path it was about. */
 static own_watch_t *own_watch_new(baton_membership_t *m, const char *path) {
     size_t len = strlen(path) + 1;
@@ -24,6 +21,9 @@ static own_watch_t *own_watch_new(baton_membership_t *m, const char *path) {
     return ow;
 }
 
+/* Sets an exists-watch on path without waiting for the answer, which goes
+ * to done (on ZooKeeper's completion thread; it frees the own_watch_t).
+ * Returns ZOK, or the client's error when nothing was sent. */
 int mb_watch_send(baton_membership_t *m, const char *path, stat_completion_t done) {
     own_watch_t *ow = own_watch_new(m, path);
     int rc = zoo_awexists(baton_zk_handle(m->zk), path, baton_zk_watcher, m->zk, done, ow);
@@ -299,10 +299,11 @@ static int standby_read_send(baton_membership_t *m, const char *path, data_compl
     return rc;
 }
 
-/* Sets the watch on every owner's member node not watched yet, without
- * waiting for the answers (off the handoff's path). After a promotion the
- * watch is a read (standby_verify_done): is the owner still what we took
- * over from? */
+/* Sets the watch on every owner's member node not watched yet, with a read
+ * whose answer is not waited for (off the handoff's path): whether the
+ * owner is gone or leaving already (mb_standby_armed), or, after a
+ * departure was acted on, whether it is still what we took over from
+ * (standby_verify_done). */
 void mb_standby_arm(baton_membership_t *m) {
     int hit = 0;
     for (size_t i = 0; i < m->nstandby; i++) {
