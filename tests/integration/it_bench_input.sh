@@ -47,27 +47,42 @@ h_spawn only1 "$BATON_BIN/baton-bench-arrivals" --brokers "$BOOTSTRAP" --topic i
 ready() { grep '^ready [0-9]*$' "$H_DIR/$1.log" >/dev/null; }
 both_ready() { ready arrivals && ready only1; }
 h_wait_for 15 "the observers found the partitions' ends" both_ready
-t0=$(bench_now_us)
-out=$("$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic in --partitions "$PARTS" \
-    --count "$COUNT" --rate 600 --timeout-ms 10000)
-[[ $out == "produced=$COUNT" ]] || h_fail "baton-produce printed '$out'"
-seen_all() {
-    awk -v n="$PARTS" -v last=$((COUNT / PARTS - 1)) '
-        $1 == "a" && $4 == last { done[$3] = 1 }
+# Four batches, each produced only once the one before has been seen
+# arriving: every batch is a separate arrival line of every partition, so
+# an observer that logged only at the end, or only its last fetch, fails
+# however the broker and the producer are paced on a loaded machine.
+BATCHES=4
+BATCH=$((COUNT / BATCHES))
+seen_upto() { # seen_upto LAST: every partition's record LAST seen arriving
+    awk -v n="$PARTS" -v last="$1" '
+        $1 == "a" && $4 >= last { done[$3] = 1 }
         END { for (p = 0; p < n; p++) if (!(p in done)) exit 1 }' "$H_DIR/arrivals.log"
 }
-h_wait_for 15 "every partition's last record seen arriving" seen_all ||
-    h_fail "baton-bench-arrivals did not see every partition's last record"
+t0=$(bench_now_us)
+for ((b = 1; b <= BATCHES; b++)); do
+    out=$("$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic in --partitions "$PARTS" \
+        --count "$BATCH" --rate 600 --timeout-ms 10000)
+    [[ $out == "produced=$BATCH" ]] || h_fail "baton-produce (batch $b) printed '$out'"
+    h_wait_for 15 "every partition's record $((b * BATCH / PARTS - 1)) seen arriving" \
+        seen_upto $((b * BATCH / PARTS - 1)) ||
+        h_fail "baton-bench-arrivals did not see batch $b's last records"
+done
 t1=$(bench_now_us)
-# Stamps on the watcher's clock, within the production; offsets only grow.
-awk -v t0="$t0" -v t1="$t1" '
+# Stamps on the watcher's clock, within the production; offsets only grow;
+# every partition has a line for every batch, the last at exactly its end.
+awk -v t0="$t0" -v t1="$t1" -v n="$PARTS" -v per=$((BATCH / PARTS)) -v nb="$BATCHES" '
     $1 != "a" { next }
-    { lines++ }
     $2 < t0 || $2 > t1 { print "stamp out of range: " $0; bad++ }
     ($3 in last) && $4 <= last[$3] { print "offset went back: " $0; bad++ }
-    { last[$3] = $4 }
-    END { if (lines < 10) { print "only " lines " lines"; bad++ } exit bad > 0 }' \
-    "$H_DIR/arrivals.log" || h_fail "baton-bench-arrivals's lines are wrong"
+    { last[$3] = $4; batch[$3 " " int($4 / per)] = 1 }
+    END {
+        for (p = 0; p < n; p++) {
+            if (last[p] != per * nb - 1) { print "partition " p " ended at " last[p]; bad++ }
+            for (b = 0; b < nb; b++)
+                if (!((p " " b) in batch)) { print "partition " p ": no line in batch " b; bad++ }
+        }
+        exit bad > 0
+    }' "$H_DIR/arrivals.log" || h_fail "baton-bench-arrivals's lines are wrong"
 h_stop arrivals
 h_stop only1
 awk '$1 == "a" { n[$3]++ } END { exit !(n[1] > 0 && length(n) == 1) }' "$H_DIR/only1.log" ||

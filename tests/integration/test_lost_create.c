@@ -21,11 +21,11 @@
  *
  * With --late-create the first claim create is not sent at all: it reports
  * ZCONNECTIONLOSS, and the create really happens just after the member's
- * next listing (zoo_awget_children, wrapped too) has answered,
- * as when a create sent through one server is committed after the server
- * the member reconnected to answered its recovery listing. The member then
- * creates a second claim, behind its own first: it must keep the lowest
- * claim of its session and delete the other, or wait behind itself.
+ * recovery listing (the zoo_awget_children after its zoo_async, a sync of
+ * the claim's directory: both wrapped too) has answered, as when a create sent through one server
+ * is committed after the server the member reconnected to answered its recovery listing. The member
+ * then creates a second claim, behind its own first: it must keep the lowest claim of its session
+ * and delete the other, or wait behind itself.
  *
  * With --lose-delete 1 (no lost creates: --lose 0, no coordinator) zoo_adelete
  * is wrapped (baton_zk_delete's send): once every partition is acquired, the last one is taken out
@@ -60,6 +60,7 @@ static zhandle_t *late_zh;
 static char *late_path[64], *late_value[64];
 static int late_len[64], late_mode[64], nlate;
 static _Atomic int late_reported; /* the member has been told the create failed */
+static _Atomic int late_synced;   /* ... and has sent its recovery's sync */
 /* late_* and nlate: the member's thread holds creates back, ZooKeeper's
  * completion thread sends them. */
 static pthread_mutex_t late_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -132,10 +133,37 @@ static void list_done(int rc, const struct String_vector *sv, const void *data) 
     free(c);
 }
 
+/* 1 if path is the directory of the first held create. */
+static int late_dir_locked(zhandle_t *zh, const char *path) {
+    return zh == late_zh && nlate > 0 && strncmp(late_path[0], path, strlen(path)) == 0 &&
+           late_path[0][strlen(path)] == '/';
+}
+
+int __real_zoo_async(zhandle_t *zh, const char *path, string_completion_t completion,
+                     const void *data);
+int __wrap_zoo_async(zhandle_t *zh, const char *path, string_completion_t completion,
+                     const void *data);
+
+/* The member's recovery (find_own_claim) syncs the claim's directory and
+ * then lists it: a sync of that directory sent after the member was told
+ * the create failed marks the next listing as the recovery's. Keying on
+ * the sync, not on the report alone, leaves out the listing of the
+ * create's own batch, which a slow member thread (a sanitizer build) can
+ * send after the report, and any other listing of the directory: with
+ * those the held create landed early and the recovery found it, a correct
+ * outcome but not the path this test is for. */
+int __wrap_zoo_async(zhandle_t *zh, const char *path, string_completion_t completion,
+                     const void *data) {
+    pthread_mutex_lock(&late_mu);
+    if (late_reported && late_dir_locked(zh, path))
+        late_synced = 1;
+    pthread_mutex_unlock(&late_mu);
+    return __real_zoo_async(zh, path, completion, data);
+}
+
 /* Every listing is sent asynchronously (baton_zk_children and the claim
  * batches). The first one of the held create's directory sent after the
- * member was told the create failed (its recovery listing: the one in the
- * claim's own batch answers before that) has its completion wrapped. */
+ * recovery's sync has its completion wrapped. */
 int __wrap_zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watcher, void *wctx,
                               strings_completion_t completion, const void *data) {
     list_ctx_t *c = malloc(sizeof(*c));
@@ -143,8 +171,7 @@ int __wrap_zoo_awget_children(zhandle_t *zh, const char *path, watcher_fn watche
         abort();
     *c = (list_ctx_t){.zh = zh, .done = completion, .data = data};
     pthread_mutex_lock(&late_mu);
-    c->late = late_reported && zh == late_zh && nlate > 0 &&
-              strncmp(late_path[0], path, strlen(path)) == 0 && late_path[0][strlen(path)] == '/';
+    c->late = late_synced && late_dir_locked(zh, path);
     pthread_mutex_unlock(&late_mu);
     int rc = __real_zoo_awget_children(zh, path, watcher, wctx, list_done, c);
     if (rc != ZOK)
