@@ -6,10 +6,10 @@
 # and then moved. Once something is assigned, the usual bound applies.
 #
 # Twelve probes join 150 ms apart (1.65 s and more, past the 1 s bound),
-# each well within the 1 s quiet period of the one before: the first
-# publish names all twelve, and nothing moves after it. Twelve more joined
-# the same way after that are rebalanced at the 1 s bound, in the middle
-# of the burst: some publish names more than twelve workers and fewer than
+# each well within the forming group's quiet period of the one before
+# (--initial-rebalance-delay-ms, 2.5 s here): the first publish names all
+# twelve, and nothing moves after it. Twelve more joined 300 ms apart
+# after that are rebalanced at the 1 s bound, in the middle of the burst: some publish names more than twelve workers and fewer than
 # 24. The coordinator's debug log says which bound each scheduled
 # rebalance used (event=rebalance_scheduled ... forming=1|0).
 set -euo pipefail
@@ -18,8 +18,10 @@ source "$BATON_SRC/tests/lib/baton.sh"
 h_init it_assign_initial
 h_zk_start
 b_init 48
+# The forming group's quiet period is 2.5 s: a probe that starts slowly
+# (a loaded machine, a sanitizer build) must not end the burst early.
 b_coord c1 --rebalance-delay-ms 1000 --max-rebalance-delay-ms 1000 --handoff-timeout-ms 0 \
-    --log-level debug
+    --initial-rebalance-delay-ms 2500 --log-level debug
 h_wait_for 30 "c1 elected" b_log_has c1 "event=elected"
 assigned_to() {
     b_jq --argjson n "$1" '(.partitions | length == 48) and all(.partitions[]; .assigned != null) and ([.partitions[].assigned] | unique | length == $n)'
@@ -47,9 +49,11 @@ n0=$(wc -l <"$H_DIR/first.txt")
 s0=$(wc -l <"$H_DIR/c1.log")
 
 # Formed: the same burst is rebalanced at the usual bound, mid-burst.
+# 0.3 s apart: 3.3 s and more, so a slow first start cannot squeeze the
+# burst under the 1 s bound.
 for i in $(seq 13 24); do
     b_probe "p$i"
-    sleep 0.15
+    sleep 0.3
 done
 h_wait_for 30 "every partition assigned, over the 24 probes" assigned_to 24
 published | tail -n +$((n0 + 1)) >"$H_DIR/second.txt"

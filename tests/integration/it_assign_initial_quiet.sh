@@ -39,6 +39,8 @@ for i in 5 6 7 8; do
     sleep 0.1
 done
 h_wait_for 30 "every partition assigned, over the 8 probes" assigned_to 8
+# The status can show a publish before its log line is written.
+h_wait_for 10 "the first publish logged" grep -q 'event=published ' "$H_DIR/c1.log"
 published >"$H_DIR/first.txt"
 h_log "publishes: $(awk '{ print $1, $3, $5 }' "$H_DIR/first.txt" | tr '\n' ';')"
 first=$(head -n 1 "$H_DIR/first.txt")

@@ -113,12 +113,20 @@ h_kill w3 STOP
 mark=$(b_ts_of c1 "event=leave_marked worker=w2 ")
 evicting=$(date +%s%3N)
 b_ctl evict w3 >/dev/null || h_fail "batonctl evict w3 failed"
+evicted=$(date +%s%3N)
 h_wait_for 10 "a publish after w2's mark" published_after "$mark"
 pub=$(b_ts_of c1 "event=published " "$mark")
-echo "w2's mark at $mark, the evict begun $((evicting - mark)) ms and the publish $((pub - mark)) ms after it"
+echo "w2's mark at $mark, the evict begun $((evicting - mark)) ms, ended $((evicted - mark)) ms and the publish $((pub - mark)) ms after it"
 ((pub >= evicting)) || h_fail "a publish came before the eviction, $((pub - mark)) ms after the mark"
-((pub < mark + HOLD - 100)) ||
-    h_fail "the crash inside the hold waited for it: published $((pub - mark)) ms after the mark"
+# The check needs the crash well inside the hold: on a loaded machine
+# (a sanitizer build) seeing the mark, the stop and batonctl can take
+# most of it, and then the hold's own publish is not a failure.
+if ((evicted < mark + HOLD - 600)); then
+    ((pub < mark + HOLD - 100)) ||
+        h_fail "the crash inside the hold waited for it: published $((pub - mark)) ms after the mark"
+else
+    h_log "the evict ended $((evicted - mark)) ms into the hold of $HOLD: the crash's publish not checked this run"
+fi
 h_kill w3 KILL
 rc=0; h_wait_exit w2 10 || rc=$?
 ((rc == 0)) || h_fail "w2 exited $rc on SIGTERM"

@@ -57,6 +57,7 @@ b_ctl init --topic in --partitions 2 >/dev/null
 B_SESSION_MS=10000 b_coord c1 --log-format json
 h_wait_for 20 "c1 is elected" b_log_has c1 '"event":"elected"' || h_fail "c1 was not elected"
 before=$(lines c1 | wc -l)
+down_at=$(date +%s%3N)
 h_zk_stop
 h_wait_for 10 "c1 hears of it from the ZooKeeper client" \
     bash -c "grep -v '^=== ' '$H_DIR/c1.log' | tail -n +$((before + 1)) | grep '\"lib\":\"zookeeper\"' >/dev/null" ||
@@ -65,10 +66,15 @@ sleep 3 # the outage itself; nothing is timed
 h_zk_start
 h_wait_for 20 "c1 reconnects" bash -c "\"$BATON_BIN/batonctl\" --zk $ZK --group g status --json |
     jq -e '.coordinator.id == \"c1\"'" || h_fail "c1 did not come back"
+out_ms=$(($(date +%s%3N) - down_at))
 all_json c1
 n=$(($(lines c1 | wc -l) - before))
-((n <= 12)) || { lines c1 >&2; h_fail "c1 logged $n lines for a 3 s ZooKeeper outage, wanted at most 12"; }
-h_log "c1: $n lines for a 3 s ZooKeeper outage"
+# 12 lines for an outage of up to 5 s; on a loaded machine ZooKeeper's
+# restart makes it longer, and each 5 s more may repeat the library's
+# lines (once per 5 s each) and add c1's own suspension and return.
+max=$((12 + 6 * ((out_ms - 1) / 5000)))
+((n <= max)) || { lines c1 >&2; h_fail "c1 logged $n lines for a ZooKeeper outage of $out_ms ms, wanted at most $max"; }
+h_log "c1: $n lines for a ZooKeeper outage of $out_ms ms (at most $max)"
 
 # 3. A worker whose Kafka is not there (nothing listens on the port).
 B_SINK=$H_DIR/w1.db BOOTSTRAP=$dead b_worker w1 --log-format json

@@ -109,7 +109,7 @@ for i in 1 2 3; do [[ $(h_pid "o$i") == "$(stat_field "$job1" 2)" ]] && victim=o
 [[ -n $victim ]] || h_fail "the job $job1 is not a runner's command"
 h_kill "$victim" KILL
 h_log "killed runner $victim (SIGKILL) mid-job; its job $job1 has epoch $e1"
-h_wait_for 2 "the killed runner's job is gone (before its sleep 4 ends)" job_gone "$job1" ||
+h_wait_for 3 "the killed runner's job is gone (before its sleep 4 ends)" job_gone "$job1" ||
     h_fail "the killed runner's job $job1 outlived it"
 rest=()
 for i in 1 2 3; do [[ o$i == "$victim" ]] || rest+=("o$i"); done

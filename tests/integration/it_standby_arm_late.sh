@@ -53,7 +53,9 @@ b_log_has w2 "event=standby_promoted owner=w1 reason=leaving" ||
     h_fail "w2 did not take the partition over as w1's standby: $(grep -E 'standby|acquired' "$H_DIR/w2.log" | tail -n 3)"
 acq=$(b_ts_of w2 "event=acquired partition=0 ")
 echo "w1's mark at $mark, w2 resumed $(($(date +%s%3N) - mark)) ms after it, acquired $((acq - mark)) ms after it"
-((acq < mark + HOLD - 300)) ||
+# The hold's rebalance publishes no sooner than HOLD after the mark, and
+# an acquisition from it comes after its publish.
+((acq < mark + HOLD)) ||
     h_fail "w2 acquired the partition $((acq - mark)) ms after w1's mark: from the hold's rebalance, not as its standby"
 rc=0
 h_wait_exit w1 20 || rc=$?

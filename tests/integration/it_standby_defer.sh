@@ -33,6 +33,9 @@ all_named() {
     b_jq --argjson n "$1" '(.partitions | length == 24) and all(.partitions[]; .assigned != null and .standby != null and .standby != .assigned) and ([.partitions[].assigned] | unique | length == $n)'
 }
 h_wait_for 30 "every partition assigned, over the 16 probes, with a standby named" all_named 16
+# The status can show a publish before its log line is written.
+h_wait_for 10 "the publish naming the standbys logged" \
+    grep -Eq 'event=published .* workers=16 .* standbys=named$' "$H_DIR/c1.log"
 published() { grep 'event=published ' "$H_DIR/c1.log" | sed 's/.*event=published //'; }
 published >"$H_DIR/published.txt"
 h_log "publishes: $(awk '{ print $1, $3, $5, $NF }' "$H_DIR/published.txt" | tr '\n' ';')"
