@@ -111,11 +111,16 @@ lag_series_are() { [[ $(b_scrape "127.0.0.1:$p2" | grep -c '^baton_worker_partit
 lag_sum_is() { [[ $(b_scrape "127.0.0.1:$p2" | awk '/^baton_worker_partition_lag\{/ {s += $2} END {print s + 0}') == "$1" ]]; }
 h_wait_for 10 "w2 exports lag for its 4 partitions" lag_series_are 4
 h_wait_for 10 "w2's lag is 0 when caught up" lag_sum_is 0
-sqlite3 "$B_SINK" "BEGIN EXCLUSIVE;" ".shell sleep 8" "COMMIT;" &
+# The lock is held until the lag has been seen (the file unlock), at most
+# 30 s: not for a fixed time a loaded machine could outrun.
+sqlite3 "$B_SINK" "BEGIN EXCLUSIVE;" \
+    ".shell i=0; while [ ! -e '$H_DIR/unlock' ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done" \
+    "COMMIT;" &
 locker=$!
 h_wait_for 5 "the sink is locked" bash -c "! sqlite3 '$B_SINK' 'BEGIN IMMEDIATE; COMMIT;' 2>/dev/null"
 b_produce 20 c
 h_wait_for 15 "w2's lag shows the 20 unwritten records" lag_sum_is 20
+: >"$H_DIR/unlock"
 wait "$locker" || h_fail "the lock holder failed"
 h_wait_for 20 "100 records in the sink" b_sink_has 100
 h_wait_for 10 "w2's lag drains back to 0" lag_sum_is 0

@@ -70,7 +70,7 @@ for ((p = 0; p < B_PARTITIONS; p++)); do
 done
 
 h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-    --partitions $B_PARTITIONS --count 10000 --rate 400
+    --partitions $B_PARTITIONS --count 4000 --rate 400
 h_wait_for 10 "records flowing" b_sink_has 300
 
 # --- 3. the notice alone moves the partitions ---------------------------------
@@ -106,10 +106,10 @@ fenced_written() {
 }
 h_log "leave: w1's partitions ($parts), standbys (${SB[*]})"
 # Records flow through the leave (the standbys' writes at their epochs are
-# checked below), however much of its 10,000 the first producer has left
-# on a slow machine: a second one (15 s of records), started now.
+# checked below), however much of its 4,000 the first producer has left:
+# a second one (7.5 s of records), started now.
 h_spawn producer2 "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_TOPIC" \
-    --partitions $B_PARTITIONS --count 6000 --rate 400 --prefix leave
+    --partitions $B_PARTITIONS --count 3000 --rate 400 --prefix leave
 h_kill w1 TERM
 h_wait_for 15 "w1 frozen after its notices" h_at_failpoint w1 worker.after_notice
 tail -n +"$w1from" "$H_DIR/w1.log" | grep -E "event=notice_sent subscribers=[1-9]" >/dev/null ||
@@ -191,6 +191,6 @@ for pr in producer producer2; do
     rc=0; h_wait_exit $pr 40 || rc=$?
     ((rc == 0)) || h_fail "$pr failed ($rc)"
 done
-h_wait_for 30 "all 16000 records in the sink" b_sink_has 16000
+h_wait_for 30 "all 7000 records in the sink" b_sink_has 7000
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"
 h_pass "release notices moved a leaver's partitions before its claims went; garbage changed nothing"
