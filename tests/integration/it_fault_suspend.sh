@@ -11,8 +11,9 @@
 # Timing: with session timeout T the worker probes every T/6 and counts the
 # server as heard at the send time of the last answered probe, so it
 # suspends between 2/3 T - T/6 and 2/3 T into the freeze, and the session
-# cannot expire before 5/6 T into it. T = 9 s, freeze 6.6 s (> 6 s = 2/3 T,
-# < 7.5 s = 5/6 T).
+# cannot expire before 5/6 T into it. T = 9 s; the freeze ends 5/6 T
+# (7.5 s) after the worker's last answered request, which its zk_silent
+# line gives: 6 to 7.5 s into the freeze.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -21,7 +22,6 @@ h_init it_fault_suspend
 h_zk_start
 B_PARTITIONS=4
 T_MS=9000
-FREEZE_MS=6600
 TOTAL=6000
 h_kafka_start "$B_TOPIC" $B_PARTITIONS
 B_SINK=$H_DIR/sink.db
@@ -36,22 +36,25 @@ h_spawn producer "$BATON_BIN/baton-produce" --brokers "$BOOTSTRAP" --topic "$B_T
 h_wait_for 20 "records flowing" b_sink_has 200
 
 zkpid=$(h_pid zk)
+n0=$(wc -l <"$H_DIR/w1.log")
+# silent_line: w1's first zk_silent line since the freeze.
+silent_line() { tail -n +$((n0 + 1)) "$H_DIR/w1.log" | grep -m1 'event=zk_silent'; }
 t0=$(_h_now_ms)
 kill -STOP "$zkpid"
 h_log "froze ZooKeeper (pid $zkpid)"
-if ! h_wait_for 10 "w1 suspends writes while ZooKeeper is frozen" b_log_has w1 'event=zk_silent'; then
+if ! h_wait_for 10 "w1 suspends writes while ZooKeeper is frozen" silent_line; then
     kill -CONT "$zkpid"
     h_fail "w1 never suspended its writes"
 fi
 before=$(b_sink_count)
-# Keep ZooKeeper frozen past 2/3 of the session timeout, and resume it by
-# 5/6 T after the worker's last answered request (its zk_silent line's
-# time less silent_ms), the server's last word from it at the earliest:
-# on a loaded machine this loop must not run into the session's expiry.
-sl=$(grep -m1 'event=zk_silent' "$H_DIR/w1.log")
+# Keep ZooKeeper frozen past 2/3 of the session timeout, until 5/6 T after
+# the worker's last answered request (its zk_silent line's time less
+# silent_ms), which the server heard last at the earliest: 1.5 s before
+# the session could expire, however slowly this loop runs, and some 1.2 s
+# after the suspension for the sink's rows to show a write.
+sl=$(silent_line)
 [[ $sl =~ silent_ms=([0-9]+) ]] || { kill -CONT "$zkpid"; h_fail "no silent_ms in: $sl"; }
-end=$((t0 + FREEZE_MS)) by=$(($(b_ts_ms "$sl") - BASH_REMATCH[1] + T_MS * 5 / 6))
-((by < end)) && end=$by
+end=$(($(b_ts_ms "$sl") - BASH_REMATCH[1] + T_MS * 5 / 6))
 while (($(_h_now_ms) < end - 300)); do sleep 0.05; done
 after=$(b_sink_count)
 while (($(_h_now_ms) < end)); do sleep 0.02; done
@@ -59,7 +62,7 @@ kill -CONT "$zkpid"
 h_log "resumed ZooKeeper after $(($(_h_now_ms) - t0)) ms; sink rows while suspended: $before -> $after"
 ((after == before)) || h_fail "w1 wrote while suspended ($before -> $after rows)"
 
-line=$(grep -m1 'event=zk_silent' "$H_DIR/w1.log")
+line=$sl
 silent=$(sed -n 's/.* silent_ms=\([0-9]*\).*/\1/p' <<<"$line")
 timeout=$(sed -n 's/.* timeout_ms=\([0-9]*\).*/\1/p' <<<"$line")
 [[ -n $silent && -n $timeout ]] || h_fail "cannot parse the suspension line: $line"

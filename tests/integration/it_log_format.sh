@@ -57,16 +57,16 @@ b_ctl init --topic in --partitions 2 >/dev/null
 B_SESSION_MS=10000 b_coord c1 --log-format json
 h_wait_for 20 "c1 is elected" b_log_has c1 '"event":"elected"' || h_fail "c1 was not elected"
 before=$(lines c1 | wc -l)
-down_at=$(date +%s%3N)
 h_zk_stop
+down_at=$(date +%s%3N)
 h_wait_for 10 "c1 hears of it from the ZooKeeper client" \
     bash -c "grep -v '^=== ' '$H_DIR/c1.log' | tail -n +$((before + 1)) | grep '\"lib\":\"zookeeper\"' >/dev/null" ||
     h_fail "c1 logged no lib=zookeeper line while ZooKeeper was down"
 sleep 3 # the outage itself; nothing is timed
 h_zk_start
+out_ms=$(($(date +%s%3N) - down_at))
 h_wait_for 20 "c1 reconnects" bash -c "\"$BATON_BIN/batonctl\" --zk $ZK --group g status --json |
     jq -e '.coordinator.id == \"c1\"'" || h_fail "c1 did not come back"
-out_ms=$(($(date +%s%3N) - down_at))
 all_json c1
 n=$(($(lines c1 | wc -l) - before))
 # 12 lines for an outage of up to 5 s; on a loaded machine ZooKeeper's

@@ -73,7 +73,7 @@ cut_c1() {
         # The gauges follow the log line by one turn of c1's loop.
         local i
         for ((i = 0; i < 10; i++)); do
-            PAGE=$(b_scrape "$m1")
+            PAGE=$(b_scrape "$m1") || PAGE=
             [[ $(gauge baton_coordinator_leader) == 0 && $(gauge baton_coordinator_leader_suspended) == 1 ]] && break
             _h_nap 0.1
         done
