@@ -18,8 +18,10 @@ OUT=$H_DIR/watch.jsonl
 CTL=("$BATON_BIN/batonctl" --zk "$ZK" --group "$B_GROUP" --timeout 5000)
 h_spawn watch bash -c 'exec "$@" >"'"$OUT"'"' _ "${CTL[@]}" watch --duration-ms 240000
 
+# complete: the watch output's complete lines (a view being written is not).
+complete() { head -n "$(wc -l <"$OUT")" "$OUT"; }
 # seen FILTER: some complete line of the watch output satisfies FILTER.
-seen() { head -n "$(wc -l <"$OUT")" "$OUT" | jq -e -s "any(.[]; $1)" >/dev/null; }
+seen() { complete | jq -e -s "any(.[]; $1)" >/dev/null; }
 lines() { wc -l <"$OUT"; }
 
 h_wait_for 15 "the first view: nothing owned" seen 'all(.partitions[]; .state == "unowned") and (.partitions | length) == 4'
@@ -30,11 +32,10 @@ h_wait_for 15 "the group is settled" b_all_active 1
 # before it but for its clock-driven fields (batonctl's watch_face), which
 # a poller, or a refresh that found nothing new, would print.
 faces_distinct() {
-    jq -s -e 'map(del(.time_ms, .generation)
+    complete | jq -s -e 'map(del(.time_ms, .generation)
         | .workers |= map(del(.session_age_ms, .state_age_ms))
         | .partitions |= map(del(.session_age_ms, .state_age_ms)))
-        | . as $f | all(range(1; length); $f[.] != $f[. - 1])' \
-        < <(head -n "$(wc -l <"$OUT")" "$OUT") >/dev/null
+        | . as $f | all(range(1; length); $f[.] != $f[. - 1])' >/dev/null
 }
 b_worker w2
 h_wait_for 15 "a view with w1 and w2 sharing" seen '([.partitions[].owner] | unique) == ["w1","w2"] and all(.partitions[]; .state == "active")'

@@ -37,12 +37,10 @@ h_wait_for 20 "records flowing" b_sink_has 200
 
 zkpid=$(h_pid zk)
 n0=$(wc -l <"$H_DIR/w1.log")
-# silent_line: w1's first zk_silent line since the freeze.
-silent_line() { tail -n +$((n0 + 1)) "$H_DIR/w1.log" | grep -m1 'event=zk_silent'; }
 t0=$(_h_now_ms)
 kill -STOP "$zkpid"
 h_log "froze ZooKeeper (pid $zkpid)"
-if ! h_wait_for 10 "w1 suspends writes while ZooKeeper is frozen" silent_line; then
+if ! h_wait_for 10 "w1 suspends writes while ZooKeeper is frozen" b_log_since w1 "$n0" 'event=zk_silent'; then
     kill -CONT "$zkpid"
     h_fail "w1 never suspended its writes"
 fi
@@ -52,12 +50,12 @@ before=$(b_sink_count)
 # silent_ms), which the server heard last at the earliest: 1.5 s before
 # the session could expire, however slowly this loop runs, and some 1.2 s
 # after the suspension for the sink's rows to show a write.
-sl=$(silent_line)
-[[ $sl =~ silent_ms=([0-9]+) ]] || { kill -CONT "$zkpid"; h_fail "no silent_ms in: $sl"; }
-end=$(($(b_ts_ms "$sl") - BASH_REMATCH[1] + T_MS * 5 / 6))
-while (($(_h_now_ms) < end - 300)); do sleep 0.05; done
+sl=$(b_log_since w1 "$n0" 'event=zk_silent')
+heard=$(b_heard_ms "$sl") || { kill -CONT "$zkpid"; h_fail "no silent_ms in: $sl"; }
+end=$((heard + T_MS * 5 / 6))
+while _h_clock now && ((now < end - 300)); do _h_nap 0.05; done
 after=$(b_sink_count)
-while (($(_h_now_ms) < end)); do sleep 0.02; done
+while _h_clock now && ((now < end)); do _h_nap 0.02; done
 kill -CONT "$zkpid"
 h_log "resumed ZooKeeper after $(($(_h_now_ms) - t0)) ms; sink rows while suspended: $before -> $after"
 ((after == before)) || h_fail "w1 wrote while suspended ($before -> $after rows)"

@@ -93,35 +93,32 @@ epochs=$(grep -ohE 'czxid=[0-9]+' "$H_DIR/w1.log" | cut -d= -f2 | sort -un | pas
 [[ -n $epochs ]] || h_fail "no claim epochs in w1's log"
 rows() { sqlite3 -readonly "$B_SINK" ".timeout 2000" "SELECT count(*) FROM baton_output WHERE grp='$B_GROUP' AND epoch IN ($epochs)"; }
 n0=$(wc -l <"$H_DIR/w1.log")
-# silent_line: w1's first zk_silent line since the cut.
-silent_line() { tail -n +$((n0 + 1)) "$H_DIR/w1.log" | grep -m1 'event=zk_silent'; }
 net_cut w1-zk both
 cut_t=$NET_T last=$NET_LAST_DOWN
 limit=$((last + T_MS * 2 / 3 + TOL_MS))
 h_log "cut w1 from ZooKeeper at $cut_t (last answer passed at $last); no row of epochs $epochs after $limit"
-h_wait_for 15 "w1 suspends writes" silent_line || h_fail "w1 never suspended"
+h_wait_for 15 "w1 suspends writes" b_log_since w1 "$n0" 'event=zk_silent' || h_fail "w1 never suspended"
 # The server expires the session T after the last request it got, which
 # can be a probe sent up to T/6 before the cut: the heal is timed from the
 # worker's own record of it (the zk_silent line's time less its silent_ms:
 # the send time of the latest answered request), 1.5 s before T, however
 # slowly this loop runs. So the cut lasts until CUT_MS or that, whichever
 # comes first: 6 to 7.2 s.
-line=$(silent_line)
+line=$(b_log_since w1 "$n0" 'event=zk_silent')
 silent_at=$(b_ts_ms "$line")
-[[ $line =~ silent_ms=([0-9]+) ]] || h_fail "no silent_ms in: $line"
-heal_by=$((silent_at - BASH_REMATCH[1] + T_MS - 1500))
+heard=$(b_heard_ms "$line") || h_fail "no silent_ms in: $line"
+heal_by=$((heard + T_MS - 1500))
 # Sample the sink until the cut ends: the first sample past the limit is the
 # baseline, and no later sample may hold more rows of w1's epochs.
 base=
-while (($(_h_now_ms) < cut_t + CUT_MS && $(_h_now_ms) < heal_by)); do
-    t=$(_h_now_ms)
+while _h_clock t && ((t < cut_t + CUT_MS && t < heal_by)); do
     n=$(rows)
     if [[ -n $base ]]; then
         ((n == base)) || h_fail "w1 wrote after it should have suspended: $base -> $n rows (sampled from $base_t, limit $limit)"
     elif ((t >= limit)); then
         base=$n base_t=$t
     fi
-    sleep 0.1
+    _h_nap 0.1
 done
 # Under load the loop may reach the limit only as the heal falls due: then
 # this run cannot check for writes after the suspension, and says so.

@@ -53,7 +53,7 @@ h_wait_for 20 "records flowing" b_sink_has 100
 epoch1=$(nth_line c1 'event=elected' 1 | grep -oE 'epoch=[0-9]+')
 
 # gauge NAME: the value of NAME on the last scraped page (PAGE).
-gauge() { awk -v n="$1" '$1 == n { print $2 }' <<<"$PAGE"; }
+gauge() { b_metric_in "$1" <<<"$PAGE"; }
 
 # cut_c1 N [heal]: cuts c1 from ZooKeeper both ways, waits for its Nth
 # event=leader_suspended and checks it came no later than 2/3 of the

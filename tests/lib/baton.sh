@@ -98,6 +98,20 @@ b_sink_has() { (($(b_sink_count 2>/dev/null || echo 0) >= ${1:?})); }
 # b_log_has NAME PATTERN: true if NAME's log matches PATTERN (grep -E).
 b_log_has() { grep -Eq -- "${2:?}" "$H_DIR/${1:?}.log"; }
 
+# b_log_since NAME LINE PATTERN: the first line of NAME's log after line
+# LINE (a count taken before the event: wc -l) matching PATTERN (grep -E);
+# false if none.
+b_log_since() { tail -n +$((${2:?} + 1)) "$H_DIR/${1:?}.log" | grep -m1 -E -- "${3:?}"; }
+
+# b_heard_ms LINE: for an event=zk_silent line, when the worker's latest
+# answered ZooKeeper request was sent (its ts= less silent_ms, epoch ms):
+# the server heard it last no earlier, so its session lives at least the
+# session timeout after that.
+b_heard_ms() {
+    local t
+    t=$(b_ts_ms "$1") && [[ $1 =~ " silent_ms="([0-9]+) ]] && echo $((t - BASH_REMATCH[1]))
+}
+
 # b_ts_ms LINE: a log line's ts= as epoch milliseconds.
 b_ts_ms() { [[ $1 =~ ts=([0-9T:.-]+)Z ]] && date -d "${BASH_REMATCH[1]}Z" +%s%3N; }
 
@@ -115,7 +129,10 @@ b_ts_of() {
 # b_scrape ADDR: the /metrics page at ADDR. b_metric ADDR NAME[{LABELS}]:
 # one sample's value ("" if absent); b_metric_is ADDR NAME VALUE: it equals VALUE.
 b_scrape() { curl -sS --max-time 5 "http://$1/metrics"; }
-b_metric() { b_scrape "$1" | awk -v n="$2" '$1 == n { print $2 }'; }
+b_metric() { b_scrape "$1" | b_metric_in "$2"; }
+# b_metric_in NAME[{LABELS}]: the same, from a page on stdin (one scrape,
+# several samples read from it).
+b_metric_in() { awk -v n="$1" '$1 == n { print $2 }'; }
 b_metric_is() { [[ $(b_metric "$1" "$2") == "$3" ]]; }
 # b_counter ADDR NAME: a counter's value, 0 before its first increment.
 b_counter() {
