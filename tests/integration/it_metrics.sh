@@ -117,12 +117,14 @@ sqlite3 "$B_SINK" "BEGIN EXCLUSIVE;" \
     ".shell i=0; while [ ! -e '$H_DIR/unlock' ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done" \
     "COMMIT;" &
 locker=$!
+unlock() { : >"$H_DIR/unlock"; }
+unlock_fail() { unlock; h_fail "$@"; }
 h_wait_for 5 "the sink is locked" bash -c "! sqlite3 '$B_SINK' 'BEGIN IMMEDIATE; COMMIT;' 2>/dev/null" ||
-    { : >"$H_DIR/unlock"; h_fail "the sink was never locked"; }
+    unlock_fail "the sink was never locked"
 b_produce 20 c
 h_wait_for 15 "w2's lag shows the 20 unwritten records" lag_sum_is 20 ||
-    { : >"$H_DIR/unlock"; h_fail "w2's lag never showed the 20 unwritten records"; }
-: >"$H_DIR/unlock"
+    unlock_fail "w2's lag never showed the 20 unwritten records"
+unlock
 wait "$locker" || h_fail "the lock holder failed"
 h_wait_for 20 "100 records in the sink" b_sink_has 100
 h_wait_for 10 "w2's lag drains back to 0" lag_sum_is 0

@@ -16,10 +16,12 @@
 #      takes the partition over (event=standby_promoted ... reason=leaving)
 #      well before the hold's rebalance would have given it to it. Every
 #      record is written once.
-# The scenario runs twice: with the plain watch, and with --standby-notice
-# (the read that sets the watch also subscribes to the owner's release
-# notices: member_notice.c, notice_read_done), each in a group and topic
-# of its own.
+# The scenario runs three times, each in a group and topic of its own:
+# with the plain watch; with --standby-notice (the read that sets the
+# watch also subscribes to the owner's release notices: member_notice.c,
+# notice_read_done); and with --standby-claim ahead (the claim made ahead
+# goes out in the same poll as that read, after the mark: the promotion
+# must not wait behind it).
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
 source "$BATON_SRC/tests/lib/baton.sh"
@@ -27,7 +29,7 @@ source "$BATON_SRC/tests/lib/verify.sh"
 h_init it_standby_arm_late
 h_zk_start
 B_PARTITIONS=1
-h_kafka_start "in,in2" $B_PARTITIONS
+h_kafka_start "in,in2,in3" $B_PARTITIONS
 HOLD=1500
 
 # arm_late MODE [WORKER ARGS...]: the scenario in group MODE, on its own
@@ -81,4 +83,5 @@ arm_late() {
 
 B_TOPIC=in arm_late plain
 B_TOPIC=in2 arm_late notice --standby-notice 127.0.0.1:0
+B_TOPIC=in3 arm_late ahead --standby-claim ahead
 h_pass

@@ -22,17 +22,20 @@
  * With --late-create the first claim create is not sent at all: it reports
  * ZCONNECTIONLOSS, and the create really happens just after the member's
  * recovery listing (the zoo_awget_children after its zoo_async, a sync of
- * the claim's directory: both wrapped too) has answered, as when a create sent through one server
- * is committed after the server the member reconnected to answered its recovery listing. The member
- * then creates a second claim, behind its own first: it must keep the lowest claim of its session
- * and delete the other, or wait behind itself.
+ * the claim's directory: both wrapped too) has answered, as when a create
+ * sent through one server is committed after the server the member
+ * reconnected to answered its recovery listing. The member then creates a
+ * second claim, behind its own first: it must keep the lowest claim of its
+ * session and delete the other, or wait behind itself.
  *
- * With --lose-delete 1 (no lost creates: --lose 0, no coordinator) zoo_adelete
- * is wrapped (baton_zk_delete's send): once every partition is acquired, the last one is taken out
- * of our assignment, and the member's first claim delete is not sent at all but reports
- * ZCONNECTIONLOSS, as when the connection drops before the request reaches the server. The member
- * must not forget that claim (it is still in ZooKeeper, with our live session): the partition must
- * end with no claim of ours, with no watchdog and no session expiry to delete it. */
+ * With --lose-delete 1 (no lost creates: --lose 0, no coordinator)
+ * zoo_adelete is wrapped (baton_zk_delete's send): once every partition is
+ * acquired, the last one is taken out of our assignment, and the member's
+ * first claim delete is not sent at all but reports ZCONNECTIONLOSS, as
+ * when the connection drops before the request reaches the server. The
+ * member must not forget that claim (it is still in ZooKeeper, with our
+ * live session): the partition must end with no claim of ours, with no
+ * watchdog and no session expiry to delete it. */
 #include "baton_err.h"
 #include "baton_log.h"
 #include "baton_util.h"
