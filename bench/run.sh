@@ -33,7 +33,8 @@ usage() {
     echo "  default 1000000 records, 5 runs of each: shorter runs vary too much to compare),"
     echo "  BENCH_PARTITIONS / BENCH_WORKERS (scale, default 10000 / 100; BENCH_STANDBY_CLAIM: the"
     echo "  members' standby.claim, takeover (the default) or ahead; BENCH_COORD_ARGS: extra"
-    echo "  baton-coordinator flags), BENCH_SYSTEMS"
+    echo "  baton-coordinator flags; BENCH_SCALE_SESSION_MS, BENCH_SCALE_THREADS: the member"
+    echo "  process's joining threads; BENCH_ZK_HEAP_MB: its ZooKeeper's heap), BENCH_SYSTEMS"
     echo "  (rebalance, default \"baton hot range coop static\"), BENCH_REBALANCE_DELAY_MS (coordinator's"
     echo "  --rebalance-delay-ms; default: its own), BENCH_WORKER_ARGS (extra baton-worker flags),"
     echo "  BENCH_TP_WORKERS (throughput: baton-workers, and plain consumers splitting the partitions,"
@@ -55,6 +56,8 @@ usage() {
     echo "  (1: baton's workers log at debug, and the longest gaps are taken apart; default 0)"
     echo "  bigworker: BENCH_BIG_PARTITIONS (default 100000), BENCH_BIG_MEMBERS (simulated members"
     echo "  beside the worker, default 99), BENCH_BIG_WINDOW_S (the idle window, default 10)"
+    echo "  BENCH_WATCH_US (how often a sink watcher polls, in us, where the benchmark sets none;"
+    echo "  default 1000)"
 }
 
 # --- rebalance -----------------------------------------------------------------

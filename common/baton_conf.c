@@ -239,7 +239,15 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
         lo[i].has_arg = opts[i].type == BATON_CONF_BOOL ? no_argument : required_argument;
         lo[i].val = 1000 + (int)i;
     }
-    lo[nopts] = (struct option){"config", required_argument, NULL, 'c'};
+    /* A table without one property key (baton-run's: flags and the
+     * environment only) has no config file: --config is refused as any
+     * unknown flag, and BATON_CONFIG, exported for the other programs, is
+     * not read (every key of a worker's file would be unknown here). */
+    int has_file = 0;
+    for (size_t i = 0; i < nopts; i++)
+        has_file |= opts[i].property != NULL;
+    lo[nopts] = has_file ? (struct option){"config", required_argument, NULL, 'c'}
+                         : (struct option){"help", no_argument, NULL, 'h'};
     lo[nopts + 1] = (struct option){"help", no_argument, NULL, 'h'};
     lo[nopts + 2] = allow_kafka ? (struct option){"kafka", required_argument, NULL, 'k'}
                                 : (struct option){"help", no_argument, NULL, 'h'};
@@ -302,7 +310,7 @@ int baton_conf_parse(baton_conf_opt_t *opts, size_t nopts, int allow_kafka, int 
             goto out;
         src[i] = SRC_ENV;
     }
-    if (!config) {
+    if (!config && has_file) {
         const char *env_config = getenv("BATON_CONFIG");
         if (env_config && *env_config)
             config = env_config;

@@ -47,7 +47,8 @@ typedef struct {
     size_t nfile_strings;
 } baton_conf_parsed_t;
 
-/* Parses argv against opts (the table also accepts --config FILE, --kafka
+/* Parses argv against opts (the table also accepts --config FILE, read
+ * also from BATON_CONFIG, when one of its options has a property key; --kafka
  * KEY=VALUE when allow_kafka, --help and --version), then the environment, then the
  * file, filling each target not set by a higher source. Positional
  * arguments are not allowed unless nposit is non-NULL: then argv is

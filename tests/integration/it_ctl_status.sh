@@ -91,6 +91,11 @@ jq -e '(has("workers") | not) and (.partitions | length == 8) and
        all(.partitions[]; .high_watermark == 12 and .next_offset == 10 and .lag == 2 and .since_ms == null and .state_age_ms == null)' \
     "$H_DIR/lag2.json" >/dev/null || h_fail "lag 2 expected: $(jq -c '[.partitions[] | [.high_watermark, .next_offset, .lag]]' "$H_DIR/lag2.json")"
 b_ctl status "${LAGFLAGS[@]}" >"$H_DIR/lag2.txt"
+# Quiet without --verbose, even with BATON_LOG_LEVEL exported for a shell's
+# workers: the command's output and nothing else.
+BATON_LOG_LEVEL=debug b_ctl status "${LAGFLAGS[@]}" >"$H_DIR/lag2-env.txt" 2>"$H_DIR/lag2-env.err" ||
+    h_fail "status with BATON_LOG_LEVEL=debug failed: $(cat "$H_DIR/lag2-env.err")"
+[[ ! -s $H_DIR/lag2-env.err ]] || h_fail "BATON_LOG_LEVEL made batonctl log without --verbose: $(head -n 3 "$H_DIR/lag2-env.err")"
 grep -q '^lag:          16 records in total, most 2 on partition 0$' "$H_DIR/lag2.txt" || h_fail "lag summary: $(cat "$H_DIR/lag2.txt")"
 grep -q '^not active:   8 unowned: 0 1 2 3 4 5 6 7$' "$H_DIR/lag2.txt" || h_fail "not-active summary: $(cat "$H_DIR/lag2.txt")"
 grep -Eq '^PARTITION +ASSIGNED +OWNER +EPOCH +STATE +FOR +CLAIMS +LAG$' "$H_DIR/lag2.txt" || h_fail "partitions header: $(cat "$H_DIR/lag2.txt")"

@@ -258,12 +258,43 @@ static void test_positionals(void **state) {
     baton_conf_release(&c);
 }
 
+/* A table without property keys (baton-run's) has no config file: --config
+ * is an unknown flag and BATON_CONFIG, exported for the other programs, is
+ * not read; a table with them reads it. */
+static void test_no_file_without_properties(void **state) {
+    (void)state;
+    const char *zk = NULL;
+    baton_conf_opt_t o[1] = {{"zk", NULL, NULL, BATON_CONF_STR, 0, 0, &zk, "HOSTS", "zk", 0}};
+    char err[256];
+    baton_conf_parsed_t c;
+    char *a[] = {"prog", "--config", "/nonexistent/baton.properties", NULL};
+    assert_int_equal(baton_conf_parse(o, 1, 0, 3, a, NULL, &c, err, sizeof(err)), BATON_INVALID);
+    assert_non_null(strstr(err, "--config"));
+    baton_conf_release(&c);
+    char *file = write_tmp("unknown.key = 1\n");
+    setenv("BATON_CONFIG", file, 1);
+    char *b[] = {"prog", "--zk", "h:1", NULL};
+    assert_int_equal(baton_conf_parse(o, 1, 0, 3, b, NULL, &c, err, sizeof(err)), BATON_OK);
+    assert_null(c.config_path);
+    assert_string_equal(zk, "h:1");
+    baton_conf_release(&c);
+    /* The same file through a table with property keys: read, and refused. */
+    settings_t s = {0};
+    char *d[] = {"prog", NULL};
+    assert_int_equal(run(&s, &c, err, 1, d), BATON_INVALID);
+    assert_non_null(strstr(err, "unknown key 'unknown.key'"));
+    baton_conf_release(&c);
+    unsetenv("BATON_CONFIG");
+    unlink(file);
+    free(file);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props_forms), cmocka_unit_test(test_props_errors),
         cmocka_unit_test(test_precedence),  cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_flag_errors), cmocka_unit_test(test_secret_not_echoed),
-        cmocka_unit_test(test_positionals),
+        cmocka_unit_test(test_positionals), cmocka_unit_test(test_no_file_without_properties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
