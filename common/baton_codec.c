@@ -36,6 +36,27 @@ static char *dump(json_t *j) {
     return s;
 }
 
+/* A JSON string of s, which need not be UTF-8: a sink URI, a host name
+ * or a rack comes from a flag or the system, and jansson refuses invalid
+ * UTF-8 (json_pack then returns NULL, which dump took for an allocation
+ * failure and aborted on). Valid UTF-8 is kept as it is; otherwise every
+ * byte past ASCII becomes '?' (the field is shown to operators, never
+ * compared: a binding is matched by its sink_id). */
+static json_t *jstr(const char *s) {
+    json_t *j = json_string(s ? s : "");
+    if (j)
+        return j;
+    char *copy = xstrdup(s);
+    for (char *p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    j = json_string(copy);
+    free(copy);
+    if (!j)
+        abort(); /* ASCII without NUL: only allocation can fail */
+    return j;
+}
+
 /* Loads an object; on failure writes "what: reason" into errstr. */
 static json_t *load_object(const char *what, const char *buf, size_t len, char *errstr, size_t n) {
     if (!buf || len == 0) {
@@ -121,9 +142,9 @@ static int get_uuid(json_t *j, const char *what, const char *key, int required, 
 }
 
 char *baton_sink_binding_encode(const baton_sink_binding_t *b) {
-    return dump(json_pack("{s:s, s:s, s:s, s:I, s:i}", "sink_id", b->sink_id, "sink_uri",
-                          b->sink_uri, "bound_by", b->bound_by, "bound_ms", (json_int_t)b->bound_ms,
-                          "version", 1));
+    return dump(json_pack("{s:s, s:o, s:o, s:I, s:i}", "sink_id", b->sink_id, "sink_uri",
+                          jstr(b->sink_uri), "bound_by", jstr(b->bound_by), "bound_ms",
+                          (json_int_t)b->bound_ms, "version", 1));
 }
 
 int baton_sink_binding_decode(const char *buf, size_t len, baton_sink_binding_t *out, char *errstr,
@@ -181,9 +202,9 @@ out:
 }
 
 char *baton_member_encode(const baton_member_t *m) {
-    json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "id", m->id, "host", m->host, "pid",
+    json_t *j = json_pack("{s:s, s:o, s:I, s:i}", "id", m->id, "host", jstr(m->host), "pid",
                           (json_int_t)m->pid, "capacity", (int)(m->capacity ? m->capacity : 1));
-    json_object_set_new(j, "rack", m->rack[0] ? json_string(m->rack) : json_null());
+    json_object_set_new(j, "rack", m->rack[0] ? jstr(m->rack) : json_null());
     if (m->leaving)
         json_object_set_new(j, "leaving", json_true());
     if (m->no_partitions)

@@ -340,6 +340,24 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
         baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
     else if (*count)
         qsort(*names, *count, sizeof(char *), baton_strcmp_p);
+    /* Only what `batonctl keys add` could have made: a child made by hand
+     * ("bad key", over 128 characters) or past BATON_KEYS_MAX would be
+     * published in assignments every worker's decoder refuses, and each
+     * would keep its old assignment from then on. Such a key is ignored,
+     * loudly, as a bad member node is. */
+    size_t kept = 0;
+    for (size_t i = 0; err == BATON_OK && i < *count; i++) {
+        char *k = (*names)[i];
+        if (baton_key_valid(k) != 0 || kept >= BATON_KEYS_MAX) {
+            BLOG_ERROR("event=bad_key path=\"%s/%s\" reason=%s action=ignore", dir, k,
+                       kept >= BATON_KEYS_MAX ? "over_keys_max" : "not_a_key_name");
+            free(k);
+            continue;
+        }
+        (*names)[kept++] = k;
+    }
+    if (err == BATON_OK)
+        *count = kept;
     free(dir);
     return err;
 }

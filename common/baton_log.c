@@ -88,13 +88,16 @@ static size_t json_escape(char *buf, size_t pos, size_t cap, const char *s, size
     return pos;
 }
 
+/* Appends ,"k":v to buf[0..cap): pos stays below cap - 1 whatever k and v
+ * hold (a long field is cut, its quotes kept): each escape leaves room
+ * for what follows it. */
 static size_t json_field(char *buf, size_t pos, size_t cap, const char *k, size_t klen,
                          const char *v, size_t vlen, int as_string) {
     if (pos + 8 >= cap)
         return pos;
     buf[pos++] = ',';
     buf[pos++] = '"';
-    pos = json_escape(buf, pos, cap, k, klen);
+    pos = json_escape(buf, pos, cap - 4, k, klen); /* room for '"', ':', '"' */
     buf[pos++] = '"';
     buf[pos++] = ':';
     /* Integers stay numbers so shippers can aggregate them. */
@@ -109,9 +112,8 @@ static size_t json_field(char *buf, size_t pos, size_t cap, const char *k, size_
         return pos;
     }
     buf[pos++] = '"';
-    pos = json_escape(buf, pos, cap, v, vlen);
-    if (pos + 1 < cap)
-        buf[pos++] = '"';
+    pos = json_escape(buf, pos, cap - 1, v, vlen); /* room for the closing '"' */
+    buf[pos++] = '"';
     return pos;
 }
 
@@ -198,6 +200,11 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     va_end(ap);
+    /* One line, whatever a value holds: a newline in a field read from a
+     * znode or a datagram must not start a forged line of its own. */
+    for (char *p = line + n; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
     log_emit(lvl, line);
 }
 

@@ -21,6 +21,11 @@ struct coord_history_s {
 
 coord_history_t *coord_history_new(void) { return xcalloc(1, sizeof(coord_history_t)); }
 
+const baton_history_entry_t *coord_history_pending(const coord_history_t *h, size_t *n) {
+    *n = h->nadd;
+    return h->add;
+}
+
 void coord_history_destroy(coord_history_t *h) {
     if (!h)
         return;
@@ -71,9 +76,12 @@ void coord_history_add(coord_history_t *h, int32_t p, const char *key, const cha
     e->partition = key ? -1 : p;
     if (key)
         snprintf(e->key, sizeof(e->key), "%s", key);
-    if (from && strcmp(from, "-") != 0)
+    /* Not a worker id ("?": a corrupt claim's holder) is none: one bad
+     * entry makes the whole ring undecodable, and its next flush would
+     * start it again from empty. */
+    if (from && strcmp(from, "-") != 0 && baton_id_valid(from) == 0)
         snprintf(e->from, sizeof(e->from), "%s", from);
-    if (to && strcmp(to, "-") != 0)
+    if (to && strcmp(to, "-") != 0 && baton_id_valid(to) == 0)
         snprintf(e->to, sizeof(e->to), "%s", to);
     e->epoch = -1; /* the new owner's claim, hence its epoch, comes later */
     e->generation = gen;

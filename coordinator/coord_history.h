@@ -15,6 +15,7 @@
 #ifndef COORD_HISTORY_H
 #define COORD_HISTORY_H
 
+#include "baton_codec.h"
 #include "baton_zk.h"
 
 #include <stdint.h>
@@ -30,6 +31,8 @@ void coord_history_prev_worker(coord_history_t *h, const char *id);
  * with the publish path's reason. */
 void coord_history_add(coord_history_t *h, int32_t p, const char *key, const char *from,
                        const char *to, int64_t gen, const char *reason);
+/* The moves added and not flushed yet, *n of them (tests). */
+const baton_history_entry_t *coord_history_pending(const coord_history_t *h, size_t *n);
 /* Moves from's moves to the end of into (from keeps its workers). */
 void coord_history_merge(coord_history_t *into, coord_history_t *from);
 /* Appends the moves to <base>/history, dropping the oldest beyond the

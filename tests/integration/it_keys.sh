@@ -105,6 +105,19 @@ b_ctl keys remove report.x >/dev/null
 h_wait_for 15 "report.x released by $r_owner" grep -Eq '^released key=report.x reason=(lost|revoked) own_thread=1' "$H_DIR/$r_owner.log"
 h_wait_for 15 "report.x gone from status" b_jq '(.keys | map(.key)) == ["compaction-a","nightly"]'
 
+# --- a key node made by hand, not a key name: ignored, loudly --------------
+# Published, it would make every member's decoder refuse its assignment
+# (each kept its old one from then on): the key added after it must still
+# be taken.
+h_zk create "/baton/$B_GROUP/keys/bad key" "" >/dev/null
+b_ctl keys add later >/dev/null
+h_wait_for 20 "later taken despite the bad key node" \
+    b_jq '.keys | map(.key) == ["compaction-a","later","nightly"] and all(.[]; .state == "active")'
+b_log_has c1 'event=bad_key path="/baton/'"$B_GROUP"'/keys/bad key" reason=not_a_key_name action=ignore' ||
+    h_fail "the coordinator did not say it ignored the bad key node: $(grep -c bad_key "$H_DIR/c1.log")"
+h_zk delete "/baton/$B_GROUP/keys/bad key"
+b_ctl keys remove later >/dev/null
+
 # --- graceful leave --------------------------------------------------------
 h_stop p1
 rc=0; h_wait_exit p1 10 || rc=$?
@@ -119,4 +132,4 @@ jq -e '.claims | any(.key == "nightly" and .partition == null and .owner)' "$H_D
 rc=0; h_wait_exit p2 15 || rc=$?
 ((rc == 1)) || h_fail "an evicted member_probe should exit 1, got $rc"
 grep -q '^released key=nightly reason=lost' "$H_DIR/p2.log" || h_fail "p2 did not drop nightly when evicted"
-h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, leave, evict"
+h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, a bad key node ignored, leave, evict"

@@ -726,6 +726,48 @@ static void test_decode_errstr_sizes(void **state) {
     assert_int_equal(baton_config_decode(LIT("nope"), &c, NULL, 0), BATON_CORRUPT);
 }
 
+/* Strings that are not UTF-8 (a Latin-1 file name in a sink URI, a long
+ * UTF-8 path cut inside a character by the binding's 512 bytes, a host
+ * name) encode: kept when valid, their bytes past ASCII shown as '?'
+ * otherwise. json_pack refused them and the encoder aborted. */
+static void test_encode_not_utf8(void **state) {
+    (void)state;
+    char err[256] = "";
+    baton_sink_binding_t b = {.bound_ms = 1}, bo;
+    assert_int_equal(baton_uuid_new(b.sink_id), 0);
+    strcpy(b.sink_uri, "sqlite:/data/caf\xe9.db");
+    strcpy(b.bound_by, "w1");
+    char *s = baton_sink_binding_encode(&b);
+    assert_non_null(s);
+    assert_int_equal(baton_sink_binding_decode(s, strlen(s), &bo, err, sizeof(err)), BATON_OK);
+    assert_string_equal(bo.sink_uri, "sqlite:/data/caf?.db");
+    free(s);
+    /* 600 bytes of "é" cut at 511: the last character is half there. */
+    char longpath[700] = "sqlite:/";
+    for (int i = 0; i < 300; i++)
+        strcat(longpath, "\xc3\xa9");
+    snprintf(b.sink_uri, sizeof(b.sink_uri), "%s", longpath);
+    s = baton_sink_binding_encode(&b);
+    assert_int_equal(baton_sink_binding_decode(s, strlen(s), &bo, err, sizeof(err)), BATON_OK);
+    assert_int_equal(strlen(bo.sink_uri), strlen(b.sink_uri));
+    free(s);
+    /* Valid UTF-8 is kept as it is. */
+    strcpy(b.sink_uri, "sqlite:/data/caf\xc3\xa9.db");
+    s = baton_sink_binding_encode(&b);
+    assert_int_equal(baton_sink_binding_decode(s, strlen(s), &bo, err, sizeof(err)), BATON_OK);
+    assert_string_equal(bo.sink_uri, "sqlite:/data/caf\xc3\xa9.db");
+    free(s);
+    baton_member_t m = {.pid = 1, .capacity = 1}, mo;
+    strcpy(m.id, "w1");
+    strcpy(m.host, "h\xff");
+    strcpy(m.rack, "r\xfe");
+    s = baton_member_encode(&m);
+    assert_int_equal(baton_member_decode(s, strlen(s), &mo, err, sizeof(err)), BATON_OK);
+    assert_string_equal(mo.host, "h?");
+    assert_string_equal(mo.rack, "r?");
+    free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_id_valid),
@@ -735,6 +777,7 @@ int main(void) {
         cmocka_unit_test(test_config_defaults),
         cmocka_unit_test(test_group_uuid_and_binding),
         cmocka_unit_test(test_member_round_trip),
+        cmocka_unit_test(test_encode_not_utf8),
         cmocka_unit_test(test_member_defaults),
         cmocka_unit_test(test_assignment_meta_round_trip),
         cmocka_unit_test(test_worker_assignment_round_trip),

@@ -183,10 +183,46 @@ static void test_parse(void **state) {
     assert_int_equal(baton_log_level_parse("loud", &l), -1);
 }
 
+/* Hostile values (a key or value of control characters read from a znode
+ * or a datagram, long enough to fill the JSON line): every JSON line stays
+ * inside its buffer and parses, and a text line stays one line. Under the
+ * sanitizers a write past the buffer fails here. */
+static void test_hostile(void **state) {
+    (void)state;
+    seen_a.n = 0;
+    BATON_LOG_SCOPE(&sink_a);
+    baton_log_init("baton-worker", "w1");
+    baton_log_set_format(BATON_LOG_FORMAT_JSON);
+    char msg[2048];
+    for (int shape = 0; shape < 2; shape++)
+        for (int j = 0; j < 16; j++) {
+            size_t pos = (size_t)snprintf(msg, sizeof(msg), "x %s", shape ? "k=\"" : "");
+            for (int i = 0; i < j; i++)
+                msg[pos++] = 'A';
+            for (int i = 0; i < 1400; i++)
+                msg[pos++] = '\x01';
+            pos += (size_t)snprintf(msg + pos, sizeof(msg) - pos, "%s", shape ? "\"" : "=v");
+            BLOG_WARN("%s", msg);
+            size_t len = strlen(seen_a.last);
+            assert_true(len < 8192);
+            assert_int_equal(seen_a.last[len - 1], '}');
+            json_error_t jerr;
+            json_t *jl = json_loads(seen_a.last, 0, &jerr);
+            assert_non_null(jl);
+            json_decref(jl);
+        }
+    assert_int_equal(seen_a.n, 32);
+    baton_log_set_format(BATON_LOG_FORMAT_TEXT);
+    BLOG_WARN("event=corrupt_znode error=\"id 'a\nts=x level=error event=forged'\" tab=\t end=1");
+    assert_null(strchr(seen_a.last, '\n'));
+    assert_null(strchr(seen_a.last, '\t'));
+    assert_non_null(strstr(seen_a.last, "id 'a ts=x level=error event=forged'"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text),  cmocka_unit_test(test_json), cmocka_unit_test(test_filtering),
-        cmocka_unit_test(test_parse), cmocka_unit_test(test_sink),
+        cmocka_unit_test(test_parse), cmocka_unit_test(test_sink), cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
