@@ -1,6 +1,7 @@
 /* fuzz_codec.c: fuzz target for every znode decoder in baton_codec.h. Each
- * input is fed to all five decoders (config, member, assignment meta, worker
- * assignment, claim), to baton_seq_of and to the claim-name parser
+ * input is fed to every decoder (config, member, assignment meta, worker
+ * assignment, claim, history, pin, sink binding), to baton_seq_of and to
+ * the claim-name parser
  * (baton_layout.h). Beyond "no crash, no leak, no
  * out-of-bounds read", it checks the properties callers rely on:
  *  - an error returns BATON_CORRUPT with a non-empty message;
@@ -224,6 +225,53 @@ static void fuzz_claim_name(const char *buf, size_t len) {
     free(name);
 }
 
+static void fuzz_pin(const char *buf, size_t len) {
+    baton_pin_t p, p2;
+    char errstr[ERRSZ] = "";
+    int err = baton_pin_decode(buf, len, &p, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("pin", err, errstr);
+        return;
+    }
+    FUZZ_CHECK(baton_id_valid(p.worker) == 0, "decoded pin worker '%s' invalid", p.worker);
+    char *enc = baton_pin_encode(&p);
+    err = baton_pin_decode(enc, strlen(enc), &p2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK && strcmp(p.worker, p2.worker) == 0, "pin round trip: %s (%s)",
+               errstr, enc);
+    free(enc);
+}
+
+/* The binding's strings come from a flag or the system (any bytes): its
+ * encoder must take whatever the decoder gave, and a UTF-8 one back. */
+static void fuzz_binding(const char *buf, size_t len) {
+    baton_sink_binding_t b, b2;
+    char errstr[ERRSZ] = "";
+    /* The input's bytes as a URI and a binder, as a flag or gethostname
+     * may give them: they encode, and what is encoded decodes. */
+    baton_sink_binding_t raw = {.bound_ms = 1};
+    strcpy(raw.sink_id, "0ca9a7c0-f3af-4f6d-badd-1284608c8a6e");
+    size_t ul = len < sizeof(raw.sink_uri) - 1 ? len : sizeof(raw.sink_uri) - 1;
+    memcpy(raw.sink_uri, buf, ul);
+    size_t hl = len < sizeof(raw.bound_by) - 1 ? len : sizeof(raw.bound_by) - 1;
+    memcpy(raw.bound_by, buf, hl);
+    char *renc = baton_sink_binding_encode(&raw);
+    int err = baton_sink_binding_decode(renc, strlen(renc), &b2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "a binding of raw bytes did not decode: %s (%s)", errstr, renc);
+    free(renc);
+    err = baton_sink_binding_decode(buf, len, &b, errstr, sizeof(errstr));
+    if (err != BATON_OK) {
+        check_err("sink binding", err, errstr);
+        return;
+    }
+    char *enc = baton_sink_binding_encode(&b);
+    err = baton_sink_binding_decode(enc, strlen(enc), &b2, errstr, sizeof(errstr));
+    FUZZ_CHECK(err == BATON_OK, "binding round trip failed: %s (%s)", errstr, enc);
+    FUZZ_CHECK(strcmp(b.sink_id, b2.sink_id) == 0 && strcmp(b.sink_uri, b2.sink_uri) == 0 &&
+                   strcmp(b.bound_by, b2.bound_by) == 0 && b.bound_ms == b2.bound_ms,
+               "binding round trip changed %s", enc);
+    free(enc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *buf = (const char *)data;
     fuzz_config(buf, size);
@@ -234,5 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_history(buf, size);
     fuzz_seq(buf, size);
     fuzz_claim_name(buf, size);
+    fuzz_pin(buf, size);
+    fuzz_binding(buf, size);
     return 0;
 }
