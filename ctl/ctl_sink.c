@@ -150,8 +150,11 @@ static int sink_show(baton_zk_t *zk, const ctl_ctx_t *ctx, const char *base,
     if (bound) {
         baton_time_iso(b.bound_ms, when, sizeof(when));
         printf("bound to:     sink %s\n", b.sink_id);
-        printf("sink uri:     %s\n", b.sink_uri[0] ? b.sink_uri : "-");
-        printf("bound by:     %s at %s\n", b.bound_by[0] ? b.bound_by : "-", when);
+        char pu[sizeof(b.sink_uri)], pb[sizeof(b.bound_by)];
+        printf("sink uri:     %s\n",
+               b.sink_uri[0] ? ctl_printable(b.sink_uri, pu, sizeof(pu)) : "-");
+        printf("bound by:     %s at %s\n",
+               b.bound_by[0] ? ctl_printable(b.bound_by, pb, sizeof(pb)) : "-", when);
     } else {
         printf("bound to:     no sink yet (the first worker to start binds it)\n");
     }

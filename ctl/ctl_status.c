@@ -630,10 +630,25 @@ static const char *jstr(const json_t *o, const char *key) {
 
 /* Text of a string-or-null field, or of an integer-or-null field; "-" for
  * null. buf holds the result when it must be formatted. */
+const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && *p >= 0x20 && *p != 0x7f)
+        p++;
+    if (!*p || bufsz == 0)
+        return s;
+    size_t i = 0;
+    for (; s[i] && i + 1 < bufsz; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    buf[i] = 0;
+    return buf;
+}
+
 static const char *jtext(const json_t *o, const char *key, char *buf, size_t bufsz) {
     const json_t *v = json_object_get(o, key);
     if (json_is_string(v))
-        return json_string_value(v);
+        return ctl_printable(json_string_value(v), buf, bufsz);
     if (json_is_integer(v)) {
         snprintf(buf, bufsz, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return buf;

@@ -143,6 +143,9 @@ void ctl_table_set_wide(int wide);
 void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t ncols);
 /* A string, integer or boolean ("yes"/"no") field as text; "-" for null. */
 const char *ctl_cell_text(const json_t *row, const char *key, char *buf, size_t n);
+/* s for a terminal: itself, or (a control character in it: an escape
+ * sequence read from a znode) a copy in buf with each one as '?'. */
+const char *ctl_printable(const char *s, char *buf, size_t n);
 /* A duration in ms ("850ms", "12s", "3m05s", "2h10m") as text; "-" for null. */
 const char *ctl_cell_age(const json_t *row, const char *key, char *buf, size_t n);
 

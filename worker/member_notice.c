@@ -412,7 +412,7 @@ void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner) {
 
 /* ---- releasing (the leaver) ---------------------------------------------- */
 
-/* A subscriber's member node is watched (exists), so that one that
+/* A subscriber's member node is watched (a data watch), so that one that
  * crashed is forgotten once its session ends and its node goes: a leaver
  * that kept it would hand its unwritten records over to nobody (worker.c,
  * leave_hands_over), and its cold successor would read them from Kafka
@@ -426,7 +426,10 @@ typedef struct {
     char path[];
 } sub_watch_t;
 
-static void sub_watch_done(int rc, const struct Stat *st, const void *data) {
+static void sub_watch_done(int rc, const char *value, int len, const struct Stat *st,
+                           const void *data) {
+    (void)value;
+    (void)len;
     (void)st;
     sub_watch_t *sw = (sub_watch_t *)data;
     if (rc == ZNONODE)
@@ -443,8 +446,12 @@ static void sub_watch(baton_membership_t *m, msub_t *s) {
     sw->zk = m->zk;
     memcpy(sw->path, path, plen);
     free(path);
-    if (zoo_awexists(baton_zk_handle(m->zk), sw->path, baton_zk_watcher, m->zk, sub_watch_done,
-                     sw) == ZOK)
+    /* A read with a data watch, not an exists: on a node that is not
+     * there it leaves no watch behind. An exists watch stayed, in the
+     * server and the client, until the session ended: one per id a
+     * datagram named, and the ids come from the network. */
+    if (zoo_awget(baton_zk_handle(m->zk), sw->path, baton_zk_watcher, m->zk, sub_watch_done, sw) ==
+        ZOK)
         s->watched = 1;
     else
         free(sw); /* not connected: set at the next SUB or event */

@@ -198,6 +198,17 @@ h_wait_for 15 "every partition active with w1" b_all_active 1
 b_log_has c1 'event=forced_revoke' && h_fail "a claim of the owner's own session was revoked"
 alive_both
 
+# Text output: a string read from a znode with an escape sequence in it (a
+# terminal's "clear screen") is printed with '?' for each control
+# character (tables go through the same cell text).
+sink_node=$(h_zk get /baton/g/sink)
+h_zk set /baton/g/sink "$(jq -c '.sink_uri = "sqlite:\u001b[2J/x"' <<<"$sink_node")" >/dev/null
+b_ctl sink show >"$o" || h_fail "sink show failed: $(cat "$o")"
+grep -q $'\x1b' "$o" && h_fail "sink show printed an escape sequence read from the binding"
+grep -q '^sink uri:     sqlite:?\[2J/x$' "$o" || h_fail "sink show: $(grep 'sink uri' "$o")"
+h_zk set /baton/g/sink "$sink_node" >/dev/null
+alive_both
+
 b_produce 100 b
 h_wait_for 20 "all 200 records in the sink" b_sink_has 200
 verify_sink "$BOOTSTRAP" "$B_TOPIC" "$B_SINK" "$B_GROUP" || h_fail "sink verification failed"

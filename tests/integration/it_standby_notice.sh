@@ -17,7 +17,9 @@
 #      datagrams that are not notices, a notice of another group, one from a
 #      member it does not stand by for, one naming another sequence, change
 #      nothing: the worker keeps running, counts the malformed ones
-#      (baton_worker_notices_malformed_total), and no fence moves.
+#      (baton_worker_notices_malformed_total), and no fence moves. 300
+#      SUBs from ids no member has are forgotten and leave no watch in
+#      ZooKeeper.
 #   5. Continuous input throughout: every record once, epochs never fall.
 set -euo pipefail
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -186,6 +188,37 @@ h_alive "$victim" || h_fail "$victim died on datagrams that were not notices"
 if tail -n +"$vfrom" "$H_DIR/$victim.log" | grep -E "event=acquired partition=0 " >/dev/null; then
     h_fail "$victim acquired partition 0 on a datagram that was no notice"
 fi
+
+# Forged SUBs: 300 ids no member has, as anyone on the network can send
+# (1 ms apart; a slow worker's socket may still drop some: datagrams).
+# Each one heard is forgotten once its member node is found missing twice,
+# and no watch of it stays in ZooKeeper (an exists watch on a missing node
+# stayed until the session ended: one per id, 300 more watches).
+zk_watches() { _h_4lw "${ZK##*:}" wchs | sed -n 's/^Total watches:\([0-9]*\).*/\1/p'; }
+w0=$(zk_watches)
+[[ -n $w0 ]] || h_fail "ZooKeeper's wchs gave no watch count"
+python3 - "$port" "$B_GROUP" <<'EOF'
+import socket, sys, time
+port, g = int(sys.argv[1]), b"/baton/" + sys.argv[2].encode()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(300):
+    s.sendto(b"BATON-NOTICE 1\nSUB\n" + g + b"\nforged-" + str(i).encode() + b"\n", ("127.0.0.1", port))
+    time.sleep(0.001)
+EOF
+# forgot: every forged subscriber heard (its debug line) is forgotten, and
+# most were heard.
+forgot() {
+    local heard gone
+    heard=$(grep -c "event=notice_subscriber id=forged-" "$H_DIR/$victim.log") || true
+    gone=$(grep -c "event=notice_subscriber_gone id=forged-" "$H_DIR/$victim.log") || true
+    ((heard >= 150 && gone == heard))
+}
+h_wait_for 20 "$victim forgot the forged subscribers it heard" forgot
+w1=$(zk_watches)
+echo "ZooKeeper's watches: $w0 before the forged SUBs, $w1 after" \
+    "($(grep -c "event=notice_subscriber_gone id=forged-" "$H_DIR/$victim.log") forgotten)"
+((w1 < w0 + 30)) || h_fail "forged SUBs left watches in ZooKeeper: $w0 before, $w1 after"
+h_alive "$victim" || h_fail "$victim died on forged SUBs"
 
 for pr in producer producer2; do
     rc=0; h_wait_exit $pr 40 || rc=$?

@@ -746,7 +746,8 @@ static void test_encode_not_utf8(void **state) {
     char longpath[700] = "sqlite:/";
     for (int i = 0; i < 300; i++)
         strcat(longpath, "\xc3\xa9");
-    snprintf(b.sink_uri, sizeof(b.sink_uri), "%s", longpath);
+    memcpy(b.sink_uri, longpath, sizeof(b.sink_uri) - 1); /* the binder's cut */
+    b.sink_uri[sizeof(b.sink_uri) - 1] = 0;
     s = baton_sink_binding_encode(&b);
     assert_int_equal(baton_sink_binding_decode(s, strlen(s), &bo, err, sizeof(err)), BATON_OK);
     assert_int_equal(strlen(bo.sink_uri), strlen(b.sink_uri));
