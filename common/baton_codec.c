@@ -39,21 +39,19 @@ static char *dump(json_t *j) {
 /* A JSON string of s, which need not be UTF-8: a sink URI, a host name
  * or a rack comes from a flag or the system, and jansson refuses invalid
  * UTF-8 (json_pack then returns NULL, which dump took for an allocation
- * failure and aborted on). Valid UTF-8 is kept as it is; otherwise every
- * byte past ASCII becomes '?' (the field is shown to operators, never
- * compared: a binding is matched by its sink_id). */
+ * failure and aborted on). Each byte that is not part of a valid UTF-8
+ * sequence becomes '?' (the field is shown to operators, never compared:
+ * a binding is matched by its sink_id). */
 static json_t *jstr(const char *s) {
     json_t *j = json_string(s ? s : "");
     if (j)
         return j;
     char *copy = xstrdup(s);
-    for (char *p = copy; *p; p++)
-        if ((unsigned char)*p >= 0x80)
-            *p = '?';
+    baton_utf8_clean(copy);
     j = json_string(copy);
     free(copy);
     if (!j)
-        abort(); /* ASCII without NUL: only allocation can fail */
+        abort(); /* valid UTF-8 without NUL: only allocation can fail */
     return j;
 }
 

@@ -2,6 +2,8 @@
  * thread's current sink. */
 #include "baton_log.h"
 
+#include "baton_util.h"
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -72,25 +74,36 @@ static void log_emit(baton_log_level_t lvl, const char *line) {
     funlockfile(stderr);
 }
 
-/* Appends s (len bytes) to buf as the body of a JSON string. */
+/* Appends s (len bytes) to buf as the body of a JSON string, stopping
+ * before pos would pass cap - 2: whole escapes and whole UTF-8 sequences
+ * only, and a byte that starts none (a URI or a datagram that is not
+ * UTF-8, a message cut inside a character) as '?', so the line stays
+ * valid JSON. */
 static size_t json_escape(char *buf, size_t pos, size_t cap, const char *s, size_t len) {
-    for (size_t i = 0; i < len && pos + 7 < cap; i++) {
+    for (size_t i = 0; i < len && pos + 7 < cap;) {
         unsigned char c = (unsigned char)s[i];
+        size_t seq = baton_utf8_seq((const unsigned char *)s + i, len - i);
         if (c == '"' || c == '\\') {
             buf[pos++] = '\\';
             buf[pos++] = (char)c;
         } else if (c < 0x20) {
             pos += (size_t)snprintf(buf + pos, cap - pos, "\\u%04x", c);
+        } else if (seq == 0) {
+            buf[pos++] = '?';
         } else {
-            buf[pos++] = (char)c;
+            memcpy(buf + pos, s + i, seq);
+            pos += seq;
+            i += seq;
+            continue;
         }
+        i++;
     }
     return pos;
 }
 
-/* Appends ,"k":v to buf[0..cap): pos stays below cap - 1 whatever k and v
- * hold (a long field is cut, its quotes kept): each escape leaves room
- * for what follows it. */
+/* Appends ,"k":v to buf[0..cap): the returned pos is at most cap - 1
+ * whatever k and v hold (a long field is cut, its quotes kept): each
+ * escape leaves room for what follows it. */
 static size_t json_field(char *buf, size_t pos, size_t cap, const char *k, size_t klen,
                          const char *v, size_t vlen, int as_string) {
     if (pos + 8 >= cap)

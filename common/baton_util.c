@@ -144,6 +144,50 @@ int baton_uuid_valid(const char *s) {
     return 0;
 }
 
+size_t baton_utf8_seq(const unsigned char *s, size_t n) {
+    if (n == 0)
+        return 0;
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    /* The second byte's range depends on the first (RFC 3629, section 4):
+     * no overlong forms, no surrogates, nothing past U+10FFFF. */
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80;
+        hi = c == 0xed ? 0x9f : 0xbf;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80;
+        hi = c == 0xf4 ? 0x8f : 0xbf;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+size_t baton_utf8_clean(char *s) {
+    size_t n = strlen(s), bad = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = baton_utf8_seq((const unsigned char *)s + i, n - i);
+        if (l) {
+            i += l;
+        } else {
+            s[i++] = '?';
+            bad++;
+        }
+    }
+    return bad;
+}
+
 void baton_time_iso(int64_t wall_ms, char *out, size_t size) {
     time_t t = (time_t)(wall_ms / 1000);
     struct tm tm;

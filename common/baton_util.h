@@ -43,6 +43,13 @@ int baton_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 int baton_uuid_new(char *out);
 /* 0 if s is a UUID in that form (any version, lower or upper case hex). */
 int baton_uuid_valid(const char *s);
+/* The length (1-4) of the valid UTF-8 sequence at s[0..n), or 0 if none
+ * starts there (a stray continuation byte, an overlong form, a surrogate,
+ * past U+10FFFF, or cut short by n). ASCII, NUL included, is 1. */
+size_t baton_utf8_seq(const unsigned char *s, size_t n);
+/* Replaces, in place, every byte of s that is not part of a valid UTF-8
+ * sequence with '?': JSON holds only UTF-8. Returns how many it replaced. */
+size_t baton_utf8_clean(char *s);
 /* Formats wall-clock milliseconds as 2026-12-01T10:00:00Z into out. */
 void baton_time_iso(int64_t wall_ms, char *out, size_t size);
 

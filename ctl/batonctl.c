@@ -186,7 +186,10 @@ baton_zk_t *ctl_connect(const ctl_ctx_t *ctx) {
 }
 
 void ctl_warn(const char *path, const char *problem) {
-    fprintf(stderr, "%s: warning: %s: %s\n", CTL_PROG, path, problem);
+    /* Both can quote what a znode held: no escape sequence reaches the terminal. */
+    char pp[512], pr[1024];
+    fprintf(stderr, "%s: warning: %s: %s\n", CTL_PROG, ctl_printable(path, pp, sizeof(pp)),
+            ctl_printable(problem, pr, sizeof(pr)));
 }
 
 static const ctl_command_t *command_find(const char *name) {
@@ -256,6 +259,8 @@ int main(int argc, char **argv) {
      * exported for the workers of a shell, it must not make batonctl chatty. */
     const char *fp = getenv("BATON_FAILPOINTS");
     baton_log_level = BATON_LOG_INFO;
+    if (!ctx.verbose)
+        unsetenv("BATON_LOG_LEVEL"); /* not read, not even to say it is malformed */
     baton_log_lib_quiet(!ctx.verbose);
     baton_log_init(CTL_PROG, NULL);
     if (!ctx.verbose)

@@ -269,9 +269,8 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
     }
     size_t i;
     json_t *w;
-    json_array_foreach(warnings, i, w) fprintf(stderr, "%s: warning: %s: %s\n", CTL_PROG,
-                                               json_string_value(json_object_get(w, "path")),
-                                               json_string_value(json_object_get(w, "problem")));
+    json_array_foreach(warnings, i, w) ctl_warn(json_string_value(json_object_get(w, "path")),
+                                                json_string_value(json_object_get(w, "problem")));
     if (as_json) {
         /* An object with the group at top level, like every other --json. */
         json_t *obj = json_pack("{s:s, s:O}", "group", ctx->group, "keys", rows);

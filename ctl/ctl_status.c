@@ -628,8 +628,6 @@ static const char *jstr(const json_t *o, const char *key) {
     return json_string_value(json_object_get(o, key));
 }
 
-/* Text of a string-or-null field, or of an integer-or-null field; "-" for
- * null. buf holds the result when it must be formatted. */
 const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
     const unsigned char *p = (const unsigned char *)s;
     while (*p && *p >= 0x20 && *p != 0x7f)
@@ -645,6 +643,8 @@ const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
     return buf;
 }
 
+/* Text of a string-or-null field, or of an integer-or-null field; "-" for
+ * null. buf holds the result when it must be formatted. */
 static const char *jtext(const json_t *o, const char *key, char *buf, size_t bufsz) {
     const json_t *v = json_object_get(o, key);
     if (json_is_string(v))

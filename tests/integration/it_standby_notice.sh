@@ -215,6 +215,7 @@ forgot() {
 }
 h_wait_for 20 "$victim forgot the forged subscribers it heard" forgot
 w1=$(zk_watches)
+[[ -n $w1 ]] || h_fail "ZooKeeper's wchs gave no watch count after the forged SUBs"
 echo "ZooKeeper's watches: $w0 before the forged SUBs, $w1 after" \
     "($(grep -c "event=notice_subscriber_gone id=forged-" "$H_DIR/$victim.log") forgotten)"
 ((w1 < w0 + 30)) || h_fail "forged SUBs left watches in ZooKeeper: $w0 before, $w1 after"

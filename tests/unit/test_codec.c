@@ -751,7 +751,28 @@ static void test_encode_not_utf8(void **state) {
     s = baton_sink_binding_encode(&b);
     assert_int_equal(baton_sink_binding_decode(s, strlen(s), &bo, err, sizeof(err)), BATON_OK);
     assert_int_equal(strlen(bo.sink_uri), strlen(b.sink_uri));
+    assert_memory_equal(bo.sink_uri, "sqlite:/\xc3\xa9\xc3\xa9", 12); /* the whole ones kept */
+    assert_int_equal(bo.sink_uri[strlen(bo.sink_uri) - 1], '?');      /* the half one not */
     free(s);
+    /* The sequences RFC 3629 allows, and those it does not. */
+    const struct {
+        const char *s;
+        size_t len;
+    } seqs[] = {{"a", 1},
+                {"\xc3\xa9", 2},
+                {"\xe2\x82\xac", 3},
+                {"\xf0\x9f\x98\x80", 4},
+                {"\xc0\x80", 0},
+                {"\xc3", 0},
+                {"\x80", 0},
+                {"\xed\xa0\x80", 0},
+                {"\xe0\x80\x80", 0},
+                {"\xf4\x90\x80\x80", 0},
+                {"\xf5\x80\x80\x80", 0},
+                {"\xff", 0}};
+    for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++)
+        assert_int_equal(baton_utf8_seq((const unsigned char *)seqs[i].s, strlen(seqs[i].s)),
+                         seqs[i].len);
     /* Valid UTF-8 is kept as it is. */
     strcpy(b.sink_uri, "sqlite:/data/caf\xc3\xa9.db");
     s = baton_sink_binding_encode(&b);
