@@ -258,13 +258,11 @@ int main(int argc, char **argv) {
      * BATON_LOG_LEVEL (read by baton_log_init) counts only with --verbose:
      * exported for the workers of a shell, it must not make batonctl chatty. */
     const char *fp = getenv("BATON_FAILPOINTS");
-    baton_log_level = BATON_LOG_INFO;
+    baton_log_level = ctx.verbose ? BATON_LOG_INFO : fp && *fp ? BATON_LOG_WARN : BATON_LOG_OFF;
     if (!ctx.verbose)
         unsetenv("BATON_LOG_LEVEL"); /* not read, not even to say it is malformed */
     baton_log_lib_quiet(!ctx.verbose);
     baton_log_init(CTL_PROG, NULL);
-    if (!ctx.verbose)
-        baton_log_level = fp && *fp ? BATON_LOG_WARN : BATON_LOG_OFF;
 
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
