@@ -310,6 +310,12 @@ int mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e);
 void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner);
 void mb_notice_release(baton_membership_t *m, const size_t *rows, size_t n);
 void mb_notice_drain(baton_membership_t *m);
+/* One datagram of len bytes from `from`, in buf (buf[len] is a NUL, and
+ * the handling writes NULs into it): what mb_notice_drain does with each
+ * one it reads. A NUL inside makes it malformed. Exposed for
+ * tests/fuzz/fuzz_notice.c: its bytes come from anyone on the network. */
+void mb_notice_feed(baton_membership_t *m, char *buf, size_t len,
+                    const struct sockaddr_storage *from, socklen_t fromlen);
 
 /* member_leave.c */
 void mb_leave(baton_membership_t *m);

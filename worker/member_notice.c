@@ -821,10 +821,15 @@ void mb_notice_drain(baton_membership_t *m) {
         if (got < 0)
             return; /* EAGAIN, or an ICMP error of an earlier send: nothing to read */
         buf[got] = 0;
-        if (strlen(buf) != (size_t)got) { /* a NUL inside: not ours */
-            baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
-            continue;
-        }
-        notice_handle(m, buf, &from, fromlen);
+        mb_notice_feed(m, buf, (size_t)got, &from, fromlen);
     }
+}
+
+void mb_notice_feed(baton_membership_t *m, char *buf, size_t len,
+                    const struct sockaddr_storage *from, socklen_t fromlen) {
+    if (strlen(buf) != len) { /* a NUL inside: not ours */
+        baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
+        return;
+    }
+    notice_handle(m, buf, from, fromlen);
 }
