@@ -107,11 +107,12 @@ static int parse(const char *text, char *inc, long *pid, char *host, size_t host
             memcpy(num, line + 4, len - 4);
             num[len - 4] = 0;
             char *end = NULL;
-            *pid = strtol(num, &end, 10);
-            if (*end || *pid <= 0) {
+            long v = strtol(num, &end, 10);
+            if (*end || v <= 0) { /* *pid stays as it was: a pid, or 0 */
                 *why = "its pid is not a number";
                 return -1;
             }
+            *pid = v;
             have_pid = 1;
         } else if (strncmp(line, "host=", 5) == 0) {
             snprintf(host, hostsz, "%.*s", (int)(len - 5), line + 5);

@@ -84,6 +84,19 @@ static void redact_conninfo(const char *s, char **out, size_t *len) {
         while (isspace((unsigned char)*q))
             q++;
         if (*q != '=') {
+            /* Not a keyword: a mistyped URL ("postgresql:/user:pw@host",
+             * a slash short) keeps its password out all the same. */
+            const char *at = memrchr(word, '@', wlen), *start = word;
+            if (at && word == s && memchr(word, ':', wlen))
+                start = (const char *)memchr(word, ':', wlen) + 1;
+            while (at && start < at && *start == '/')
+                start++;
+            const char *pc = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
+            if (pc) {
+                buf_add(out, len, word, (size_t)(pc + 1 - word));
+                buf_add(out, len, "***", 3);
+                word = at;
+            }
             buf_add(out, len, word, (size_t)(q - word));
             p = q;
             if (!*p)
@@ -982,8 +995,10 @@ static const char *const create_sql[] = {
     "\"offset\" BIGINT NOT NULL, seq BIGINT NOT NULL, epoch BIGINT NOT NULL, key BYTEA, "
     "value BYTEA, PRIMARY KEY(grp, partition, \"offset\", seq))",
     "CREATE TABLE baton_meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE baton_groups(grp TEXT PRIMARY KEY, group_uuid TEXT NOT NULL, "
-    "bound_ms BIGINT NOT NULL)",
+    /* In parentheses: clang's -Wstring-concatenation takes a lone joined
+     * literal in a list for a missing comma. */
+    ("CREATE TABLE baton_groups(grp TEXT PRIMARY KEY, group_uuid TEXT NOT NULL, "
+     "bound_ms BIGINT NOT NULL)"),
 };
 
 /* Checks that `table` (as the search_path resolves it) is a table with

@@ -366,12 +366,17 @@ static long parse_num(const char *s, size_t n, long lo, long hi) {
     return v < lo || v > hi ? -1 : v;
 }
 
-/* The userinfo's password (redis://USER:PASS@...) as "***". */
+/* The userinfo's password (redis://USER:PASS@...) as "***". The
+ * authority starts after the scheme's ':' and any slashes: a mistyped
+ * "redis:/USER:PASS@HOST" or "redis:USER:PASS@HOST", refused with the
+ * redacted form in its message, keeps its password out of it too. */
 static char *redact_userinfo(const char *uri) {
-    const char *sep = strstr(uri, "://");
+    const char *sep = strchr(uri, ':');
     if (!sep)
         return xstrdup(uri);
-    const char *auth = sep + 3;
+    const char *auth = sep + 1;
+    while (*auth == '/')
+        auth++;
     const char *end = auth + strcspn(auth, "/?#");
     const char *at = NULL;
     for (const char *p = auth; p < end; p++)

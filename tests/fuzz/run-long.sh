@@ -14,7 +14,8 @@ secs=${1:-300}
 build=${2:-$src/build-fuzz}
 shift $(($# > 2 ? 2 : $#))
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_codec fuzz_failpoint fuzz_flags fuzz_config fuzz_racks)
+((${#targets[@]})) || targets=(fuzz_codec fuzz_failpoint fuzz_flags fuzz_config fuzz_racks fuzz_plan fuzz_notice
+    fuzz_redis_uri fuzz_lockfile)
 
 command -v clang >/dev/null || { echo "run-long: needs clang and libFuzzer (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 CC=clang cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_FUZZ=ON \

@@ -32,6 +32,10 @@ static void test_redact(void **state) {
     redacts("sqlite:/var/lib/baton.db", "sqlite:/var/lib/baton.db");
     /* URL userinfo, query parameter, multi-host. */
     redacts("postgresql://u:secret@db/baton", "postgresql://u:***@db/baton");
+    /* A mistyped URL, read as conninfo: its password is hidden too. */
+    redacts("postgresql:/u:secret@db/baton", "postgresql:/u:***@db/baton");
+    redacts("postgresql:u:secret@db host=x", "postgresql:u:***@db host=x");
+    redacts("postgresql:/u@db/baton", "postgresql:/u@db/baton");
     redacts("postgres://u:s%40cr:et@h1:5432,h2:5433/db", "postgres://u:***@h1:5432,h2:5433/db");
     redacts("postgresql://u@db/baton?sslmode=require&password=secret&x=1",
             "postgresql://u@db/baton?sslmode=require&password=***&x=1");

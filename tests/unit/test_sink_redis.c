@@ -35,6 +35,11 @@ static void test_redact(void **state) {
     redacts("redis://h/0?password=secret&x=1", "redis://h/0?password=***&x=1");
     redacts("redis://h/0?x=1&password=secret", "redis://h/0?x=1&password=***");
     redacts("redis://h/0?xpassword=1", "redis://h/0?xpassword=1");
+    /* A slash short or none at all (refused): the password is still
+     * hidden (fuzz_redis_uri found it shown). */
+    redacts("redis:/u:secret@h", "redis:/u:***@h");
+    redacts("redis:u:secret@h/0", "redis:u:***@h/0");
+    redacts("redis:///u:secret@h", "redis:///u:***@h");
 }
 
 /* uri is refused by the check with a message holding want (and never the
@@ -68,6 +73,7 @@ static void test_check(void **state) {
             fail_msg("'%s' refused: %s", good[i], err);
     refused("rediss://h:6380", "stunnel");
     refused("rediss://:secret@h:6380", "no TLS");
+    refused("redis:/u:secret@h", "expected redis://");
     refused("redis://h:0", "port '0' is not in 1-65535");
     refused("redis://h:65536/0", "port '65536'");
     refused("redis://h:x", "port 'x'");
