@@ -321,8 +321,21 @@ int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_bi
 
 /* ---- named keys ---------------------------------------------------------- */
 
+void baton_bad_keys_free(baton_bad_keys_t *bad) {
+    for (size_t i = 0; bad && i < bad->n; i++)
+        free(bad->v[i].name);
+    if (bad)
+        free(bad->v);
+}
+
+const char *baton_bad_key_reason(baton_bad_key_why_t why) {
+    return why == BATON_BAD_KEY_OVER_MAX ? "over_keys_max" : "not_a_key_name";
+}
+
 int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
-                     char *errstr, size_t n) {
+                     baton_bad_keys_t *ignored, char *errstr, size_t n) {
+    if (ignored)
+        *ignored = (baton_bad_keys_t){0};
     char *dir = baton_layout_keys(base);
     int err = baton_zk_children(zk, dir, watch, names, count);
     if (err == BATON_NOTFOUND) {
@@ -349,9 +362,16 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
     for (size_t i = 0; err == BATON_OK && i < *count; i++) {
         char *k = (*names)[i];
         if (baton_key_valid(k) != 0 || kept >= BATON_KEYS_MAX) {
+            baton_bad_key_why_t why =
+                baton_key_valid(k) != 0 ? BATON_BAD_KEY_NAME : BATON_BAD_KEY_OVER_MAX;
             BLOG_ERROR("event=bad_key path=\"%s/%s\" reason=%s action=ignore", dir, k,
-                       kept >= BATON_KEYS_MAX ? "over_keys_max" : "not_a_key_name");
-            free(k);
+                       baton_bad_key_reason(why));
+            if (ignored) {
+                ignored->v = xrealloc(ignored->v, sizeof(*ignored->v) * (ignored->n + 1));
+                ignored->v[ignored->n++] = (baton_bad_key_t){.name = k, .why = why};
+            } else {
+                free(k);
+            }
             continue;
         }
         (*names)[kept++] = k;
@@ -499,6 +519,47 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
     return BATON_OK;
 }
 
+/* Deletes path and everything below it, children first. A node that goes
+ * meanwhile is fine; one created meanwhile (ZNOTEMPTY) makes it list again,
+ * a bounded number of times. */
+static int delete_tree(baton_zk_t *zk, const char *path, int depth) {
+    if (depth > 1000)
+        return BATON_INVALID; /* ZooKeeper's path length allows no such tree */
+    int err = BATON_CONFLICT;
+    for (int attempt = 0; attempt < 5 && err == BATON_CONFLICT; attempt++) {
+        char **kids = NULL;
+        size_t nk = 0;
+        err = baton_zk_children(zk, path, 0, &kids, &nk);
+        for (size_t k = 0; err == BATON_OK && k < nk; k++) {
+            char *child = baton_layout_child(path, kids[k]);
+            err = delete_tree(zk, child, depth + 1);
+            free(child);
+        }
+        baton_zk_strings_free(kids, nk);
+        if (err != BATON_OK)
+            break; /* a child's own retries are spent: no more here */
+        err = baton_zk_delete(zk, path, -1);
+    }
+    return err == BATON_NOTFOUND && depth > 0 ? BATON_OK : err;
+}
+
+int baton_group_bad_key_remove(baton_zk_t *zk, const char *base, const char *name, char *errstr,
+                               size_t n) {
+    if (baton_key_valid(name) == 0)
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "'%s' is a key name: remove it with batonctl keys remove", name);
+    char *dir = baton_layout_keys(base);
+    char *path = baton_layout_child(dir, name);
+    int err = delete_tree(zk, path, 0);
+    if (err == BATON_OK)
+        BLOG_INFO("event=bad_key_removed path=\"%s\"", path);
+    else if (err != BATON_NOTFOUND)
+        baton_seterr(errstr, n, err, "cannot remove '%s': %s", path, baton_strerror(err));
+    free(path);
+    free(dir);
+    return err;
+}
+
 /* ---- a session's claims -------------------------------------------------- */
 
 baton_zkread_t *baton_group_claims_children(baton_zk_t *zk, baton_res_table_t *t) {
@@ -524,7 +585,7 @@ int baton_group_session_claims(baton_zk_t *zk, baton_res_table_t *t, int64_t ses
     *count = 0;
     char **keys = NULL;
     size_t nkeys = 0;
-    int err = baton_group_keys(zk, t->base, 0, &keys, &nkeys, errstr, n);
+    int err = baton_group_keys(zk, t->base, 0, &keys, &nkeys, NULL, errstr, n);
     if (err != BATON_OK)
         return err;
     for (size_t k = 0; k < nkeys; k++)

@@ -46,11 +46,34 @@ int baton_group_sink_write(baton_zk_t *zk, const char *base, const baton_sink_bi
 
 /* Named keys (batonctl keys): <base>/keys/<name>/claims/claim-...
  * (paths: baton_layout.h) */
+/* Why baton_group_keys ignored a child of <base>/keys. */
+typedef enum {
+    BATON_BAD_KEY_NAME,     /* not a key name (made by hand): reason=not_a_key_name */
+    BATON_BAD_KEY_OVER_MAX, /* a key name past BATON_KEYS_MAX: reason=over_keys_max */
+} baton_bad_key_why_t;
+/* The children of <base>/keys that baton_group_keys ignored, in name order.
+ * name is as ZooKeeper gave it: anything a path may hold, never printed
+ * raw. */
+typedef struct {
+    char *name;
+    baton_bad_key_why_t why;
+} baton_bad_key_t;
+typedef struct {
+    baton_bad_key_t *v;
+    size_t n;
+} baton_bad_keys_t;
+void baton_bad_keys_free(baton_bad_keys_t *bad);
+/* The reason word of event=bad_key for why. */
+const char *baton_bad_key_reason(baton_bad_key_why_t why);
+
 /* The sorted key names of the group (children of <base>/keys; none if that
  * does not exist). watch: leave a child watch (or an exists watch on a
- * missing directory). *names is freed with baton_zk_strings_free. */
+ * missing directory). *names is freed with baton_zk_strings_free. A child
+ * that is not a key name, or past BATON_KEYS_MAX, is left out, logged
+ * (event=bad_key ... action=ignore) and, if ignored is not NULL, listed
+ * there (free with baton_bad_keys_free, also after an error). */
 int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
-                     char *errstr, size_t errstr_size);
+                     baton_bad_keys_t *ignored, char *errstr, size_t errstr_size);
 /* Adds keys (key node + claims directory, atomically each); existing ones
  * are left alone. Every name is validated first: one bad name adds nothing. */
 int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
@@ -59,6 +82,12 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
  * missing ones are fine. */
 int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                             size_t *removed, char *errstr, size_t errstr_size);
+/* Removes the child <base>/keys/<name> that is not a key name (one
+ * baton_group_keys ignores as BATON_BAD_KEY_NAME), with everything below
+ * it. BATON_INVALID, removing nothing, if name is a key name: this never
+ * takes a key. BATON_NOTFOUND if it was not there. */
+int baton_group_bad_key_remove(baton_zk_t *zk, const char *base, const char *name, char *errstr,
+                               size_t errstr_size);
 
 /* The children of every row's claims directory (baton_res_claims), read in
  * one batch: reads[i] is row i's (BATON_NOTFOUND for a directory that is

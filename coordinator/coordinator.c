@@ -1481,7 +1481,7 @@ static int snap_read_settings(coord_t *c, coord_snap_t *rs) {
         rs->pin_of = xcalloc((size_t)P + 1, sizeof(char *));
         if ((err = read_pins(c, P, rs->pin_of)) != BATON_OK)
             return err;
-        if ((err = baton_group_keys(c->zk, c->base, 1, &rs->keys, &rs->nkeys, errstr,
+        if ((err = baton_group_keys(c->zk, c->base, 1, &rs->keys, &rs->nkeys, NULL, errstr,
                                     sizeof(errstr))) != BATON_OK)
             return err;
         /* All read, each with its watch: keep them until one fires. */

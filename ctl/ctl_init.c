@@ -106,7 +106,7 @@ static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, co
         snprintf(cfg->strategy, sizeof(cfg->strategy), "%s",
                  !strategy_arg && r->have ? r->cur.strategy : baton_strategy_name(strategy));
         if (nkeys) {
-            err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, errstr, errstr_size);
+            err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, NULL, errstr, errstr_size);
             if (err != BATON_OK && err != BATON_NOTFOUND)
                 return err;
         }

@@ -86,6 +86,33 @@ static size_t count_children(baton_zk_t *zk, const char *dir) {
     return n;
 }
 
+/* The path of an ignored child of keys/, its name escaped (it may be
+ * anything ZooKeeper takes: a right-to-left override, a look-alike). */
+static char *bad_key_path(const char *base, const char *name) {
+    char *dir = baton_layout_keys(base), *esc = ctl_escaped(name);
+    char *path = baton_layout_child(dir, esc);
+    free(esc);
+    free(dir);
+    return path;
+}
+
+void ctl_keys_warn_ignored(json_t *warnings, const char *base, const baton_bad_keys_t *bad) {
+    for (size_t i = 0; bad && i < bad->n; i++) {
+        char *path = bad_key_path(base, bad->v[i].name);
+        if (bad->v[i].why == BATON_BAD_KEY_NAME)
+            ctl_warning_add(warnings, path,
+                            "ignored: not a key name (1-128 of [A-Za-z0-9._-]); remove it with "
+                            "'%s keys remove --invalid' (and this command's --zk and --group)",
+                            CTL_PROG);
+        else
+            ctl_warning_add(warnings, path,
+                            "ignored: past the limit of %d keys; remove keys with '%s keys "
+                            "remove KEY' to have it assigned",
+                            BATON_KEYS_MAX, CTL_PROG);
+        free(path);
+    }
+}
+
 json_t *ctl_keys_rows(baton_zk_t *zk, const baton_res_table_t *t, const ctl_queue_t *q,
                       const char *const *assigned, int64_t now_ms) {
     json_t *arr = json_array();
@@ -117,7 +144,10 @@ int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *wa
                     json_t **out, char *errstr, size_t n) {
     char **keys = NULL;
     size_t nkeys = 0;
-    int err = baton_group_keys(zk, base, 0, &keys, &nkeys, errstr, n);
+    baton_bad_keys_t bad;
+    int err = baton_group_keys(zk, base, 0, &keys, &nkeys, &bad, errstr, n);
+    ctl_keys_warn_ignored(warnings, base, &bad);
+    baton_bad_keys_free(&bad);
     if (err != BATON_OK)
         return err;
     baton_res_table_t t;
@@ -169,6 +199,7 @@ void ctl_keys_usage(FILE *f) {
         f,
         "usage: %s --zk HOSTS --group G keys add KEY...\n"
         "       %s --zk HOSTS --group G keys remove KEY...\n"
+        "       %s --zk HOSTS --group G keys remove --invalid\n"
         "       %s --zk HOSTS --group G keys list [--json]\n"
         "\n"
         "Named keys are resources like partitions, owned by one member at a time\n"
@@ -182,28 +213,84 @@ void ctl_keys_usage(FILE *f) {
         "  list     each key's assigned member, owner, epoch, state, claims, runs\n"
         "  --json   (list) {\"group\", \"keys\": [{\"key\", \"assigned\", \"owner\", \"epoch\",\n"
         "           \"state\", \"claims\", \"since_ms\", \"state_age_ms\", \"runs\"}]}\n"
+        "  --invalid  (remove, without KEY) deletes every node under keys/ whose name\n"
+        "             is not a key name (made by hand), with all below it, naming each;\n"
+        "             never a key. The coordinator ignores such nodes; list and status\n"
+        "             warn of each on stderr\n"
         "\n"
         "examples:\n"
         "  %s --zk 127.0.0.1:2181 --group jobs keys add nightly-report compaction-a\n"
         "  %s --zk 127.0.0.1:2181 --group jobs keys remove compaction-a\n"
+        "  %s --zk 127.0.0.1:2181 --group jobs keys remove --invalid\n"
         "  %s --zk 127.0.0.1:2181 --group jobs keys list --json | jq '.keys[].owner'\n",
-        CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+        CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+}
+
+/* Each of warnings ({"path", "problem"}) on stderr. */
+static void warn_all(const json_t *warnings) {
+    size_t i;
+    const json_t *w;
+    json_array_foreach(warnings, i, w) ctl_warn(json_string_value(json_object_get(w, "path")),
+                                                json_string_value(json_object_get(w, "problem")));
+}
+
+/* keys remove --invalid: every child of keys/ that is not a key name goes,
+ * each named on stdout; a key past BATON_KEYS_MAX, which is a key, stays
+ * (warned of). Errors carry the node's name: printed escaped. */
+static int remove_invalid(baton_zk_t *zk, const char *group, const char *base) {
+    char **keys = NULL;
+    size_t nkeys = 0, removed = 0;
+    baton_bad_keys_t bad;
+    char errstr[512];
+    int err = baton_group_keys(zk, base, 0, &keys, &nkeys, &bad, errstr, sizeof(errstr));
+    baton_zk_strings_free(keys, nkeys);
+    json_t *warnings = json_array();
+    for (size_t i = 0; err == BATON_OK && i < bad.n; i++) {
+        baton_bad_keys_t one = {.v = &bad.v[i], .n = 1};
+        if (bad.v[i].why != BATON_BAD_KEY_NAME) {
+            ctl_keys_warn_ignored(warnings, base, &one);
+            continue;
+        }
+        err = baton_group_bad_key_remove(zk, base, bad.v[i].name, errstr, sizeof(errstr));
+        if (err == BATON_OK) {
+            char *path = bad_key_path(base, bad.v[i].name);
+            printf("removed %s: not a key name\n", path);
+            free(path);
+            removed++;
+        } else if (err == BATON_NOTFOUND) {
+            err = BATON_OK; /* someone else removed it meanwhile */
+        }
+    }
+    warn_all(warnings);
+    json_decref(warnings);
+    baton_bad_keys_free(&bad);
+    if (err != BATON_OK) {
+        char *msg = ctl_escaped(errstr);
+        fprintf(stderr, "%s: %s (removed %zu before)\n", CTL_PROG, msg, removed);
+        free(msg);
+        return BATON_EXIT_FAILURE;
+    }
+    printf("removed %zu invalid key node(s) from group %s%s\n", removed, group,
+           removed ? "" : " (there were none)");
+    return BATON_EXIT_OK;
 }
 
 int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
-    enum { OPT_JSON = 1 };
+    enum { OPT_JSON = 1, OPT_INVALID };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, OPT_JSON},
+        {"invalid", no_argument, NULL, OPT_INVALID},
         {"help", no_argument, NULL, CTL_OPT_HELP},
         CTL_GLOBAL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    int as_json = 0, opt;
+    int as_json = 0, invalid = 0, opt;
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (ctl_global_opt(ctx, opt, optarg))
             continue;
         switch (opt) {
         case OPT_JSON: as_json = 1; break;
+        case OPT_INVALID: invalid = 1; break;
         case CTL_OPT_HELP: ctl_keys_usage(stdout); return BATON_EXIT_OK;
         default: ctl_bad_option(argc, argv);
         }
@@ -217,7 +304,17 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
         baton_usage_error(CTL_PROG, "keys: unknown subcommand '%s' (add, remove or list)", sub);
     if (is_list && optind < argc)
         baton_usage_error(CTL_PROG, "keys list: unexpected argument '%s'", argv[optind]);
-    if (!is_list && optind >= argc)
+    if (invalid && !is_remove)
+        baton_usage_error(CTL_PROG, "keys %s: --invalid is for keys remove only", sub);
+    if (invalid && as_json)
+        baton_usage_error(CTL_PROG, "keys remove: --json is for keys list only");
+    if (invalid && optind < argc)
+        baton_usage_error(CTL_PROG,
+                          "keys remove: --invalid takes no KEY (it removes only nodes that are "
+                          "not keys; remove keys by name in a command of their own)");
+    if (is_remove && !invalid && optind >= argc)
+        baton_usage_error(CTL_PROG, "keys remove: at least one KEY (or --invalid) is required");
+    if (is_add && optind >= argc)
         baton_usage_error(CTL_PROG, "keys %s: at least one KEY is required", sub);
     char **keys = NULL;
     size_t nkeys = 0;
@@ -245,6 +342,10 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
         goto out;
     }
     size_t changed = 0;
+    if (invalid) {
+        rc = remove_invalid(zk, ctx->group, base);
+        goto out;
+    }
     if (is_add || is_remove) {
         err = is_add ? baton_group_keys_add(zk, base, keys, nkeys, &changed, errstr, sizeof(errstr))
                      : baton_group_keys_remove(zk, base, keys, nkeys, &changed, errstr,
@@ -267,10 +368,7 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
         json_decref(warnings);
         goto out;
     }
-    size_t i;
-    json_t *w;
-    json_array_foreach(warnings, i, w) ctl_warn(json_string_value(json_object_get(w, "path")),
-                                                json_string_value(json_object_get(w, "problem")));
+    warn_all(warnings);
     if (as_json) {
         /* An object with the group at top level, like every other --json. */
         json_t *obj = json_pack("{s:s, s:O}", "group", ctx->group, "keys", rows);

@@ -3,6 +3,7 @@
 #ifndef CTL_KEYS_H
 #define CTL_KEYS_H
 
+#include "baton_group.h"
 #include "baton_resource.h"
 #include "baton_zk.h"
 #include "ctl.h"
@@ -25,6 +26,11 @@ void ctl_keys_parse(const char *list, const char *flag, char ***keys, size_t *nk
  * data is appended to warnings ({"path", "problem"}), never an error. */
 int ctl_keys_gather(baton_zk_t *zk, const char *base, int64_t now_ms, json_t *warnings,
                     json_t **out, char *errstr, size_t errstr_size);
+
+/* One warning ({"path", "problem"}) per child of <base>/keys that
+ * baton_group_keys ignored: its path (the name escaped: ctl_escaped), why,
+ * and how to remove it. */
+void ctl_keys_warn_ignored(json_t *warnings, const char *base, const baton_bad_keys_t *bad);
 
 /* The key rows of t (from t->npartitions on) as ctl_keys_gather returns
  * them, from their queues q[] and assigned members (both indexed by row). */

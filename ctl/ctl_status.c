@@ -411,8 +411,11 @@ int ctl_status_gather(baton_zk_t *zk, const char *root, const char *group, json_
         goto fail;
     /* Partitions and keys: rows of one table, read in one pass. */
     baton_res_table_init(&t, base, P);
-    if ((err = baton_group_keys(zk, base, 0, &keynames, &nkeynames, g.errstr, sizeof(g.errstr))) !=
-        BATON_OK)
+    baton_bad_keys_t bad;
+    err = baton_group_keys(zk, base, 0, &keynames, &nkeynames, &bad, g.errstr, sizeof(g.errstr));
+    ctl_keys_warn_ignored(g.warnings, base, &bad);
+    baton_bad_keys_free(&bad);
+    if (err != BATON_OK)
         goto fail;
     for (size_t k = 0; k < nkeynames; k++)
         baton_res_table_add_key(&t, keynames[k]);
@@ -641,6 +644,20 @@ const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
     }
     buf[i] = 0;
     return buf;
+}
+
+char *ctl_escaped(const char *s) {
+    char *out = xmalloc(4 * strlen(s) + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\')
+            o += sprintf(o, "\\\\");
+        else if (*p < 0x20 || *p > 0x7e)
+            o += sprintf(o, "\\x%02x", *p);
+        else
+            *o++ = (char)*p;
+    }
+    *o = 0;
+    return out;
 }
 
 /* Text of a string-or-null field, or of an integer-or-null field; "-" for

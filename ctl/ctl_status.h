@@ -146,6 +146,11 @@ const char *ctl_cell_text(const json_t *row, const char *key, char *buf, size_t 
 /* s for a terminal: itself, or (a control character in it: an escape
  * sequence read from a znode) a copy in buf with each one as '?'. */
 const char *ctl_printable(const char *s, char *buf, size_t n);
+/* s with every byte outside printable ASCII (a control character, and any
+ * byte of a UTF-8 sequence: a right-to-left override, a look-alike) as
+ * \xNN and '\' as \\, for a name that should be ASCII and may be
+ * hostile. The caller frees. */
+char *ctl_escaped(const char *s);
 /* A duration in ms ("850ms", "12s", "3m05s", "2h10m") as text; "-" for null. */
 const char *ctl_cell_age(const json_t *row, const char *key, char *buf, size_t n);
 

@@ -115,7 +115,66 @@ h_wait_for 20 "later taken despite the bad key node" \
     b_jq '.keys | map(.key) == ["compaction-a","later","nightly"] and all(.[]; .state == "active")'
 b_log_has c1 'event=bad_key path="/baton/'"$B_GROUP"'/keys/bad key" reason=not_a_key_name action=ignore' ||
     h_fail "the coordinator did not say it ignored the bad key node: $(grep -c bad_key "$H_DIR/c1.log")"
-h_zk delete "/baton/$B_GROUP/keys/bad key"
+# batonctl says so: one warning per ignored node on stderr, naming it (a
+# name that is not ASCII escaped byte by byte: a right-to-left override
+# must not reorder the terminal's line), why, and the fix; stdout's JSON
+# is what it was. ZooKeeper itself refuses a name with a control character
+# (C0, DEL, C1) or bytes that are not UTF-8, so U+202E is the hostile name
+# a node can have.
+! h_zk create "/baton/$B_GROUP/keys/esc$(printf '\x1b')[2J" "" >/dev/null 2>&1 ||
+    h_fail "ZooKeeper took a node name with an escape character: batonctl's warnings must be checked for it"
+rlo=$(printf '\342\200\256') # U+202E in UTF-8
+rtl="rtl${rlo}x"
+h_zk create "/baton/$B_GROUP/keys/$rtl" "" >/dev/null
+h_zk create "/baton/$B_GROUP/keys/$rtl/claims" "" >/dev/null
+h_zk create "/baton/$B_GROUP/keys/$rtl/claims/x" "" >/dev/null
+kbase="/baton/$B_GROUP/keys"
+warn_bad="batonctl: warning: $kbase/bad key: ignored: not a key name (1-128 of [A-Za-z0-9._-]); remove it with 'batonctl keys remove --invalid' (and this command's --zk and --group)"
+warn_rtl="batonctl: warning: $kbase/rtl\\xe2\\x80\\xaex: ignored: not a key name"
+valid_keys='["compaction-a","later","nightly"]'
+# warned CMD...: CMD's stdout in $H_DIR/out, its stderr in $H_DIR/err, which
+# must hold both warnings (each once, and no raw U+202E).
+warned() {
+    "$@" >"$H_DIR/out" 2>"$H_DIR/err" || h_fail "$* failed: $(cat "$H_DIR/err")"
+    (($(grep -cxF -- "$warn_bad" "$H_DIR/err") == 1)) || h_fail "$*: no (or a repeated) warning of the bad key node: $(cat "$H_DIR/err")"
+    (($(grep -cF -- "$warn_rtl" "$H_DIR/err") == 1)) || h_fail "$*: no escaped warning of $kbase/rtl...x: $(cat -v "$H_DIR/err")"
+    (($(grep -c . "$H_DIR/err") == 2)) || h_fail "$*: not one warning per ignored node: $(cat -v "$H_DIR/err")"
+    ! grep -qF -- "$rlo" "$H_DIR/err" "$H_DIR/out" || h_fail "$*: printed a raw U+202E"
+}
+warned b_ctl keys list --json
+jq -e '.group == "'"$B_GROUP"'" and (.keys | map(.key)) == '"$valid_keys"' and (keys == ["group","keys"])' "$H_DIR/out" >/dev/null ||
+    h_fail "keys list --json changed: $(cat "$H_DIR/out")"
+later_epoch=$(jq '.keys[] | select(.key == "later") | .epoch' "$H_DIR/out")
+warned b_ctl keys list
+grep -q '^later ' "$H_DIR/out" || h_fail "keys list has no row of later: $(cat "$H_DIR/out")"
+warned b_ctl status --json
+jq -e '(.keys | map(.key)) == '"$valid_keys"' and
+       (.warnings | map(select(.path | startswith("'"$kbase"'/"))) | map(.path)) == ["'"$kbase"'/bad key", "'"$kbase"'/rtl\\xe2\\x80\\xaex"]' \
+    "$H_DIR/out" >/dev/null || h_fail "status --json: $(jq -c '{keys: [.keys[].key], warnings}' "$H_DIR/out")"
+warned b_ctl status
+grep -q '^warnings: .*(on stderr)' "$H_DIR/out" || h_fail "status does not count the warnings: $(cat "$H_DIR/out")"
+# keys remove --invalid: refused with a KEY, --json, or another subcommand
+# (exit 2, nothing removed); then it removes both nodes (rtl with what is
+# below it), names each, and leaves every key and its claim.
+for args in "remove --invalid later" "remove later --invalid" "remove --invalid --json" "list --invalid" "add --invalid x"; do
+    read -ra argv <<<"$args"
+    rc=0; b_ctl keys "${argv[@]}" >/dev/null 2>"$H_DIR/err" || rc=$?
+    ((rc == 2)) || h_fail "keys $args should exit 2, got $rc: $(cat "$H_DIR/err")"
+done
+{ h_zk exists "$kbase/bad key" >/dev/null && h_zk exists "$kbase/later" >/dev/null; } ||
+    h_fail "a refused keys remove --invalid removed something"
+b_ctl keys remove --invalid >"$H_DIR/out" 2>"$H_DIR/err" || h_fail "keys remove --invalid failed: $(cat "$H_DIR/err")"
+diff <(printf '%s\n' "removed $kbase/bad key: not a key name" "removed $kbase/rtl\\xe2\\x80\\xaex: not a key name" \
+    "removed 2 invalid key node(s) from group $B_GROUP") "$H_DIR/out" >&2 || h_fail "keys remove --invalid said: $(cat -v "$H_DIR/out")"
+[[ ! -s $H_DIR/err ]] || h_fail "keys remove --invalid wrote to stderr: $(cat "$H_DIR/err")"
+! h_zk exists "$kbase/bad key" >/dev/null 2>&1 || h_fail "keys remove --invalid left the bad key node"
+! h_zk exists "$kbase/$rtl" >/dev/null 2>&1 || h_fail "keys remove --invalid left $kbase/rtl...x"
+b_ctl keys list --json >"$H_DIR/out" 2>"$H_DIR/err" || h_fail "keys list failed after remove --invalid"
+[[ ! -s $H_DIR/err ]] || h_fail "keys list still warns after remove --invalid: $(cat "$H_DIR/err")"
+jq -e '(.keys | map(.key)) == '"$valid_keys"' and (.keys[] | select(.key == "later") | .epoch == '"$later_epoch"' and .state == "active")' \
+    "$H_DIR/out" >/dev/null || h_fail "keys remove --invalid touched a key: $(cat "$H_DIR/out")"
+b_ctl keys remove --invalid | grep -qx "removed 0 invalid key node(s) from group $B_GROUP (there were none)" ||
+    h_fail "keys remove --invalid with nothing to remove"
 b_ctl keys remove later >/dev/null
 
 # --- graceful leave --------------------------------------------------------
@@ -132,4 +191,4 @@ jq -e '.claims | any(.key == "nightly" and .partition == null and .owner)' "$H_D
 rc=0; h_wait_exit p2 15 || rc=$?
 ((rc == 1)) || h_fail "an evicted member_probe should exit 1, got $rc"
 grep -q '^released key=nightly reason=lost' "$H_DIR/p2.log" || h_fail "p2 did not drop nightly when evicted"
-h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, a bad key node ignored, leave, evict"
+h_pass "keys: validation, filters, own-thread callbacks, rising epochs across a crash, remove, a bad key node ignored, warned of and removed with --invalid, leave, evict"
