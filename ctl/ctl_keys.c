@@ -212,7 +212,9 @@ void ctl_keys_usage(FILE *f) {
         "           once (whatever it still writes is fenced by the next owner's epoch)\n"
         "  list     each key's assigned member, owner, epoch, state, claims, runs\n"
         "  --json   (list) {\"group\", \"keys\": [{\"key\", \"assigned\", \"owner\", \"epoch\",\n"
-        "           \"state\", \"claims\", \"since_ms\", \"state_age_ms\", \"runs\"}]}\n"
+        "           \"state\", \"claims\", \"since_ms\", \"state_age_ms\", \"runs\"}]};\n"
+        "           (add, remove KEY...) {\"group\", \"action\", \"keys\": [as given],\n"
+        "           \"changed\": how many were added or removed}\n"
         "  --invalid  (remove, without KEY) deletes every node under keys/ whose name\n"
         "             is not a key name (made by hand), with all below it, naming each;\n"
         "             never a key. The coordinator ignores such nodes; list and status\n"
@@ -354,10 +356,23 @@ int ctl_cmd_keys(ctl_ctx_t *ctx, int argc, char **argv) {
             fprintf(stderr, "%s: %s\n", CTL_PROG, errstr);
             goto out;
         }
-        printf("%s %zu key(s) %s group %s%s\n", is_add ? "added" : "removed", changed,
-               is_add ? "to" : "from", ctx->group,
-               changed < nkeys ? (is_add ? " (the others exist)" : " (the others did not exist)")
-                               : "");
+        if (as_json) {
+            /* {"group", "action": "add"|"remove", "keys": [as given], "changed"} */
+            json_t *names = json_array();
+            for (size_t i = 0; i < nkeys; i++)
+                json_array_append_new(names, json_string(keys[i]));
+            json_t *obj = json_pack("{s:s, s:s, s:o, s:I}", "group", ctx->group, "action", sub,
+                                    "keys", names, "changed", (json_int_t)changed);
+            json_dumpf(obj, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            fputc('\n', stdout);
+            json_decref(obj);
+        } else {
+            printf("%s %zu key(s) %s group %s%s\n", is_add ? "added" : "removed", changed,
+                   is_add ? "to" : "from", ctx->group,
+                   changed < nkeys
+                       ? (is_add ? " (the others exist)" : " (the others did not exist)")
+                       : "");
+        }
         rc = BATON_EXIT_OK;
         goto out;
     }

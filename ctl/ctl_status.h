@@ -144,7 +144,9 @@ void ctl_print_table(FILE *f, const json_t *rows, const ctl_col_t *cols, size_t 
 /* A string, integer or boolean ("yes"/"no") field as text; "-" for null. */
 const char *ctl_cell_text(const json_t *row, const char *key, char *buf, size_t n);
 /* s for a terminal: itself, or (a control character in it: an escape
- * sequence read from a znode) a copy in buf with each one as '?'. */
+ * sequence read from a znode) a copy in buf with each one as '?': C0 and
+ * C1 controls, DEL, bidirectional controls (U+202E and its kin) and each
+ * byte that is not UTF-8. */
 const char *ctl_printable(const char *s, char *buf, size_t n);
 /* s with every byte outside printable ASCII (a control character, and any
  * byte of a UTF-8 sequence: a right-to-left override, a look-alike) as

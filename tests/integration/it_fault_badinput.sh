@@ -199,13 +199,16 @@ b_log_has c1 'event=forced_revoke' && h_fail "a claim of the owner's own session
 alive_both
 
 # Text output: a string read from a znode with an escape sequence in it (a
-# terminal's "clear screen") is printed with '?' for each control
-# character (tables go through the same cell text).
+# terminal's "clear screen"), a C1 control (U+009B, CSI on its own in some
+# terminals) and a right-to-left override (U+202E: what follows reads
+# backwards) is printed with '?' for each (tables go through the same
+# cell text).
 sink_node=$(h_zk get /baton/g/sink)
-h_zk set /baton/g/sink "$(jq -c '.sink_uri = "sqlite:\u001b[2J/x"' <<<"$sink_node")" >/dev/null
+h_zk set /baton/g/sink "$(jq -c '.sink_uri = "sqlite:\u001b[2J/x\u009b1m\u202ebd.y"' <<<"$sink_node")" >/dev/null
 b_ctl sink show >"$o" || h_fail "sink show failed: $(cat "$o")"
 grep -q $'\x1b' "$o" && h_fail "sink show printed an escape sequence read from the binding"
-grep -q '^sink uri:     sqlite:?\[2J/x$' "$o" || h_fail "sink show: $(grep 'sink uri' "$o")"
+grep -qaF -e $'\xc2\x9b' -e $'\xe2\x80\xae' "$o" && h_fail "sink show printed a C1 or bidirectional control"
+grep -q '^sink uri:     sqlite:?\[2J/x?1m?bd\.y$' "$o" || h_fail "sink show: $(grep 'sink uri' "$o")"
 h_zk set /baton/g/sink "$sink_node" >/dev/null
 alive_both
 

@@ -30,6 +30,14 @@ b_ctl keys list --json | jq -e '.group == "'"$B_GROUP"'" and (.keys | map(.key))
     h_fail "keys list: $(b_ctl keys list --json)"
 b_ctl keys add extra | grep "added 1" >/dev/null || h_fail "keys add"
 b_ctl keys remove extra | grep "removed 1" >/dev/null || h_fail "keys remove"
+# --json with add and remove: what was asked and how many changed (it was
+# once ignored, printing the text line).
+out=$(b_ctl keys add --json extra nightly) || h_fail "keys add --json failed"
+jq -e --arg g "$B_GROUP" '. == {"group": $g, "action": "add", "keys": ["extra", "nightly"], "changed": 1}' \
+    <<<"$out" >/dev/null || h_fail "keys add --json: $out"
+out=$(b_ctl keys remove --json extra extra2) || h_fail "keys remove --json failed"
+jq -e --arg g "$B_GROUP" '. == {"group": $g, "action": "remove", "keys": ["extra", "extra2"], "changed": 1}' \
+    <<<"$out" >/dev/null || h_fail "keys remove --json: $out"
 # A key with --once run records (keys/K/runs/ID) goes with them.
 b_ctl keys add with-runs >/dev/null
 h_zk create /baton/g/keys/with-runs/runs '' >/dev/null
