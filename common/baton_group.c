@@ -524,7 +524,7 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
  * a bounded number of times. */
 static int delete_tree(baton_zk_t *zk, const char *path, int depth) {
     if (depth > 1000)
-        return BATON_INVALID; /* ZooKeeper's path length allows no such tree */
+        return BATON_INVALID; /* nothing baton writes is this deep: not recursed into */
     int err = BATON_CONFLICT;
     for (int attempt = 0; attempt < 5 && err == BATON_CONFLICT; attempt++) {
         char **kids = NULL;

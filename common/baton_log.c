@@ -214,10 +214,25 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     va_end(ap);
     /* One line, whatever a value holds: a newline in a field read from a
-     * znode or a datagram must not start a forged line of its own. */
-    for (char *p = line + n; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
+     * znode or a datagram must not start a forged line of its own. Each
+     * control (C0, DEL, C1) and bidirectional control (U+202E makes what
+     * follows read backwards) becomes a space, each byte that is not
+     * UTF-8 a '?'. */
+    unsigned char *end = (unsigned char *)line + strlen(line);
+    for (unsigned char *p = (unsigned char *)line + n; p < end;) {
+        if (*p >= 0x20 && *p < 0x7f) {
+            p++;
+            continue;
+        }
+        size_t len = baton_utf8_seq(p, (size_t)(end - p));
+        if (len == 0)
+            *p++ = '?';
+        else if (baton_cp_unprintable(baton_utf8_cp(p, len)))
+            for (size_t i = 0; i < len; i++)
+                *p++ = ' ';
+        else
+            p += len;
+    }
     log_emit(lvl, line);
 }
 

@@ -631,24 +631,6 @@ static const char *jstr(const json_t *o, const char *key) {
     return json_string_value(json_object_get(o, key));
 }
 
-/* The code point of the valid UTF-8 sequence s[0..len). */
-static uint32_t utf8_cp(const unsigned char *s, size_t len) {
-    if (len == 1)
-        return s[0];
-    uint32_t cp = s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++)
-        cp = cp << 6 | (s[i] & 0x3f);
-    return cp;
-}
-
-/* Whether cp changes what a terminal shows beyond itself: a C0 or C1
- * control, DEL, or a bidirectional control (an override makes the text
- * after it read backwards, so a name can pass for another). */
-static int cp_unprintable(uint32_t cp) {
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
-           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
 const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
     const unsigned char *p = (const unsigned char *)s;
     while (*p && *p >= 0x20 && *p < 0x7f)
@@ -659,7 +641,7 @@ const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
     for (const unsigned char *q = (const unsigned char *)s, *end = q + n;
          q < end && i + 1 < bufsz;) {
         size_t len = baton_utf8_seq(q, (size_t)(end - q));
-        if (len == 0 || cp_unprintable(utf8_cp(q, len))) {
+        if (len == 0 || baton_cp_unprintable(baton_utf8_cp(q, len))) {
             buf[i++] = '?'; /* one '?' per bad byte, or per character */
             q += len ? len : 1;
         } else if (i + len < bufsz) {

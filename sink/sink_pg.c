@@ -70,6 +70,43 @@ static int is_password_key(const char *s, size_t n) {
     return n == 8 && strncasecmp(s, "password", 8) == 0;
 }
 
+/* Appends [from, to) with its part [hs, he) (if hs) as "***". */
+static void buf_add_hiding(char **out, size_t *len, const char *from, const char *to,
+                           const char *hs, const char *he) {
+    if (!hs || hs < from || he > to) {
+        buf_add(out, len, from, (size_t)(to - from));
+        return;
+    }
+    buf_add(out, len, from, (size_t)(hs - from));
+    buf_add(out, len, "***", 3);
+    buf_add(out, len, he, (size_t)(to - he));
+}
+
+/* A word with an '@' is a mistyped URL ("postgresql:/user:pw@host/db", a
+ * slash short, with or without a query), never a keyword: its password,
+ * from the userinfo's ':' up to the last '@', is [*hs, *he). A ':'
+ * followed by '/' is a scheme's, and the userinfo starts after the
+ * slashes; any other first ':' is taken for the userinfo's (in
+ * "scheme:user:pw@host" that hides the user too: better than showing a
+ * password). Returns 0 (no ':' in the userinfo): nothing to hide. */
+static int word_secret(const char *word, size_t wlen, const char **hs, const char **he) {
+    const char *at = memrchr(word, '@', wlen);
+    if (!at)
+        return 0;
+    const char *c = memchr(word, ':', (size_t)(at - word));
+    if (c && c[1] == '/') {
+        const char *u = c + 1;
+        while (u < at && *u == '/')
+            u++;
+        c = memchr(u, ':', (size_t)(at - u));
+    }
+    if (!c)
+        return 0;
+    *hs = c + 1;
+    *he = at;
+    return 1;
+}
+
 /* key=value conninfo: every password value (quoted with '...' and backslash
  * escapes, or up to the next blank) becomes ***. */
 static void redact_conninfo(const char *s, char **out, size_t *len) {
@@ -80,24 +117,14 @@ static void redact_conninfo(const char *s, char **out, size_t *len) {
         while (*p && !isspace((unsigned char)*p) && *p != '=')
             p++;
         size_t wlen = (size_t)(p - word);
+        const char *hs = NULL, *he = NULL;
+        if (!word_secret(word, wlen, &hs, &he))
+            hs = he = NULL;
         const char *q = p;
         while (isspace((unsigned char)*q))
             q++;
         if (*q != '=') {
-            /* Not a keyword: a mistyped URL ("postgresql:/user:pw@host",
-             * a slash short) keeps its password out all the same. */
-            const char *at = memrchr(word, '@', wlen), *start = word;
-            if (at && word == s && memchr(word, ':', wlen))
-                start = (const char *)memchr(word, ':', wlen) + 1;
-            while (at && start < at && *start == '/')
-                start++;
-            const char *pc = at ? memchr(start, ':', (size_t)(at - start)) : NULL;
-            if (pc) {
-                buf_add(out, len, word, (size_t)(pc + 1 - word));
-                buf_add(out, len, "***", 3);
-                word = at;
-            }
-            buf_add(out, len, word, (size_t)(q - word));
+            buf_add_hiding(out, len, word, q, hs, he);
             p = q;
             if (!*p)
                 break;
@@ -125,7 +152,7 @@ static void redact_conninfo(const char *s, char **out, size_t *len) {
             while (*q && !isspace((unsigned char)*q))
                 q++;
         }
-        buf_add(out, len, word, (size_t)(v - word));
+        buf_add_hiding(out, len, word, v, hs, he);
         if (is_password_key(kw, (size_t)(word + wlen - kw)) && q > v)
             buf_add(out, len, "***", 3);
         else

@@ -366,30 +366,59 @@ static long parse_num(const char *s, size_t n, long lo, long hi) {
     return v < lo || v > hi ? -1 : v;
 }
 
-/* The userinfo's password (redis://USER:PASS@...) as "***". The
- * authority starts after the scheme's ':' and any slashes: a mistyped
- * "redis:/USER:PASS@HOST" or "redis:USER:PASS@HOST", refused with the
- * redacted form in its message, keeps its password out of it too. */
-static char *redact_userinfo(const char *uri) {
-    const char *sep = strchr(uri, ':');
-    if (!sep)
-        return xstrdup(uri);
-    const char *auth = sep + 1;
-    while (*auth == '/')
-        auth++;
+/* The secret of the userinfo of the authority that starts at auth (it
+ * ends at the first '/', '?' or '#'; its userinfo at its last '@', since a
+ * password may hold one): what follows the userinfo's first ':', or, with
+ * none ("something@", refused as ambiguous, may be a password), all of
+ * it. Returns 0 if the authority has no userinfo. */
+static int userinfo_secret(const char *auth, const char **hs, const char **he) {
     const char *end = auth + strcspn(auth, "/?#");
     const char *at = NULL;
     for (const char *p = auth; p < end; p++)
         if (*p == '@')
-            at = p; /* the last '@': a password may hold one */
+            at = p;
     if (!at)
-        return xstrdup(uri);
+        return 0;
     const char *colon = memchr(auth, ':', (size_t)(at - auth));
-    /* "user:pass@": the password hidden; "something@" (refused as
-     * ambiguous) may be a password: hidden whole. */
-    if (colon)
-        return xasprintf("%.*s***%s", (int)(colon + 1 - uri), uri, at);
-    return xasprintf("%.*s***%s", (int)(auth - uri), uri, at);
+    *hs = colon ? colon + 1 : auth;
+    *he = at;
+    return 1;
+}
+
+/* The userinfo's password (redis://USER:PASS@...) as "***". The authority
+ * is looked for in two places, and what either finds is hidden: after
+ * the first "://", and after the scheme's ':' and any slashes, so a
+ * mistyped "redis:/USER:PASS@HOST", "redis:USER:PASS@HOST" or
+ * "redis:redis://USER:PASS@HOST", refused with the redacted form in its
+ * message, keeps its password out of it too. */
+static char *redact_userinfo(const char *uri) {
+    const char *hs[2], *he[2];
+    int n = 0;
+    const char *sep = strstr(uri, "://");
+    if (sep && userinfo_secret(sep + 3, &hs[n], &he[n]))
+        n++;
+    const char *colon = strchr(uri, ':');
+    if (colon) {
+        const char *auth = colon + 1;
+        while (*auth == '/')
+            auth++;
+        if (userinfo_secret(auth, &hs[n], &he[n]))
+            n++;
+    }
+    if (n == 2 && hs[1] < hs[0]) { /* in order */
+        const char *t = hs[0], *u = he[0];
+        hs[0] = hs[1], he[0] = he[1], hs[1] = t, he[1] = u;
+    }
+    if (n == 2 && hs[1] <= he[0]) { /* overlapping or touching: one */
+        he[0] = he[1] > he[0] ? he[1] : he[0];
+        n = 1;
+    }
+    if (n == 0)
+        return xstrdup(uri);
+    if (n == 1)
+        return xasprintf("%.*s***%s", (int)(hs[0] - uri), uri, he[0]);
+    return xasprintf("%.*s***%.*s***%s", (int)(hs[0] - uri), uri, (int)(hs[1] - he[0]), he[0],
+                     he[1]);
 }
 
 char *baton_sink__redis_redact(const char *uri) {

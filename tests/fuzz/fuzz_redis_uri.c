@@ -10,10 +10,15 @@
  * with the backend's; the redaction is a NUL-terminated string, the URI
  * itself when it holds no userinfo and no "password=", idempotent for a
  * URI whose first "://" ends its scheme; and its secret (the PASS of
- * "scheme://USER:PASS@", or the whole userinfo without a ':') never shows:
+ * "scheme://USER:PASS@", or the whole userinfo without a ':', with the
+ * authority looked for after the first "://" and after the first ':' and
+ * any slashes: a URI a slash short or with its scheme twice) never shows:
  * neither the redaction nor the check's message changes when the secret is
  * replaced by another, and a secret with no '*' that occurs nowhere else in
- * the URI is not in the redaction. */
+ * the URI is not in the redaction (with one secret; with two, each is
+ * checked not to show). PostgreSQL's redaction, the fallback for unknown
+ * schemes, gets the same input: a string with no '@' and no "password"
+ * comes back as it is. */
 #include "fuzz.h"
 
 #include "baton_err.h"
@@ -24,16 +29,12 @@
 #include <string.h>
 #include <strings.h>
 
-/* Where the secret is, read from the URI as the contract states it: the
- * authority follows the first "://" up to the first '/', '?' or '#'; its
- * userinfo ends at its last '@'; the secret is what follows the userinfo's
- * first ':', or the whole userinfo if it has none. Returns 0 if the URI has
- * no userinfo. */
-static int secret_span(const char *uri, size_t *start, size_t *end) {
-    const char *sep = strstr(uri, "://");
-    if (!sep)
-        return 0;
-    const char *auth = sep + 3;
+/* The secret of the authority that starts at auth, as the contract states
+ * it: the authority ends at the first '/', '?' or '#'; its userinfo at its
+ * last '@'; the secret is what follows the userinfo's first ':', or the
+ * whole userinfo if it has none. Adds [start, end) (offsets in uri) to
+ * sp; returns 0 if the authority has no userinfo. */
+static int auth_secret(const char *uri, const char *auth, size_t sp[][2], int *n) {
     const char *aend = auth + strcspn(auth, "/?#");
     const char *at = aend; /* one past the last '@' */
     while (at > auth && at[-1] != '@')
@@ -41,9 +42,38 @@ static int secret_span(const char *uri, size_t *start, size_t *end) {
     if (at-- == auth)
         return 0;
     const char *colon = memchr(auth, ':', (size_t)(at - auth));
-    *start = (size_t)((colon ? colon + 1 : auth) - uri);
-    *end = (size_t)(at - uri);
+    sp[*n][0] = (size_t)((colon ? colon + 1 : auth) - uri);
+    sp[*n][1] = (size_t)(at - uri);
+    ++*n;
     return 1;
+}
+
+/* Where the secrets are: the authority is looked for after the first "://"
+ * and after the first ':' and any slashes (a URI a slash short, or its
+ * scheme twice), and both are hidden. Returns how many spans (0-2),
+ * overlapping ones merged, in order. */
+static int secret_spans(const char *uri, size_t sp[2][2]) {
+    int n = 0;
+    const char *sep = strstr(uri, "://");
+    if (sep)
+        auth_secret(uri, sep + 3, sp, &n);
+    const char *colon = strchr(uri, ':');
+    if (colon) {
+        const char *auth = colon + 1;
+        while (*auth == '/')
+            auth++;
+        auth_secret(uri, auth, sp, &n);
+    }
+    if (n == 2 && sp[1][0] < sp[0][0]) {
+        size_t a = sp[0][0], b = sp[0][1];
+        sp[0][0] = sp[1][0], sp[0][1] = sp[1][1], sp[1][0] = a, sp[1][1] = b;
+    }
+    if (n == 2 && sp[1][0] <= sp[0][1]) {
+        if (sp[1][1] > sp[0][1])
+            sp[0][1] = sp[1][1];
+        n = 1;
+    }
+    return n;
 }
 
 /* Whether [s, s+n) percent-decodes (every '%' starts two hex digits, none
@@ -106,9 +136,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(pshown);
     }
 
-    size_t s0 = 0, s1 = 0;
-    int userinfo = secret_span(uri, &s0, &s1);
-    if (!userinfo && !strstr(uri, "password="))
+    size_t sp[2][2] = {{0, 0}, {0, 0}};
+    int nsp = secret_spans(uri, sp);
+    if (!nsp && !strstr(uri, "password="))
         FUZZ_CHECK(!strcmp(shown, uri), "'%s' has no secret but shows as '%s'", uri, shown);
     /* Idempotent when the first "://" ends the scheme: else a "password="
      * value may hold it, and once that is hidden a later "://" is the
@@ -120,16 +150,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(again);
     }
 
-    if (userinfo && s1 > s0) {
+    for (int k = 0; k < nsp; k++) {
+        size_t s0 = sp[k][0], s1 = sp[k][1];
         const char *secret = uri + s0;
         size_t n = s1 - s0;
         /* Copied into the output, the secret would lie within one copied
          * piece of the URI (it holds no '*', so it cannot straddle a "***"):
          * unless it occurs outside its own place, it must not show. */
-        if (!memchr(secret, '*', n) && !has(uri, s1 - 1, secret, n) &&
+        if (n && !memchr(secret, '*', n) && !has(uri, s1 - 1, secret, n) &&
             !has(uri + s0 + 1, len - s0 - 1, secret, n))
             FUZZ_CHECK(!has(shown, shown_len, secret, n), "secret '%.*s' shows in '%s'", (int)n,
                        secret, shown);
+    }
+    if (nsp == 1 && sp[0][1] > sp[0][0]) {
+        size_t s0 = sp[0][0], s1 = sp[0][1];
+        const char *secret = uri + s0;
+        size_t n = s1 - s0;
         /* The same URI with another secret (one that parses: no '%', not
          * empty) must redact, and be refused, exactly the same. */
         char *other = malloc(len + 2);
@@ -152,6 +188,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(oshown);
         free(other);
     }
+    /* PostgreSQL's redaction, which also redacts every URI of an unknown
+     * scheme: it once read past the string on "a@b:c" (a ':' after the
+     * last '@'). Its output is a string no longer than the input with
+     * each secret as "***". */
+    char *pg = baton_sink__pg_redact(uri);
+    FUZZ_CHECK(pg != NULL, "no pg redaction of '%s'", uri);
+    if (!memchr(uri, '@', len) && !strcasestr(uri, "password"))
+        FUZZ_CHECK(!strcmp(pg, uri), "'%s' has no secret but pg shows '%s'", uri, pg);
+    free(pg);
     free(shown);
     free(uri);
     return 0;

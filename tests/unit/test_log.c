@@ -229,6 +229,13 @@ static void test_hostile(void **state) {
     assert_null(strchr(seen_a.last, '\n'));
     assert_null(strchr(seen_a.last, '\t'));
     assert_non_null(strstr(seen_a.last, "id 'a ts=x level=error event=forged'"));
+    /* A C1 control (U+009B), a right-to-left override (U+202E), a byte
+     * that is not UTF-8: spaces and '?'; other UTF-8 (U+00E9) stays. */
+    BLOG_WARN("event=bad_key path=\"/k/a\xc2\x9b"
+              "b\xe2\x80\xae"
+              "c\xff"
+              "d\xc3\xa9\"");
+    assert_non_null(strstr(seen_a.last, "path=\"/k/a  b   c?d\xc3\xa9\""));
 }
 
 int main(void) {

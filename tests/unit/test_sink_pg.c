@@ -34,8 +34,16 @@ static void test_redact(void **state) {
     redacts("postgresql://u:secret@db/baton", "postgresql://u:***@db/baton");
     /* A mistyped URL, read as conninfo: its password is hidden too. */
     redacts("postgresql:/u:secret@db/baton", "postgresql:/u:***@db/baton");
-    redacts("postgresql:u:secret@db host=x", "postgresql:u:***@db host=x");
+    redacts("postgresql:u:secret@db host=x", "postgresql:***@db host=x");
     redacts("postgresql:/u@db/baton", "postgresql:/u@db/baton");
+    redacts("postgresql:/u:s3cret@db/x?sslmode=require", "postgresql:/u:***@db/x?sslmode=require");
+    redacts("postgresql:u:pw@h/db?connect_timeout=5", "postgresql:***@h/db?connect_timeout=5");
+    /* An '@' before the only ':' (no userinfo password; once read past
+     * the string) and no scheme at all. */
+    redacts("user@host:5432/db", "user@host:5432/db");
+    redacts("a@b:c", "a@b:c");
+    redacts("u:p:w@h", "u:***@h");
+    redacts("host=/var/run dbname=a@b user=x:y", "host=/var/run dbname=a@b user=x:y");
     redacts("postgres://u:s%40cr:et@h1:5432,h2:5433/db", "postgres://u:***@h1:5432,h2:5433/db");
     redacts("postgresql://u@db/baton?sslmode=require&password=secret&x=1",
             "postgresql://u@db/baton?sslmode=require&password=***&x=1");

@@ -40,6 +40,10 @@ static void test_redact(void **state) {
     redacts("redis:/u:secret@h", "redis:/u:***@h");
     redacts("redis:u:secret@h/0", "redis:u:***@h/0");
     redacts("redis:///u:secret@h", "redis:///u:***@h");
+    /* The scheme twice ("redis:$REDIS_URL"), or something between. */
+    redacts("redis:redis://u:secret@h/0", "redis:redis://u:***@h/0");
+    redacts("redis:x://u:secret@h", "redis:x://u:***@h");
+    redacts("redis:/u@h", "redis:/***@h"); /* refused: a user alone may be a password */
 }
 
 /* uri is refused by the check with a message holding want (and never the
