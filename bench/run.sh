@@ -195,12 +195,14 @@ rb_loss() {
     local rc=0
     h_wait_exit "$name" 15 || rc=$?
     # A graceful leave's ZooKeeper part: until the leaver's claims were
-    # deleted (its flush, then the multi), as its own log says.
-    local r=""
+    # deleted (its flush, then the multi), as its own log says; and when it
+    # acted on the SIGTERM (its loop came round: event=stopping).
+    local r="" s=""
     if [[ $ev == leave ]] && rb_baton "$sys"; then
         r=$(rb_released_ms "$H_DIR/$name.log" "$t0") && eval "RB_leavereleased_${sys}+=(\"\$r\")"
+        s=$(rb_log_event_ms "$H_DIR/$name.log" "$t0" stopping) && eval "RB_leavestopping_${sys}+=(\"\$s\")"
     fi
-    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)}${r:+ (claims deleted after $r ms)}${inp:+ (input after $inp ms, written $aft ms after its input)} (exit $rc)"
+    h_log "$sys $ev $name (partitions $parts): ${v} ms${f:+ (fenced after $f ms)}${s:+ (stopping after $s ms)}${r:+ (claims deleted after $r ms)}${inp:+ (input after $inp ms, written $aft ms after its input)} (exit $rc)"
     eval "RB_${ev}_${sys}+=(\"\$v\")"
 }
 
@@ -220,9 +222,12 @@ rb_arrivals_seen() {
 # are whole ms (truncated) and the result is floored, as
 # bench_handoff_ms's: up to 2 ms below the exact time. Fails if no such
 # line (a JSON log, say).
-rb_released_ms() {
+rb_released_ms() { rb_log_event_ms "$1" "$2" released; }
+
+# rb_log_event_ms LOG T0_US EVENT: the same for the last event=EVENT line.
+rb_log_event_ms() {
     local log=$1 t0=$2 line ms
-    line=$(grep -a ' event=released ' "$log" 2>/dev/null | tail -n 1) || return 1
+    line=$(grep -a " event=$3 " "$log" 2>/dev/null | tail -n 1) || return 1
     [[ $line =~ ^ts=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+)Z ]] || return 1
     ms=$(date -u -d "${BASH_REMATCH[1]}" +%s%3N 2>/dev/null) || return 1
     ((ms * 1000 >= t0 - 999)) || return 1
@@ -306,7 +311,7 @@ rb_system() {
     local sys=$1 runs=$2 i
     if rb_baton "$sys"; then rb_warmup; fi
     eval "RB_leave_${sys}=(); RB_crash_${sys}=(); RB_join_${sys}=(); RB_restart_${sys}=()"
-    eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=(); RB_leavereleased_${sys}=()"
+    eval "RB_leavefenced_${sys}=(); RB_crashfenced_${sys}=(); RB_leavereleased_${sys}=(); RB_leavestopping_${sys}=()"
     eval "RB_leaveinput_${sys}=(); RB_leaveafter_${sys}=()"
     for ((i = 1; i <= runs; i++)); do
         h_log "== $sys run $i/$runs"
@@ -464,7 +469,7 @@ bench_rebalance() {
     local -A med=() p99=() n=()
     local ev key
     for sys in baton hot range coop static; do
-        for ev in leave crash join restart leavefenced crashfenced leavereleased leaveinput leaveafter; do
+        for ev in leave crash join restart leavefenced crashfenced leavereleased leavestopping leaveinput leaveafter; do
             key=${ev}_${sys}
             eval "set -- \"\${RB_${key}[@]}\""
             read -r "med[$key]" "p99[$key]" "n[$key]" < <(bench_stats "$@")
@@ -493,6 +498,7 @@ bench_rebalance() {
         row "graceful leave: leaver's partitions written" leave baton hot coop range
         row "  of which until every one is fenced" leavefenced baton hot
         row "  of which until the leaver's claims are gone" leavereleased baton hot
+        row "  of which until the leaver took its SIGTERM" leavestopping baton hot
         row "  the input: until the records to write came" leaveinput baton hot
         row "  written after the records to write came" leaveafter baton hot
         row "crash (SIGKILL): dead member's partitions" crash baton hot coop range
@@ -523,6 +529,7 @@ bench_rebalance() {
             "hot_handoff_fenced_ms=${med[leavefenced_hot]} hot_handoff_fenced_p99_ms=${p99[leavefenced_hot]}" \
             "handoff_released_ms=${med[leavereleased_baton]} hot_handoff_released_ms=${med[leavereleased_hot]}" \
             "hot_handoff_released_p99_ms=${p99[leavereleased_hot]}" \
+            "hot_handoff_stopping_ms=${med[leavestopping_hot]} hot_handoff_stopping_p99_ms=${p99[leavestopping_hot]}" \
             "hot_handoff_input_ms=${med[leaveinput_hot]} hot_handoff_input_p99_ms=${p99[leaveinput_hot]}" \
             "hot_handoff_after_input_ms=${med[leaveafter_hot]} hot_handoff_after_input_p99_ms=${p99[leaveafter_hot]}" \
             "handoff_input_p99_ms=${p99[leaveinput_baton]} handoff_after_input_p99_ms=${p99[leaveafter_baton]}" \
