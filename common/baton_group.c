@@ -361,9 +361,9 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
     size_t kept = 0;
     for (size_t i = 0; err == BATON_OK && i < *count; i++) {
         char *k = (*names)[i];
-        if (baton_key_valid(k) != 0 || kept >= BATON_KEYS_MAX) {
-            baton_bad_key_why_t why =
-                baton_key_valid(k) != 0 ? BATON_BAD_KEY_NAME : BATON_BAD_KEY_OVER_MAX;
+        int bad_name = baton_key_valid(k) != 0;
+        if (bad_name || kept >= BATON_KEYS_MAX) {
+            baton_bad_key_why_t why = bad_name ? BATON_BAD_KEY_NAME : BATON_BAD_KEY_OVER_MAX;
             BLOG_ERROR("event=bad_key path=\"%s/%s\" reason=%s action=ignore", dir, k,
                        baton_bad_key_reason(why));
             if (ignored) {

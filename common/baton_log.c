@@ -220,18 +220,12 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...) {
      * UTF-8 a '?'. */
     unsigned char *end = (unsigned char *)line + strlen(line);
     for (unsigned char *p = (unsigned char *)line + n; p < end;) {
-        if (*p >= 0x20 && *p < 0x7f) {
-            p++;
-            continue;
-        }
-        size_t len = baton_utf8_seq(p, (size_t)(end - p));
-        if (len == 0)
-            *p++ = '?';
-        else if (baton_cp_unprintable(baton_utf8_cp(p, len)))
-            for (size_t i = 0; i < len; i++)
-                *p++ = ' ';
-        else
-            p += len;
+        size_t len = 1;
+        int kind = *p >= 0x20 && *p < 0x7f ? BATON_TEXT_SHOWN
+                                           : baton_text_unit(p, (size_t)(end - p), &len);
+        if (kind != BATON_TEXT_SHOWN)
+            memset(p, kind == BATON_TEXT_BAD ? '?' : ' ', len);
+        p += len;
     }
     log_emit(lvl, line);
 }

@@ -174,18 +174,18 @@ size_t baton_utf8_seq(const unsigned char *s, size_t n) {
     return len;
 }
 
-uint32_t baton_utf8_cp(const unsigned char *s, size_t len) {
-    if (len <= 1)
-        return s[0];
-    uint32_t cp = s[0] & (0x7fu >> len);
-    for (size_t i = 1; i < len; i++)
+int baton_text_unit(const unsigned char *s, size_t n, size_t *len) {
+    *len = baton_utf8_seq(s, n);
+    if (*len == 0) {
+        *len = 1;
+        return BATON_TEXT_BAD;
+    }
+    uint32_t cp = *len == 1 ? s[0] : s[0] & (0x7fu >> *len);
+    for (size_t i = 1; i < *len; i++)
         cp = cp << 6 | (s[i] & 0x3fu);
-    return cp;
-}
-
-int baton_cp_unprintable(uint32_t cp) {
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
-           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+    int control = cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x61c || cp == 0x200e ||
+                  cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+    return control ? BATON_TEXT_CONTROL : BATON_TEXT_SHOWN;
 }
 
 size_t baton_utf8_clean(char *s) {

@@ -47,13 +47,14 @@ int baton_uuid_valid(const char *s);
  * starts there (a stray continuation byte, an overlong form, a surrogate,
  * past U+10FFFF, or cut short by n). ASCII, NUL included, is 1. */
 size_t baton_utf8_seq(const unsigned char *s, size_t n);
-/* The code point of the valid UTF-8 sequence s[0..len) (len from
- * baton_utf8_seq). */
-uint32_t baton_utf8_cp(const unsigned char *s, size_t len);
-/* Whether code point cp changes what a terminal shows beyond itself: a C0
- * or C1 control, DEL, or a bidirectional control (an override makes the
- * text after it read backwards, so a name can pass for another). */
-int baton_cp_unprintable(uint32_t cp);
+/* What a terminal makes of the text at s[0..n), n > 0: its first unit's
+ * length in *len and its kind. BATON_TEXT_SHOWN: a character shown as
+ * itself. BATON_TEXT_CONTROL: one that changes what is shown beyond itself
+ * (a C0 or C1 control, DEL, or a bidirectional control: an override makes
+ * what follows read backwards, so a name can pass for another).
+ * BATON_TEXT_BAD: a byte that starts no valid UTF-8 sequence (*len 1). */
+enum { BATON_TEXT_SHOWN, BATON_TEXT_CONTROL, BATON_TEXT_BAD };
+int baton_text_unit(const unsigned char *s, size_t n, size_t *len);
 /* Replaces, in place, every byte of s that is not part of a valid UTF-8
  * sequence with '?': JSON holds only UTF-8. Returns how many it replaced. */
 size_t baton_utf8_clean(char *s);

@@ -640,10 +640,10 @@ const char *ctl_printable(const char *s, char *buf, size_t bufsz) {
     size_t i = 0, n = strlen(s);
     for (const unsigned char *q = (const unsigned char *)s, *end = q + n;
          q < end && i + 1 < bufsz;) {
-        size_t len = baton_utf8_seq(q, (size_t)(end - q));
-        if (len == 0 || baton_cp_unprintable(baton_utf8_cp(q, len))) {
+        size_t len;
+        if (baton_text_unit(q, (size_t)(end - q), &len) != BATON_TEXT_SHOWN) {
             buf[i++] = '?'; /* one '?' per bad byte, or per character */
-            q += len ? len : 1;
+            q += len;
         } else if (i + len < bufsz) {
             memcpy(buf + i, q, len);
             i += len;
