@@ -133,22 +133,25 @@ static int parse(const char *text, char *inc, long *pid, char *host, size_t host
 }
 
 /* Reads the whole file at fd into buf (NUL-terminated). Returns the length
- * or -1 (errno) ; -2 if it is longer than INC_FILE_MAX. */
+ * or -1 (errno) ; -2 if it does not fit (more than size - 1 bytes: a full
+ * buffer is refused only when one more byte is there to read). */
 static ssize_t read_all(int fd, char *buf, size_t size) {
     size_t got = 0;
     if (lseek(fd, 0, SEEK_SET) < 0)
         return -1;
     for (;;) {
-        ssize_t n = read(fd, buf + got, size - 1 - got);
+        char more;
+        int full = got == size - 1;
+        ssize_t n = full ? read(fd, &more, 1) : read(fd, buf + got, size - 1 - got);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             return -1;
         if (n == 0)
             break;
-        got += (size_t)n;
-        if (got == size - 1)
+        if (full)
             return -2;
+        got += (size_t)n;
     }
     buf[got] = 0;
     return (ssize_t)got;

@@ -146,6 +146,31 @@ static void test_corrupt_refused(void **state) {
     assert_int_equal(baton_incarnation_open(&inc, tmpdir, "g", "bad", err, sizeof(err)), BATON_OK);
     assert_string_equal(inc.previous, "0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f");
     baton_incarnation_close(&inc);
+
+    /* The size limit: a file of 4,095 bytes (a comment padding it out) is
+     * read whole; one byte more is refused as too long, and left as it
+     * was. A file of exactly 4,095 bytes was once refused too. */
+    static const char body[] = "incarnation=0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f\npid=12\n";
+    char big[4097];
+    for (size_t total = 4095; total <= 4096; total++) {
+        size_t pad = total - strlen(body);
+        big[0] = '#';
+        memset(big + 1, 'x', pad - 2);
+        big[pad - 1] = '\n';
+        memcpy(big + pad, body, sizeof(body));
+        assert_int_equal(strlen(big), total);
+        write_file(path, big);
+        int rc = baton_incarnation_open(&inc, tmpdir, "g", "bad", err, sizeof(err));
+        if (total == 4095) {
+            assert_int_equal(rc, BATON_OK);
+            assert_string_equal(inc.previous, "0f8e2d5c-1b7a-4c3e-9d2f-6a5b4c3d2e1f");
+            baton_incarnation_close(&inc);
+        } else {
+            assert_int_equal(rc, BATON_CORRUPT);
+            assert_non_null(strstr(err, "too long"));
+            assert_int_equal(inc.fd, -1);
+        }
+    }
 }
 
 /* Incarnations killed between recording themselves and creating their
