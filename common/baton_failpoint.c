@@ -102,7 +102,7 @@ int baton_failpoints_init(char *errstr, size_t n) {
         return BATON_OK;
     int err = baton_failpoints_parse(spec, errstr, n);
     if (err == BATON_OK)
-        BLOG_INFO("event=failpoints_armed spec=\"%s\"", spec);
+        BLOG_INFO("event=failpoints_armed spec=\"%s\"", baton_log_q(spec));
     return err;
 }
 

@@ -364,8 +364,8 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
         int bad_name = baton_key_valid(k) != 0;
         if (bad_name || kept >= BATON_KEYS_MAX) {
             baton_bad_key_why_t why = bad_name ? BATON_BAD_KEY_NAME : BATON_BAD_KEY_OVER_MAX;
-            BLOG_ERROR("event=bad_key path=\"%s/%s\" reason=%s action=ignore", dir, k,
-                       baton_bad_key_reason(why));
+            BLOG_ERROR("event=bad_key path=\"%s/%s\" reason=%s action=ignore", baton_log_q(dir),
+                       baton_log_q(k), baton_bad_key_reason(why));
             if (ignored) {
                 ignored->v = xrealloc(ignored->v, sizeof(*ignored->v) * (ignored->n + 1));
                 ignored->v[ignored->n++] = (baton_bad_key_t){.name = k, .why = why};
@@ -382,6 +382,57 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
     return err;
 }
 
+int baton_keys_room(char *const *children, size_t nchildren, char *const *keys, size_t nkeys,
+                    size_t *have, size_t *fresh, char *errstr, size_t n) {
+    *have = 0;
+    *fresh = 0;
+    for (size_t i = 0; i < nchildren; i++)
+        *have += baton_key_valid(children[i]) == 0;
+    /* Sorted, so a name asked for twice counts once. */
+    char **sorted = xmalloc(sizeof(char *) * (nkeys + 1));
+    for (size_t i = 0; i < nkeys; i++)
+        sorted[i] = keys[i];
+    qsort(sorted, nkeys, sizeof(char *), baton_strcmp_p);
+    for (size_t i = 0; i < nkeys; i++)
+        if ((i == 0 || strcmp(sorted[i - 1], sorted[i]) != 0) &&
+            !(nchildren &&
+              bsearch(&sorted[i], children, nchildren, sizeof(char *), baton_strcmp_p)))
+            (*fresh)++;
+    free(sorted);
+    if (*fresh == 0 || *have + *fresh <= BATON_KEYS_MAX)
+        return BATON_OK;
+    if (*have >= BATON_KEYS_MAX)
+        return baton_seterr(errstr, n, BATON_INVALID,
+                            "the group has %zu keys, the limit is %d: cannot add the %zu new "
+                            "one(s) asked for (nothing added); remove keys first",
+                            *have, BATON_KEYS_MAX, *fresh);
+    return baton_seterr(errstr, n, BATON_INVALID,
+                        "the group has %zu keys and %zu of those asked for are new: that would "
+                        "pass the limit of %d keys (nothing added); add at most %zu, or remove "
+                        "keys first",
+                        *have, *fresh, BATON_KEYS_MAX, (size_t)BATON_KEYS_MAX - *have);
+}
+
+int baton_group_keys_room(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
+                          char *errstr, size_t n) {
+    char *dir = baton_layout_keys(base);
+    char **kids = NULL;
+    size_t nk = 0, have = 0, fresh = 0;
+    int err = baton_zk_children(zk, dir, 0, &kids, &nk);
+    if (err == BATON_NOTFOUND)
+        err = BATON_OK; /* no keys yet */
+    if (err != BATON_OK)
+        baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
+    if (err == BATON_OK) {
+        if (nk)
+            qsort(kids, nk, sizeof(char *), baton_strcmp_p);
+        err = baton_keys_room(kids, nk, keys, nkeys, &have, &fresh, errstr, n);
+    }
+    baton_zk_strings_free(kids, nk);
+    free(dir);
+    return err;
+}
+
 int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                          size_t *added, char *errstr, size_t n) {
     if (added)
@@ -390,8 +441,15 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
         if (baton_key_valid(keys[i]) != 0)
             return baton_seterr(errstr, n, BATON_INVALID,
                                 "'%s' is not a key name (1-128 of [A-Za-z0-9._-])", keys[i]);
+    /* Past the limit the coordinator would ignore the new keys: refused
+     * before anything is created. Two adds at once may each find room and
+     * pass it together; the coordinator's ignore-with-warning
+     * (baton_group_keys) is the backstop for that race. */
+    int err = baton_group_keys_room(zk, base, keys, nkeys, errstr, n);
+    if (err != BATON_OK)
+        return err;
     char *dir = baton_layout_keys(base);
-    int err = baton_zk_mkdirs(zk, dir);
+    err = baton_zk_mkdirs(zk, dir);
     free(dir);
     if (err != BATON_OK)
         return baton_seterr(errstr, n, err, "cannot create '%s/keys': %s", base,
@@ -552,7 +610,7 @@ int baton_group_bad_key_remove(baton_zk_t *zk, const char *base, const char *nam
     char *path = baton_layout_child(dir, name);
     int err = delete_tree(zk, path, 0);
     if (err == BATON_OK)
-        BLOG_INFO("event=bad_key_removed path=\"%s\"", path);
+        BLOG_INFO("event=bad_key_removed path=\"%s\"", baton_log_q(path));
     else if (err != BATON_NOTFOUND)
         baton_seterr(errstr, n, err, "cannot remove '%s': %s", path, baton_strerror(err));
     free(path);

@@ -74,8 +74,24 @@ const char *baton_bad_key_reason(baton_bad_key_why_t why);
  * there (free with baton_bad_keys_free, also after an error). */
 int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names, size_t *count,
                      baton_bad_keys_t *ignored, char *errstr, size_t errstr_size);
+/* The keys limit's arithmetic, apart from ZooKeeper. children: the names
+ * under <base>/keys, sorted as baton_strcmp_p sorts; keys: valid key names,
+ * in any order, repeats allowed. *have: the children that are key names
+ * (one past the limit counts: it is a key); *fresh: the distinct keys not
+ * among children. BATON_INVALID, with a message naming the limit and both
+ * counts, if the fresh ones would take the group past BATON_KEYS_MAX; never
+ * when none is fresh (nothing would be created). */
+int baton_keys_room(char *const *children, size_t nchildren, char *const *keys, size_t nkeys,
+                    size_t *have, size_t *fresh, char *errstr, size_t errstr_size);
+/* baton_keys_room on the group's keys as they are now (one listing). */
+int baton_group_keys_room(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
+                          char *errstr, size_t errstr_size);
 /* Adds keys (key node + claims directory, atomically each); existing ones
- * are left alone. Every name is validated first: one bad name adds nothing. */
+ * are left alone. Every name is validated first: one bad name adds nothing.
+ * So is the limit: keys that would take the group past BATON_KEYS_MAX
+ * (baton_group_keys_room) add nothing, BATON_INVALID. A concurrent add may
+ * still pass it; the coordinator then ignores what is past it (event=bad_key
+ * reason=over_keys_max). */
 int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                          size_t *added, char *errstr, size_t errstr_size);
 /* Removes keys with whatever claims they have (their holders lose them);

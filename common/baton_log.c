@@ -167,6 +167,21 @@ static size_t json_fields(char *buf, size_t pos, size_t cap, const char *msg) {
     return pos;
 }
 
+const char *baton_log_q(const char *s) {
+    static _Thread_local char ring[BATON_LOG_Q_SLOTS][BATON_LOG_Q_SIZE];
+    static _Thread_local unsigned next;
+    if (!s)
+        return "(null)";
+    if (!strchr(s, '"'))
+        return s; /* the usual case: no copy */
+    char *d = ring[next++ % BATON_LOG_Q_SLOTS];
+    size_t i = 0;
+    for (; s[i] && i + 1 < BATON_LOG_Q_SIZE; i++)
+        d[i] = s[i] == '"' ? '\'' : s[i];
+    d[i] = 0;
+    return d;
+}
+
 int baton_log_level_parse(const char *s, baton_log_level_t *out) {
     static const char *names[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)

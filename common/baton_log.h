@@ -72,6 +72,18 @@ int baton_log_level_parse(const char *s, baton_log_level_t *out);
 void baton_log_write(baton_log_level_t lvl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* s made safe for a quoted field (key=\"%s\"): each '"' in it becomes '\'',
+ * so that text baton did not write (a path, an error from a library or a
+ * server, a URI) cannot end the value early. s itself when it has no '"';
+ * else a copy in a small thread-local ring (no allocation), valid until
+ * BATON_LOG_Q_SLOTS more copies are made on this thread: enough for the
+ * quoted values of one line. A copy is cut at BATON_LOG_Q_SIZE - 1 bytes.
+ * NULL gives "(null)". Call it in the log macro's arguments, which are not
+ * evaluated when the level is filtered out. */
+#define BATON_LOG_Q_SLOTS 8
+#define BATON_LOG_Q_SIZE 1024
+const char *baton_log_q(const char *s);
+
 /* A line of a library's own log through the same writer:
  * "lib=LIB src=SRC msg=\"MSG\"" (src, e.g. the function or facility that
  * logged, may be NULL). Repeats are collapsed: one line per kind of message

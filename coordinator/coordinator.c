@@ -521,7 +521,7 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
                 pub[i].valid = 1;
             } else {
                 BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", d.paths[i],
-                           why);
+                           baton_log_q(why));
             }
         }
         if (err != BATON_OK)
@@ -775,7 +775,8 @@ static void member_apply(coord_t *c, const char *path, const char *id, int err, 
             else
                 leaving_forget(c, id);
         } else {
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path, why);
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path,
+                       baton_log_q(why));
         }
     }
 }
@@ -888,7 +889,8 @@ static int read_pins(coord_t *c, int32_t P, char **pin_of) {
                 free(pin_of[p]);
                 pin_of[p] = xstrdup(pin.worker);
             } else {
-                BLOG_WARN("event=bad_pin path=%s error=\"%s\" action=ignore", path, why);
+                BLOG_WARN("event=bad_pin path=%s error=\"%s\" action=ignore", path,
+                          baton_log_q(why));
             }
         } else if (err == BATON_NOTFOUND) {
             err = BATON_OK; /* unpinned meanwhile */
@@ -995,7 +997,7 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
             } else {
                 err = baton_zk_err(rc);
                 BLOG_WARN("event=publish_failed error=%s zerror=\"%s\" chunk=%zu",
-                          baton_err_name(err), zerror(rc), nmulti);
+                          baton_err_name(err), baton_log_q(zerror(rc)), nmulti);
             }
             break;
         }
@@ -1163,7 +1165,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
     baton_claim_t claim;
     char why[256];
     if (baton_claim_decode(data, len, &claim, why, sizeof(why)) != BATON_OK) {
-        BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=treat_as_foreign", path, why);
+        BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=treat_as_foreign", path,
+                   baton_log_q(why));
         snprintf(claim.worker, sizeof(claim.worker), "?");
     }
     mpath = baton_layout_worker(c->base, h->owner);
@@ -1390,7 +1393,7 @@ static int snap_read_config(coord_t *c, coord_snap_t *rs) {
         rs->cfg = c->gs.cfg;
     } else if ((err = baton_group_config_read(c->zk, c->base, 1, &rs->cfg, errstr,
                                               sizeof(errstr))) != BATON_OK) {
-        BLOG_ERROR("event=config_error error=\"%s\"", errstr);
+        BLOG_ERROR("event=config_error error=\"%s\"", baton_log_q(errstr));
         return err;
     } else if (!rs->cfg.group_uuid[0]) {
         /* A group from before group ids gets one from its first leader (a
@@ -1400,10 +1403,11 @@ static int snap_read_config(coord_t *c, coord_snap_t *rs) {
         baton_config_t with_id;
         if (baton_group_uuid_ensure(c->zk, c->base, &with_id, NULL, errstr, sizeof(errstr)) !=
             BATON_OK)
-            BLOG_WARN("event=group_uuid_failed error=\"%s\"", errstr);
+            BLOG_WARN("event=group_uuid_failed error=\"%s\"", baton_log_q(errstr));
     }
     if (baton_strategy_parse(rs->cfg.strategy, &rs->strategy) != BATON_OK) {
-        BLOG_ERROR("event=config_error error=\"unknown strategy '%s'\"", rs->cfg.strategy);
+        BLOG_ERROR("event=config_error error=\"unknown strategy '%s'\"",
+                   baton_log_q(rs->cfg.strategy));
         return BATON_CORRUPT;
     }
     rs->P = rs->cfg.partitions;
@@ -1447,7 +1451,8 @@ static int snap_read_published(coord_t *c, coord_snap_t *rs) {
         char why[256];
         if (baton_assignment_meta_decode(rs->meta_data, meta_len, &rs->meta, why, sizeof(why)) !=
             0) {
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", rs->adir, why);
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", rs->adir,
+                       baton_log_q(why));
             rs->meta.generation = 0;
         }
     }
@@ -1791,10 +1796,10 @@ static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
     const baton_plan_t *pl = &cp->pl;
     if (err != BATON_OK) {
         if (strcmp(pl->failed ? pl->failed : "", "partitions") == 0)
-            BLOG_ERROR("event=assign_failed error=\"%s\"", errstr);
+            BLOG_ERROR("event=assign_failed error=\"%s\"", baton_log_q(errstr));
         else
             BLOG_ERROR("event=assign_failed what=%s error=\"%s\"", pl->failed ? pl->failed : "plan",
-                       errstr);
+                       baton_log_q(errstr));
         return err;
     }
     cp->compute_ms = baton_now_ms() - cp->t0 - pl->standby_ms;
@@ -1985,7 +1990,8 @@ static int coord_racks_refresh(coord_t *c) {
     int err = coord_racks_fetch(c->conf->brokers, cfg.topic, cfg.partitions, 2000, &r, errstr,
                                 sizeof(errstr));
     if (err != BATON_OK) {
-        BLOG_WARN("event=racks_unavailable brokers=%s error=\"%s\"", c->conf->brokers, errstr);
+        BLOG_WARN("event=racks_unavailable brokers=%s error=\"%s\"", c->conf->brokers,
+                  baton_log_q(errstr));
         return 0;
     }
     int changed = !coord_racks_equal(c->racks, r);
@@ -2065,7 +2071,8 @@ static int coord_connect(coord_t *c, int first) {
                                c->conf->connect_timeout_ms, c->conf->zk_auth, &c->zk, errstr,
                                sizeof(errstr));
     if (err != BATON_OK) {
-        BLOG_ERROR("event=zk_connect_failed error=\"%s\"%s", errstr, first ? " action=exit" : "");
+        BLOG_ERROR("event=zk_connect_failed error=\"%s\"%s", baton_log_q(errstr),
+                   first ? " action=exit" : "");
         return err;
     }
     baton_silence_reset(c->sil, c->zk, t0);

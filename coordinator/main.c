@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
     if (parsed.config_path)
         BLOG_INFO("event=config_loaded path=%s", parsed.config_path);
     if (brokers && racks_off[0]) {
-        BLOG_WARN("event=racks_off brokers=%s reason=\"%s\"", brokers, racks_off);
+        BLOG_WARN("event=racks_off brokers=%s reason=\"%s\"", brokers, baton_log_q(racks_off));
         conf.brokers = NULL;
     }
     /* Every coordinator metric exists from the start: a scrape shows zeros,

@@ -109,6 +109,11 @@ static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, co
             err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, NULL, errstr, errstr_size);
             if (err != BATON_OK && err != BATON_NOTFOUND)
                 return err;
+            /* Keys past the limit are refused before step 1 writes anything
+             * (step 2's add checks again, against what is there then). */
+            err = baton_group_keys_room(zk, base, keys, nkeys, errstr, errstr_size);
+            if (err != BATON_OK)
+                return err;
         }
         r->stage = 1;
     }

@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
     rd_kafka_conf_set_log_cb(conf, devkafka_log_cb);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
-        BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", errstr);
+        BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", baton_log_q(errstr));
         rd_kafka_conf_destroy(conf);
         return 1;
     }
@@ -258,12 +258,12 @@ int main(int argc, char **argv) {
     int rf = o.brokers < 3 ? o.brokers : 3;
     rd_kafka_resp_err_t err = devkafka_guard_init(mcluster);
     if (err)
-        BLOG_ERROR("event=guard_failed err=\"%s\"", rd_kafka_err2str(err));
+        BLOG_ERROR("event=guard_failed err=\"%s\"", baton_log_q(rd_kafka_err2str(err)));
     for (int t = 0; t < o.ntopics && !err; t++) {
         err = rd_kafka_mock_topic_create(mcluster, o.topics[t], o.partitions, rf);
         if (err)
             BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topics[t],
-                       rd_kafka_err2str(err));
+                       baton_log_q(rd_kafka_err2str(err)));
     }
     if (err) {
         rd_kafka_mock_cluster_destroy(mcluster);
@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
         rd_kafka_conf_destroy(wconf);
     }
     if (!watching)
-        BLOG_WARN("event=watchdog_not_started err=\"%s\"", errstr);
+        BLOG_WARN("event=watchdog_not_started err=\"%s\"", baton_log_q(errstr));
 
     int sig = 0;
     while (sigwait(&stopset, &sig) != 0)

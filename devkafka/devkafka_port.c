@@ -77,12 +77,12 @@ static void *relay_accept_main(void *arg) {
                     usleep(100000);
                 continue;
             }
-            BLOG_ERROR("event=relay_stopped error=\"accept: %s\"", strerror(errno));
+            BLOG_ERROR("event=relay_stopped error=\"accept: %s\"", baton_log_q(strerror(errno)));
             return NULL;
         }
         int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (b < 0 || connect(b, (struct sockaddr *)&relay_target, sizeof(relay_target)) != 0) {
-            BLOG_WARN("event=relay_connect_failed error=\"%s\"", strerror(errno));
+            BLOG_WARN("event=relay_connect_failed error=\"%s\"", baton_log_q(strerror(errno)));
             if (b >= 0)
                 close(b);
             close(c);

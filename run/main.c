@@ -263,7 +263,8 @@ static int runner_check_record(runner_t *rn, int watch) {
     int err = run_zk_run_done(rn->rz, watch, &done, &e, errstr, sizeof(errstr));
     rn->check_at = baton_now_ms() + (err == BATON_OK ? ONCE_RECHECK_MS : RETRY_MS);
     if (err != BATON_OK) {
-        BLOG_WARN("event=run_check_failed run_id=%s error=\"%s\" action=retry", once_id, errstr);
+        BLOG_WARN("event=run_check_failed run_id=%s error=\"%s\" action=retry", once_id,
+                  baton_log_q(errstr));
         return err;
     }
     if (done) {
@@ -288,7 +289,7 @@ static void runner_start(runner_t *rn) {
     int rc = run_child_start(&rn->child, rn->path, rn->argv, env, errstr, sizeof(errstr));
     env_free(env);
     if (rc != 0) {
-        BLOG_ERROR("event=child_start_failed error=\"%s\" action=retry", errstr);
+        BLOG_ERROR("event=child_start_failed error=\"%s\" action=retry", baton_log_q(errstr));
         rn->start_at = baton_now_ms() + restart_delay_ms + RETRY_MS;
         return;
     }
@@ -341,11 +342,13 @@ static void runner_record(runner_t *rn) {
         rn->exit_code = 0;
     } else if (err == BATON_STALE || err == BATON_NOTFOUND) {
         /* Deposed: whoever owns the key now runs the job again. */
-        BLOG_WARN("event=run_not_recorded run_id=%s reason=deposed error=\"%s\"", once_id, errstr);
+        BLOG_WARN("event=run_not_recorded run_id=%s reason=deposed error=\"%s\"", once_id,
+                  baton_log_q(errstr));
         rn->record_pending = 0;
         rn->start_at = baton_now_ms() + restart_delay_ms;
     } else {
-        BLOG_WARN("event=run_record_failed run_id=%s error=\"%s\" action=retry", once_id, errstr);
+        BLOG_WARN("event=run_record_failed run_id=%s error=\"%s\" action=retry", once_id,
+                  baton_log_q(errstr));
         rn->record_at = baton_now_ms() + RETRY_MS;
     }
 }
@@ -421,7 +424,7 @@ static int runner_loop(runner_t *rn, int sfd) {
              * key already (on_released stopped the command). */
             runner_stop_child(rn, SIGTERM, "fatal");
             fprintf(stderr, "%s: %s\n", prog, errstr);
-            BLOG_ERROR("event=fatal error=\"%s\" action=exit", errstr);
+            BLOG_ERROR("event=fatal error=\"%s\" action=exit", baton_log_q(errstr));
             rn->leave = 0;
             return BATON_EXIT_FAILURE;
         }

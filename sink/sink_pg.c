@@ -265,7 +265,8 @@ static void pg_rollback(pg_t *pg) {
         return;
     PGresult *res = PQexec(pg->conn, "ROLLBACK");
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        BLOG_ERROR("event=sink_rollback_failed error=\"%s\"", PQerrorMessage(pg->conn));
+        BLOG_ERROR("event=sink_rollback_failed error=\"%s\"",
+                   baton_log_q(PQerrorMessage(pg->conn)));
     PQclear(res);
 }
 
@@ -293,10 +294,10 @@ static int pg_fail(baton_sink_t *sink, PGresult *res, const char *what, int32_t 
     if (baton_err_is_retriable(err))
         BLOG_WARN("event=sink_%s uri=%s group=%s partition=%d op=\"%s\" error=\"%s\"",
                   err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group,
-                  (int)partition, what, msg);
+                  (int)partition, what, baton_log_q(msg));
     else
         BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=\"%s\" error=\"%s\"",
-                   sink->uri, sink->group, (int)partition, what, sink->errstr);
+                   sink->uri, sink->group, (int)partition, what, baton_log_q(sink->errstr));
     return err;
 }
 
@@ -308,7 +309,7 @@ static void pg_notice(void *arg, const char *message) {
     (void)arg;
     char msg[256];
     pg_msg_copy(msg, sizeof(msg), message);
-    BLOG_DEBUG("event=sink_notice message=\"%s\"", msg);
+    BLOG_DEBUG("event=sink_notice message=\"%s\"", baton_log_q(msg));
 }
 
 /* Per-session settings, again after every reconnect. */
@@ -374,7 +375,8 @@ static int pg_ensure(baton_sink_t *sink) {
          * server refuses with FATAL too. */
         if (err != BATON_INVALID)
             err = BATON_CONNECTION;
-        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", sink->uri, sink->errstr);
+        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", sink->uri,
+                  baton_log_q(sink->errstr));
         PQfinish(pg->conn);
         pg->conn = NULL;
         return err;

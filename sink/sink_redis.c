@@ -763,7 +763,8 @@ static int rd_ensure(baton_sink_t *sink) {
     if (err) {
         if (err != BATON_INVALID)
             err = BATON_CONNECTION;
-        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", sink->uri, sink->errstr);
+        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", sink->uri,
+                  baton_log_q(sink->errstr));
         return err;
     }
     BLOG_INFO("event=sink_reconnected uri=%s group=%s", sink->uri, sink->group);
@@ -781,10 +782,11 @@ static int rd_fail(baton_sink_t *sink, int err, const char *what, const char *ms
                        msg, baton_err_is_retriable(err) ? " (retriable)" : "");
     if (baton_err_is_retriable(err))
         BLOG_WARN("event=sink_%s uri=%s group=%s op=\"%s\" error=\"%s\"",
-                  err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group, what, msg);
+                  err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group, what,
+                  baton_log_q(msg));
     else
         BLOG_ERROR("event=sink_failed uri=%s group=%s op=\"%s\" error=\"%s\"", sink->uri,
-                   sink->group, what, sink->errstr);
+                   sink->group, what, baton_log_q(sink->errstr));
     return err;
 }
 

@@ -154,7 +154,7 @@ static void sq_rollback(sq_t *sq) {
     int rc = sqlite3_step(sq->rollback);
     sqlite3_reset(sq->rollback);
     if (rc != SQLITE_DONE)
-        BLOG_ERROR("event=sink_rollback_failed error=\"%s\"", sqlite3_errmsg(sq->db));
+        BLOG_ERROR("event=sink_rollback_failed error=\"%s\"", baton_log_q(sqlite3_errmsg(sq->db)));
 }
 
 /* Records an SQLite failure of `what` (on partition, if >= 0) in the sink's errstr, rolls back and
@@ -180,7 +180,7 @@ static int sq_fail(baton_sink_t *sink, int rc, const char *what, int32_t partiti
                   (int)partition, what);
     else
         BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=%s error=\"%s\"", sink->uri,
-                   sink->group, (int)partition, what, sink->errstr);
+                   sink->group, (int)partition, what, baton_log_q(sink->errstr));
     return err;
 }
 

@@ -553,7 +553,7 @@ static int claim_created(baton_membership_t *m, size_t row, int err, const char 
         mb_st_phase(m, row, MPHASE_UNCERTAIN, "reply_lost");
     } else if (err == BATON_NOTFOUND) {
         BLOG_ERROR("event=claim_failed %s error=\"'%s' does not exist\"", mb_row_label(m, row),
-                   baton_res_claims(&m->res, row));
+                   baton_log_q(baton_res_claims(&m->res, row)));
     }
     return err;
 }

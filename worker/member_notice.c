@@ -242,7 +242,7 @@ int mb_notice_fd(baton_membership_t *m) {
             /* Not in the set: return the session's own descriptor, so that
              * the caller still wakes for ZooKeeper (notices then wait for
              * the next poll); tried again on the next call. */
-            BLOG_WARN("event=notice_epoll_failed error=\"%s\"", strerror(errno));
+            BLOG_WARN("event=notice_epoll_failed error=\"%s\"", baton_log_q(strerror(errno)));
             return zfd;
         }
     }

@@ -84,7 +84,7 @@ int baton_membership__lock(baton_incarnation_t *inc, const char *state_dir, cons
     if (err == BATON_IO && !inc->dir_chosen) {
         BLOG_WARN("event=member_lock_unavailable error=\"%s\" msg=\"no takeover of a dead "
                   "incarnation: a restart waits for its old session to expire (set --state-dir)\"",
-                  why);
+                  baton_log_q(why));
         return BATON_OK;
     }
     return baton_seterr(errstr, n, err, "%s", why);
@@ -243,7 +243,8 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
               m->session_hex, m->claim_ahead ? "ahead" : "takeover");
     char why[256];
     if (m->inc.fd >= 0 && baton_incarnation_confirm(&m->inc, why, sizeof(why)) != BATON_OK)
-        BLOG_WARN("event=member_lock_write_failed error=\"%s\"", why); /* the list stays: safe */
+        BLOG_WARN("event=member_lock_write_failed error=\"%s\"",
+                  baton_log_q(why)); /* the list stays: safe */
     return BATON_OK;
 }
 
@@ -288,7 +289,7 @@ static int join_first(baton_membership_t *m, char *errstr, size_t n) {
             return err;
         BLOG_WARN("event=join_session_expired session=0x%s attempt=%d error=\"%s\" "
                   "action=new_session",
-                  m->session_hex, attempt, errstr);
+                  m->session_hex, attempt, baton_log_q(errstr));
         baton_zk_destroy(m->zk);
         m->zk = NULL;
     }
@@ -548,7 +549,7 @@ static int reread_config(baton_membership_t *m) {
     baton_config_t cfg;
     int err = baton_group_config_read(m->zk, m->base, 1, &cfg, errstr, sizeof(errstr));
     if (err == BATON_CORRUPT) {
-        BLOG_ERROR("event=config_error error=\"%s\" action=keep_current", errstr);
+        BLOG_ERROR("event=config_error error=\"%s\" action=keep_current", baton_log_q(errstr));
         return BATON_OK;
     }
     if (err != BATON_OK)
@@ -628,7 +629,8 @@ static int rejoin(baton_membership_t *m, int *next_ms, char *errstr, size_t n) {
          * by retrying: fatal, like at start. */
         if (err == BATON_EXISTS || err == BATON_DENIED || baton_err_is_input(err))
             return err;
-        BLOG_WARN("event=rejoin_failed error=\"%s\" action=retry in_ms=%d", errstr, REJOIN_MS);
+        BLOG_WARN("event=rejoin_failed error=\"%s\" action=retry in_ms=%d", baton_log_q(errstr),
+                  REJOIN_MS);
         baton_zk_destroy(m->zk);
         m->zk = NULL;
         m->rejoin_at = now + REJOIN_MS;

@@ -361,7 +361,8 @@ static int kafka_incremental(worker_t *w, rd_kafka_topic_partition_list_t *l, in
         assign ? rd_kafka_incremental_assign(w->rk, l) : rd_kafka_incremental_unassign(w->rk, l);
     if (!e)
         return 0;
-    BLOG_ERROR("event=%s partitions=%d error=\"%s\"", event, l->cnt, rd_kafka_error_string(e));
+    BLOG_ERROR("event=%s partitions=%d error=\"%s\"", event, l->cnt,
+               baton_log_q(rd_kafka_error_string(e)));
     rd_kafka_error_destroy(e);
     return -1;
 }
@@ -420,7 +421,8 @@ static int sink_failed_fatally(worker_t *w, const char *op, int err) {
     if (!w->sink_fatal)
         BLOG_ERROR("event=sink_fatal sink=%s op=%s error=%s detail=\"%s\" "
                    "action=leave_and_exit",
-                   baton_sink_uri(w->sink), op, baton_err_name(err), baton_sink_errstr(w->sink));
+                   baton_sink_uri(w->sink), op, baton_err_name(err),
+                   baton_log_q(baton_sink_errstr(w->sink)));
     w->sink_fatal = 1;
     return 1;
 }
@@ -564,7 +566,7 @@ static int part_flush_done(worker_t *w, int32_t p, size_t count, int err, int64_
         return err;
     baton_metric_inc(baton_metric_counter(BATON_M_W_BATCH_ERRORS));
     BLOG_WARN("event=write_failed partition=%d error=%s detail=\"%s\" action=retry", p,
-              baton_err_name(err), baton_sink_errstr(w->sink));
+              baton_err_name(err), baton_log_q(baton_sink_errstr(w->sink)));
     wp->retry_at = baton_now_ms() + sink_retry_ms(err, 200);
     return err;
 }
@@ -770,7 +772,7 @@ static void on_assigned(void *opaque, const baton_resource_t *rs, size_t n) {
     if (err != BATON_OK || nwant == 0) {
         if (err != BATON_OK)
             BLOG_DEBUG("event=prefetch_skipped error=%s detail=\"%s\"", baton_err_name(err),
-                       baton_sink_errstr(w->sink));
+                       baton_log_q(baton_sink_errstr(w->sink)));
         free(want);
         return;
     }
@@ -923,7 +925,7 @@ static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
     int err = e != NULL || l->elems[0].err != RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e) {
         BLOG_WARN("event=standby_prefetch_seek_failed partition=%d error=\"%s\"", p,
-                  rd_kafka_error_string(e));
+                  baton_log_q(rd_kafka_error_string(e)));
         rd_kafka_error_destroy(e);
     }
     rd_kafka_topic_partition_list_destroy(l);
@@ -1094,7 +1096,8 @@ static int bind_check(worker_t *w, char *errstr, size_t n) {
                                          w->conf->group, w->sink, w->conf->id, errstr, n)
                  : baton_seterr(errstr, n, BATON_CONNECTION, "no ZooKeeper session");
     if (err == BATON_CONFLICT) {
-        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit", errstr);
+        BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit",
+                   baton_log_q(errstr));
         w->refused = 1;
     }
     return err;
@@ -1116,7 +1119,7 @@ static int bind_ready(worker_t *w) {
     if (err == BATON_CONFLICT)
         return 0;
     BLOG_WARN("event=sink_bind_check_failed error=%s detail=\"%s\" action=retry",
-              baton_err_name(err), errstr);
+              baton_err_name(err), baton_log_q(errstr));
     w->fence_retry_at = baton_now_ms() + 200;
     return 0;
 }
@@ -1141,10 +1144,10 @@ static void bind_early(worker_t *w) {
      * nothing else), the retries at debug. */
     if (!w->bind_early_at)
         BLOG_WARN("event=sink_bind_check_failed when=start error=%s detail=\"%s\" action=retry",
-                  baton_err_name(err), errstr);
+                  baton_err_name(err), baton_log_q(errstr));
     else
         BLOG_DEBUG("event=sink_bind_check_failed when=start error=%s detail=\"%s\" action=retry",
-                   baton_err_name(err), errstr);
+                   baton_err_name(err), baton_log_q(errstr));
     w->bind_early_at = baton_now_ms() + 1000;
 }
 
@@ -1218,13 +1221,13 @@ static void fence_pending(worker_t *w) {
         if (err == BATON_CONFLICT) {
             /* The sink serves another group of our name (sink.h). */
             BLOG_ERROR("event=sink_bind_refused error=\"%s\" action=leave_and_exit",
-                       baton_sink_errstr(w->sink));
+                       baton_log_q(baton_sink_errstr(w->sink)));
             w->refused = 1;
         } else if (err != BATON_OK) {
             /* Fatal (sink_fatal): the loop leaves and exits 1. */
             if (!sink_failed_fatally(w, "fence", err)) {
                 BLOG_WARN("event=fence_failed partitions=%d error=%s detail=\"%s\" action=retry", k,
-                          baton_err_name(err), baton_sink_errstr(w->sink));
+                          baton_err_name(err), baton_log_q(baton_sink_errstr(w->sink)));
                 w->fence_retry_at = baton_now_ms() + sink_retry_ms(err, 100);
             }
         } else {
@@ -1479,7 +1482,7 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
     BLOG_ERROR("event=processor_error partition=%d offset=%lld epoch=%lld processor=%s stage=%s "
                "error=\"%s\"",
                p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc), stage,
-               clean);
+               clean); /* log_clean: no quotes */
     /* Keep only the records before the failure, then write them. */
     size_t keep = 0;
     while (keep < wp->nrecs && wp->recs[keep].offset < offset)
@@ -1627,14 +1630,14 @@ static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *op
         err = rd_kafka_fatal_error(rk, fatal, sizeof(fatal));
         reason = fatal;
         BLOG_ERROR("event=kafka_fatal error=%s reason=\"%s\" action=exit", rd_kafka_err2name(err),
-                   reason);
+                   baton_log_q(reason));
         w->kafka_fatal = 1;
         return;
     }
     if (err == RD_KAFKA_RESP_ERR__SSL || err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
         if (!w->kafka_fatal)
             BLOG_ERROR("event=kafka_fatal error=%s reason=\"%s\" hint=\"%s\" action=exit",
-                       rd_kafka_err2name(err), reason,
+                       rd_kafka_err2name(err), baton_log_q(reason),
                        err == RD_KAFKA_RESP_ERR__SSL
                            ? "check kafka ssl.ca.location and that the broker certificate names "
                              "the host in --brokers"
@@ -1643,7 +1646,7 @@ static void kafka_error_cb(rd_kafka_t *rk, int err, const char *reason, void *op
         return;
     }
     BLOG_WARN("event=kafka_error error=%s reason=\"%s\" action=retry", rd_kafka_err2name(err),
-              reason);
+              baton_log_q(reason));
 }
 
 static rd_kafka_t *kafka_new(worker_t *w, const baton_worker_conf_t *conf, char *errstr, size_t n) {
@@ -1871,15 +1874,15 @@ static int source_topic_check(worker_t *w, const baton_worker_conf_t *conf) {
     if (err == BATON_NOTFOUND || err == BATON_INVALID) {
         BLOG_ERROR("event=topic_check_failed topic=%s brokers=%s group_partitions=%d "
                    "error=\"%s\"",
-                   cfg.topic, conf->brokers, cfg.partitions, errstr);
+                   cfg.topic, conf->brokers, cfg.partitions, baton_log_q(errstr));
         return 1;
     }
     if (err != BATON_OK)
-        BLOG_WARN("event=topic_unchecked topic=%s error=\"%s\"", cfg.topic, errstr);
+        BLOG_WARN("event=topic_unchecked topic=%s error=\"%s\"", cfg.topic, baton_log_q(errstr));
     else if (warn[0])
         BLOG_WARN("event=topic_has_more_partitions topic=%s partitions=%d group_partitions=%d "
                   "warning=\"%s\"",
-                  cfg.topic, have, cfg.partitions, warn);
+                  cfg.topic, have, cfg.partitions, baton_log_q(warn));
     else
         BLOG_INFO("event=topic_checked topic=%s partitions=%d", cfg.topic, have);
     return 0;
@@ -1895,7 +1898,7 @@ static int kafka_drain(worker_t *w, int max) {
         if (msg->err) {
             if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 BLOG_WARN("event=kafka_error partition=%d error=\"%s\"", msg->partition,
-                          rd_kafka_message_errstr(msg));
+                          baton_log_q(rd_kafka_message_errstr(msg)));
             rd_kafka_message_destroy(msg);
         } else {
             w->records_fetched++;
@@ -2024,7 +2027,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     baton_processor_t *own_proc = NULL;
     if (!conf->processor &&
         baton_processor_load("copy", NULL, &own_proc, errstr, sizeof(errstr)) != BATON_OK) {
-        BLOG_ERROR("event=processor_error error=\"%s\"", errstr);
+        BLOG_ERROR("event=processor_error error=\"%s\"", baton_log_q(errstr));
         return 1;
     }
     w.proc = conf->processor ? conf->processor : own_proc;
@@ -2038,7 +2041,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
                                      sizeof(errstr));
     if (err != BATON_OK) {
         baton_processor_destroy(own_proc);
-        BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
+        BLOG_ERROR("event=join_failed error=\"%s\"", baton_log_q(errstr));
         return 1;
     }
     /* A new SQLite file is created by the binding check once the run loop
@@ -2048,7 +2051,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     if (err != BATON_OK) {
         baton_incarnation_close(&lock);
         baton_processor_destroy(own_proc);
-        BLOG_ERROR("event=sink_open_failed error=\"%s\"", errstr);
+        BLOG_ERROR("event=sink_open_failed error=\"%s\"", baton_log_q(errstr));
         return 1;
     }
     baton_membership_conf_t mc = {
@@ -2069,7 +2072,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
                                   .opaque = &w,
                                   .on_assigned = hooked_assigned};
     if (!(w.rk = kafka_new(&w, conf, errstr, sizeof(errstr)))) {
-        BLOG_ERROR("event=kafka_config_error error=\"%s\"", errstr);
+        BLOG_ERROR("event=kafka_config_error error=\"%s\"", baton_log_q(errstr));
         goto out;
     }
     if (source_topic_check(&w, conf) != 0)
@@ -2083,7 +2086,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
                                   .notice_holds = conf->standby_prefetch};
     err = baton_membership__new(&mc, &cbs, &ext, &w.m, errstr, sizeof(errstr));
     if (err != BATON_OK) {
-        BLOG_ERROR("event=join_failed error=\"%s\"", errstr);
+        BLOG_ERROR("event=join_failed error=\"%s\"", baton_log_q(errstr));
         goto out;
     }
     /* The flush checks can_write before its transaction; the gate checks
@@ -2121,7 +2124,7 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         lc_mark(&lc, LC_MEMBERSHIP);
         drops_apply(&w);
         if (err != BATON_OK) {
-            BLOG_ERROR("event=membership_failed error=\"%s\"", errstr);
+            BLOG_ERROR("event=membership_failed error=\"%s\"", baton_log_q(errstr));
             goto out;
         }
         ensure_parts(&w);

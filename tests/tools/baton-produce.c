@@ -166,7 +166,7 @@ static void produce_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opa
     }
     if (st->failed++ < 10)
         BLOG_ERROR("event=delivery_failed partition=%" PRId32 " key=%.*s err=\"%s\"", m->partition,
-                   (int)m->key_len, (const char *)m->key, rd_kafka_err2str(m->err));
+                   (int)m->key_len, (const char *)m->key, baton_log_q(rd_kafka_err2str(m->err)));
 }
 
 static void produce_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
@@ -178,7 +178,7 @@ static int produce_conf_set(rd_kafka_conf_t *conf, const char *name, const char 
     char errstr[256];
     if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK)
         return 0;
-    BLOG_ERROR("event=config_failed name=%s err=\"%s\"", name, errstr);
+    BLOG_ERROR("event=config_failed name=%s err=\"%s\"", name, baton_log_q(errstr));
     return -1;
 }
 
@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
     rd_kafka_conf_set_opaque(conf, &st);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk) {
-        BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", errstr);
+        BLOG_ERROR("event=rdkafka_new_failed err=\"%s\"", baton_log_q(errstr));
         rd_kafka_conf_destroy(conf);
         return 1;
     }
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
                 baton_now_ms() - stalled_since > o.timeout_ms) {
                 BLOG_ERROR("event=produce_failed partition=%" PRId32 " key=%s err=\"%s\"",
-                           partition, key, rd_kafka_err2str(err));
+                           partition, key, baton_log_q(rd_kafka_err2str(err)));
                 enqueue_failed = 1;
                 break;
             }

@@ -51,6 +51,10 @@ static void zkcli_usage(FILE *out) {
             "  wait-exists PATH MS   wait up to MS ms for the node to exist\n"
             "  latency PATH N US     set ephemeral node PATH N times, US us apart;\n"
             "                        print set_ms n= p50= p90= p99= max=\n"
+            "  fill DIR PREFIX N SUB create DIR/PREFIX0 .. DIR/PREFIX<N-1> (DIR must\n"
+            "                        exist), each with a child SUB unless SUB is\n"
+            "                        \"\"; in pipelined multis (a test's thousands\n"
+            "                        of nodes in seconds); print created=N ms=T\n"
             "\n"
             "N bounds the connection wait and is the session timeout\n"
             "(default %d). Exit: 0 ok, 1 error or no node, 2 usage,\n"
@@ -263,6 +267,90 @@ static int zkcli_latency(zhandle_t *zh, const char *path, const char *n_s, const
     return 0;
 }
 
+/* fill: many nodes fast, for a test that needs a group at a limit (it_keys:
+ * 100,000 keys). Creates go in multis of FILL_OPS, FILL_WINDOW of them in
+ * flight: one transaction (one log write) per multi and no round trip
+ * between them. */
+#define FILL_OPS 1000
+#define FILL_WINDOW 8
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int inflight;
+    int rc; /* the first failure */
+} zkcli_fill_t;
+
+typedef struct {
+    zkcli_fill_t *f;
+    int nops;
+    zoo_op_t ops[FILL_OPS];
+    zoo_op_result_t res[FILL_OPS];
+    char *paths[FILL_OPS];
+} zkcli_fill_batch_t;
+
+static void zkcli_fill_done(int rc, const void *data) {
+    zkcli_fill_batch_t *b = (zkcli_fill_batch_t *)data;
+    zkcli_fill_t *f = b->f;
+    for (int k = 0; k < b->nops; k++)
+        free(b->paths[k]);
+    free(b);
+    pthread_mutex_lock(&f->lock);
+    if (rc != ZOK && f->rc == ZOK)
+        f->rc = rc;
+    f->inflight--;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static int zkcli_fill(zhandle_t *zh, const char *dir, const char *prefix, const char *n_s,
+                      const char *sub) {
+    int64_t n = 0;
+    if (baton_parse_i64(n_s, 1, 10000000, &n) != 0)
+        zkcli_bad_usage("bad count for fill: '%s'", n_s);
+    int per = sub[0] ? 2 : 1;
+    zkcli_fill_t f = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, ZOK};
+    int64_t t0 = baton_now_ms(), i = 0;
+    while (i < n) {
+        pthread_mutex_lock(&f.lock);
+        while (f.inflight >= FILL_WINDOW && f.rc == ZOK)
+            pthread_cond_wait(&f.cond, &f.lock);
+        int rc = f.rc;
+        if (rc == ZOK)
+            f.inflight++;
+        pthread_mutex_unlock(&f.lock);
+        if (rc != ZOK)
+            break;
+        zkcli_fill_batch_t *b = xcalloc(1, sizeof(*b));
+        b->f = &f;
+        for (; i < n && b->nops + per <= FILL_OPS; i++) {
+            b->paths[b->nops] = xasprintf("%s/%s%" PRId64, dir, prefix, i);
+            if (sub[0])
+                b->paths[b->nops + 1] = xasprintf("%s/%s", b->paths[b->nops], sub);
+            for (int k = 0; k < per; k++, b->nops++)
+                zoo_create_op_init(&b->ops[b->nops], b->paths[b->nops], NULL, -1,
+                                   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        }
+        rc = zoo_amulti(zh, b->nops, b->ops, b->res, zkcli_fill_done, b);
+        if (rc != ZOK) {
+            /* b is left alone: the client may still complete it. */
+            pthread_mutex_lock(&f.lock);
+            f.rc = rc;
+            f.inflight--;
+            pthread_mutex_unlock(&f.lock);
+        }
+    }
+    pthread_mutex_lock(&f.lock);
+    while (f.inflight > 0)
+        pthread_cond_wait(&f.cond, &f.lock);
+    int rc = f.rc;
+    pthread_mutex_unlock(&f.lock);
+    if (rc != ZOK)
+        return zkcli_fail("fill", dir, rc);
+    printf("created=%" PRId64 " ms=%" PRId64 "\n", n * per, baton_now_ms() - t0);
+    return 0;
+}
+
 /* Runs one command on a connected handle; returns the exit code. */
 static int zkcli_run(zhandle_t *zh, const char *cmd, char **args) {
     const char *path = args[0];
@@ -303,6 +391,8 @@ static int zkcli_run(zhandle_t *zh, const char *cmd, char **args) {
     }
     if (strcmp(cmd, "latency") == 0)
         return zkcli_latency(zh, path, args[1], args[2]);
+    if (strcmp(cmd, "fill") == 0)
+        return zkcli_fill(zh, path, args[1], args[2], args[3]);
     if (strcmp(cmd, "exists") == 0) {
         struct Stat st;
         rc = zoo_exists(zh, path, 0, &st);
@@ -323,8 +413,9 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int nargs;
-    } cmds[] = {{"get", 1}, {"set", 2},  {"create", 2}, {"delete", 1},      {"rmr", 1},
-                {"ls", 1},  {"stat", 1}, {"exists", 1}, {"wait-exists", 2}, {"latency", 3}};
+    } cmds[] = {{"get", 1},         {"set", 2},     {"create", 2}, {"delete", 1},
+                {"rmr", 1},         {"ls", 1},      {"stat", 1},   {"exists", 1},
+                {"wait-exists", 2}, {"latency", 3}, {"fill", 4}};
     const char *hosts = NULL;
     int64_t timeout_ms = ZKCLI_DEFAULT_TIMEOUT_MS;
     int i = 1;

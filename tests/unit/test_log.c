@@ -2,13 +2,15 @@
  * key=value text line and the --log-format json object, read back from a
  * redirected stderr; level filtering without evaluating arguments; and a
  * thread's sink (a membership's log callback): its own level, both formats,
- * library lines, nesting, and stderr untouched while it is set. */
+ * library lines, nesting, and stderr untouched while it is set; values
+ * with quotes made safe for a quoted field (baton_log_q). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "baton_failpoint.h"
 #include "baton_log.h"
 
 #include <fcntl.h>
@@ -238,10 +240,119 @@ static void test_hostile(void **state) {
     assert_non_null(strstr(seen_a.last, "path=\"/k/a  b   c?d\xc3\xa9\""));
 }
 
+/* The text line's fields as a reader takes them (json_fields' rule: a
+ * quoted value ends at the next '"'), as "k=v|k=v|..." into out. */
+static void text_fields(const char *line, char *out, size_t cap) {
+    size_t pos = 0;
+    out[0] = 0;
+    for (const char *p = line; *p;) {
+        while (*p == ' ')
+            p++;
+        const char *k = p;
+        while (*p && *p != '=' && *p != ' ')
+            p++;
+        if (*p != '=') {
+            pos += (size_t)snprintf(out + pos, cap - pos, "%.*s|", (int)(p - k), k);
+            continue;
+        }
+        const char *v = ++p;
+        int quoted = *p == '"';
+        if (quoted)
+            v = ++p;
+        while (*p && (quoted ? *p != '"' : *p != ' '))
+            p++;
+        pos += (size_t)snprintf(out + pos, cap - pos, "%.*s=%.*s|", (int)(v - k - 1 - quoted), k,
+                                (int)(p - v), v);
+        if (quoted && *p)
+            p++;
+    }
+}
+
+/* A value with quotes in a quoted field (a ZooKeeper path, a server's
+ * error text, a failpoint spec: text baton did not write) stays one field,
+ * its quotes turned into '\'', in both formats; the line's other fields
+ * are what they were. Without baton_log_q the first inner quote ended the
+ * value: JSON got "event":"forged" and a text reader a field of its own. */
+static void test_quoted_values(void **state) {
+    (void)state;
+    seen_a.n = 0;
+    BATON_LOG_SCOPE(&sink_a);
+    baton_log_init("baton-worker", "w1");
+    const char *path = "/baton/g/keys/a\" event=\"forged", *err = "relation \"out\" does not exist";
+    char fields[2048];
+    for (int fmt = 0; fmt < 2; fmt++) {
+        baton_log_set_format(fmt ? BATON_LOG_FORMAT_JSON : BATON_LOG_FORMAT_TEXT);
+        BLOG_ERROR("event=sink_failed path=\"%s\" error=\"%s\" action=retry", baton_log_q(path),
+                   baton_log_q(err));
+        if (!fmt) {
+            const char *body = strstr(seen_a.last, "event=");
+            assert_non_null(body);
+            text_fields(body, fields, sizeof(fields));
+            assert_string_equal(fields, "event=sink_failed|path=/baton/g/keys/a' event='forged|"
+                                        "error=relation 'out' does not exist|action=retry|");
+            continue;
+        }
+        json_error_t jerr;
+        json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
+        if (!j)
+            fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+        assert_int_equal(json_object_size(j), 8); /* ts level proc id event path error action */
+        assert_string_equal(json_string_value(json_object_get(j, "event")), "sink_failed");
+        assert_string_equal(json_string_value(json_object_get(j, "path")),
+                            "/baton/g/keys/a' event='forged");
+        assert_string_equal(json_string_value(json_object_get(j, "error")),
+                            "relation 'out' does not exist");
+        assert_string_equal(json_string_value(json_object_get(j, "action")), "retry");
+        json_decref(j);
+    }
+    /* A real call site: the failpoints' spec comes from the environment. */
+    /* (A name may hold anything but '=' and ';'.) */
+    setenv("BATON_FAILPOINTS", "a\" event\"b=sleep-0", 1);
+    char why[256];
+    assert_int_equal(baton_failpoints_init(why, sizeof(why)), 0);
+    unsetenv("BATON_FAILPOINTS");
+    assert_int_equal(baton_failpoints_parse("", why, sizeof(why)), 0);
+    json_error_t jerr;
+    json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j)
+        fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+    assert_string_equal(json_string_value(json_object_get(j, "event")), "failpoints_armed");
+    assert_string_equal(json_string_value(json_object_get(j, "spec")), "a' event'b=sleep-0");
+    json_decref(j);
+    baton_log_set_format(BATON_LOG_FORMAT_TEXT);
+
+    /* No quote: the value itself, no copy. Copies live in a ring: the
+     * values of one line stay apart; a long one is cut. */
+    const char *plain = "no quotes here";
+    assert_ptr_equal(baton_log_q(plain), plain);
+    assert_string_equal(baton_log_q(NULL), "(null)");
+    const char *q[BATON_LOG_Q_SLOTS];
+    char in[BATON_LOG_Q_SLOTS][16];
+    for (int i = 0; i < BATON_LOG_Q_SLOTS; i++) {
+        snprintf(in[i], sizeof(in[i]), "\"%d\"", i);
+        q[i] = baton_log_q(in[i]);
+    }
+    for (int i = 0; i < BATON_LOG_Q_SLOTS; i++) {
+        char want[16];
+        snprintf(want, sizeof(want), "'%d'", i);
+        assert_string_equal(q[i], want);
+    }
+    char *big = malloc(3 * BATON_LOG_Q_SIZE);
+    assert_non_null(big);
+    memset(big, '"', 3 * BATON_LOG_Q_SIZE - 1);
+    big[3 * BATON_LOG_Q_SIZE - 1] = 0;
+    const char *cut = baton_log_q(big);
+    assert_int_equal(strlen(cut), BATON_LOG_Q_SIZE - 1);
+    assert_null(strchr(cut, '"'));
+    free(big);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text),  cmocka_unit_test(test_json), cmocka_unit_test(test_filtering),
-        cmocka_unit_test(test_parse), cmocka_unit_test(test_sink), cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_text),          cmocka_unit_test(test_json),
+        cmocka_unit_test(test_filtering),     cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_sink),          cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_quoted_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
