@@ -5,7 +5,8 @@
 # assignment and claim znodes; malformed znodes; an unreachable ZooKeeper.
 #
 # JSON is checked with the sqlite3 CLI's json functions (json_type tells a
-# JSON null from a missing key), so the test needs no jq or python.
+# JSON null from a missing key), so the test needs no jq (python3 only for
+# the harness's closing listener, h_closer).
 set -euo pipefail
 # shellcheck source=../lib/harness.sh
 source "${BATON_SRC:?}/tests/lib/harness.sh"
@@ -105,14 +106,36 @@ err_has "unexpected argument 'extra'"
 h_log "usage errors: ok"
 
 # --- unreachable ZooKeeper: exit 1 within the timeout ----------------------
+# Nothing listens: every connect is refused. Timed from before the start,
+# which is early enough for the lower bound and too early for a tight upper
+# one: a loaded machine can take seconds to start the process (its 60-odd
+# shared libraries; 67-378 ms at load average 18, and a run once exited
+# 4,139 ms after the spawn with --timeout 2000), and the client's clock
+# starts only then. Here the upper bound is the default timeout (10 s),
+# which a run that ignored --timeout would reach.
 port=$(h_free_port)
 t0=$(_h_now_ms)
 expect 1 "$CTL" --zk "127.0.0.1:$port" --group g --timeout 2000 status
 elapsed=$(($(_h_now_ms) - t0))
 err_has "cannot connect to ZooKeeper"
-((elapsed < 4000)) || h_fail "unreachable ZooKeeper took ${elapsed} ms with --timeout 2000"
+((elapsed < 10000)) || h_fail "unreachable ZooKeeper took ${elapsed} ms with --timeout 2000 (the default is 10000)"
 ((elapsed >= 1500)) || h_fail "gave up after ${elapsed} ms, before the 2000 ms timeout"
 h_log "unreachable zk: exit 1 after ${elapsed} ms"
+# A listener that closes every connection at once (no session either): the
+# upper bound counts from the client's first attempt there, not from the
+# spawn.
+port=$(h_free_port)
+h_closer closer "$port"
+expect 1 "$CTL" --zk "127.0.0.1:$port" --group g --timeout 2000 status
+t1=$(_h_now_ms)
+err_has "cannot connect to ZooKeeper"
+first=$(h_closer_first closer)
+[[ -n $first ]] || h_fail "batonctl never reached the listener on port $port"
+elapsed=$((t1 - first))
+((elapsed < 4000)) ||
+    h_fail "a ZooKeeper that closes every connection: exit ${elapsed} ms after the first attempt with --timeout 2000"
+h_log "closing zk: exit 1 ${elapsed} ms after the first attempt"
+h_stop closer
 
 # shellcheck disable=SC2119 # default tick
 h_zk_start

@@ -17,6 +17,8 @@
 # Functions (timeouts in whole seconds):
 #   h_init NAME                      work dir H_DIR, EXIT trap, BATON_BIN/SRC
 #   h_free_port                      prints a free loopback port
+#   h_closer NAME PORT | h_closer_first NAME   a listener that closes every
+#                                    connection; the time of its first accept
 #   h_zk_start [TICK_MS]             ZooKeeper; exports ZK (restart: same port)
 #   h_zk_stop                        stops it (data kept)
 #   h_zk CMD ARGS...                 baton-zk --zk "$ZK" CMD ARGS...
@@ -475,6 +477,37 @@ h_free_port() {
     done
     echo "h_free_port: no free port found in $lo-$hi" >&2
     return 1
+}
+
+# h_closer NAME PORT: a listener on 127.0.0.1:PORT (the process NAME) that
+# accepts every connection and closes it at once, logging "accepted MS"
+# (epoch ms) for each; returns once it listens. A client with a timeout
+# that gets nowhere with it is timed from its first attempt
+# (h_closer_first), which comes as its own clock starts: timed from its
+# spawn, a loaded machine's slow process start counts too (seconds, once).
+h_closer() {
+    local name=${1:?h_closer NAME PORT} port=${2:?h_closer NAME PORT}
+    h_spawn "$name" python3 -u -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    print("accepted", time.time_ns() // 1000000, flush=True)
+    c.close()
+' "$port"
+    # The line, not a connect: a connect of ours would be the first accept.
+    h_wait_for 15 "the closing listener $name on port $port" grep -qx ready "$H_DIR/$name.log" ||
+        h_fail "the closing listener $name did not start"
+}
+
+# h_closer_first NAME: the time (epoch ms) of h_closer NAME's first accept;
+# empty if none.
+h_closer_first() {
+    sed -n '/^accepted [0-9]*$/ { s/^accepted //p; q; }' "$H_DIR/${1:?h_closer_first NAME}.log"
 }
 
 # --- ZooKeeper --------------------------------------------------------------
