@@ -106,6 +106,10 @@ static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, co
         snprintf(cfg->strategy, sizeof(cfg->strategy), "%s",
                  !strategy_arg && r->have ? r->cur.strategy : baton_strategy_name(strategy));
         if (nkeys) {
+            /* A retry after a lost answer lists them again. */
+            baton_zk_strings_free(r->before, r->nbefore);
+            r->before = NULL;
+            r->nbefore = 0;
             err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, NULL, errstr, errstr_size);
             if (err != BATON_OK && err != BATON_NOTFOUND)
                 return err;

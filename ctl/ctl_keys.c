@@ -207,7 +207,9 @@ void ctl_keys_usage(FILE *f) {
         "BATON_EPOCH). Names: 1-128 of [A-Za-z0-9._-]; KEY may also be a\n"
         "comma-separated list.\n"
         "\n"
-        "  add      creates the keys that are missing; the coordinator assigns them\n"
+        "  add      creates the keys that are missing; the coordinator assigns them.\n"
+        "           A group has at most %d keys: an add that would pass that\n"
+        "           creates none (exit 1)\n"
         "  remove   deletes keys with their claims: a member holding one loses it at\n"
         "           once (whatever it still writes is fenced by the next owner's epoch)\n"
         "  list     each key's assigned member, owner, epoch, state, claims, runs\n"
@@ -225,7 +227,8 @@ void ctl_keys_usage(FILE *f) {
         "  %s --zk 127.0.0.1:2181 --group jobs keys remove compaction-a\n"
         "  %s --zk 127.0.0.1:2181 --group jobs keys remove --invalid\n"
         "  %s --zk 127.0.0.1:2181 --group jobs keys list --json | jq '.keys[].owner'\n",
-        CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG);
+        CTL_PROG, CTL_PROG, CTL_PROG, CTL_PROG, BATON_KEYS_MAX, CTL_PROG, CTL_PROG, CTL_PROG,
+        CTL_PROG);
 }
 
 /* Each of warnings ({"path", "problem"}) on stderr. */

@@ -480,34 +480,48 @@ h_free_port() {
 }
 
 # h_closer NAME PORT: a listener on 127.0.0.1:PORT (the process NAME) that
-# accepts every connection and closes it at once, logging "accepted MS"
-# (epoch ms) for each; returns once it listens. A client with a timeout
-# that gets nowhere with it is timed from its first attempt
+# accepts every connection and closes it at once, logging "accepted PID MS"
+# (its pid, epoch ms) for each; returns once it listens. A client with a
+# timeout that gets nowhere with it is timed from its first attempt
 # (h_closer_first), which comes as its own clock starts: timed from its
 # spawn, a loaded machine's slow process start counts too (seconds, once).
+# Its lines carry its pid, so a second h_closer of the same NAME (the log
+# is appended to) is not answered with the first one's lines; a listener
+# that cannot bind (another process took the port) fails at once.
 h_closer() {
-    local name=${1:?h_closer NAME PORT} port=${2:?h_closer NAME PORT}
+    local name=${1:?h_closer NAME PORT} port=${2:?h_closer NAME PORT} pid
     h_spawn "$name" python3 -u -c '
-import socket, sys, time
+import os, socket, sys, time
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen(64)
-print("ready", flush=True)
+print("ready", os.getpid(), flush=True)
 while True:
     c, _ = s.accept()
-    print("accepted", time.time_ns() // 1000000, flush=True)
+    print("accepted", os.getpid(), time.time_ns() // 1000000, flush=True)
     c.close()
 ' "$port"
+    pid=$(h_pid "$name")
     # The line, not a connect: a connect of ours would be the first accept.
-    h_wait_for 15 "the closing listener $name on port $port" grep -qx ready "$H_DIR/$name.log" ||
+    h_wait_for 15 "the closing listener $name on port $port" _h_closer_up "$name" "$pid" ||
         h_fail "the closing listener $name did not start"
+    grep -qx "ready $pid" "$H_DIR/$name.log" ||
+        h_fail "the closing listener $name on port $port exited: $(tail -n 3 "$H_DIR/$name.log")"
 }
 
-# h_closer_first NAME: the time (epoch ms) of h_closer NAME's first accept;
-# empty if none.
+# _h_closer_up NAME PID: true once the listener PID says it listens, or
+# has exited.
+_h_closer_up() {
+    grep -qx "ready $2" "$H_DIR/$1.log" || ! _h_alive "$2"
+}
+
+# h_closer_first NAME: the time (epoch ms) of the latest h_closer NAME's
+# first accept; empty if none.
 h_closer_first() {
-    sed -n '/^accepted [0-9]*$/ { s/^accepted //p; q; }' "$H_DIR/${1:?h_closer_first NAME}.log"
+    local name=${1:?h_closer_first NAME} pid
+    pid=$(h_pid "$name") || return 0
+    sed -n "/^accepted $pid [0-9]*\$/ { s/^accepted $pid //p; q; }" "$H_DIR/$name.log"
 }
 
 # --- ZooKeeper --------------------------------------------------------------

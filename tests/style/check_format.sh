@@ -13,16 +13,22 @@ files=$(find assignment bench common coordinator ctl devkafka examples include l
 n=$(echo "$files" | wc -l)
 # One clang-format for every file: each process loads LLVM, and 191 of
 # them one by one took over the test's 120 s on the loaded 2-core machine
-# (0.8 s a file; one process for all of them, 8-10 s). Its messages name
-# the files that differ; only those get a diff below (all of them if it
-# failed without naming one).
+# (0.8 s a file; one process for all of them, 8-16 s). Its messages name
+# the files that differ; only those get a diff below. A failure that names
+# none (a bad .clang-format, a file it cannot read) is its own error,
+# shown as it is.
 # shellcheck disable=SC2086 # paths without blanks, one word each
 if out=$(clang-format --dry-run -Werror $files 2>&1); then
     echo "check_format: $n files formatted"
     exit 0
 fi
 named=$(sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' <<<"$out" | sort -u)
-[[ -n $named ]] && files=$named
+if [[ -z $named ]]; then
+    echo "check_format: clang-format failed without naming a file to format:" >&2
+    echo "$out" | sed -n '1,20p' >&2
+    exit 1
+fi
+files=$named
 bad=0
 for f in $files; do
     if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then

@@ -267,7 +267,7 @@ static int zkcli_latency(zhandle_t *zh, const char *path, const char *n_s, const
     return 0;
 }
 
-/* fill: many nodes fast, for a test that needs a group at a limit (it_keys:
+/* fill: many nodes fast, for a test that needs a group at a limit (it_keys_limit:
  * 100,000 keys). Creates go in multis of FILL_OPS, FILL_WINDOW of them in
  * flight: one transaction (one log write) per multi and no round trip
  * between them. */
