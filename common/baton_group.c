@@ -413,6 +413,22 @@ int baton_keys_room(char *const *children, size_t nchildren, char *const *keys, 
                         *have, *fresh, BATON_KEYS_MAX, (size_t)BATON_KEYS_MAX - *have);
 }
 
+int baton_keys_room_listed(char *const *names, size_t nnames, const baton_bad_keys_t *ignored,
+                           char *const *keys, size_t nkeys, char *errstr, size_t n) {
+    size_t nbad = ignored ? ignored->n : 0, have = 0, fresh = 0;
+    /* Every child counts, the ignored ones too: a name past the limit is
+     * still a key, and a name already there is not new. */
+    char **all = xmalloc(sizeof(char *) * (nnames + nbad + 1));
+    for (size_t i = 0; i < nnames; i++)
+        all[i] = names[i];
+    for (size_t i = 0; i < nbad; i++)
+        all[nnames + i] = ignored->v[i].name;
+    qsort(all, nnames + nbad, sizeof(char *), baton_strcmp_p);
+    int err = baton_keys_room(all, nnames + nbad, keys, nkeys, &have, &fresh, errstr, n);
+    free(all);
+    return err;
+}
+
 int baton_group_keys_room(baton_zk_t *zk, const char *base, char *const *keys, size_t nkeys,
                           char *errstr, size_t n) {
     char *dir = baton_layout_keys(base);

@@ -110,13 +110,17 @@ static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, co
             baton_zk_strings_free(r->before, r->nbefore);
             r->before = NULL;
             r->nbefore = 0;
-            err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, NULL, errstr, errstr_size);
-            if (err != BATON_OK && err != BATON_NOTFOUND)
-                return err;
+            baton_bad_keys_t ignored;
+            err = baton_group_keys(zk, base, 0, &r->before, &r->nbefore, &ignored, errstr,
+                                   errstr_size);
             /* Keys past the limit are refused before step 1 writes anything
-             * (step 2's add checks again, against what is there then). */
-            err = baton_group_keys_room(zk, base, keys, nkeys, errstr, errstr_size);
-            if (err != BATON_OK)
+             * (step 2's add checks again, against what is there then), on
+             * the same listing. */
+            if (err == BATON_OK)
+                err = baton_keys_room_listed(r->before, r->nbefore, &ignored, keys, nkeys, errstr,
+                                             errstr_size);
+            baton_bad_keys_free(&ignored);
+            if (err != BATON_OK && err != BATON_NOTFOUND)
                 return err;
         }
         r->stage = 1;

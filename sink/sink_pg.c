@@ -294,10 +294,11 @@ static int pg_fail(baton_sink_t *sink, PGresult *res, const char *what, int32_t 
     if (baton_err_is_retriable(err))
         BLOG_WARN("event=sink_%s uri=%s group=%s partition=%d op=\"%s\" error=\"%s\"",
                   err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group,
-                  (int)partition, what, baton_log_q(msg));
+                  (int)partition, baton_log_q(what), baton_log_q(msg));
     else
         BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=\"%s\" error=\"%s\"",
-                   sink->uri, sink->group, (int)partition, what, baton_log_q(sink->errstr));
+                   sink->uri, sink->group, (int)partition, baton_log_q(what),
+                   baton_log_q(sink->errstr));
     return err;
 }
 

@@ -782,11 +782,11 @@ static int rd_fail(baton_sink_t *sink, int err, const char *what, const char *ms
                        msg, baton_err_is_retriable(err) ? " (retriable)" : "");
     if (baton_err_is_retriable(err))
         BLOG_WARN("event=sink_%s uri=%s group=%s op=\"%s\" error=\"%s\"",
-                  err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group, what,
-                  baton_log_q(msg));
+                  err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group,
+                  baton_log_q(what), baton_log_q(msg));
     else
         BLOG_ERROR("event=sink_failed uri=%s group=%s op=\"%s\" error=\"%s\"", sink->uri,
-                   sink->group, what, baton_log_q(sink->errstr));
+                   sink->group, baton_log_q(what), baton_log_q(sink->errstr));
     return err;
 }
 
@@ -1012,7 +1012,7 @@ static int rd_wait(baton_sink_t *sink, const char *what) {
         return rd_fail(sink, BATON_IO, what, msg);
     if (acked < rd->conf.wait_replicas) {
         BLOG_WARN("event=sink_replicas_behind uri=%s group=%s op=\"%s\" acked=%lld wanted=%d",
-                  sink->uri, sink->group, what, acked, rd->conf.wait_replicas);
+                  sink->uri, sink->group, baton_log_q(what), acked, rd->conf.wait_replicas);
         snprintf(msg, sizeof(msg),
                  "only %lld of %d replicas acknowledged within %d ms (wait_replicas): applied on "
                  "the primary, not yet safe from a failover",

@@ -1447,16 +1447,6 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     part_deactivate(w, p, "released");
 }
 
-/* Makes a processor's message safe inside a quoted log field. */
-static void log_clean(char *dst, size_t size, const char *src) {
-    size_t i = 0;
-    for (; src && src[i] && i + 1 < size; i++) {
-        unsigned char c = (unsigned char)src[i];
-        dst[i] = c == '"' ? '\'' : c < 0x20 || c == 0x7f ? ' ' : (char)c;
-    }
-    dst[i] = '\0';
-}
-
 /* The processor failed on partition p at offset (stage "init", "process"
  * or "flush"). The partition fails loudly and stops, and the record is
  * never skipped:
@@ -1476,13 +1466,11 @@ static void log_clean(char *dst, size_t size, const char *src) {
 static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
                       const char *error) {
     wpart_t *wp = &w->parts[p];
-    char clean[512];
-    log_clean(clean, sizeof(clean), error);
     wpart_set_state(w, p, WPART_FAILED, "processor_error");
     BLOG_ERROR("event=processor_error partition=%d offset=%lld epoch=%lld processor=%s stage=%s "
                "error=\"%s\"",
                p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc), stage,
-               clean); /* log_clean: no quotes */
+               baton_log_q(error ? error : ""));
     /* Keep only the records before the failure, then write them. */
     size_t keep = 0;
     while (keep < wp->nrecs && wp->recs[keep].offset < offset)

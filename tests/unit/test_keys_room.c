@@ -1,6 +1,7 @@
 /* test_keys_room.c: the keys limit's arithmetic (baton_keys_room): which
  * children are keys, which names asked for are new, and the refusal of an
- * add that would take the group past BATON_KEYS_MAX, at the real limit. */
+ * add that would take the group past BATON_KEYS_MAX, at the real limit;
+ * and the same on a listing split into kept and ignored names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,11 +88,40 @@ static void test_full(void **state) {
     children_free(kids, n);
 }
 
+/* baton_keys_room_listed: what baton_group_keys split into kept names and
+ * ignored children counts as the one listing it came from. */
+static void test_listed(void **state) {
+    (void)state;
+    size_t n = BATON_KEYS_MAX;
+    char **kept = children(n);
+    /* Past the limit (a racing add) and made by hand: ignored, yet there. */
+    baton_bad_key_t bad[] = {{"k100000", BATON_BAD_KEY_OVER_MAX}, {"bad key", BATON_BAD_KEY_NAME}};
+    baton_bad_keys_t ignored = {bad, 2};
+    char *there[] = {"k100000", "k000003"};
+    char *fresh[] = {"k100001"};
+    char err[512] = "";
+    /* All there already, the ignored one too: nothing new, passes. */
+    assert_int_equal(baton_keys_room_listed(kept, n, &ignored, there, 2, err, sizeof(err)),
+                     BATON_OK);
+    /* Without the ignored ones k100000 would look new. */
+    assert_int_equal(baton_keys_room_listed(kept, n, NULL, there, 2, err, sizeof(err)),
+                     BATON_INVALID);
+    assert_non_null(strstr(err, "the group has 100000 keys, the limit is 100000"));
+    /* A new one: the count includes the key past the limit, not the bad name. */
+    assert_int_equal(baton_keys_room_listed(kept, n, &ignored, fresh, 1, err, sizeof(err)),
+                     BATON_INVALID);
+    assert_non_null(strstr(err, "the group has 100001 keys"));
+    /* An empty group. */
+    assert_int_equal(baton_keys_room_listed(NULL, 0, NULL, fresh, 1, err, sizeof(err)), BATON_OK);
+    children_free(kept, n);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_limit),
         cmocka_unit_test(test_full),
+        cmocka_unit_test(test_listed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
