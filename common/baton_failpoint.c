@@ -125,14 +125,15 @@ void baton_failpoint_hit(const char *name) {
         return;
     switch (fire.action) {
     case FP_STOP:
-        BLOG_WARN("event=failpoint name=%s action=stop", name);
+        BLOG_WARN("event=failpoint name=%s action=stop", baton_log_v(name));
         raise(SIGSTOP);
-        BLOG_WARN("event=failpoint_resumed name=%s", name);
+        BLOG_WARN("event=failpoint_resumed name=%s", baton_log_v(name));
         break;
-    case FP_ABORT: BLOG_WARN("event=failpoint name=%s action=abort", name); abort();
-    case FP_EXIT: BLOG_WARN("event=failpoint name=%s action=exit", name); _exit(99);
+    case FP_ABORT: BLOG_WARN("event=failpoint name=%s action=abort", baton_log_v(name)); abort();
+    case FP_EXIT: BLOG_WARN("event=failpoint name=%s action=exit", baton_log_v(name)); _exit(99);
     case FP_SLEEP:
-        BLOG_WARN("event=failpoint name=%s action=sleep ms=%lld", name, (long long)fire.sleep_ms);
+        BLOG_WARN("event=failpoint name=%s action=sleep ms=%lld", baton_log_v(name),
+                  (long long)fire.sleep_ms);
         baton_sleep_ms(fire.sleep_ms);
         break;
     }

@@ -219,7 +219,7 @@ int baton_group_init(baton_zk_t *zk, const char *base, const baton_config_t *con
         if (changed && (config->partitions > have_partitions || adopt_topic))
             *changed = 1;
         if (add_uuid)
-            BLOG_INFO("event=group_uuid_assigned group_uuid=%s", next.group_uuid);
+            BLOG_INFO("event=group_uuid_assigned group_uuid=%s", baton_log_v(next.group_uuid));
         if (config->partitions > have_partitions)
             BLOG_INFO("event=partitions_grown from=%d to=%d", have_partitions, config->partitions);
     }
@@ -267,7 +267,7 @@ int baton_group_uuid_ensure(baton_zk_t *zk, const char *base, baton_config_t *ou
         if (err == BATON_OK) {
             if (assigned)
                 *assigned = 1;
-            BLOG_INFO("event=group_uuid_assigned group_uuid=%s", out->group_uuid);
+            BLOG_INFO("event=group_uuid_assigned group_uuid=%s", baton_log_v(out->group_uuid));
         } else if (err != BATON_CONFLICT) {
             baton_seterr(errstr, n, err, "cannot write '%s': %s", path, baton_strerror(err));
         }
@@ -485,7 +485,7 @@ int baton_group_keys_add(baton_zk_t *zk, const char *base, char *const *keys, si
         if (rc == ZOK) {
             if (added)
                 (*added)++;
-            BLOG_INFO("event=key_added key=%s", keys[i]);
+            BLOG_INFO("event=key_added key=%s", baton_log_v(keys[i]));
         } else if (rc != ZNODEEXISTS) {
             return baton_seterr(errstr, n, baton_zk_err(rc), "cannot add key '%s': %s", keys[i],
                                 zerror(rc));
@@ -583,7 +583,7 @@ int baton_group_keys_remove(baton_zk_t *zk, const char *base, char *const *keys,
         if (err == BATON_OK) {
             if (removed)
                 (*removed)++;
-            BLOG_INFO("event=key_removed key=%s", keys[i]);
+            BLOG_INFO("event=key_removed key=%s", baton_log_v(keys[i]));
         }
         free(key);
         if (err != BATON_OK && err != BATON_NOTFOUND)

@@ -167,19 +167,40 @@ static size_t json_fields(char *buf, size_t pos, size_t cap, const char *msg) {
     return pos;
 }
 
-const char *baton_log_q(const char *s) {
+/* s into the next of the thread's ring buffers, each '"' as '\'', between
+ * quotes if quote. */
+static const char *log_ring_copy(const char *s, int quote) {
     static _Thread_local char ring[BATON_LOG_Q_SLOTS][BATON_LOG_Q_SIZE];
     static _Thread_local unsigned next;
+    char *d = ring[next++ % BATON_LOG_Q_SLOTS];
+    size_t i = 0, cap = BATON_LOG_Q_SIZE - 1 - (quote ? 1 : 0); /* room for the closing quote */
+    if (quote)
+        d[i++] = '"';
+    for (; *s && i < cap; s++)
+        d[i++] = *s == '"' ? '\'' : *s;
+    if (quote)
+        d[i++] = '"';
+    d[i] = 0;
+    return d;
+}
+
+const char *baton_log_q(const char *s) {
     if (!s)
         return "(null)";
     if (!strchr(s, '"'))
         return s; /* the usual case: no copy */
-    char *d = ring[next++ % BATON_LOG_Q_SLOTS];
-    size_t i = 0;
-    for (; s[i] && i + 1 < BATON_LOG_Q_SIZE; i++)
-        d[i] = s[i] == '"' ? '\'' : s[i];
-    d[i] = 0;
-    return d;
+    return log_ring_copy(s, 0);
+}
+
+const char *baton_log_v(const char *s) {
+    if (!s)
+        return "(null)";
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p > ' ' && *p < 0x7f && *p != '"' && *p != '=')
+        p++;
+    if (*s && !*p)
+        return s; /* one plain word: no copy */
+    return log_ring_copy(s, 1);
 }
 
 int baton_log_level_parse(const char *s, baton_log_level_t *out) {

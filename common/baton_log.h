@@ -83,6 +83,13 @@ void baton_log_write(baton_log_level_t lvl, const char *fmt, ...)
 #define BATON_LOG_Q_SLOTS 8
 #define BATON_LOG_Q_SIZE 1024
 const char *baton_log_q(const char *s);
+/* s made safe for an unquoted field (key=%s), logfmt's way: s itself when
+ * it is one plain word (printable ASCII, no blank, '"' or '='), else s
+ * quoted, each '"' in it as '\'' ("a b" for a b, "" for the empty string),
+ * from the same ring as baton_log_q. So a value with a blank (a path, a
+ * URI, a library's error) reads as one field, in text and in JSON, and a
+ * line whose values are plain words is what it was. */
+const char *baton_log_v(const char *s);
 
 /* A line of a library's own log through the same writer:
  * "lib=LIB src=SRC msg=\"MSG\"" (src, e.g. the function or facility that

@@ -104,8 +104,8 @@ static void *deadline_thread(void *arg) {
     }
     while (clock_nanosleep(BATON_CLOCK, TIMER_ABSTIME, &until, NULL) == EINTR) {
     }
-    BLOG_ERROR("event=shutdown_timeout phase=%s timeout_ms=%d action=exit_now exit_code=1", dl_what,
-               dl_ms);
+    BLOG_ERROR("event=shutdown_timeout phase=%s timeout_ms=%d action=exit_now exit_code=1",
+               baton_log_v(dl_what), dl_ms);
     _exit(1);
     return NULL;
 }

@@ -121,7 +121,7 @@ int coord_history_flush(coord_history_t *h, baton_zk_t *zk, const char *base,
         } else if (err != BATON_OK) {
             break;
         } else if (len > 0 && baton_history_decode(data, len, &old, errstr, sizeof(errstr)) != 0) {
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", path,
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", baton_log_v(path),
                        baton_log_q(errstr));
         }
         free(data);

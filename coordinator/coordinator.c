@@ -323,23 +323,25 @@ static int coord_candidate_create(coord_t *c) {
         /* Retried every second until someone runs init: said once, then
          * every GROUP_MISSING_LOG_MS with the attempts in between. */
         int64_t now = baton_now_ms();
+        char *dir = baton_layout_coordinators(c->base);
         if (!c->el.missing_log_ms || now - c->el.missing_log_ms >= GROUP_MISSING_LOG_MS) {
-            BLOG_ERROR("event=group_missing path=%s/coordinators attempts_since_last=%lld "
+            BLOG_ERROR("event=group_missing path=%s attempts_since_last=%lld "
                        "msg=\"run batonctl init first\" action=retry",
-                       c->base, (long long)c->el.missing_quiet);
+                       baton_log_v(dir), (long long)c->el.missing_quiet);
             c->el.missing_log_ms = now;
             c->el.missing_quiet = 0;
         } else {
             c->el.missing_quiet++;
-            BLOG_DEBUG("event=group_missing_again path=%s/coordinators attempts_since_last=%lld",
-                       c->base, (long long)c->el.missing_quiet);
+            BLOG_DEBUG("event=group_missing_again path=%s attempts_since_last=%lld",
+                       baton_log_v(dir), (long long)c->el.missing_quiet);
         }
+        free(dir);
     } else if (err == BATON_OK) {
         if (c->el.missing_log_ms)
-            BLOG_INFO("event=group_found path=%s attempts_since_last=%lld", c->base,
+            BLOG_INFO("event=group_found path=%s attempts_since_last=%lld", baton_log_v(c->base),
                       (long long)c->el.missing_quiet);
         c->el.missing_log_ms = c->el.missing_quiet = 0;
-        BLOG_INFO("event=candidate node=%s", c->el.my_node);
+        BLOG_INFO("event=candidate node=%s", baton_log_v(c->el.my_node));
     }
     free(prefix);
     free(data);
@@ -404,7 +406,7 @@ static void coord_step_down(coord_t *c, const char *why) {
     pc_drop(c);
     /* zk_silent after coord_wait_hook's step-down: it said so already */
     if (c->el.leader && (!c->el.silent_in_call || strcmp(why, "zk_silent") != 0))
-        BLOG_WARN("event=step_down reason=%s epoch=%lld", why, (long long)c->el.epoch);
+        BLOG_WARN("event=step_down reason=%s epoch=%lld", baton_log_v(why), (long long)c->el.epoch);
     c->el.silent_in_call = 0;
     c->el.leader = 0;
     c->el.epoch = 0;
@@ -438,7 +440,7 @@ static int coord_elect(coord_t *c) {
         /* Our node is gone though our session lives (an operator removed it):
          * we are deposed; join again at the back of the queue. */
         coord_step_down(c, "candidate_node_removed");
-        BLOG_WARN("event=candidate_lost node=%s", c->el.my_node);
+        BLOG_WARN("event=candidate_lost node=%s", baton_log_v(c->el.my_node));
         c->el.my_node[0] = 0;
         err = BATON_CONFLICT;
         goto out;
@@ -453,7 +455,8 @@ static int coord_elect(coord_t *c) {
             c->el.leader = 1;
             c->term_first = 1;
             c->el.epoch = st.czxid;
-            BLOG_INFO("event=elected node=%s epoch=%lld", c->el.my_node, (long long)c->el.epoch);
+            BLOG_INFO("event=elected node=%s epoch=%lld", baton_log_v(c->el.my_node),
+                      (long long)c->el.epoch);
         }
     } else {
         coord_step_down(c, "not_lowest");
@@ -462,7 +465,7 @@ static int coord_elect(coord_t *c) {
         if (err == BATON_NOTFOUND)
             err = BATON_CONFLICT; /* predecessor vanished meanwhile: evaluate again */
         else if (err == BATON_OK)
-            BLOG_DEBUG("event=standby watching=%s", pred_path);
+            BLOG_DEBUG("event=standby watching=%s", baton_log_v(pred_path));
         free(pred_path);
     }
 out:
@@ -520,8 +523,8 @@ static int read_published(coord_t *c, published_t **out, size_t *nout) {
                 pub[i].generation = wa.generation;
                 pub[i].valid = 1;
             } else {
-                BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", d.paths[i],
-                           baton_log_q(why));
+                BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite",
+                           baton_log_v(d.paths[i]), baton_log_q(why));
             }
         }
         if (err != BATON_OK)
@@ -604,7 +607,7 @@ static void gone_prune(coord_t *c, char **live, size_t nlive, const published_t 
                 published = 1;
         int back = find_id(live, nlive, g->id) >= 0;
         if (back)
-            BLOG_INFO("event=rejoined_within_grace worker=%s absent_ms=%lld", g->id,
+            BLOG_INFO("event=rejoined_within_grace worker=%s absent_ms=%lld", baton_log_v(g->id),
                       (long long)(baton_now_ms() - g->since_ms));
         if (back || !published) {
             free(g->id);
@@ -775,8 +778,8 @@ static void member_apply(coord_t *c, const char *path, const char *id, int err, 
             else
                 leaving_forget(c, id);
         } else {
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1", path,
-                       baton_log_q(why));
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=capacity_1",
+                       baton_log_v(path), baton_log_q(why));
         }
     }
 }
@@ -827,14 +830,15 @@ static int verify_flush(coord_t *c, const char *wdir) {
         const char *id = c->lv.verify[i];
         coord_worker_t tmp = {0};
         int err = read_member(c, wdir, id, &tmp);
-        BLOG_DEBUG("event=leave_verified worker=%s node=%s", id,
-                   err == BATON_OK         ? "present"
-                   : err == BATON_NOTFOUND ? "gone"
-                                           : baton_err_name(err));
+        BLOG_DEBUG("event=leave_verified worker=%s node=%s", baton_log_v(id),
+                   baton_log_v(err == BATON_OK         ? "present"
+                               : err == BATON_NOTFOUND ? "gone"
+                                                       : baton_err_name(err)));
         if (err == BATON_OK) {
             mc_update(c, id, &tmp);
             if (!leaving_has(c, id)) {
-                BLOG_WARN("event=leave_mark_unconfirmed worker=%s action=rebalance", id);
+                BLOG_WARN("event=leave_mark_unconfirmed worker=%s action=rebalance",
+                          baton_log_v(id));
                 again = 1;
             }
         } else if (err != BATON_NOTFOUND) {
@@ -881,7 +885,7 @@ static int read_pins(coord_t *c, int32_t P, char **pin_of) {
         if (baton_parse_i64(names[i], 0, BATON_PARTITIONS_MAX - 1, &p) != 0 || p >= P) {
             BLOG_WARN("event=bad_pin path=%s error=\"not a partition of this group (0..%d)\" "
                       "action=ignore",
-                      path, P - 1);
+                      baton_log_v(path), P - 1);
         } else if ((err = baton_zk_get(c->zk, path, 1, &data, &len, NULL)) == BATON_OK) {
             baton_pin_t pin;
             char why[256];
@@ -889,7 +893,7 @@ static int read_pins(coord_t *c, int32_t P, char **pin_of) {
                 free(pin_of[p]);
                 pin_of[p] = xstrdup(pin.worker);
             } else {
-                BLOG_WARN("event=bad_pin path=%s error=\"%s\" action=ignore", path,
+                BLOG_WARN("event=bad_pin path=%s error=\"%s\" action=ignore", baton_log_v(path),
                           baton_log_q(why));
             }
         } else if (err == BATON_NOTFOUND) {
@@ -963,8 +967,8 @@ static int publish_chunks(coord_t *c, const char *adir, int version, const char 
         while (j < n && (j == i || bytes + nodes[j].bytes <= budget))
             bytes += nodes[j++].bytes;
         if (nodes[i].bytes > budget)
-            BLOG_WARN("event=znode_too_large path=%s bytes=%zu max_multi_bytes=%zu", nodes[i].path,
-                      nodes[i].bytes, budget);
+            BLOG_WARN("event=znode_too_large path=%s bytes=%zu max_multi_bytes=%zu",
+                      baton_log_v(nodes[i].path), nodes[i].bytes, budget);
         int last = j == n;
         size_t nops = 0;
         zoo_check_op_init(&ops[nops++], c->el.my_node, -1);
@@ -1133,7 +1137,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
         return BATON_CONNECTION;
     int err = baton_zk_children(c->zk, dir, 0, &names, &n);
     if (err == BATON_NOTFOUND) {
-        BLOG_ERROR("event=group_corrupt path=%s error=\"missing\" action=skip_handoff_check", dir);
+        BLOG_ERROR("event=group_corrupt path=%s error=\"missing\" action=skip_handoff_check",
+                   baton_log_v(dir));
         h->pending = 0;
         err = BATON_OK;
         goto out;
@@ -1165,8 +1170,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
     baton_claim_t claim;
     char why[256];
     if (baton_claim_decode(data, len, &claim, why, sizeof(why)) != BATON_OK) {
-        BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=treat_as_foreign", path,
-                   baton_log_q(why));
+        BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=treat_as_foreign",
+                   baton_log_v(path), baton_log_q(why));
         snprintf(claim.worker, sizeof(claim.worker), "?");
     }
     mpath = baton_layout_worker(c->base, h->owner);
@@ -1188,8 +1193,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
     if (strcmp(h->claim, lowest) != 0) {
         snprintf(h->claim, sizeof(h->claim), "%s", lowest);
         h->claim_since_ms = now;
-        BLOG_DEBUG("event=handoff_waiting %s owner=%s held_by=%s claim=%s", what, h->owner,
-                   claim.worker, lowest);
+        BLOG_DEBUG("event=handoff_waiting %s owner=%s held_by=%s claim=%s", what,
+                   baton_log_v(h->owner), baton_log_v(claim.worker), baton_log_v(lowest));
         goto out;
     }
     if (now - h->claim_since_ms < c->conf->handoff_timeout_ms)
@@ -1199,7 +1204,8 @@ static int handoff_check_one(coord_t *c, size_t row, int64_t now) {
         if (err == BATON_OK) {
             BLOG_WARN("event=forced_revoke %s worker=%s claim=%s session=0x%llx "
                       "owner=%s held_ms=%lld reason=handoff_timeout",
-                      what, claim.worker, lowest, (unsigned long long)st.ephemeralOwner, h->owner,
+                      what, baton_log_v(claim.worker), baton_log_v(lowest),
+                      (unsigned long long)st.ephemeralOwner, baton_log_v(h->owner),
                       (long long)(now - h->claim_since_ms));
             /* The history says who lost the partition by force; a failure
              * to record it loses only the entry. */
@@ -1431,7 +1437,8 @@ static int snap_read_published(coord_t *c, coord_snap_t *rs) {
     rs->live = xcalloc(rs->nraw ? rs->nraw : 1, sizeof(char *));
     for (size_t i = 0; i < rs->nraw; i++) {
         if (baton_id_valid(rs->raw[i]) != 0) {
-            BLOG_ERROR("event=bad_member path=%s/%s action=ignore", rs->wdir, rs->raw[i]);
+            BLOG_ERROR("event=bad_member path=\"%s/%s\" action=ignore", baton_log_q(rs->wdir),
+                       baton_log_q(rs->raw[i]));
             continue;
         }
         rs->live[rs->nlive++] = rs->raw[i];
@@ -1451,8 +1458,8 @@ static int snap_read_published(coord_t *c, coord_snap_t *rs) {
         char why[256];
         if (baton_assignment_meta_decode(rs->meta_data, meta_len, &rs->meta, why, sizeof(why)) !=
             0) {
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite", rs->adir,
-                       baton_log_q(why));
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=rewrite",
+                       baton_log_v(rs->adir), baton_log_q(why));
             rs->meta.generation = 0;
         }
     }
@@ -1579,7 +1586,8 @@ static int snap_read_members(coord_t *c, coord_snap_t *rs) {
         if (old && old->session && w[i].session && old->session != w[i].session) {
             BLOG_INFO("event=member_incarnation worker=%s old_session=0x%llx session=0x%llx "
                       "action=republish",
-                      w[i].id, (unsigned long long)old->session, (unsigned long long)w[i].session);
+                      baton_log_v(w[i].id), (unsigned long long)old->session,
+                      (unsigned long long)w[i].session);
             c->republish = 1;
             handoffs_mark_owner(c, w[i].id);
         }
@@ -1620,13 +1628,13 @@ static void snap_members_flags(coord_t *c, coord_snap_t *rs, int64_t now) {
             c->lv.gone = xrealloc(c->lv.gone, (c->lv.ngone + 1) * sizeof(*c->lv.gone));
             g = &c->lv.gone[c->lv.ngone++];
             *g = (vanished_t){.id = xstrdup(pub->id), .since_ms = now};
-            BLOG_INFO("event=leave_grace worker=%s partitions=%zu grace_ms=%d", pub->id,
-                      pub->npartitions, c->conf->leave_grace_ms);
+            BLOG_INFO("event=leave_grace worker=%s partitions=%zu grace_ms=%d",
+                      baton_log_v(pub->id), pub->npartitions, c->conf->leave_grace_ms);
         }
         int64_t due = g->since_ms + c->conf->leave_grace_ms;
         if (now >= due) {
             /* Its node is deleted by this publish, so this logs once. */
-            BLOG_INFO("event=leave_grace_expired worker=%s", pub->id);
+            BLOG_INFO("event=leave_grace_expired worker=%s", baton_log_v(pub->id));
             continue;
         }
         int64_t grace_due = coord_timers_due_ms(&c->timers, T_GRACE);
@@ -1798,8 +1806,8 @@ static int coord_plan(coord_t *c, const coord_snap_t *rs, coord_plan_t *cp) {
         if (strcmp(pl->failed ? pl->failed : "", "partitions") == 0)
             BLOG_ERROR("event=assign_failed error=\"%s\"", baton_log_q(errstr));
         else
-            BLOG_ERROR("event=assign_failed what=%s error=\"%s\"", pl->failed ? pl->failed : "plan",
-                       baton_log_q(errstr));
+            BLOG_ERROR("event=assign_failed what=%s error=\"%s\"",
+                       baton_log_v(pl->failed ? pl->failed : "plan"), baton_log_q(errstr));
         return err;
     }
     cp->compute_ms = baton_now_ms() - cp->t0 - pl->standby_ms;
@@ -1885,7 +1893,8 @@ static void report_moves(coord_t *c, const coord_snap_t *rs, const coord_plan_t 
             continue;
         char label[BATON_RES_LABEL_SIZE];
         BLOG_INFO("event=assign %s from=%s to=%s generation=%lld reason=%s",
-                  baton_res_label(&res, label, sizeof(label)), from, to, (long long)gen, why);
+                  baton_res_label(&res, label, sizeof(label)), baton_log_v(from), baton_log_v(to),
+                  (long long)gen, baton_log_v(why));
     }
     if (logged > ASSIGN_LOG_MAX)
         BLOG_INFO("event=assign_log_truncated more=%d", logged - ASSIGN_LOG_MAX);
@@ -1990,17 +1999,17 @@ static int coord_racks_refresh(coord_t *c) {
     int err = coord_racks_fetch(c->conf->brokers, cfg.topic, cfg.partitions, 2000, &r, errstr,
                                 sizeof(errstr));
     if (err != BATON_OK) {
-        BLOG_WARN("event=racks_unavailable brokers=%s error=\"%s\"", c->conf->brokers,
+        BLOG_WARN("event=racks_unavailable brokers=%s error=\"%s\"", baton_log_v(c->conf->brokers),
                   baton_log_q(errstr));
         return 0;
     }
     int changed = !coord_racks_equal(c->racks, r);
     if (changed) {
-        BLOG_INFO("event=racks topic=%s partitions=%d with_rack=%d", cfg.topic, cfg.partitions,
-                  coord_racks_known(r));
+        BLOG_INFO("event=racks topic=%s partitions=%d with_rack=%d", baton_log_v(cfg.topic),
+                  cfg.partitions, coord_racks_known(r));
         for (int32_t p = 0; p < cfg.partitions; p++)
             BLOG_DEBUG("event=leader_rack partition=%d rack=%s", p,
-                       coord_racks_of(r, p) ? coord_racks_of(r, p) : "-");
+                       baton_log_v(coord_racks_of(r, p) ? coord_racks_of(r, p) : "-"));
     }
     coord_racks_destroy(c->racks);
     c->racks = r;
@@ -2025,7 +2034,7 @@ static int coord_step(coord_t *c) {
         /* If our node still exists someone else published: yield to them by
          * rejoining the queue at its back. */
         if (c->el.my_node[0] && baton_zk_delete(c->zk, c->el.my_node, -1) == BATON_OK)
-            BLOG_INFO("event=candidate_withdrawn node=%s", c->el.my_node);
+            BLOG_INFO("event=candidate_withdrawn node=%s", baton_log_v(c->el.my_node));
         c->el.my_node[0] = 0;
     }
     return err;
@@ -2142,11 +2151,11 @@ static void leave_mark_act(coord_t *c, coord_loop_t *l, const char *id) {
     int hold = c->conf->leave_hold_ms;
     if (hold > 0 && c->el.leader && leave_covered(c, id)) {
         coord_timers_arm_once(&c->timers, T_LEAVE, baton_now_ms() + hold);
-        BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d", id,
-                  hold);
+        BLOG_INFO("event=leave_marked worker=%s action=standbys_take_over rebalance_in_ms=%d",
+                  baton_log_v(id), hold);
         return;
     }
-    BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", id);
+    BLOG_INFO("event=leave_marked worker=%s action=rebalance_now", baton_log_v(id));
     l->dirty = 1;
 }
 
@@ -2213,13 +2222,13 @@ static int loop_events(coord_t *c, coord_loop_t *l) {
         } else if (ev.path && strncmp(ev.path, l->wdir, wlen) == 0 && ev.path[wlen] == '/') {
             event_member(c, l, &ev, ev.path + wlen + 1);
         } else if (ev.type == ZOO_CHILD_EVENT && ev.path && strcmp(ev.path, l->wdir) == 0) {
-            BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
+            BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, baton_log_v(ev.path));
             l->churn = 1;
             c->gs.live_valid = 0;
         } else {
             /* Election, config, pins, drains, keys: act at once, on
              * everything read afresh. */
-            BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, ev.path);
+            BLOG_DEBUG("event=zk_watch type=%d path=%s", ev.type, baton_log_v(ev.path));
             l->dirty = 1;
             c->gs.valid = c->gs.live_valid = 0;
         }

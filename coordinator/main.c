@@ -216,9 +216,10 @@ int main(int argc, char **argv) {
         return start;
     }
     if (parsed.config_path)
-        BLOG_INFO("event=config_loaded path=%s", parsed.config_path);
+        BLOG_INFO("event=config_loaded path=%s", baton_log_v(parsed.config_path));
     if (brokers && racks_off[0]) {
-        BLOG_WARN("event=racks_off brokers=%s reason=\"%s\"", brokers, baton_log_q(racks_off));
+        BLOG_WARN("event=racks_off brokers=%s reason=\"%s\"", baton_log_v(brokers),
+                  baton_log_q(racks_off));
         conf.brokers = NULL;
     }
     /* Every coordinator metric exists from the start: a scrape shows zeros,

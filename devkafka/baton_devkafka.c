@@ -194,7 +194,7 @@ static void *devkafka_watch_main(void *arg) {
                           "low=%" PRId64 " high=%" PRId64
                           " note=\"mock keeps 5MiB or 100000 batches per "
                           "partition; older records are gone\"",
-                          topic, p, lo, hi);
+                          baton_log_v(topic), p, lo, hi);
             }
         }
         pthread_mutex_lock(&w->lock);
@@ -251,7 +251,7 @@ int main(int argc, char **argv) {
                 tok = strtok_r(list, ",", &save);
             }
             rd_kafka_mock_broker_set_rack(mcluster, id, tok);
-            BLOG_INFO("event=broker_rack broker=%d rack=%s", id, tok);
+            BLOG_INFO("event=broker_rack broker=%d rack=%s", id, baton_log_v(tok));
         }
         free(list);
     }
@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < o.ntopics && !err; t++) {
         err = rd_kafka_mock_topic_create(mcluster, o.topics[t], o.partitions, rf);
         if (err)
-            BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", o.topics[t],
+            BLOG_ERROR("event=topic_create_failed topic=%s err=\"%s\"", baton_log_v(o.topics[t]),
                        baton_log_q(rd_kafka_err2str(err)));
     }
     if (err) {
@@ -286,10 +286,12 @@ int main(int argc, char **argv) {
     printf("bootstrap=%s\n", fixed[0] ? fixed : bootstraps);
     fflush(stdout);
     for (int t = 1; t < o.ntopics; t++)
-        BLOG_INFO("event=topic_created topic=%s partitions=%d", o.topics[t], o.partitions);
+        BLOG_INFO("event=topic_created topic=%s partitions=%d", baton_log_v(o.topics[t]),
+                  o.partitions);
     BLOG_INFO("event=ready bootstrap=%s topic=%s partitions=%d brokers=%d "
               "replication_factor=%d topics=%d",
-              fixed[0] ? fixed : bootstraps, o.topics[0], o.partitions, o.brokers, rf, o.ntopics);
+              baton_log_v(fixed[0] ? fixed : bootstraps), baton_log_v(o.topics[0]), o.partitions,
+              o.brokers, rf, o.ntopics);
 
     /* The watchdog is an ordinary client of the mock with its own handle, so
      * it can be destroyed while the mock still listens (the owner handle

@@ -181,7 +181,7 @@ static void runner_stop_child(runner_t *rn, int sig, const char *why) {
     pid_t pid = rn->child.pid;
     int code = run_child_stop(&rn->child, sig, kill_after_ms);
     BLOG_WARN("event=child_stopped pid=%d epoch=%lld reason=%s signal=%s code=%d", (int)pid,
-              (long long)rn->child_epoch, why, sigabbrev_np(sig), code);
+              (long long)rn->child_epoch, baton_log_v(why), sigabbrev_np(sig), code);
     rn->exit_code = code;
     rn->start_at = baton_now_ms() + restart_delay_ms;
 }
@@ -193,7 +193,7 @@ static int on_acquired(void *opaque, const baton_resource_t *r, int64_t epoch) {
     rn->owned = 1;
     rn->epoch = epoch;
     rn->start_at = baton_now_ms();
-    BLOG_INFO("event=key_owned key=%s epoch=%lld", key, (long long)epoch);
+    BLOG_INFO("event=key_owned key=%s epoch=%lld", baton_log_v(key), (long long)epoch);
     return BATON_OK;
 }
 
@@ -201,13 +201,13 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     runner_t *rn = opaque;
     if (r->kind != BATON_RESOURCE_KEY || strcmp(r->key, key) != 0)
         return;
-    BLOG_INFO("event=key_released key=%s epoch=%lld reason=%s", key, (long long)rn->epoch,
-              baton_release_reason_name(why));
+    BLOG_INFO("event=key_released key=%s epoch=%lld reason=%s", baton_log_v(key),
+              (long long)rn->epoch, baton_release_reason_name(why));
     rn->owned = 0;
     /* A success not yet recorded cannot be recorded without the claim: the
      * next owner runs the job again (its effects are fenced). */
     if (rn->record_pending)
-        BLOG_WARN("event=run_not_recorded run_id=%s reason=key_lost", once_id);
+        BLOG_WARN("event=run_not_recorded run_id=%s reason=key_lost", baton_log_v(once_id));
     rn->record_pending = 0;
     runner_stop_child(rn, SIGTERM, baton_release_reason_name(why));
 }
@@ -216,7 +216,7 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
  * has heard from ZooKeeper recently enough. */
 static void runner_check_suspended(runner_t *rn) {
     if (run_child_running(&rn->child) && !baton_membership_can_write(rn->m)) {
-        BLOG_WARN("event=suspended key=%s epoch=%lld action=stop_command", key,
+        BLOG_WARN("event=suspended key=%s epoch=%lld action=stop_command", baton_log_v(key),
                   (long long)rn->child_epoch);
         runner_stop_child(rn, SIGTERM, "suspended");
     }
@@ -263,13 +263,13 @@ static int runner_check_record(runner_t *rn, int watch) {
     int err = run_zk_run_done(rn->rz, watch, &done, &e, errstr, sizeof(errstr));
     rn->check_at = baton_now_ms() + (err == BATON_OK ? ONCE_RECHECK_MS : RETRY_MS);
     if (err != BATON_OK) {
-        BLOG_WARN("event=run_check_failed run_id=%s error=\"%s\" action=retry", once_id,
-                  baton_log_q(errstr));
+        BLOG_WARN("event=run_check_failed run_id=%s error=\"%s\" action=retry",
+                  baton_log_v(once_id), baton_log_q(errstr));
         return err;
     }
     if (done) {
-        BLOG_INFO("event=run_already_done run_id=%s path=%s epoch=%lld action=exit", once_id,
-                  run_zk_run_path(rn->rz), (long long)e);
+        BLOG_INFO("event=run_already_done run_id=%s path=%s epoch=%lld action=exit",
+                  baton_log_v(once_id), baton_log_v(run_zk_run_path(rn->rz)), (long long)e);
         rn->finished = 1;
         rn->exit_code = 0;
     }
@@ -294,8 +294,9 @@ static void runner_start(runner_t *rn) {
         return;
     }
     rn->child_epoch = rn->epoch;
-    BLOG_INFO("event=child_started pid=%d key=%s epoch=%lld%s%s", (int)rn->child.pid, key,
-              (long long)rn->epoch, once_id ? " run_id=" : "", once_id ? once_id : "");
+    BLOG_INFO("event=child_started pid=%d key=%s epoch=%lld%s%s", (int)rn->child.pid,
+              baton_log_v(key), (long long)rn->epoch, once_id ? " run_id=" : "",
+              once_id ? once_id : "");
 }
 
 /* The command exited by itself, code being its status. */
@@ -316,7 +317,7 @@ static void runner_child_exited(runner_t *rn, pid_t pid, int code) {
     if (once_id)
         BLOG_WARN("event=run_failed run_id=%s code=%d recorded=no "
                   "hint=\"launch again to retry\"",
-                  once_id, code);
+                  baton_log_v(once_id), code);
     rn->finished = 1;
 }
 
@@ -335,20 +336,20 @@ static void runner_record(runner_t *rn) {
         snprintf(errstr, sizeof(errstr), "ZooKeeper is silent: waiting to hear from it");
     if (err == BATON_OK || err == BATON_EXISTS) {
         BLOG_INFO("event=%s run_id=%s path=%s epoch=%lld",
-                  err == BATON_OK ? "run_recorded" : "run_already_done", once_id,
-                  run_zk_run_path(rn->rz), (long long)rn->child_epoch);
+                  err == BATON_OK ? "run_recorded" : "run_already_done", baton_log_v(once_id),
+                  baton_log_v(run_zk_run_path(rn->rz)), (long long)rn->child_epoch);
         rn->record_pending = 0;
         rn->finished = 1;
         rn->exit_code = 0;
     } else if (err == BATON_STALE || err == BATON_NOTFOUND) {
         /* Deposed: whoever owns the key now runs the job again. */
-        BLOG_WARN("event=run_not_recorded run_id=%s reason=deposed error=\"%s\"", once_id,
-                  baton_log_q(errstr));
+        BLOG_WARN("event=run_not_recorded run_id=%s reason=deposed error=\"%s\"",
+                  baton_log_v(once_id), baton_log_q(errstr));
         rn->record_pending = 0;
         rn->start_at = baton_now_ms() + restart_delay_ms;
     } else {
-        BLOG_WARN("event=run_record_failed run_id=%s error=\"%s\" action=retry", once_id,
-                  baton_log_q(errstr));
+        BLOG_WARN("event=run_record_failed run_id=%s error=\"%s\" action=retry",
+                  baton_log_v(once_id), baton_log_q(errstr));
         rn->record_at = baton_now_ms() + RETRY_MS;
     }
 }
@@ -598,8 +599,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: %s\n", prog, errstr);
         goto out;
     }
-    BLOG_INFO("event=started group=%s key=%s%s%s restart=%d command=%s", group, key,
-              once_id ? " run_id=" : "", once_id ? once_id : "", restart, path);
+    if (once_id)
+        BLOG_INFO("event=started group=%s key=%s run_id=%s restart=%d command=%s",
+                  baton_log_v(group), baton_log_v(key), baton_log_v(once_id), restart,
+                  baton_log_v(path));
+    else
+        BLOG_INFO("event=started group=%s key=%s restart=%d command=%s", baton_log_v(group),
+                  baton_log_v(key), restart, baton_log_v(path));
     rc = runner_loop(&rn, sfd);
     if (rn.leave)
         baton_membership_leave(rn.m);

@@ -132,9 +132,11 @@ static int sink_open(const char *uri, const char *group, int lazy, baton_sink_t 
         return err;
     }
     if (sink->pending)
-        BLOG_INFO("event=sink_deferred uri=%s group=%s create=first_use", sink->uri, group);
+        BLOG_INFO("event=sink_deferred uri=%s group=%s create=first_use", baton_log_v(sink->uri),
+                  baton_log_v(group));
     else
-        BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", sink->uri, group, sink->sink_id);
+        BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", baton_log_v(sink->uri),
+                  baton_log_v(group), baton_log_v(sink->sink_id));
     *out = sink;
     return BATON_OK;
 fail:
@@ -162,8 +164,8 @@ int baton_sink__ready(baton_sink_t *sink) {
         return err;
     free(sink->pending);
     sink->pending = NULL;
-    BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", sink->uri, sink->group,
-              sink->sink_id);
+    BLOG_INFO("event=sink_opened uri=%s group=%s sink_id=%s", baton_log_v(sink->uri),
+              baton_log_v(sink->group), baton_log_v(sink->sink_id));
     return BATON_OK;
 }
 
@@ -514,8 +516,8 @@ int baton_sink_fences_of(baton_sink_t *sink, const int32_t *parts, size_t n,
 int baton_sink__stale(baton_sink_t *sink, const char *op, int32_t partition, int64_t epoch,
                       int64_t stored_epoch) {
     BLOG_WARN("event=sink_stale op=%s uri=%s group=%s partition=%d epoch=%lld stored_epoch=%lld",
-              op, sink->uri, sink->group, (int)partition, (long long)epoch,
-              (long long)stored_epoch);
+              baton_log_v(op), baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition,
+              (long long)epoch, (long long)stored_epoch);
     return baton_sink__seterr(sink, BATON_STALE,
                               "sink '%s' group '%s' partition %d: %s with epoch %lld refused: "
                               "epoch %lld owns it",
@@ -525,8 +527,8 @@ int baton_sink__stale(baton_sink_t *sink, const char *op, int32_t partition, int
 
 int baton_sink__unfenced(baton_sink_t *sink, int32_t partition, int64_t epoch, int found,
                          int64_t stored_epoch) {
-    BLOG_WARN("event=sink_unfenced uri=%s group=%s partition=%d epoch=%lld", sink->uri, sink->group,
-              (int)partition, (long long)epoch);
+    BLOG_WARN("event=sink_unfenced uri=%s group=%s partition=%d epoch=%lld", baton_log_v(sink->uri),
+              baton_log_v(sink->group), (int)partition, (long long)epoch);
     if (!found)
         return baton_sink__seterr(sink, BATON_UNFENCED,
                                   "sink '%s' group '%s' partition %d: write with epoch %lld "
@@ -595,8 +597,8 @@ int baton_sink__gate_open(baton_sink_t *sink) {
 }
 
 int baton_sink__withheld(baton_sink_t *sink, int32_t partition) {
-    BLOG_WARN("event=sink_commit_withheld uri=%s group=%s partition=%d reason=gate", sink->uri,
-              sink->group, (int)partition);
+    BLOG_WARN("event=sink_commit_withheld uri=%s group=%s partition=%d reason=gate",
+              baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition);
     return baton_sink__seterr(sink, BATON_CONNECTION,
                               "sink %s: write of partition %d withheld before its commit: the "
                               "writer may no longer write (suspended); rolled back",
@@ -632,7 +634,8 @@ int baton_sink__group_conflict(baton_sink_t *sink, const char *found, int64_t bo
     char when[32];
     baton_time_iso(bound_ms, when, sizeof(when));
     BLOG_ERROR("event=sink_group_conflict uri=%s group=%s sink_group_uuid=%s group_uuid=%s",
-               sink->uri, sink->group, found, sink->expect_group);
+               baton_log_v(sink->uri), baton_log_v(sink->group), baton_log_v(found),
+               baton_log_v(sink->expect_group));
     return baton_sink__seterr(sink, BATON_CONFLICT,
                               "sink %s (id %s) serves another group named '%s': it records group "
                               "id %s (since %s), this group's id is %s; nothing fenced",

@@ -94,8 +94,8 @@ int baton_sink_bind_check(baton_zk_t *zk, const char *root, const char *group, b
         b.bound_ms = baton_wall_ms();
         err = baton_group_sink_write(zk, base, &b, -1, errstr, n);
         if (err == BATON_OK) {
-            BLOG_INFO("event=sink_bound group=%s sink_id=%s sink=%s by=%s", group, b.sink_id,
-                      sink->uri, member);
+            BLOG_INFO("event=sink_bound group=%s sink_id=%s sink=%s by=%s", baton_log_v(group),
+                      baton_log_v(b.sink_id), baton_log_v(sink->uri), baton_log_v(member));
             break;
         }
         if (err != BATON_CONFLICT)
@@ -104,8 +104,8 @@ int baton_sink_bind_check(baton_zk_t *zk, const char *root, const char *group, b
     if ((err = baton_sink_expect_group(sink, cfg.group_uuid)) != BATON_OK)
         baton_seterr(errstr, n, err, "%s", baton_sink_errstr(sink));
     else
-        BLOG_INFO("event=sink_binding_checked group=%s group_uuid=%s sink_id=%s", group,
-                  cfg.group_uuid, meta.sink_id);
+        BLOG_INFO("event=sink_binding_checked group=%s group_uuid=%s sink_id=%s",
+                  baton_log_v(group), baton_log_v(cfg.group_uuid), baton_log_v(meta.sink_id));
 out:
     free(base);
     return err;

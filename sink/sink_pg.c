@@ -293,12 +293,12 @@ static int pg_fail(baton_sink_t *sink, PGresult *res, const char *what, int32_t 
     pg_rollback(pg);
     if (baton_err_is_retriable(err))
         BLOG_WARN("event=sink_%s uri=%s group=%s partition=%d op=\"%s\" error=\"%s\"",
-                  err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group,
-                  (int)partition, baton_log_q(what), baton_log_q(msg));
+                  err == BATON_BUSY ? "busy" : "disconnected", baton_log_v(sink->uri),
+                  baton_log_v(sink->group), (int)partition, baton_log_q(what), baton_log_q(msg));
     else
         BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=\"%s\" error=\"%s\"",
-                   sink->uri, sink->group, (int)partition, baton_log_q(what),
-                   baton_log_q(sink->errstr));
+                   baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition,
+                   baton_log_q(what), baton_log_q(sink->errstr));
     return err;
 }
 
@@ -376,7 +376,7 @@ static int pg_ensure(baton_sink_t *sink) {
          * server refuses with FATAL too. */
         if (err != BATON_INVALID)
             err = BATON_CONNECTION;
-        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", sink->uri,
+        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", baton_log_v(sink->uri),
                   baton_log_q(sink->errstr));
         PQfinish(pg->conn);
         pg->conn = NULL;
@@ -386,7 +386,8 @@ static int pg_ensure(baton_sink_t *sink) {
     int err = pg_session_setup(sink);
     if (err)
         return err;
-    BLOG_INFO("event=sink_reconnected uri=%s group=%s", sink->uri, sink->group);
+    BLOG_INFO("event=sink_reconnected uri=%s group=%s", baton_log_v(sink->uri),
+              baton_log_v(sink->group));
     return BATON_OK;
 }
 
@@ -410,7 +411,7 @@ static int pg_begin(baton_sink_t *sink, const char *what, int32_t partition) {
         }
         if (attempt == 0 && PQstatus(pg->conn) != CONNECTION_OK) {
             PQclear(res);
-            BLOG_INFO("event=sink_connection_lost uri=%s action=reconnect", sink->uri);
+            BLOG_INFO("event=sink_connection_lost uri=%s action=reconnect", baton_log_v(sink->uri));
             continue;
         }
         return pg_fail(sink, res, what, partition);
@@ -467,8 +468,8 @@ static int pg_get_i64(const PGresult *res, int row, int col, int64_t *out) {
 static int pg_corrupt(baton_sink_t *sink, PGresult *res, int32_t partition, const char *column) {
     PQclear(res);
     pg_rollback(sink->be);
-    BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d column=%s", sink->uri, sink->group,
-               (int)partition, column);
+    BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d column=%s", baton_log_v(sink->uri),
+               baton_log_v(sink->group), (int)partition, baton_log_v(column));
     return baton_sink__seterr(sink, BATON_CORRUPT,
                               "sink '%s' group '%s' partition %d: baton_fence.%s is NULL or not a "
                               "non-negative integer",
@@ -563,8 +564,8 @@ static int pg_group_check(baton_sink_t *sink) {
     int inserted = atoi(PQcmdTuples(res)) == 1;
     PQclear(res);
     if (inserted) {
-        BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", sink->uri, sink->group,
-                  sink->expect_group);
+        BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", baton_log_v(sink->uri),
+                  baton_log_v(sink->group), baton_log_v(sink->expect_group));
         return BATON_OK;
     }
     if ((err = pg_group_row(sink, 1, &found, uuid, sizeof(uuid), &bound_ms)))
@@ -639,8 +640,8 @@ static int pg_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
             return pg_corrupt(sink, res, fi->partition, "next_offset");
         PQclear(res);
         BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
-                   sink->uri, sink->group, (int)fi->partition, (long long)fi->epoch,
-                   (long long)fi->fenced_next);
+                   baton_log_v(sink->uri), baton_log_v(sink->group), (int)fi->partition,
+                   (long long)fi->epoch, (long long)fi->fenced_next);
         if (fi->ninputs && fi->from <= fi->fenced_next) {
             /* The row is locked and holds our epoch: the write rule passes. */
             int found = 0;
@@ -664,8 +665,8 @@ static int pg_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
     if (err)
         return err;
     if (n > 1)
-        BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
-                   sink->group, n, stale);
+        BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), n, stale);
     return BATON_OK;
 }
 
@@ -749,7 +750,8 @@ static int pg_insert_rows(baton_sink_t *sink, int32_t partition, const char *con
                 pg_rollback(pg);
                 BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d table=%s "
                            "reason=duplicate_output",
-                           sink->uri, sink->group, (int)partition, table);
+                           baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition,
+                           baton_log_v(table));
                 err = baton_sink__seterr(sink, BATON_CORRUPT,
                                          "sink '%s' group '%s' partition %d: a record at or above "
                                          "next_offset %s is already in %s",
@@ -1118,7 +1120,8 @@ static int pg_schema(baton_sink_t *sink, char *errstr, size_t errstr_size) {
             goto pg_err;
         creating = NULL;
         PQclear(res);
-        BLOG_INFO("event=sink_table_created uri=%s table=%s", sink->uri, tables[t]);
+        BLOG_INFO("event=sink_table_created uri=%s table=%s", baton_log_v(sink->uri),
+                  baton_log_v(tables[t]));
     }
     err = pg_check_table(sink, "baton_fence", fence_cols, BATON_ARRAY_SIZE(fence_cols), errstr,
                          errstr_size);

@@ -763,11 +763,12 @@ static int rd_ensure(baton_sink_t *sink) {
     if (err) {
         if (err != BATON_INVALID)
             err = BATON_CONNECTION;
-        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", sink->uri,
+        BLOG_WARN("event=sink_reconnect_failed uri=%s error=\"%s\"", baton_log_v(sink->uri),
                   baton_log_q(sink->errstr));
         return err;
     }
-    BLOG_INFO("event=sink_reconnected uri=%s group=%s", sink->uri, sink->group);
+    BLOG_INFO("event=sink_reconnected uri=%s group=%s", baton_log_v(sink->uri),
+              baton_log_v(sink->group));
     return BATON_OK;
 }
 
@@ -782,11 +783,12 @@ static int rd_fail(baton_sink_t *sink, int err, const char *what, const char *ms
                        msg, baton_err_is_retriable(err) ? " (retriable)" : "");
     if (baton_err_is_retriable(err))
         BLOG_WARN("event=sink_%s uri=%s group=%s op=\"%s\" error=\"%s\"",
-                  err == BATON_BUSY ? "busy" : "disconnected", sink->uri, sink->group,
-                  baton_log_q(what), baton_log_q(msg));
+                  err == BATON_BUSY ? "busy" : "disconnected", baton_log_v(sink->uri),
+                  baton_log_v(sink->group), baton_log_q(what), baton_log_q(msg));
     else
-        BLOG_ERROR("event=sink_failed uri=%s group=%s op=\"%s\" error=\"%s\"", sink->uri,
-                   sink->group, baton_log_q(what), baton_log_q(sink->errstr));
+        BLOG_ERROR("event=sink_failed uri=%s group=%s op=\"%s\" error=\"%s\"",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), baton_log_q(what),
+                   baton_log_q(sink->errstr));
     return err;
 }
 
@@ -907,7 +909,7 @@ static redisReply *rd_eval(baton_sink_t *sink, int which, rd_args_t *g, int nkey
             return r;
         if (reply_is(r, "NOSCRIPT") && reloads++ < 2) {
             freeReplyObject(r);
-            BLOG_INFO("event=sink_script_reload uri=%s", sink->uri);
+            BLOG_INFO("event=sink_script_reload uri=%s", baton_log_v(sink->uri));
             if ((*err = rd_load_scripts(rd, sink->errstr, sizeof(sink->errstr), sink->uri)))
                 return NULL;
             continue;
@@ -951,22 +953,22 @@ static int rd_script_refusal(baton_sink_t *sink, redisReply *r) {
     const char *kind = el(r, 0);
     int err;
     if (!strcmp(kind, "WRONGTYPE")) {
-        BLOG_ERROR("event=sink_corrupt uri=%s group=%s key=%s reason=wrong_type", sink->uri,
-                   sink->group, el(r, 1));
+        BLOG_ERROR("event=sink_corrupt uri=%s group=%s key=%s reason=wrong_type",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), baton_log_v(el(r, 1)));
         err = baton_sink__seterr(sink, BATON_CORRUPT,
                                  "sink '%s' group '%s': key '%s' is a %s, not what baton keeps "
                                  "there (another application's key?); nothing written",
                                  sink->uri, sink->group, el(r, 1), el(r, 2));
     } else if (!strcmp(kind, "CORRUPT")) {
-        BLOG_ERROR("event=sink_corrupt uri=%s group=%s key=%s field=%s", sink->uri, sink->group,
-                   el(r, 1), el(r, 2));
+        BLOG_ERROR("event=sink_corrupt uri=%s group=%s key=%s field=%s", baton_log_v(sink->uri),
+                   baton_log_v(sink->group), baton_log_v(el(r, 1)), baton_log_v(el(r, 2)));
         err = baton_sink__seterr(sink, BATON_CORRUPT,
                                  "sink '%s' group '%s': key '%s' field '%s' is missing or not a "
                                  "non-negative integer; nothing written",
                                  sink->uri, sink->group, el(r, 1), el(r, 2));
     } else if (!strcmp(kind, "AHEAD")) {
-        BLOG_ERROR("event=sink_corrupt uri=%s group=%s key=%s reason=duplicate_output", sink->uri,
-                   sink->group, el(r, 1));
+        BLOG_ERROR("event=sink_corrupt uri=%s group=%s key=%s reason=duplicate_output",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), baton_log_v(el(r, 1)));
         err = baton_sink__seterr(sink, BATON_CORRUPT,
                                  "sink '%s' group '%s': stream '%s' already holds offset %s, at "
                                  "or above next_offset %s (the stream and the fence disagree); "
@@ -1012,7 +1014,8 @@ static int rd_wait(baton_sink_t *sink, const char *what) {
         return rd_fail(sink, BATON_IO, what, msg);
     if (acked < rd->conf.wait_replicas) {
         BLOG_WARN("event=sink_replicas_behind uri=%s group=%s op=\"%s\" acked=%lld wanted=%d",
-                  sink->uri, sink->group, baton_log_q(what), acked, rd->conf.wait_replicas);
+                  baton_log_v(sink->uri), baton_log_v(sink->group), baton_log_q(what), acked,
+                  rd->conf.wait_replicas);
         snprintf(msg, sizeof(msg),
                  "only %lld of %d replicas acknowledged within %d ms (wait_replicas): applied on "
                  "the primary, not yet safe from a failover",
@@ -1122,8 +1125,8 @@ static int rd_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
                 (rd_seen_t){f->epoch, f->written ? f->next_offset : f->fenced_next};
             BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld "
                        "next_offset=%lld",
-                       sink->uri, sink->group, (int)f->partition, (long long)f->epoch,
-                       (long long)v);
+                       baton_log_v(sink->uri), baton_log_v(sink->group), (int)f->partition,
+                       (long long)f->epoch, (long long)v);
         }
         err = rd_wait(sink, "fence");
     }
@@ -1200,8 +1203,8 @@ static int rd_write_many(baton_sink_t *sink, baton_sink_batch_t *batches, size_t
                 s->epoch = -1;
                 BLOG_ERROR("event=sink_regressed uri=%s group=%s partition=%d epoch=%lld "
                            "next_offset=%s expected=%s",
-                           sink->uri, sink->group, (int)bt->partition, (long long)bt->epoch, va,
-                           el(r, 3 + 3 * b));
+                           baton_log_v(sink->uri), baton_log_v(sink->group), (int)bt->partition,
+                           (long long)bt->epoch, baton_log_v(va), baton_log_v(el(r, 3 + 3 * b)));
                 bt->result = baton_sink__seterr(
                     sink, BATON_UNFENCED,
                     "sink '%s' group '%s' partition %d: next_offset went back from %s to %s at "

@@ -176,11 +176,12 @@ static int sq_fail(baton_sink_t *sink, int rc, const char *what, int32_t partiti
     sq->step_err[0] = '\0';
     sq_rollback(sq);
     if (err == BATON_BUSY)
-        BLOG_WARN("event=sink_busy uri=%s group=%s partition=%d op=%s", sink->uri, sink->group,
-                  (int)partition, what);
+        BLOG_WARN("event=sink_busy uri=%s group=%s partition=%d op=%s", baton_log_v(sink->uri),
+                  baton_log_v(sink->group), (int)partition, baton_log_v(what));
     else
-        BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=%s error=\"%s\"", sink->uri,
-                   sink->group, (int)partition, what, baton_log_q(sink->errstr));
+        BLOG_ERROR("event=sink_failed uri=%s group=%s partition=%d op=%s error=\"%s\"",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition,
+                   baton_log_v(what), baton_log_q(sink->errstr));
     return err;
 }
 
@@ -255,8 +256,9 @@ static int sq_fence_get(baton_sink_t *sink, int32_t partition, sq_fence_t *f, in
         baton_sink__seterr(sink, BATON_CORRUPT,
                            "sink '%s' group '%s' partition %d: baton_fence.%s is %s", sink->uri,
                            sink->group, (int)partition, names[i], type);
-        BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d column=%s", sink->uri,
-                   sink->group, (int)partition, names[i]);
+        BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d column=%s",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition,
+                   baton_log_v(names[i]));
         return BATON_CORRUPT;
     }
     sqlite3_reset(st);
@@ -328,8 +330,8 @@ static int sq_group_check(baton_sink_t *sink) {
     int rc = sq_run(sq, sq->groups_insert);
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "insert baton_groups", -1);
-    BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", sink->uri, sink->group,
-              sink->expect_group);
+    BLOG_INFO("event=sink_group_recorded uri=%s group=%s group_uuid=%s", baton_log_v(sink->uri),
+              baton_log_v(sink->group), baton_log_v(sink->expect_group));
     return BATON_OK;
 }
 
@@ -387,7 +389,8 @@ static int sq_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
         }
         fi->fenced_next = f.next_offset;
         BLOG_DEBUG("event=sink_fenced uri=%s group=%s partition=%d epoch=%lld next_offset=%lld",
-                   sink->uri, sink->group, (int)p, (long long)fi->epoch, (long long)f.next_offset);
+                   baton_log_v(sink->uri), baton_log_v(sink->group), (int)p, (long long)fi->epoch,
+                   (long long)f.next_offset);
         if (fi->ninputs && fi->from <= fi->fenced_next) {
             err = sq_write_body(sink, p, fi->epoch, fi->inputs, fi->ninputs, &fi->next_offset,
                                 &fi->applied, &f, &found);
@@ -409,8 +412,8 @@ static int sq_fence_many(baton_sink_t *sink, baton_sink_fence_t *fences, size_t 
     if (rc != SQLITE_OK)
         return sq_fail(sink, rc, "commit fence", fences[0].partition);
     if (n > 1)
-        BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu", sink->uri,
-                   sink->group, n, stale);
+        BLOG_DEBUG("event=sink_fenced_many uri=%s group=%s partitions=%zu stale=%zu",
+                   baton_log_v(sink->uri), baton_log_v(sink->group), n, stale);
     return BATON_OK;
 }
 
@@ -449,8 +452,8 @@ static int sq_insert_output(baton_sink_t *sink, int32_t partition, int64_t offse
         sq_rollback(sq);
         BLOG_ERROR("event=sink_corrupt uri=%s group=%s partition=%d table=%s offset=%lld seq=%zu "
                    "next_offset=%lld",
-                   sink->uri, sink->group, (int)partition, table, (long long)offset, seq,
-                   (long long)next_offset);
+                   baton_log_v(sink->uri), baton_log_v(sink->group), (int)partition,
+                   baton_log_v(table), (long long)offset, seq, (long long)next_offset);
         return baton_sink__seterr(sink, BATON_CORRUPT,
                                   "sink '%s' group '%s' partition %d: offset %lld%s is already "
                                   "in %s but next_offset is %lld",
@@ -570,7 +573,8 @@ static int sq_fences(baton_sink_t *sink, baton_fence_row_t **rows, size_t *nrows
             sq_column_i64(st, 3, &row->rejected)) {
             sqlite3_reset(st);
             free(out);
-            BLOG_ERROR("event=sink_corrupt uri=%s group=%s op=fences", sink->uri, sink->group);
+            BLOG_ERROR("event=sink_corrupt uri=%s group=%s op=fences", baton_log_v(sink->uri),
+                       baton_log_v(sink->group));
             return baton_sink__seterr(sink, BATON_CORRUPT,
                                       "sink '%s' group '%s': a baton_fence row has a NULL or "
                                       "non-integer partition, epoch, next_offset or rejected",
@@ -944,7 +948,8 @@ static int sq_set_wal(baton_sink_t *sink, const char *path, char *errstr, size_t
         if (rc == SQLITE_ROW) {
             const char *mode = (const char *)sqlite3_column_text(st, 0);
             if (!mode || strcasecmp(mode, "wal") != 0)
-                BLOG_WARN("event=sink_no_wal uri=%s journal_mode=%s", sink->uri, mode ? mode : "?");
+                BLOG_WARN("event=sink_no_wal uri=%s journal_mode=%s", baton_log_v(sink->uri),
+                          baton_log_v(mode ? mode : "?"));
             sqlite3_finalize(st);
             return BATON_OK;
         }

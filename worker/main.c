@@ -260,7 +260,7 @@ int main(int argc, char **argv) {
         return start;
     }
     if (parsed.config_path)
-        BLOG_INFO("event=config_loaded path=%s kafka_settings=%zu", parsed.config_path,
+        BLOG_INFO("event=config_loaded path=%s kafka_settings=%zu", baton_log_v(parsed.config_path),
                   parsed.nkafka);
     if (baton_signal_stop_deadline((int)shutdown_timeout_ms, "graceful_leave") != 0)
         BLOG_WARN("event=shutdown_deadline_unavailable");

@@ -90,8 +90,8 @@ int mb_read_assignment(baton_membership_t *m) {
         if (baton_worker_assignment_decode(data, len, &wa, why, sizeof(why)) != BATON_OK) {
             /* Keep what we own: the coordinator rewrites a bad node, and the
              * sink fences whatever we keep too long. */
-            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=keep_current", path,
-                       baton_log_q(why));
+            BLOG_ERROR("event=corrupt_znode path=%s error=\"%s\" action=keep_current",
+                       baton_log_v(path), baton_log_q(why));
             err = BATON_OK;
             goto out;
         }

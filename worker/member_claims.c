@@ -43,7 +43,7 @@ int mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
     free(path);
     if (err != BATON_OK && err != BATON_NOTFOUND && err != BATON_EXPIRED) {
         BLOG_WARN("event=release_failed %s claim=%s error=%s action=retry", mb_row_label(m, row),
-                  mp->claim, baton_err_name(err));
+                  baton_log_v(mp->claim), baton_err_name(err));
         if (mstate_owned(mp->state))
             mb_st_phase(m, row, MPHASE_CLAIMED, "delete_failed");
         mb_mark_dirty(m, mp);
@@ -52,7 +52,7 @@ int mb_delete_claim(baton_membership_t *m, size_t row, const char *why) {
     }
     if (err == BATON_EXPIRED)
         BLOG_WARN("event=release_failed %s claim=%s error=%s action=forget (gone with the session)",
-                  mb_row_label(m, row), mp->claim, baton_err_name(err));
+                  mb_row_label(m, row), baton_log_v(mp->claim), baton_err_name(err));
     else
         BLOG_INFO("event=released %s epoch=%lld", mb_row_label(m, row), (long long)mp->czxid);
     mp->claim[0] = 0;
@@ -127,7 +127,7 @@ static void claim_delete_duplicate(baton_membership_t *m, size_t row, const char
     char *path = baton_layout_child(dir, name);
     int e = baton_zk_delete(m->zk, path, -1);
     BLOG_WARN("event=duplicate_claim %s claim=%s kept=%s action=delete result=%s",
-              mb_row_label(m, row), name, keep, baton_err_name(e));
+              mb_row_label(m, row), baton_log_v(name), baton_log_v(keep), baton_err_name(e));
     free(path);
 }
 
@@ -164,7 +164,8 @@ static int find_own_claim(baton_membership_t *m, size_t row) {
                 snprintf(mp->claim, sizeof(mp->claim), "%s", names[i]);
                 mp->czxid = st.czxid;
                 mb_st_phase(m, row, MPHASE_CLAIMED, "claim_recovered");
-                BLOG_INFO("event=claim_recovered %s claim=%s", mb_row_label(m, row), mp->claim);
+                BLOG_INFO("event=claim_recovered %s claim=%s", mb_row_label(m, row),
+                          baton_log_v(mp->claim));
             } else if (e != BATON_OK && e != BATON_NOTFOUND) {
                 err = e; /* cannot tell: stay uncertain rather than create twice */
             }
@@ -230,7 +231,7 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
     if (!found) {
         /* Removed by someone else (an operator, or the coordinator's stuck
          * handoff revoke): claim again if still assigned. */
-        BLOG_WARN("event=claim_lost %s claim=%s", mb_row_label(m, row), mp->claim);
+        BLOG_WARN("event=claim_lost %s claim=%s", mb_row_label(m, row), baton_log_v(mp->claim));
         if (mstate_owned(mp->state))
             mb_cb_released(m, row, BATON_RELEASE_LOST);
         mp->claim[0] = 0;
@@ -240,7 +241,7 @@ static char *queue_decide(baton_membership_t *m, size_t row, char **names, size_
     }
     *waiting = pred != NULL;
     if (pred)
-        BLOG_DEBUG("event=waiting %s behind=%s", mb_row_label(m, row), pred);
+        BLOG_DEBUG("event=waiting %s behind=%s", mb_row_label(m, row), baton_log_v(pred));
     /* Behind exactly one claim: remembered, so that its deletion settles
      * the queue without a read (pred_watched, once its watch is set). */
     mp->pred_for = 0;
@@ -460,7 +461,7 @@ static void settle_known(baton_membership_t *m, size_t row) {
     mpart_t *mp = &m->st[row];
     mp->pred_for = 0;
     BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=predecessor_deleted",
-               mb_row_label(m, row), mp->claim);
+               mb_row_label(m, row), baton_log_v(mp->claim));
     settle_then_watch(m, row, NULL, -1);
 }
 
@@ -545,10 +546,11 @@ static int claim_created(baton_membership_t *m, size_t row, int err, const char 
         mp->claimed_ms = baton_now_ms();
         mb_st_phase(m, row, MPHASE_CLAIMED, "claimed");
         if (st)
-            BLOG_INFO("event=claimed %s claim=%s czxid=%lld", mb_row_label(m, row), mp->claim,
-                      (long long)mp->czxid);
+            BLOG_INFO("event=claimed %s claim=%s czxid=%lld", mb_row_label(m, row),
+                      baton_log_v(mp->claim), (long long)mp->czxid);
         else
-            BLOG_INFO("event=claimed %s claim=%s batch=%d", mb_row_label(m, row), mp->claim, batch);
+            BLOG_INFO("event=claimed %s claim=%s batch=%d", mb_row_label(m, row),
+                      baton_log_v(mp->claim), batch);
     } else if (err == BATON_CONNECTION) {
         mb_st_phase(m, row, MPHASE_UNCERTAIN, "reply_lost");
     } else if (err == BATON_NOTFOUND) {
@@ -614,7 +616,7 @@ static int first_settle(baton_membership_t *m, size_t row, int is_lead, const ba
     if (!is_lead && lw->err != BATON_OK)
         return lw->err;
     BLOG_DEBUG("event=queue_checked %s claim=%s listed=0 reason=first_in_directory%s",
-               mb_row_label(m, row), mp->claim, is_lead ? "" : " epoch_from=multi");
+               mb_row_label(m, row), baton_log_v(mp->claim), is_lead ? "" : " epoch_from=multi");
     if (is_lead) /* its watch is set (OK), or the claim is gone: look again */
         return queue_settle(m, row, lw->err, &lw->stat, 0);
     int64_t delay = OWN_WATCH_LATER_RTTS * rtt_ms;
@@ -937,7 +939,7 @@ int mb_claim_let_go(baton_membership_t *m, size_t row) {
             return err; /* still uncertain: look again */
         if (mp->claim[0])
             BLOG_INFO("event=orphan_claim %s claim=%s action=delete", mb_row_label(m, row),
-                      mp->claim);
+                      baton_log_v(mp->claim));
     }
     return BATON_OK;
 }

@@ -113,7 +113,7 @@ void mb_leave(baton_membership_t *m) {
         baton_zkbatch_free(mark);
     } /* else its completion frees it */
     if (serr != BATON_OK)
-        BLOG_WARN("event=leave_mark_failed member=%s error=%s", m->member_path,
+        BLOG_WARN("event=leave_mark_failed member=%s error=%s", baton_log_v(m->member_path),
                   baton_err_name(serr));
     /* The member node goes only once the coordinator has acted on the mark,
      * so it records this departure as a leave, not a crash. Before that,
@@ -126,5 +126,5 @@ void mb_leave(baton_membership_t *m) {
         leave_wait(m);
     }
     baton_zk_delete(m->zk, m->member_path, -1);
-    BLOG_INFO("event=left member=%s", m->member_path);
+    BLOG_INFO("event=left member=%s", baton_log_v(m->member_path));
 }

@@ -192,7 +192,7 @@ int mb_notice_open(baton_membership_t *m, const char *spec, char *errstr, size_t
     m->notice.fd = fd;
     m->notice.epfd = ep;
     m->notice.buf = xmalloc(NOTICE_BUF);
-    BLOG_INFO("event=notice_bound addr=%s", m->notice.addr);
+    BLOG_INFO("event=notice_bound addr=%s", baton_log_v(m->notice.addr));
     return BATON_OK;
 }
 
@@ -396,7 +396,7 @@ int mb_notice_holds_changed(baton_membership_t *m, const mstandby_t *e) {
     char *path = baton_layout_worker(m->base, e->owner);
     int rc = notice_send_to(m, path, "SUB", 0, e);
     if (rc == ZOK)
-        BLOG_DEBUG("event=notice_holds_sent owner=%s resources=%zu", e->owner, e->n);
+        BLOG_DEBUG("event=notice_holds_sent owner=%s resources=%zu", baton_log_v(e->owner), e->n);
     free(path);
     return rc == ZOK;
 }
@@ -406,7 +406,7 @@ void mb_notice_unsubscribe_owner(baton_membership_t *m, const char *owner) {
         return;
     char *path = baton_layout_worker(m->base, owner);
     if (notice_send_to(m, path, "UNS", 0, NULL) == ZOK)
-        BLOG_DEBUG("event=notice_unsubscribe owner=%s reason=not_standby", owner);
+        BLOG_DEBUG("event=notice_unsubscribe owner=%s reason=not_standby", baton_log_v(owner));
     free(path);
 }
 
@@ -491,7 +491,7 @@ static msub_t *sub_note(baton_membership_t *m, const char *id, const struct sock
         nt->subs = xrealloc(nt->subs, sizeof(msub_t) * (nt->nsubs + 1));
         slot = &nt->subs[nt->nsubs++];
         memset(slot, 0, sizeof(*slot));
-        BLOG_DEBUG("event=notice_subscriber id=%s subscribers=%zu", id, nt->nsubs);
+        BLOG_DEBUG("event=notice_subscriber id=%s subscribers=%zu", baton_log_v(id), nt->nsubs);
     }
     if (!slot) { /* full: the one heard from longest ago */
         slot = &nt->subs[0];
@@ -556,7 +556,8 @@ void mb_notice_member_event(baton_membership_t *m, const char *id, int type) {
         return;
     if (type == ZOO_DELETED_EVENT && s->checking) {
         sub_forget(m, id);
-        BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", id, m->notice.nsubs);
+        BLOG_INFO("event=notice_subscriber_gone id=%s subscribers=%zu", baton_log_v(id),
+                  m->notice.nsubs);
         return;
     }
     s->checking = type == ZOO_DELETED_EVENT;
@@ -709,7 +710,7 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
     char *line = next_line(&p);
     if (!line || parse_seq(line, &gen) != 0) {
         baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
-        BLOG_DEBUG("event=notice_dropped reason=malformed owner=%s", owner);
+        BLOG_DEBUG("event=notice_dropped reason=malformed owner=%s", baton_log_v(owner));
         return;
     }
     while ((line = next_line(&p)) != NULL) {
@@ -729,7 +730,7 @@ static void rel_apply(baton_membership_t *m, const char *owner, char *p) {
     baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_RECEIVED));
     BLOG_INFO("event=notice_received owner=%s generation=%lld resources=%zu taken=%zu "
               "malformed=%zu",
-              owner, (long long)gen, items, taken, bad);
+              baton_log_v(owner), (long long)gen, items, taken, bad);
 }
 
 /* An HLD (more: an HLD+) from standby id, its items in p: what it holds
@@ -767,8 +768,8 @@ static void hld_apply(baton_membership_t *m, const char *id, char *p, int more,
         baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
     s->hld_seen = 1;
     sub_holds(s, rows, u);
-    BLOG_DEBUG("event=notice_holds id=%s resources=%zu items=%zu more=%d malformed=%zu", id, u,
-               items, more, bad);
+    BLOG_DEBUG("event=notice_holds id=%s resources=%zu items=%zu more=%d malformed=%zu",
+               baton_log_v(id), u, items, more, bad);
 }
 
 /* One datagram (NUL-terminated in buf) from `from`. */
@@ -782,7 +783,7 @@ static void notice_handle(baton_membership_t *m, char *buf, const struct sockadd
     if (!kind || !base || !id || baton_id_valid(id) != 0)
         goto bad;
     if (strcmp(base, m->base) != 0) {
-        BLOG_DEBUG("event=notice_dropped reason=other_group base=%s", base);
+        BLOG_DEBUG("event=notice_dropped reason=other_group base=%s", baton_log_v(base));
         return;
     }
     if (strcmp(kind, "SUB") == 0 && !*p) {
@@ -795,7 +796,8 @@ static void notice_handle(baton_membership_t *m, char *buf, const struct sockadd
     }
     if (strcmp(kind, "UNS") == 0 && !*p) {
         if (sub_forget(m, id))
-            BLOG_DEBUG("event=notice_unsubscribed id=%s subscribers=%zu", id, m->notice.nsubs);
+            BLOG_DEBUG("event=notice_unsubscribed id=%s subscribers=%zu", baton_log_v(id),
+                       m->notice.nsubs);
         return;
     }
     if (strcmp(kind, "REL") == 0) {
@@ -806,7 +808,7 @@ bad:;
     char who[80];
     addr_format(from, who, sizeof(who));
     baton_metric_inc(baton_metric_counter(BATON_M_W_NOTICES_MALFORMED));
-    BLOG_DEBUG("event=notice_dropped reason=malformed from=%s", who);
+    BLOG_DEBUG("event=notice_dropped reason=malformed from=%s", baton_log_v(who));
 }
 
 void mb_notice_drain(baton_membership_t *m) {

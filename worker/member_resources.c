@@ -28,9 +28,9 @@ void mb_st_set(baton_membership_t *m, size_t row, mstate_t to, const char *why) 
         return;
     if (!(m->claim_ahead ? mstate_transition_ok_ahead(from, to) : mstate_transition_ok(from, to)))
         BLOG_WARN("event=member_state_unexpected %s from=%s to=%s reason=%s", mb_row_label(m, row),
-                  mstate_name(from), mstate_name(to), why);
+                  mstate_name(from), mstate_name(to), baton_log_v(why));
     BLOG_DEBUG("event=member_state %s from=%s to=%s reason=%s", mb_row_label(m, row),
-               mstate_name(from), mstate_name(to), why);
+               mstate_name(from), mstate_name(to), baton_log_v(why));
     mp->state = to;
     if (to != MSTATE_IDLE && !mp->inbusy)
         mb_busy_list(m, row);

@@ -114,7 +114,7 @@ static void ahead_yield(baton_membership_t *m, size_t row) {
                        : (int64_t)AHEAD_RETRY_MS << (mp->ahead_tries - 1);
     mp->ahead_at = now + wait;
     BLOG_INFO("event=standby_claim_yield %s claim=%s tries=%d retry_ms=%lld", mb_row_label(m, row),
-              mp->claim, mp->ahead_tries,
+              baton_log_v(mp->claim), mp->ahead_tries,
               (long long)(mp->ahead_tries > AHEAD_TRIES_MAX ? -1 : wait));
     baton_metric_inc(baton_metric_counter(BATON_M_W_STANDBY_CLAIM_YIELDS));
     mb_delete_claim(m, row, "ahead_yield"); /* a failure is retried: released */
@@ -380,7 +380,7 @@ static void standby_give_back(baton_membership_t *m, mstandby_t *e) {
     if (gave)
         BLOG_INFO("event=standby_given_back owner=%s reason=owner_live resources=%zu "
                   "generation=%lld",
-                  e->owner, gave, (long long)m->generation);
+                  baton_log_v(e->owner), gave, (long long)m->generation);
 }
 
 /* Takes what the owners that left stand us by for: marks it assigned (the
@@ -402,7 +402,8 @@ void mb_standby_promote(baton_membership_t *m) {
         if (e->fired == ZOO_DELETED_EVENT && standby_owner_exists(m, e->owner)) {
             /* Back already, as another incarnation: not a departure. Watch
              * the new node (a watch on it is safe: it exists). */
-            BLOG_INFO("event=standby_skipped_promotion owner=%s reason=owner_live", e->owner);
+            BLOG_INFO("event=standby_skipped_promotion owner=%s reason=owner_live",
+                      baton_log_v(e->owner));
             e->fired = 0;
             e->armed = 0;
             continue;
@@ -438,7 +439,7 @@ void mb_standby_promote(baton_membership_t *m) {
         if (took) { /* none: taken already (the mark, then the deletion) */
             baton_metric_add(baton_metric_counter(BATON_M_W_STANDBY_PROMOTIONS), (double)took);
             BLOG_INFO("event=standby_promoted owner=%s reason=%s resources=%zu generation=%lld",
-                      e->owner,
+                      baton_log_v(e->owner),
                       e->fired == ZOO_DELETED_EVENT ? "gone"
                       : notice                      ? "notice"
                                                     : "leaving",
@@ -516,7 +517,8 @@ void mb_ahead_lowest(baton_membership_t *m, size_t row) {
     int fired = e ? owner_departed(m, e->owner) : 0;
     if (fired) {
         BLOG_INFO("event=standby_claim_lowest %s owner=%s owner_state=%s action=promote",
-                  mb_row_label(m, row), e->owner, fired == ZOO_DELETED_EVENT ? "gone" : "leaving");
+                  mb_row_label(m, row), baton_log_v(e->owner),
+                  fired == ZOO_DELETED_EVENT ? "gone" : "leaving");
         e->fired = fired;
         mb_standby_promote(m);
         if (mstate_assigned(m->st[row].state))

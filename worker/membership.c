@@ -77,8 +77,8 @@ int baton_membership__lock(baton_incarnation_t *inc, const char *state_dir, cons
     char why[768];
     int err = baton_incarnation_open(inc, state_dir, group, id, why, sizeof(why));
     if (err == BATON_OK) {
-        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", inc->path, inc->current,
-                   inc->previous[0] ? inc->previous : "-");
+        BLOG_DEBUG("event=member_lock path=%s incarnation=%s previous=%s", baton_log_v(inc->path),
+                   baton_log_v(inc->current), baton_log_v(inc->previous[0] ? inc->previous : "-"));
         return BATON_OK;
     }
     if (err == BATON_IO && !inc->dir_chosen) {
@@ -128,12 +128,15 @@ static int takeover(baton_membership_t *m, const struct Stat *st, const char *bo
     }
     if (err == BATON_OK)
         BLOG_INFO("event=incarnation_takeover old_session=0x%llx claims=%zu incarnation=%s",
-                  (unsigned long long)old, nclaims, m->inc.previous);
-    else
-        BLOG_WARN("event=incarnation_takeover_failed old_session=0x%llx error=%s%s%s%s "
+                  (unsigned long long)old, nclaims, baton_log_v(m->inc.previous));
+    else if (why[0])
+        BLOG_WARN("event=incarnation_takeover_failed old_session=0x%llx error=%s msg=\"%s\" "
                   "action=wait_for_expiry",
-                  (unsigned long long)old, baton_err_name(err), why[0] ? " msg=\"" : "", why,
-                  why[0] ? "\"" : "");
+                  (unsigned long long)old, baton_err_name(err), baton_log_q(why));
+    else
+        BLOG_WARN("event=incarnation_takeover_failed old_session=0x%llx error=%s "
+                  "action=wait_for_expiry",
+                  (unsigned long long)old, baton_err_name(err));
     baton_session_claims_free(claims, nclaims);
     baton_res_table_free(&t);
     return err;
@@ -228,9 +231,9 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
         if (now - start >= next_note) {
             BLOG_WARN("event=member_id_busy id=%s session=0x%llx pid=%lld host=%s waited_ms=%lld "
                       "wait_ms=%lld action=wait_for_expiry",
-                      m->conf.id, (unsigned long long)st.ephemeralOwner, (long long)other.pid,
-                      other.host[0] ? other.host : "?", (long long)(now - start),
-                      (long long)wait_ms);
+                      baton_log_v(m->conf.id), (unsigned long long)st.ephemeralOwner,
+                      (long long)other.pid, baton_log_v(other.host[0] ? other.host : "?"),
+                      (long long)(now - start), (long long)wait_ms);
             next_note = next_note ? next_note * 2 : 500;
         }
         baton_sleep_ms(RETRY_MS);
@@ -239,7 +242,7 @@ static int register_member(baton_membership_t *m, char *errstr, size_t n) {
     if (err != BATON_OK)
         return baton_seterr(errstr, n, err, "cannot register '%s': %s", m->member_path,
                             baton_strerror(err));
-    BLOG_INFO("event=joined member=%s session=0x%s standby_claim=%s", m->member_path,
+    BLOG_INFO("event=joined member=%s session=0x%s standby_claim=%s", baton_log_v(m->member_path),
               m->session_hex, m->claim_ahead ? "ahead" : "takeover");
     char why[256];
     if (m->inc.fd >= 0 && baton_incarnation_confirm(&m->inc, why, sizeof(why)) != BATON_OK)
@@ -742,7 +745,7 @@ int baton_membership_poll(baton_membership_t *m, int *next_ms, char *errstr, siz
         err = check_member(m);
         if (err == BATON_EVICTED) {
             BLOG_ERROR("event=evicted member=%s session=0x%s action=drop_all_and_exit",
-                       m->member_path, m->session_hex);
+                       baton_log_v(m->member_path), m->session_hex);
             m->evicted = 1;
             lose_all(m, "evicted");
             return baton_seterr(errstr, n, BATON_EVICTED,

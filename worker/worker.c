@@ -319,9 +319,9 @@ static void wpart_set_state(worker_t *w, int32_t p, wpart_state_t to, const char
     wpart_state_t from = wp->state;
     if (!wpart_transition_ok(from, to))
         BLOG_WARN("event=partition_state_unexpected partition=%d from=%s to=%s reason=%s", p,
-                  wpart_state_name(from), wpart_state_name(to), why);
+                  wpart_state_name(from), wpart_state_name(to), baton_log_v(why));
     BLOG_DEBUG("event=partition_state partition=%d from=%s to=%s reason=%s", p,
-               wpart_state_name(from), wpart_state_name(to), why);
+               wpart_state_name(from), wpart_state_name(to), baton_log_v(why));
     wp->state = to;
     if (to != WPART_NONE)
         live_add(w, p);
@@ -361,7 +361,7 @@ static int kafka_incremental(worker_t *w, rd_kafka_topic_partition_list_t *l, in
         assign ? rd_kafka_incremental_assign(w->rk, l) : rd_kafka_incremental_unassign(w->rk, l);
     if (!e)
         return 0;
-    BLOG_ERROR("event=%s partitions=%d error=\"%s\"", event, l->cnt,
+    BLOG_ERROR("event=%s partitions=%d error=\"%s\"", baton_log_v(event), l->cnt,
                baton_log_q(rd_kafka_error_string(e)));
     rd_kafka_error_destroy(e);
     return -1;
@@ -421,7 +421,7 @@ static int sink_failed_fatally(worker_t *w, const char *op, int err) {
     if (!w->sink_fatal)
         BLOG_ERROR("event=sink_fatal sink=%s op=%s error=%s detail=\"%s\" "
                    "action=leave_and_exit",
-                   baton_sink_uri(w->sink), op, baton_err_name(err),
+                   baton_log_v(baton_sink_uri(w->sink)), baton_log_v(op), baton_err_name(err),
                    baton_log_q(baton_sink_errstr(w->sink)));
     w->sink_fatal = 1;
     return 1;
@@ -1442,8 +1442,8 @@ static void on_released(void *opaque, const baton_resource_t *r, baton_release_r
     }
     BLOG_INFO("event=revoked partition=%d epoch=%lld reason=%s next_offset=%lld handover=%d "
               "handed_over=%zu",
-              p, (long long)w->parts[p].epoch, why, (long long)w->parts[p].next_offset, handover,
-              handed);
+              p, (long long)w->parts[p].epoch, baton_log_v(why), (long long)w->parts[p].next_offset,
+              handover, handed);
     part_deactivate(w, p, "released");
 }
 
@@ -1469,8 +1469,8 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
     wpart_set_state(w, p, WPART_FAILED, "processor_error");
     BLOG_ERROR("event=processor_error partition=%d offset=%lld epoch=%lld processor=%s stage=%s "
                "error=\"%s\"",
-               p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc), stage,
-               baton_log_q(error ? error : ""));
+               p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc),
+               baton_log_v(stage), baton_log_q(error ? error : ""));
     /* Keep only the records before the failure, then write them. */
     size_t keep = 0;
     while (keep < wp->nrecs && wp->recs[keep].offset < offset)
@@ -1862,17 +1862,19 @@ static int source_topic_check(worker_t *w, const baton_worker_conf_t *conf) {
     if (err == BATON_NOTFOUND || err == BATON_INVALID) {
         BLOG_ERROR("event=topic_check_failed topic=%s brokers=%s group_partitions=%d "
                    "error=\"%s\"",
-                   cfg.topic, conf->brokers, cfg.partitions, baton_log_q(errstr));
+                   baton_log_v(cfg.topic), baton_log_v(conf->brokers), cfg.partitions,
+                   baton_log_q(errstr));
         return 1;
     }
     if (err != BATON_OK)
-        BLOG_WARN("event=topic_unchecked topic=%s error=\"%s\"", cfg.topic, baton_log_q(errstr));
+        BLOG_WARN("event=topic_unchecked topic=%s error=\"%s\"", baton_log_v(cfg.topic),
+                  baton_log_q(errstr));
     else if (warn[0])
         BLOG_WARN("event=topic_has_more_partitions topic=%s partitions=%d group_partitions=%d "
                   "warning=\"%s\"",
-                  cfg.topic, have, cfg.partitions, baton_log_q(warn));
+                  baton_log_v(cfg.topic), have, cfg.partitions, baton_log_q(warn));
     else
-        BLOG_INFO("event=topic_checked topic=%s partitions=%d", cfg.topic, have);
+        BLOG_INFO("event=topic_checked topic=%s partitions=%d", baton_log_v(cfg.topic), have);
     return 0;
 }
 
@@ -2096,8 +2098,8 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
         goto out;
     }
     ensure_parts(&w);
-    BLOG_INFO("event=started topic=%s partitions=%d sink=%s processor=%s", w.topic, w.nparts,
-              conf->sink_uri, baton_processor_name(w.proc));
+    BLOG_INFO("event=started topic=%s partitions=%d sink=%s processor=%s", baton_log_v(w.topic),
+              w.nparts, baton_log_v(conf->sink_uri), baton_processor_name(w.proc));
     worker_metrics_register();
 
     int next_ms = 0;

@@ -1,25 +1,43 @@
 #!/usr/bin/env bash
-# check_log_quotes.sh: every quoted log value (key=\"%s\") in a BLOG_*() or
-# BATON_LOG() call goes through baton_log_q(), which turns a '"' into '\''
-# so that text baton did not write (a path, a library's or a server's error,
-# a URI) cannot end the value early and forge fields (common/baton_log.h).
-# The one other argument allowed there is a string literal, or a choice
-# between two (COND ? "a" : "b"). Prints each offending call as FILE:LINE
-# and its argument; exits 1 if any.
+# check_log_quotes.sh: every log value whose text baton may not have
+# written is made safe for its field, in every BLOG_*() and BATON_LOG()
+# call of the tree (common/baton_log.h):
+#   - a quoted value (key=\"%s\") goes through baton_log_q(), which turns a
+#     '"' into '\'', so that the value cannot end early;
+#   - an unquoted one (key=%s) goes through baton_log_v(), which quotes it
+#     when it is not one plain word (a blank, a '"' or an '=' in a path, a
+#     URI, a library's error), so that it cannot read as several fields.
+# Also allowed in either: a string literal, or a choice among them
+# (COND ? "a" : "b", and chains of those); unquoted, a call of one of TOKENS below, functions
+# that return one of baton's own fixed words (a state, an error name); and
+# a %.*s, which has a length and no NUL to scan (none holds outside text).
+# An unquoted value made of several parts (path=%s/coordinators) is refused
+# unless each part is allowed as above: compose it first and pass the
+# whole through baton_log_v(), or quote the field. A %s that is no field's
+# value (a piece of format like " run_id=") is not checked: keep outside
+# text out of those.
+# Prints each offending argument as FILE:LINE; exits 1 if any. With --fix
+# it wraps each one it can in place instead (then run clang-format).
 #
 # Before it scans the tree it scans two samples of its own, one that breaks
-# the rule and one that keeps it, and fails unless it flags exactly the
-# first: a check that cannot fail proves nothing.
+# both rules and one that keeps them, and fails unless it flags exactly
+# the first's: a check that cannot fail proves nothing.
 set -euo pipefail
 src=${BATON_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$src"
-python3 - <<'PY'
+FIX=0
+[[ ${1:-} == --fix ]] && FIX=1
+FIX=$FIX python3 - <<'PY'
 import os, re, sys
 
 CALL = re.compile(r'\b(BLOG_(?:DEBUG|INFO|WARN|ERROR)|BATON_LOG)\s*\(')
 # printf conversions; a '*' width or precision takes an argument of its own
 CONV = re.compile(r'%(%|[-+ #0]*(\*|\d+)?(?:\.(\*|\d+))?(?:hh|h|ll|l|z|j|t)?([diouxXcspfgeE]))')
 LIT = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+# Functions that return one of baton's (or a library's) own fixed words.
+TOKENS = ('baton_err_name', 'rd_kafka_err2name', 'mstate_name', 'wpart_state_name',
+          'baton_processor_name', 'baton_bad_key_reason', 'baton_release_reason_name',
+          'sigabbrev_np', 'baton_strategy_name', 'baton_metrics_server_addr')
 
 def end_of_literal(s, i):
     q, i = s[i], i + 1
@@ -28,8 +46,9 @@ def end_of_literal(s, i):
     return i + 1
 
 def call_args(s, i):
-    """The top-level arguments of the call whose '(' is at s[i]."""
-    depth, args, start, j = 0, [], i + 1, i
+    """The spans (start, end) of the top-level arguments of the call whose
+    '(' is at s[i]."""
+    depth, spans, start, j = 0, [], i + 1, i
     while True:
         c = s[j]
         if c in '"\'':
@@ -46,10 +65,10 @@ def call_args(s, i):
         elif c in ')]}':
             depth -= 1
             if depth == 0:
-                args.append(s[start:j])
-                return args
+                spans.append((start, j))
+                return spans
         elif c == ',' and depth == 1:
-            args.append(s[start:j])
+            spans.append((start, j))
             start = j + 1
         j += 1
 
@@ -67,24 +86,25 @@ def format_text(arg):
             return None
     return out
 
-def allowed(arg):
-    a = re.sub(r'/\*.*?\*/', '', arg, flags=re.S).strip()
-    if a.startswith('baton_log_q('):
-        return True
+def literal(a):
     bare = re.sub(r'\s+', ' ', LIT.sub('L', a)).replace('L L', 'L')
-    return re.fullmatch(r'L( L)*|[^?"]*\? ?L ?: ?L', bare) is not None
+    return re.fullmatch(r'L( L)*|([^?"]*\? ?L ?: ?)+L', bare) is not None
+
+def clean(arg):
+    return re.sub(r'/\*.*?\*/|//[^\n]*', '', arg, flags=re.S).strip()
 
 def scan(name, s):
+    """[(line, start, end, wrapper)] of each argument that breaks a rule."""
     bad = []
     for m in CALL.finditer(s):
         if s[:m.start()].rstrip().endswith('#define'):
             continue
         try:
-            args = call_args(s, m.end() - 1)
+            spans = call_args(s, m.end() - 1)
         except (ValueError, IndexError):
             continue
         fi = 1 if m.group(1) == 'BATON_LOG' else 0
-        ft = format_text(args[fi]) if len(args) > fi else None
+        ft = format_text(s[spans[fi][0]:spans[fi][1]]) if len(spans) > fi else None
         if ft is None:
             continue
         ai = fi + 1
@@ -92,46 +112,70 @@ def scan(name, s):
             if c.group(1) == '%':
                 continue
             ai += (c.group(2) == '*') + (c.group(3) == '*')
-            if c.group(4) == 's' and ft[:c.start()].endswith('=\\"'):
-                arg = args[ai] if ai < len(args) else '(missing)'
-                if not allowed(arg):
-                    line = s.count('\n', 0, m.start()) + 1
-                    bad.append(f'{name}:{line}: {" ".join(arg.split())}')
+            before = ft[:c.start()]
+            if c.group(4) == 's' and ai < len(spans):
+                a = clean(s[spans[ai][0]:spans[ai][1]])
+                want = None
+                if before.endswith('=\\"'):
+                    if not a.startswith('baton_log_q(') and not literal(a):
+                        want = 'baton_log_q'
+                elif re.search(r'[A-Za-z0-9_]=$', before) and c.group(3) != '*':
+                    token = a.startswith(tuple(t + '(' for t in TOKENS)) or literal(a)
+                    whole = c.end() == len(ft) or ft[c.end()] == ' '
+                    if not whole and not token:
+                        want = 'compose'  # key=%s/more: no wrapper can fix it
+                    elif not token and not a.startswith('baton_log_v('):
+                        want = 'baton_log_v'
+                if want:
+                    bad.append((s.count('\n', 0, m.start()) + 1, spans[ai][0], spans[ai][1], want))
             ai += 1
     return bad
 
 BREAKS = r'''
-void f(const char *path, const char *err) {
-    BLOG_WARN("event=x path=\"%s\" n=%d error=\"%s\"", baton_log_q(path), 3,
-              err);
+void f(const char *path, const char *err, const char *uri) {
+    BLOG_WARN("event=x path=\"%s\" n=%d error=\"%s\" uri=%s dir=%s/x", baton_log_q(path), 3,
+              err, uri, baton_log_v(dir));
 }
 '''
 KEEPS = r'''
-void f(const char *path, const char *err, int tls) {
-    BLOG_WARN("event=x path=\"%s\" n=%" PRId32 " error=\"%.*s\" hint=\"%s\"", baton_log_q(path), 3,
-              5, baton_log_q(err), tls ? "check the ca" : "check sasl");
-    BATON_LOG(BATON_LOG_INFO, "event=y what=\"%s\" id=%s", "literal", id);
+void f(const char *path, const char *err, int tls, int e) {
+    BLOG_WARN("event=x path=\"%s\" n=%" PRId32 " error=\"%.*s\" hint=\"%s\" e=%s", baton_log_q(path),
+              3, 5, baton_log_q(err), tls ? "check the ca" : "check sasl", baton_err_name(e));
+    BATON_LOG(BATON_LOG_INFO, "event=y what=\"%s\" id=%s k=%.*s %s", "literal", baton_log_v(id), 2,
+              key, mb_row_label(m, 0));
 }
 '''
-if scan('breaks', BREAKS) != ['breaks:3: err'] or scan('keeps', KEEPS):
-    print('check_log_quotes: the check itself is broken: sample results',
-          scan('breaks', BREAKS), scan('keeps', KEEPS), file=sys.stderr)
+got = [(l, w) for l, _, _, w in scan('breaks', BREAKS)]
+if got != [(3, 'baton_log_q'), (3, 'baton_log_v'), (3, 'compose')] or scan('keeps', KEEPS):
+    print('check_log_quotes: the check itself is broken: sample results', got,
+          scan('keeps', KEEPS), file=sys.stderr)
     sys.exit(1)
 
+fix = os.environ.get('FIX') == '1'
 dirs = 'assignment bench common coordinator ctl devkafka examples include lib run sink tests worker'.split()
-bad, n = [], 0
+n, nbad = 0, 0
 for d in dirs:
     for root, _, names in os.walk(d):
         for f in sorted(names):
-            if f.endswith(('.c', '.h')) and '/corpus' not in root:
-                n += 1
-                p = os.path.join(root, f)
-                bad += scan(p, open(p, encoding='utf-8', errors='replace').read())
-for b in bad:
-    print(b)
-if bad:
-    print(f'check_log_quotes: {len(bad)} quoted log value(s) not passed through baton_log_q() '
-          '(common/baton_log.h says why)', file=sys.stderr)
+            if not f.endswith(('.c', '.h')) or '/corpus' in root:
+                continue
+            n += 1
+            p = os.path.join(root, f)
+            s = open(p, encoding='utf-8', errors='replace').read()
+            bad = scan(p, s)
+            nbad += len(bad)
+            for line, a, b, want in bad:
+                print(f'{p}:{line}: {" ".join(s[a:b].split())} (wants {want})')
+            if fix and bad:
+                for line, a, b, want in sorted(bad, key=lambda x: -x[1]):
+                    if want == 'compose':
+                        continue
+                    lead = len(s[a:b]) - len(s[a:b].lstrip())
+                    s = s[:a + lead] + want + '(' + s[a + lead:b].strip() + ')' + s[b:]
+                open(p, 'w', encoding='utf-8').write(s)
+if nbad and not fix:
+    print(f'check_log_quotes: {nbad} log value(s) not made safe for their field '
+          '(common/baton_log.h says why; --fix wraps them)', file=sys.stderr)
     sys.exit(1)
-print(f'check_log_quotes: {n} files, every quoted log value passes through baton_log_q()')
+print(f'check_log_quotes: {n} files, {nbad} value(s) {"to wrap (compose ones by hand)" if fix else "unsafe"}')
 PY

@@ -178,7 +178,7 @@ static int produce_conf_set(rd_kafka_conf_t *conf, const char *name, const char 
     char errstr[256];
     if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) == RD_KAFKA_CONF_OK)
         return 0;
-    BLOG_ERROR("event=config_failed name=%s err=\"%s\"", name, baton_log_q(errstr));
+    BLOG_ERROR("event=config_failed name=%s err=\"%s\"", baton_log_v(name), baton_log_q(errstr));
     return -1;
 }
 
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
             if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
                 baton_now_ms() - stalled_since > o.timeout_ms) {
                 BLOG_ERROR("event=produce_failed partition=%" PRId32 " key=%s err=\"%s\"",
-                           partition, key, baton_log_q(rd_kafka_err2str(err)));
+                           partition, baton_log_v(key), baton_log_q(rd_kafka_err2str(err)));
                 enqueue_failed = 1;
                 break;
             }

@@ -347,12 +347,61 @@ static void test_quoted_values(void **state) {
     free(big);
 }
 
+/* baton_log_v: an unquoted value with a blank, a quote or an '=' in it is
+ * quoted (logfmt's way), so it stays one field; a plain word is itself. */
+static void test_unquoted_values(void **state) {
+    (void)state;
+    seen_a.n = 0;
+    BATON_LOG_SCOPE(&sink_a);
+    baton_log_init("baton-worker", "w1");
+    const char *uri = "sqlite:/tmp/my dir/x.db group=forged", *path = "/baton/g/members/m\"1";
+    char fields[2048];
+    for (int fmt = 0; fmt < 2; fmt++) {
+        baton_log_set_format(fmt ? BATON_LOG_FORMAT_JSON : BATON_LOG_FORMAT_TEXT);
+        BLOG_WARN("event=x uri=%s path=%s group=%s empty=%s", baton_log_v(uri), baton_log_v(path),
+                  baton_log_v("g1"), baton_log_v(""));
+        if (!fmt) {
+            const char *body = strstr(seen_a.last, "event=");
+            assert_non_null(body);
+            text_fields(body, fields, sizeof(fields));
+            assert_string_equal(fields, "event=x|uri=sqlite:/tmp/my dir/x.db group=forged|"
+                                        "path=/baton/g/members/m'1|group=g1|empty=|");
+            continue;
+        }
+        json_error_t jerr;
+        json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
+        if (!j)
+            fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+        assert_int_equal(json_object_size(j), 9); /* ts level proc id event uri path group empty */
+        assert_string_equal(json_string_value(json_object_get(j, "uri")),
+                            "sqlite:/tmp/my dir/x.db group=forged");
+        assert_string_equal(json_string_value(json_object_get(j, "group")), "g1");
+        assert_string_equal(json_string_value(json_object_get(j, "empty")), "");
+        json_decref(j);
+    }
+    baton_log_set_format(BATON_LOG_FORMAT_TEXT);
+    const char *plain = "/baton/g/members/m1";
+    assert_ptr_equal(baton_log_v(plain), plain);
+    assert_string_equal(baton_log_v(NULL), "(null)");
+    assert_string_equal(baton_log_v("a\tb"), "\"a\tb\""); /* the writer makes the tab a space */
+    assert_string_equal(baton_log_v("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
+    char *big = malloc(3 * BATON_LOG_Q_SIZE);
+    assert_non_null(big);
+    memset(big, ' ', 3 * BATON_LOG_Q_SIZE - 1);
+    big[3 * BATON_LOG_Q_SIZE - 1] = 0;
+    const char *cut = baton_log_v(big);
+    assert_int_equal(strlen(cut), BATON_LOG_Q_SIZE - 1);
+    assert_int_equal(cut[0], '"');
+    assert_int_equal(cut[BATON_LOG_Q_SIZE - 2], '"');
+    free(big);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text),          cmocka_unit_test(test_json),
         cmocka_unit_test(test_filtering),     cmocka_unit_test(test_parse),
         cmocka_unit_test(test_sink),          cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_quoted_values),
+        cmocka_unit_test(test_quoted_values), cmocka_unit_test(test_unquoted_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
