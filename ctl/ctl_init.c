@@ -116,7 +116,7 @@ static int init_steps(const ctl_ctx_t *ctx, baton_zk_t *zk, const char *base, co
             /* Keys past the limit are refused before step 1 writes anything
              * (step 2's add checks again, against what is there then), on
              * the same listing. */
-            if (err == BATON_OK)
+            if (err == BATON_OK || err == BATON_NOTFOUND) /* NOTFOUND: no keys yet */
                 err = baton_keys_room_listed(r->before, r->nbefore, &ignored, keys, nkeys, errstr,
                                              errstr_size);
             baton_bad_keys_free(&ignored);

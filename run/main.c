@@ -294,9 +294,12 @@ static void runner_start(runner_t *rn) {
         return;
     }
     rn->child_epoch = rn->epoch;
-    BLOG_INFO("event=child_started pid=%d key=%s epoch=%lld%s%s", (int)rn->child.pid,
-              baton_log_v(key), (long long)rn->epoch, once_id ? " run_id=" : "",
-              once_id ? once_id : "");
+    if (once_id)
+        BLOG_INFO("event=child_started pid=%d key=%s epoch=%lld run_id=%s", (int)rn->child.pid,
+                  baton_log_v(key), (long long)rn->epoch, baton_log_v(once_id));
+    else
+        BLOG_INFO("event=child_started pid=%d key=%s epoch=%lld", (int)rn->child.pid,
+                  baton_log_v(key), (long long)rn->epoch);
 }
 
 /* The command exited by itself, code being its status. */

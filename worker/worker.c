@@ -1469,8 +1469,9 @@ static void part_fail(worker_t *w, int32_t p, int64_t offset, const char *stage,
     wpart_set_state(w, p, WPART_FAILED, "processor_error");
     BLOG_ERROR("event=processor_error partition=%d offset=%lld epoch=%lld processor=%s stage=%s "
                "error=\"%s\"",
-               p, (long long)offset, (long long)wp->epoch, baton_processor_name(w->proc),
-               baton_log_v(stage), baton_log_q(error ? error : ""));
+               p, (long long)offset, (long long)wp->epoch,
+               baton_log_v(baton_processor_name(w->proc)), baton_log_v(stage),
+               baton_log_q(error ? error : ""));
     /* Keep only the records before the failure, then write them. */
     size_t keep = 0;
     while (keep < wp->nrecs && wp->recs[keep].offset < offset)
@@ -2094,12 +2095,12 @@ int baton_worker_run(const baton_worker_conf_t *conf, int stop_fd) {
     if (!w.topic[0]) {
         BLOG_ERROR("event=join_failed error=\"group '%s' has named keys only, no topic: run "
                    "its jobs with baton-run or the member library\"",
-                   conf->group);
+                   baton_log_q(conf->group));
         goto out;
     }
     ensure_parts(&w);
     BLOG_INFO("event=started topic=%s partitions=%d sink=%s processor=%s", baton_log_v(w.topic),
-              w.nparts, baton_log_v(conf->sink_uri), baton_processor_name(w.proc));
+              w.nparts, baton_log_v(conf->sink_uri), baton_log_v(baton_processor_name(w.proc)));
     worker_metrics_register();
 
     int next_ms = 0;
