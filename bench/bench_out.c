@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct bench_out_s {
     sqlite3 *db;
@@ -206,13 +207,15 @@ void bench_batcher_add(bench_batcher_t *b, rd_kafka_message_t *m) {
         bp->first_ms = baton_now_ms();
 }
 
-/* Forgets p's written batch. */
-static void batch_done(bench_batcher_t *b, bench_part_t *bp) {
-    b->written += (int64_t)bp->n;
-    for (size_t i = 0; i < bp->n; i++)
+/* Forgets the first n of p's messages (written). The rest keep their
+ * order and their age restarts, as baton-worker's (batch_drop_front). */
+static void batch_done(bench_batcher_t *b, bench_part_t *bp, size_t n) {
+    b->written += (int64_t)n;
+    for (size_t i = 0; i < n; i++)
         rd_kafka_message_destroy(bp->msgs[i]);
-    bp->n = 0;
-    bp->first_ms = 0;
+    memmove(bp->msgs, bp->msgs + n, sizeof(*bp->msgs) * (bp->n - n));
+    bp->n -= n;
+    bp->first_ms = bp->n ? baton_now_ms() : 0;
 }
 
 int bench_batcher_flush(bench_batcher_t *b, bench_out_t *o, int32_t p, int64_t owner) {
@@ -221,7 +224,7 @@ int bench_batcher_flush(bench_batcher_t *b, bench_out_t *o, int32_t p, int64_t o
         return 0;
     int rc = bench_out_write(o, p, owner, bp->msgs, bp->n);
     if (rc == 0)
-        batch_done(b, bp);
+        batch_done(b, bp, bp->n);
     return rc;
 }
 
@@ -230,25 +233,33 @@ void bench_batcher_flush_due(bench_batcher_t *b, bench_out_t *o, int64_t owner, 
      * (baton_sink_write_many): the same batching for both. */
     int64_t now = baton_now_ms();
     int32_t *due = xmalloc(sizeof(int32_t) * ((size_t)b->nparts + 1));
+    size_t *take = xmalloc(sizeof(size_t) * ((size_t)b->nparts + 1));
     size_t ndue = 0;
     for (int32_t p = 0; p < b->nparts; p++) {
         bench_part_t *bp = &b->parts[p];
         if (bp->active && bp->n &&
-            (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms))
+            (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms)) {
+            /* At most batch_size of a partition per transaction, as
+             * baton-worker takes them (wbatch_take): behind a backlog both
+             * write the same transactions. A forced flush (the end) takes
+             * everything. */
+            take[ndue] = force || bp->n < (size_t)b->batch_size ? bp->n : (size_t)b->batch_size;
             due[ndue++] = p;
+        }
     }
     int ok = ndue > 0 && run(o->begin) == 0;
     if (ndue > 0 && !ok)
         fail(o, "begin write");
     for (size_t i = 0; ok && i < ndue; i++) {
         bench_part_t *bp = &b->parts[due[i]];
-        ok = write_rows(o, due[i], owner, bp->msgs, bp->n) == 0;
+        ok = write_rows(o, due[i], owner, bp->msgs, take[i]) == 0;
     }
     if (ok && run(o->commit)) {
         fail(o, "commit write");
         ok = 0;
     }
     for (size_t i = 0; ok && i < ndue; i++)
-        batch_done(b, &b->parts[due[i]]);
+        batch_done(b, &b->parts[due[i]], take[i]);
+    free(take);
     free(due);
 }
