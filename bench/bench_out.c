@@ -228,38 +228,37 @@ int bench_batcher_flush(bench_batcher_t *b, bench_out_t *o, int32_t p, int64_t o
     return rc;
 }
 
+/* How many of p's messages one transaction takes: at most batch_size, as
+ * baton-worker takes them (wbatch_take), so that behind a backlog both
+ * write the same transactions; a forced flush (the end) takes everything. */
+static size_t batch_take(const bench_batcher_t *b, const bench_part_t *bp, int force) {
+    return force || bp->n < (size_t)b->batch_size ? bp->n : (size_t)b->batch_size;
+}
+
 void bench_batcher_flush_due(bench_batcher_t *b, bench_out_t *o, int64_t owner, int force) {
     /* Every due partition in one transaction, as baton-worker writes them
      * (baton_sink_write_many): the same batching for both. */
     int64_t now = baton_now_ms();
     int32_t *due = xmalloc(sizeof(int32_t) * ((size_t)b->nparts + 1));
-    size_t *take = xmalloc(sizeof(size_t) * ((size_t)b->nparts + 1));
     size_t ndue = 0;
     for (int32_t p = 0; p < b->nparts; p++) {
         bench_part_t *bp = &b->parts[p];
         if (bp->active && bp->n &&
-            (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms)) {
-            /* At most batch_size of a partition per transaction, as
-             * baton-worker takes them (wbatch_take): behind a backlog both
-             * write the same transactions. A forced flush (the end) takes
-             * everything. */
-            take[ndue] = force || bp->n < (size_t)b->batch_size ? bp->n : (size_t)b->batch_size;
+            (force || bp->n >= (size_t)b->batch_size || now - bp->first_ms >= b->linger_ms))
             due[ndue++] = p;
-        }
     }
     int ok = ndue > 0 && run(o->begin) == 0;
     if (ndue > 0 && !ok)
         fail(o, "begin write");
     for (size_t i = 0; ok && i < ndue; i++) {
         bench_part_t *bp = &b->parts[due[i]];
-        ok = write_rows(o, due[i], owner, bp->msgs, take[i]) == 0;
+        ok = write_rows(o, due[i], owner, bp->msgs, batch_take(b, bp, force)) == 0;
     }
     if (ok && run(o->commit)) {
         fail(o, "commit write");
         ok = 0;
     }
     for (size_t i = 0; ok && i < ndue; i++)
-        batch_done(b, &b->parts[due[i]], take[i]);
-    free(take);
+        batch_done(b, &b->parts[due[i]], batch_take(b, &b->parts[due[i]], force));
     free(due);
 }

@@ -433,17 +433,14 @@ int baton_group_keys_room(baton_zk_t *zk, const char *base, char *const *keys, s
                           char *errstr, size_t n) {
     char *dir = baton_layout_keys(base);
     char **kids = NULL;
-    size_t nk = 0, have = 0, fresh = 0;
+    size_t nk = 0;
     int err = baton_zk_children(zk, dir, 0, &kids, &nk);
     if (err == BATON_NOTFOUND)
         err = BATON_OK; /* no keys yet */
     if (err != BATON_OK)
         baton_seterr(errstr, n, err, "cannot list '%s': %s", dir, baton_strerror(err));
-    if (err == BATON_OK) {
-        if (nk)
-            qsort(kids, nk, sizeof(char *), baton_strcmp_p);
-        err = baton_keys_room(kids, nk, keys, nkeys, &have, &fresh, errstr, n);
-    }
+    else
+        err = baton_keys_room_listed(kids, nk, NULL, keys, nkeys, errstr, n);
     baton_zk_strings_free(kids, nk);
     free(dir);
     return err;

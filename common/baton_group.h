@@ -83,9 +83,10 @@ int baton_group_keys(baton_zk_t *zk, const char *base, int watch, char ***names,
  * when none is fresh (nothing would be created). */
 int baton_keys_room(char *const *children, size_t nchildren, char *const *keys, size_t nkeys,
                     size_t *have, size_t *fresh, char *errstr, size_t errstr_size);
-/* baton_keys_room on what baton_group_keys listed: its kept names and the
- * children it ignored (either may be empty), so that a caller that needs
- * the listing anyway does not list the group's keys twice. */
+/* baton_keys_room on a listing of <base>/keys, in any order: the children
+ * as ZooKeeper gave them (ignored NULL), or what baton_group_keys split
+ * into kept names and ignored children (either may be empty), so that a
+ * caller that needs that listing anyway does not list the keys twice. */
 int baton_keys_room_listed(char *const *names, size_t nnames, const baton_bad_keys_t *ignored,
                            char *const *keys, size_t nkeys, char *errstr, size_t errstr_size);
 /* baton_keys_room on the group's keys as they are now (one listing). */

@@ -273,6 +273,22 @@ static void text_fields(const char *line, char *out, size_t cap) {
  * its quotes turned into '\'', in both formats; the line's other fields
  * are what they were. Without baton_log_q the first inner quote ended the
  * value: JSON got "event":"forged" and a text reader a field of its own. */
+/* The last line's fields from event= on, as text_fields splits them. */
+static void last_text_fields(char *out, size_t cap) {
+    const char *body = strstr(seen_a.last, "event=");
+    assert_non_null(body);
+    text_fields(body, out, cap);
+}
+
+/* The last line as a JSON object, keys unique (the test fails if not). */
+static json_t *last_json(void) {
+    json_error_t jerr;
+    json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j)
+        fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+    return j;
+}
+
 static void test_quoted_values(void **state) {
     (void)state;
     seen_a.n = 0;
@@ -285,17 +301,12 @@ static void test_quoted_values(void **state) {
         BLOG_ERROR("event=sink_failed path=\"%s\" error=\"%s\" action=retry", baton_log_q(path),
                    baton_log_q(err));
         if (!fmt) {
-            const char *body = strstr(seen_a.last, "event=");
-            assert_non_null(body);
-            text_fields(body, fields, sizeof(fields));
+            last_text_fields(fields, sizeof(fields));
             assert_string_equal(fields, "event=sink_failed|path=/baton/g/keys/a' event='forged|"
                                         "error=relation 'out' does not exist|action=retry|");
             continue;
         }
-        json_error_t jerr;
-        json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
-        if (!j)
-            fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+        json_t *j = last_json();
         assert_int_equal(json_object_size(j), 8); /* ts level proc id event path error action */
         assert_string_equal(json_string_value(json_object_get(j, "event")), "sink_failed");
         assert_string_equal(json_string_value(json_object_get(j, "path")),
@@ -312,10 +323,7 @@ static void test_quoted_values(void **state) {
     assert_int_equal(baton_failpoints_init(why, sizeof(why)), 0);
     unsetenv("BATON_FAILPOINTS");
     assert_int_equal(baton_failpoints_parse("", why, sizeof(why)), 0);
-    json_error_t jerr;
-    json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
-    if (!j)
-        fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+    json_t *j = last_json();
     assert_string_equal(json_string_value(json_object_get(j, "event")), "failpoints_armed");
     assert_string_equal(json_string_value(json_object_get(j, "spec")), "a' event'b=sleep-0");
     json_decref(j);
@@ -361,17 +369,12 @@ static void test_unquoted_values(void **state) {
         BLOG_WARN("event=x uri=%s path=%s group=%s empty=%s", baton_log_v(uri), baton_log_v(path),
                   baton_log_v("g1"), baton_log_v(""));
         if (!fmt) {
-            const char *body = strstr(seen_a.last, "event=");
-            assert_non_null(body);
-            text_fields(body, fields, sizeof(fields));
+            last_text_fields(fields, sizeof(fields));
             assert_string_equal(fields, "event=x|uri=sqlite:/tmp/my dir/x.db group=forged|"
                                         "path=/baton/g/members/m'1|group=g1|empty=|");
             continue;
         }
-        json_error_t jerr;
-        json_t *j = json_loads(seen_a.last, JSON_REJECT_DUPLICATES, &jerr);
-        if (!j)
-            fail_msg("not JSON: %s: %s", jerr.text, seen_a.last);
+        json_t *j = last_json();
         assert_int_equal(json_object_size(j), 9); /* ts level proc id event uri path group empty */
         assert_string_equal(json_string_value(json_object_get(j, "uri")),
                             "sqlite:/tmp/my dir/x.db group=forged");
