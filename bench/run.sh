@@ -569,10 +569,20 @@ tp_run() {
                 --batch-size 500 --linger-ms 10 --member "$((j - 1))/$TP_WORKERS"
         fi
     done
-    local rc=0
-    h_wait_exit tpwatch 300 || rc=$?
+    # No writer exits by itself before the sink has every record (each runs
+    # until stopped): one that does failed, and is reported at once.
+    local rc=0 deadline=$(($(_h_now_ms) + 300000))
+    while _h_alive "${H_PIDS[tpwatch]}"; do
+        for ((j = 1; j <= TP_WORKERS; j++)); do
+            _h_alive "${H_PIDS[tp$j]}" ||
+                h_fail "throughput: $kind run $i: tp$j exited before the sink had $n records: $(tail -n 2 "$H_DIR/tp$j.log")"
+        done
+        (($(_h_now_ms) < deadline)) || break
+        _h_nap 0.05
+    done
+    h_wait_exit tpwatch 5 || rc=$?
     ((rc == 0)) || h_fail "throughput: $kind run $i: watcher exited $rc"
-    line=$(grep '^done ' "$H_DIR/tpwatch.log" | tail -n 1)
+    line=$(grep '^done ' "$H_DIR/tpwatch.log" | tail -n 1) || true
     [[ -n $line ]] || h_fail "throughput: $kind run $i never reached $n records"
     for ((j = 1; j <= TP_WORKERS; j++)); do h_stop "tp$j"; done
     if [[ $kind == baton ]]; then

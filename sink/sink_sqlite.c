@@ -937,30 +937,37 @@ static char *sq_path(const baton_sink_t *sink, const char *target, char *errstr,
  * handler while another process is switching the same new file (8 processes
  * opening a fresh file at once: about one in ten failed), so it is retried
  * here for as long as the busy timeout would have waited. */
-static int sq_set_wal(baton_sink_t *sink, const char *path, char *errstr, size_t errstr_size) {
-    sq_t *sq = sink->be;
-    int64_t deadline = baton_now_ms() + SQ_BUSY_TIMEOUT_MS;
+int baton_sqlite_wal(sqlite3 *db, int timeout_ms, char *mode, size_t n) {
+    int64_t deadline = baton_now_ms() + timeout_ms;
     for (int64_t pause_ms = 1;; pause_ms = pause_ms < 32 ? pause_ms * 2 : 50) {
         sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(sq->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
         if (rc == SQLITE_OK)
             rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            const char *mode = (const char *)sqlite3_column_text(st, 0);
-            if (!mode || strcasecmp(mode, "wal") != 0)
-                BLOG_WARN("event=sink_no_wal uri=%s journal_mode=%s", baton_log_v(sink->uri),
-                          baton_log_v(mode ? mode : "?"));
-            sqlite3_finalize(st);
-            return BATON_OK;
+            const char *m = (const char *)sqlite3_column_text(st, 0);
+            snprintf(mode, n, "%s", m ? m : "?");
+            rc = SQLITE_OK;
         }
-        int err = baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
-                               "sink '%s': '%s' is not a usable SQLite database: %s", sink->uri,
-                               path, sqlite3_errmsg(sq->db));
         sqlite3_finalize(st);
         if ((rc & 0xff) != SQLITE_BUSY || baton_now_ms() >= deadline)
-            return err;
+            return rc;
         baton_sleep_ms(pause_ms);
     }
+}
+
+static int sq_set_wal(baton_sink_t *sink, const char *path, char *errstr, size_t errstr_size) {
+    sq_t *sq = sink->be;
+    char mode[16];
+    int rc = baton_sqlite_wal(sq->db, SQ_BUSY_TIMEOUT_MS, mode, sizeof(mode));
+    if (rc != SQLITE_OK)
+        return baton_seterr(errstr, errstr_size, sq_map(rc) ? sq_map(rc) : BATON_IO,
+                            "sink '%s': '%s' is not a usable SQLite database: %s", sink->uri, path,
+                            sqlite3_errmsg(sq->db));
+    if (strcasecmp(mode, "wal") != 0)
+        BLOG_WARN("event=sink_no_wal uri=%s journal_mode=%s", baton_log_v(sink->uri),
+                  baton_log_v(mode));
+    return BATON_OK;
 }
 
 /* 1 if path does not exist and its directory is one this process may
