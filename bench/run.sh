@@ -569,16 +569,22 @@ tp_run() {
                 --batch-size 500 --linger-ms 10 --member "$((j - 1))/$TP_WORKERS"
         fi
     done
-    # No writer exits by itself before the sink has every record (each runs
-    # until stopped): one that does failed, and is reported at once.
-    local rc=0 deadline=$(($(_h_now_ms) + 300000))
-    while _h_alive "${H_PIDS[tpwatch]}"; do
+    # A writer that exits with an error before the sink has every record
+    # (a plain consumer alone exits 0 once it has written them) fails the
+    # run at once, rather than after the watcher's 300 s.
+    local rc=0 now deadline pid
+    _h_clock now
+    deadline=$((now + 300000))
+    while _h_alive "${H_PIDS[tpwatch]}" && ((now < deadline)); do
         for ((j = 1; j <= TP_WORKERS; j++)); do
-            _h_alive "${H_PIDS[tp$j]}" ||
-                h_fail "throughput: $kind run $i: tp$j exited before the sink had $n records: $(tail -n 2 "$H_DIR/tp$j.log")"
+            pid=${H_PIDS[tp$j]}
+            _h_alive "$pid" && continue
+            _h_collect "$pid"
+            ((H_RC[$pid] == 0)) ||
+                h_fail "throughput: $kind run $i: tp$j exited ${H_RC[$pid]} before the sink had $n records: $(tail -n 2 "$H_DIR/tp$j.log")"
         done
-        (($(_h_now_ms) < deadline)) || break
         _h_nap 0.05
+        _h_clock now
     done
     h_wait_exit tpwatch 5 || rc=$?
     ((rc == 0)) || h_fail "throughput: $kind run $i: watcher exited $rc"

@@ -112,15 +112,11 @@ typedef struct {
      * dropped, so fetching must restart at pre_expect (standby_trim, or the
      * fence repositions). */
     int standby, pre_full;
-    /* The record that did not fit when pre_full was set: its offset and
-     * size. Fetching resumes only once it would fit, or once the owner has
-     * written past it (else a record bigger than the room left would be
-     * fetched and dropped again at every trim). */
-    int64_t full_off;
-    size_t full_sz;
-    /* When pre_full was set, the end of the partition's log as this
-     * consumer last saw it (at least full_off + 1): fetching resumes only
-     * once the owner has written up to it (standby_trim). */
+    /* pre_full: fetching resumes once the owner has written up to here
+     * (standby_trim): the end of the partition's log as this consumer saw
+     * it at the pause, and past the record that did not fit at a bound
+     * (else a record bigger than the room left would be fetched and
+     * dropped again at every trim). */
     int64_t full_hi;
     /* A standby partition's log end at the last periodic trim (-1: not
      * seen yet): an owner still below it a trim later, and more than a
@@ -704,14 +700,12 @@ static int64_t log_end(const worker_t *w, int32_t p) {
 }
 
 /* Stops fetching standby partition p (paused, what still arrives dropped:
- * pre_full) until its owner has written up to hi, the log's end now, and
- * the record at `off` of size sz would fit (standby_trim resumes it). */
-static void standby_hold(worker_t *w, int32_t p, int64_t off, size_t sz, int64_t hi) {
+ * pre_full) until its owner has written up to `until` (standby_trim
+ * resumes it then). */
+static void standby_hold(worker_t *w, int32_t p, int64_t until) {
     wpart_t *wp = &w->parts[p];
     wp->pre_full = 1;
-    wp->full_off = off;
-    wp->full_sz = sz;
-    wp->full_hi = hi > off ? hi : off + 1;
+    wp->full_hi = until;
     if (!wp->paused)
         kafka_pause(w, p, 1);
 }
@@ -732,15 +726,16 @@ static void pre_hold(worker_t *w, int32_t p, rd_kafka_message_t *msg) {
          * (at most every STANDBY_TRIM_MIN_MS, and not while a handoff to
          * us is fenced and first written: the trim reads the sink and its
          * resumes seek in Kafka, see handoff_busy), then, if there is still
-         * no room, pause and drop from here on (fetching restarts at
-         * pre_expect once there is room: standby_trim). */
+         * no room, pause and drop from here on (fetching restarts once
+         * the owner has written up to the log's end: standby_trim). */
         if (baton_now_ms() >= w->trim_forced_at + STANDBY_TRIM_MIN_MS && !handoff_busy(w) &&
             !w->in_hook) { /* the trim reads the sink and may seek: not inside a wait */
             w->trim_forced_at = baton_now_ms();
             standby_trim(w, 0);
         }
         if (!standby_room(w, wp, sz)) {
-            standby_hold(w, p, msg->offset, sz, log_end(w, p));
+            int64_t hi = log_end(w, p);
+            standby_hold(w, p, hi > msg->offset ? hi : msg->offset + 1);
             BLOG_DEBUG("event=standby_prefetch_full partition=%d held=%zu held_bytes=%zu "
                        "total_bytes=%zu next=%lld log_end=%lld",
                        p, wp->npre, wp->pre_bytes, w->pre_bytes, (long long)wp->pre_expect,
@@ -978,23 +973,28 @@ static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
 
 /* Drops, from every partition fetched ahead, what the owner has written
  * past (offsets below the sink's next_offset: useless at the fence), and
- * resumes a standby partition paused at a bound once it has room again
- * (at most half its bound held) and its owner has written up to where the
- * log ended when it was paused (full_hi).
+ * resumes a standby partition paused (pre_full) once its owner has written
+ * up to full_hi, which leaves nothing of it held, from the owner's
+ * next_offset, unless the bound over all partitions is still reached.
  *
  * An owner catching up on a backlog (after an outage, or in a throughput
  * run) writes faster than the log grows, and a standby fetching ahead of
  * it read every record a second time right behind it: 2.0 records read
- * per record written, 3 workers at 0.79 of the plain consumer's
- * throughput against 1.25 with prefetch off (bench/run.sh throughput,
- * 2026-12-07). Held records only spare the new owner a fetch at its fence,
- * and behind a backlog that fetch is answered at once. So at a periodic
- * trim a standby partition whose owner is still below the log end of the
- * trim before, and more than --batch-size records behind the log end now,
- * is paused the same way (standby_hold) until the owner has caught up; it
- * keeps what it holds. A bound is reached the same way, behind an owner
- * that far behind. An owner that keeps up (a linger and a commit behind)
- * never pauses its standbys. */
+ * per record written, 3 workers at 0.76-0.82 of the plain consumer's
+ * throughput against 1.15 with prefetch off (bench/run.sh throughput,
+ * 2026-12-07/08). Held records only spare the new owner a fetch at its
+ * fence, and behind a backlog that fetch is answered at once. So at a
+ * periodic trim a standby partition whose owner is still below the log
+ * end of the trim before, and more than --batch-size records behind the
+ * log end now, is paused (standby_hold) until the owner has written up to
+ * that end; it keeps what it holds meanwhile. A bound is reached behind
+ * an owner that far behind, and waits the same way. An owner that keeps up
+ * (a linger and a commit behind) does not pause its standbys; one stalled
+ * past a trim and more than a batch behind does, and a handoff to the
+ * standby then fetches at its fence. The log's end is librdkafka's cached
+ * high watermark: where the log ends in a transaction marker (or aborted
+ * records) the owner's next_offset stays below it, and the standby waits
+ * for the partition's next records. */
 static void standby_trim(worker_t *w, int periodic) {
     int32_t *held = NULL;
     size_t nheld = 0;
@@ -1041,7 +1041,7 @@ static void standby_trim(worker_t *w, int periodic) {
             continue;
         int64_t hi = log_end(w, p);
         if (wp->trim_hi >= 0 && next < wp->trim_hi && hi - next > w->conf->batch_size) {
-            standby_hold(w, p, wp->pre_expect, 0, hi);
+            standby_hold(w, p, hi);
             BLOG_DEBUG("event=standby_prefetch_lagging partition=%d owner_next=%lld log_end=%lld "
                        "held=%zu held_bytes=%zu",
                        p, (long long)next, (long long)hi, wp->npre, wp->pre_bytes);
@@ -1053,9 +1053,7 @@ static void standby_trim(worker_t *w, int periodic) {
         int32_t p = w->live[i];
         wpart_t *wp = &w->parts[p];
         if (wp->state == WPART_PREFETCHING && wp->pre_full && wp->pre_offset >= wp->full_hi &&
-            wp->pre_bytes <= (size_t)w->conf->standby_prefetch_bytes / 2 &&
-            w->pre_bytes < (size_t)w->conf->standby_prefetch_total_bytes &&
-            (wp->pre_expect > wp->full_off || standby_room(w, wp, wp->full_sz)))
+            w->pre_bytes < (size_t)w->conf->standby_prefetch_total_bytes)
             standby_resume(w, p, wp->pre_expect);
     }
 }
@@ -1073,9 +1071,11 @@ static void prefetch_check(worker_t *w) {
             continue;
         if (baton_membership_assigned(w->m, &r))
             w->parts[p].standby = 0;
-        else if (standby_wanted(w, p))
+        else if (standby_wanted(w, p)) {
+            if (!w->parts[p].standby)
+                w->parts[p].trim_hi = -1;
             w->parts[p].standby = 1;
-        else if (w->parts[p].standby && (busy < 0 ? (busy = handoff_busy(w)) : busy))
+        } else if (w->parts[p].standby && (busy < 0 ? (busy = handoff_busy(w)) : busy))
             continue; /* no longer a standby's: stopped once our handoff is done */
         else
             prefetch_stop(w, p, "not_assigned");
