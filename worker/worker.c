@@ -980,7 +980,7 @@ static void standby_resume(worker_t *w, int32_t p, int64_t offset) {
  * An owner catching up on a backlog (after an outage, or in a throughput
  * run) writes faster than the log grows, and a standby fetching ahead of
  * it read every record a second time right behind it: 2.0 records read
- * per record written, 3 workers at 0.76-0.82 of the plain consumer's
+ * per record written, 3 workers at 0.78-0.82 of the plain consumer's
  * throughput against 1.15 with prefetch off (bench/run.sh throughput,
  * 2026-12-07/08). Held records only spare the new owner a fetch at its
  * fence, and behind a backlog that fetch is answered at once. So at a
