@@ -1844,11 +1844,8 @@ static void metrics_lag(worker_t *w) {
         int32_t p = w->live[i];
         char label[16];
         snprintf(label, sizeof(label), "%d", p);
-        int64_t lo = -1, hi = -1;
-        if (!wpart_owned(w->parts[p].state) ||
-            rd_kafka_get_watermark_offsets(w->rk, w->topic, p, &lo, &hi) !=
-                RD_KAFKA_RESP_ERR_NO_ERROR ||
-            hi < 0) {
+        int64_t hi = wpart_owned(w->parts[p].state) ? log_end(w, p) : -1;
+        if (hi < 0) {
             baton_metric_vec_remove(vec, label);
             continue;
         }
